@@ -1,0 +1,6 @@
+/** `session-pager doctor`: not built yet (see its issue). */
+import { CliError } from './common.js';
+
+export async function run(_argv: string[]): Promise<number> {
+  throw new CliError('doctor is not implemented yet', 1);
+}

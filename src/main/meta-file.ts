@@ -1,0 +1,98 @@
+/**
+ * The metadata sidecar: its shape, and the only way it is written (temp file,
+ * fsync, rename, fsync of the directory), so a reader sees the old or the new
+ * file, never half of one.
+ */
+import { promises as fsp } from 'node:fs';
+import { dirname, basename, join } from 'node:path';
+import type { FrameEncoding } from '../streams/frame-codec.js';
+import type { SessionSummary } from './core/summary.js';
+import type { SessionHeader } from './core/types.js';
+
+export interface Fingerprint {
+  size: number;
+  mtimeMs: number;
+}
+
+export interface RecordedIssue {
+  code: string;
+  message: string;
+  offset?: number;
+  seq?: number;
+}
+
+export interface SessionMeta extends SessionSummary {
+  v: 1;
+  id: string;
+  header: SessionHeader;
+  /** Encoding this session's writer uses for new frames. */
+  format: FrameEncoding;
+  fingerprint: Fingerprint;
+  nextSeq: number;
+  eventCount: number;
+  frameCount: number;
+  /** Byte length of the log covered by the entry sidecar. */
+  indexedLength: number;
+  /** Byte length of the entry sidecar this metadata was written with. */
+  entriesLength: number;
+  createdAt: number;
+  updatedAt: number;
+  issues: RecordedIssue[];
+}
+
+export async function writeFileAtomic(path: string, text: string): Promise<void> {
+  const dir = dirname(path);
+  const tmp = join(dir, `.${basename(path)}.${process.pid}.${Date.now()}.tmp`);
+  const fh = await fsp.open(tmp, 'w');
+  try {
+    await fh.writeFile(text, 'utf8');
+    await fh.sync();
+  } finally {
+    await fh.close();
+  }
+  await fsp.rename(tmp, path);
+  await fsyncDir(dir);
+}
+
+export async function fsyncDir(dir: string): Promise<void> {
+  const dh = await fsp.open(dir, 'r');
+  try {
+    await dh.sync();
+  } finally {
+    await dh.close();
+  }
+}
+
+export async function writeMeta(path: string, meta: SessionMeta): Promise<void> {
+  await writeFileAtomic(path, JSON.stringify(meta) + '\n');
+}
+
+/** Read and shape-check metadata; returns a reason string when unusable. */
+export async function readMeta(path: string): Promise<SessionMeta | string> {
+  let text: string;
+  try {
+    text = await fsp.readFile(path, 'utf8');
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code === 'ENOENT' ? 'metadata sidecar is missing' : `metadata sidecar unreadable: ${(err as Error).message}`;
+  }
+  let m: unknown;
+  try {
+    m = JSON.parse(text);
+  } catch {
+    return 'metadata sidecar is not valid JSON';
+  }
+  return checkMetaShape(m);
+}
+
+export function checkMetaShape(m: unknown): SessionMeta | string {
+  if (typeof m !== 'object' || m === null) return 'metadata sidecar is not an object';
+  const o = m as Record<string, unknown>;
+  if (o.v !== 1) return `metadata sidecar version ${String(o.v)} is not 1`;
+  for (const k of ['nextSeq', 'frameCount', 'indexedLength', 'entriesLength'] as const) {
+    if (!Number.isSafeInteger(o[k]) || (o[k] as number) < 0) return `metadata sidecar field ${k} is invalid`;
+  }
+  if (typeof o.header !== 'object' || o.header === null) return 'metadata sidecar has no header';
+  if (o.format !== 'jsonl' && o.format !== 'binary') return 'metadata sidecar format is invalid';
+  if (typeof o.fingerprint !== 'object' || o.fingerprint === null) return 'metadata sidecar has no fingerprint';
+  return m as SessionMeta;
+}

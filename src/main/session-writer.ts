@@ -1,0 +1,333 @@
+/**
+ * The durable session writer (SPEC section 3). An append is: validate the
+ * batch, pack its chunk runs, write its frames at the end of the indexed log,
+ * fsync, append the entry lines, fsync, then atomically replace the metadata
+ * sidecar. Only then is it acknowledged. One writer per session, across
+ * processes (lock file); appends on one writer are serialized.
+ */
+import { promises as fsp } from 'node:fs';
+import type { FileHandle } from 'node:fs/promises';
+import { encodeBatch, encodeRecords } from './core/batch-encoder.js';
+import { validateEvent } from './core/chunk-codec.js';
+import { PagerError } from './core/errors.js';
+import { emptySummary, foldEvent } from './core/summary.js';
+import type { SessionEvent, SessionHeader } from './core/types.js';
+import { isRowType } from './core/types.js';
+import { acquireLock, type Lock } from './lock-file.js';
+import { fsyncDir, writeMeta, type SessionMeta } from './meta-file.js';
+import { indexDir, sessionPaths, sessionsDir, type SessionPaths } from './paths.js';
+import { loadSessionState } from './session-state.js';
+import { scanFile } from '../streams/frame-scanner.js';
+import { validateRecord, recordSpan, expandRow } from './core/chunk-codec.js';
+import { entryFor } from './core/batch-encoder.js';
+import { encodeEntry } from '../streams/entry-codec.js';
+import type { FrameEncoding } from '../streams/frame-codec.js';
+import type { ChunkRow, StorageRecord } from './core/types.js';
+
+export interface WriterOptions {
+  /** fsync every append before acknowledging it (default true). `gen` turns it off and syncs once at close. */
+  durable?: boolean;
+  /** Frame encoding for new sessions (default jsonl). */
+  format?: FrameEncoding;
+  /** Clock, for tests. */
+  now?: () => number;
+}
+
+export interface AppendResult {
+  fromSeq: number;
+  /** Exclusive. */
+  toSeq: number;
+  frames: number;
+  bytes: number;
+}
+
+export type AppendListener = (events: readonly SessionEvent[], meta: SessionMeta) => void;
+
+/** Largest batch a single append takes, in events. */
+export const MAX_BATCH_EVENTS = 100_000;
+
+function checkHeader(id: string, header: unknown, now: number): SessionHeader {
+  if (typeof header !== 'object' || header === null || Array.isArray(header)) {
+    throw new PagerError('invalid_request', 'session header must be a JSON object');
+  }
+  const h = { ...(header as Record<string, unknown>) };
+  if (h.type === undefined) h.type = 'session';
+  if (h.type !== 'session') throw new PagerError('invalid_request', 'session header type must be "session"');
+  if (h.id === undefined) h.id = id;
+  if (h.id !== id) throw new PagerError('invalid_request', `session header id ${JSON.stringify(h.id)} does not match ${JSON.stringify(id)}`);
+  if (h.createdAt === undefined) h.createdAt = now;
+  if (!Number.isSafeInteger(h.createdAt)) throw new PagerError('invalid_request', 'session header createdAt must be a safe integer');
+  // Key order: type, version, id, createdAt first, as dsh writes them.
+  const { type, version, id: hid, createdAt, ...rest } = h;
+  const ordered: Record<string, unknown> = { type };
+  if (version !== undefined) ordered.version = version;
+  ordered.id = hid;
+  ordered.createdAt = createdAt;
+  return { ...ordered, ...rest } as SessionHeader;
+}
+
+/** Check one append batch against `nextSeq`; returns typed events. */
+export function checkBatch(events: unknown, nextSeq: number): SessionEvent[] {
+  if (!Array.isArray(events)) throw new PagerError('invalid_request', 'events must be an array');
+  if (events.length === 0) throw new PagerError('invalid_request', 'events must not be empty');
+  if (events.length > MAX_BATCH_EVENTS) throw new PagerError('payload_too_large', `a batch holds at most ${MAX_BATCH_EVENTS} events`);
+  const out: SessionEvent[] = new Array(events.length);
+  for (let i = 0; i < events.length; i++) {
+    let e: SessionEvent;
+    try {
+      e = validateEvent(events[i]);
+    } catch (err) {
+      throw new PagerError('invalid_request', `events[${i}]: ${(err as Error).message}`, { index: i });
+    }
+    if (isRowType(e.type) || e.type === 'session') {
+      throw new PagerError('invalid_request', `events[${i}]: type ${JSON.stringify(e.type)} is reserved for storage records`, { index: i });
+    }
+    if (e.seq !== nextSeq + i) {
+      throw new PagerError('seq_conflict', `events[${i}] has seq ${e.seq}, expected ${nextSeq + i}`, { expectedSeq: nextSeq + i, index: i });
+    }
+    out[i] = e;
+  }
+  return out;
+}
+
+async function writeAll(fh: FileHandle, data: Buffer | string, position: number): Promise<void> {
+  const buf = typeof data === 'string' ? Buffer.from(data, 'utf8') : data;
+  let done = 0;
+  while (done < buf.length) {
+    const { bytesWritten } = await fh.write(buf, done, buf.length - done, position + done);
+    done += bytesWritten;
+  }
+}
+
+export class SessionWriter {
+  private queue: Promise<unknown> = Promise.resolve();
+  private listeners = new Set<AppendListener>();
+  private closed = false;
+  private dirty = false;
+
+  private constructor(
+    readonly paths: SessionPaths,
+    private meta: SessionMeta,
+    private readonly log: FileHandle,
+    private readonly entries: FileHandle,
+    private readonly lock: Lock,
+    private readonly durable: boolean,
+    private readonly now: () => number,
+  ) {}
+
+  get id(): string {
+    return this.paths.id;
+  }
+
+  get nextSeq(): number {
+    return this.meta.nextSeq;
+  }
+
+  /** A copy of the current metadata. */
+  get metadata(): SessionMeta {
+    return { ...this.meta, tokens: { ...this.meta.tokens }, issues: [...this.meta.issues] };
+  }
+
+  onAppend(fn: AppendListener): () => void {
+    this.listeners.add(fn);
+    return () => this.listeners.delete(fn);
+  }
+
+  /** Create a new session: header frame, header entry, metadata; all synced. */
+  static async create(dataDir: string, id: string, header: unknown, opts: WriterOptions = {}): Promise<SessionWriter> {
+    const now = opts.now ?? Date.now;
+    const paths = sessionPaths(dataDir, id);
+    const h = checkHeader(id, header, now());
+    const format = opts.format ?? 'jsonl';
+    await fsp.mkdir(indexDir(dataDir), { recursive: true });
+    const lock = await acquireLock(paths.lock, `session ${id}`);
+    let log: FileHandle | undefined;
+    let entries: FileHandle | undefined;
+    try {
+      try {
+        log = await fsp.open(paths.events, 'wx+');
+      } catch (err) {
+        if ((err as NodeJS.ErrnoException).code === 'EEXIST') throw new PagerError('session_exists', `session ${id} already exists`);
+        throw err;
+      }
+      const enc = encodeRecords([h as unknown as StorageRecord], 0, format);
+      // The header entry: seq 0, count 0, kind "session".
+      const headerEntry = encodeEntry({ v: 1, seq: 0, count: 0, offset: 0, length: enc.bytes.length, kind: 'session', schema: 1 });
+      await writeAll(log, enc.bytes, 0);
+      await log.sync();
+      entries = await fsp.open(paths.entries, 'w+');
+      await writeAll(entries, headerEntry, 0);
+      await entries.sync();
+      const st = await log.stat();
+      const t = now();
+      const meta: SessionMeta = {
+        v: 1,
+        id,
+        header: h,
+        format,
+        fingerprint: { size: st.size, mtimeMs: st.mtimeMs },
+        nextSeq: 0,
+        eventCount: 0,
+        frameCount: 1,
+        indexedLength: enc.bytes.length,
+        entriesLength: Buffer.byteLength(headerEntry),
+        createdAt: typeof h.createdAt === 'number' ? h.createdAt : t,
+        updatedAt: t,
+        ...emptySummary(h),
+        issues: [],
+      };
+      await writeMeta(paths.meta, meta);
+      await fsyncDir(sessionsDir(dataDir));
+      return new SessionWriter(paths, meta, log, entries, lock, opts.durable ?? true, now);
+    } catch (err) {
+      await log?.close().catch(() => undefined);
+      await entries?.close().catch(() => undefined);
+      await lock.release();
+      throw err;
+    }
+  }
+
+  /**
+   * Open an existing session for appending. Stale metadata is caught up and
+   * persisted; complete valid frames past the indexed end are indexed (a scan
+   * of that tail only); a torn tail or a broken sidecar refuses with
+   * `repair_required`.
+   */
+  static async open(dataDir: string, id: string, opts: WriterOptions = {}): Promise<SessionWriter> {
+    const now = opts.now ?? Date.now;
+    const paths = sessionPaths(dataDir, id);
+    try {
+      await fsp.access(paths.events);
+    } catch {
+      throw new PagerError('session_not_found', `session ${id} not found`);
+    }
+    const lock = await acquireLock(paths.lock, `session ${id}`);
+    let log: FileHandle | undefined;
+    let entries: FileHandle | undefined;
+    try {
+      const state = await loadSessionState(paths);
+      if (state.status === 'repair_required' || state.meta === null) {
+        throw new PagerError('repair_required', `session ${id} needs repair: ${state.reasons.join('; ')}`, { reasons: state.reasons });
+      }
+      log = await fsp.open(paths.events, 'r+');
+      entries = await fsp.open(paths.entries, 'r+');
+      const w = new SessionWriter(paths, state.meta, log, entries, lock, opts.durable ?? true, now);
+      if (state.logSize > state.indexedLength) await w.indexTail(state.indexedLength, state.logSize);
+      else if (state.metaStale) await w.persistMeta();
+      return w;
+    } catch (err) {
+      await log?.close().catch(() => undefined);
+      await entries?.close().catch(() => undefined);
+      await lock.release();
+      throw err;
+    }
+  }
+
+  /** Index the complete valid frames of an unindexed tail, or refuse if it is torn. */
+  private async indexTail(start: number, end: number): Promise<void> {
+    let entriesText = '';
+    let offset = start;
+    let seq = this.meta.nextSeq;
+    let frames = 0;
+    for await (const f of scanFile(this.paths.events, start, end)) {
+      if (!f.ok) {
+        throw new PagerError('repair_required', `session ${this.id} has an invalid unindexed tail: ${f.message}`, { offset: f.offset });
+      }
+      let r: StorageRecord;
+      try {
+        r = validateRecord(f.record);
+      } catch (err) {
+        throw new PagerError('repair_required', `session ${this.id} has an invalid unindexed tail: frame at offset ${f.offset}: ${(err as Error).message}`, { offset: f.offset });
+      }
+      const span = recordSpan(r);
+      if (span.seq !== seq) {
+        throw new PagerError('repair_required', `session ${this.id} unindexed frame at offset ${f.offset} starts at seq ${span.seq}, expected ${seq}`, { offset: f.offset });
+      }
+      const events = isRowType(r.type) && 'seq0' in r ? expandRow(r as ChunkRow) : [r as SessionEvent];
+      for (const e of events) foldEvent(this.meta, e);
+      entriesText += encodeEntry(entryFor(r, offset, f.length, f.schema));
+      offset += f.length;
+      seq += span.count;
+      frames++;
+    }
+    await writeAll(this.entries, entriesText, this.meta.entriesLength);
+    await this.entries.sync();
+    this.meta.entriesLength += Buffer.byteLength(entriesText);
+    this.meta.indexedLength = offset;
+    this.meta.nextSeq = seq;
+    this.meta.eventCount = seq;
+    this.meta.frameCount += frames;
+    await this.persistMeta();
+  }
+
+  private async persistMeta(): Promise<void> {
+    const st = await this.log.stat();
+    this.meta.fingerprint = { size: st.size, mtimeMs: st.mtimeMs };
+    this.meta.updatedAt = this.now();
+    await writeMeta(this.paths.meta, this.meta);
+    this.dirty = false;
+  }
+
+  /**
+   * Append one batch. Seqs must continue `nextSeq` exactly. Resolves after
+   * the frames, entries and metadata are durable (unless `durable: false`).
+   */
+  append(events: unknown): Promise<AppendResult> {
+    const run = this.queue.then(() => this.appendNow(events));
+    this.queue = run.catch(() => undefined);
+    return run;
+  }
+
+  private async appendNow(input: unknown): Promise<AppendResult> {
+    if (this.closed) throw new PagerError('internal', `writer for session ${this.id} is closed`);
+    const events = checkBatch(input, this.meta.nextSeq);
+    const fromSeq = this.meta.nextSeq;
+    const enc = encodeBatch(events, this.meta.indexedLength, this.meta.format);
+    try {
+      await writeAll(this.log, enc.bytes, this.meta.indexedLength);
+      if (this.durable) await this.log.datasync();
+      await writeAll(this.entries, enc.entries, this.meta.entriesLength);
+      if (this.durable) await this.entries.datasync();
+    } catch (err) {
+      // Leave no unindexed bytes behind a failed append: cut the log back.
+      await this.log.truncate(this.meta.indexedLength).catch(() => undefined);
+      await this.entries.truncate(this.meta.entriesLength).catch(() => undefined);
+      throw err;
+    }
+    for (const e of events) foldEvent(this.meta, e);
+    this.meta.indexedLength += enc.bytes.length;
+    this.meta.entriesLength += Buffer.byteLength(enc.entries);
+    this.meta.nextSeq = fromSeq + events.length;
+    this.meta.eventCount = this.meta.nextSeq;
+    this.meta.frameCount += enc.frameCount;
+    if (this.durable) await this.persistMeta();
+    else this.dirty = true;
+    const snapshot = this.meta;
+    for (const fn of this.listeners) {
+      try {
+        fn(events, snapshot);
+      } catch {
+        // A listener's failure is its own; the append is durable already.
+      }
+    }
+    return { fromSeq, toSeq: this.meta.nextSeq, frames: enc.frameCount, bytes: enc.bytes.length };
+  }
+
+  /** Flush (when not durable), write metadata, release the lock. */
+  async close(): Promise<void> {
+    if (this.closed) return;
+    await this.queue;
+    this.closed = true;
+    try {
+      if (this.dirty) {
+        await this.log.sync();
+        await this.entries.sync();
+        await this.persistMeta();
+      }
+    } finally {
+      await this.log.close().catch(() => undefined);
+      await this.entries.close().catch(() => undefined);
+      await this.lock.release();
+    }
+  }
+}

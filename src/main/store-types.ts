@@ -1,0 +1,75 @@
+/**
+ * The library API shared by the HTTP service, the CLI and the benchmarks
+ * (`openStore(dataDir)`): one page path for all of them.
+ */
+import type { Page, PageParams, SessionEvent } from './core/types.js';
+import type { SessionStatus } from './session-state.js';
+import type { AppendResult } from './session-writer.js';
+import type { FrameEncoding } from '../streams/frame-codec.js';
+import type { TokenTotals } from './core/summary.js';
+
+export interface CatalogEntry {
+  id: string;
+  status: SessionStatus;
+  /** Why the status is not ok; empty when ok. */
+  reasons: string[];
+  title: string | null;
+  createdAt: number | null;
+  updatedAt: number | null;
+  /** Next seq to append; lastSeq = nextSeq - 1 (-1 when empty). */
+  nextSeq: number;
+  lastSeq: number;
+  eventCount: number;
+  frameCount: number;
+  indexedLength: number;
+  logSize: number;
+  hasUserMessage: boolean;
+  provider: string | null;
+  model: string | null;
+  agentPreset: string | null;
+  lastCompactionSeq: number | null;
+  tokens: TokenTotals | null;
+  /** Metadata sidecar older than the entry sidecar (caught up in memory). */
+  metaStale: boolean;
+  format: FrameEncoding | null;
+  header: Record<string, unknown> | null;
+}
+
+/** A page serialized once, ready to send. `body` is the JSON of SPEC section 4. */
+export interface PageBuffer {
+  body: Buffer;
+  sessionId: string;
+  throughSeq: number;
+  fromSeq: number;
+  toSeq: number;
+  hasMore: boolean;
+  /** Frames read and their stored bytes. */
+  frames: number;
+  frameBytes: number;
+}
+
+export interface StoreStats {
+  pool: { threads: number; queueSize: number; utilization: number; completed: number };
+  cache: { hits: number; misses: number };
+  pagesServed: number;
+}
+
+export type FollowListener = (events: readonly SessionEvent[]) => void;
+
+export interface Store {
+  readonly dataDir: string;
+  /** Catalog from metadata sidecars; never fails for one bad session. */
+  list(): Promise<CatalogEntry[]>;
+  /** One session's catalog entry; `session_not_found` when absent. */
+  info(id: string): Promise<CatalogEntry>;
+  page(id: string, params?: PageParams): Promise<Page>;
+  pageBuffer(id: string, params?: PageParams, signal?: AbortSignal): Promise<PageBuffer>;
+  /** Logical events [fromSeq, toSeq) of the indexed log (bounded by the caller). */
+  readEvents(id: string, fromSeq: number, toSeq: number): Promise<SessionEvent[]>;
+  create(id: string, header: unknown, opts?: { format?: FrameEncoding }): Promise<CatalogEntry>;
+  append(id: string, events: unknown): Promise<AppendResult>;
+  /** Be told of every durable append to `id` made through this store, in order. */
+  subscribe(id: string, listener: FollowListener): () => void;
+  stats(): StoreStats;
+  close(): Promise<void>;
+}
