@@ -122,7 +122,7 @@ export function sameRunKey(a: RunKey, b: RunKey): boolean {
 }
 
 /** Whether a member with `key` at (seq, time) continues `run`. */
-export function continuesRun(run: Run, key: RunKey, seq: number, time: number): boolean {
+export function continuesRun(run: RunKey & { lastSeq: number; lastTime: number }, key: RunKey, seq: number, time: number): boolean {
   return seq === run.lastSeq + 1 && isSafe(time - run.lastTime) && sameRunKey(run, key);
 }
 
@@ -131,6 +131,10 @@ function newRun(key: RunKey, seq: number, time: number): Run {
   if (key.id !== undefined) run.id = key.id;
   if ('name' in key) run.name = key.name;
   return run;
+}
+
+export function rowTypeOf(kind: ChunkKind): RowType {
+  return ROW_TYPE_OF[kind];
 }
 
 export function rowKey(row: ChunkRow): RunKey {

@@ -1,0 +1,428 @@
+/**
+ * `openStore(dataDir)`: the library API behind the HTTP service, the CLI and
+ * the benchmarks. It owns the process's page-worker pool, the in-process
+ * session writers (one per session, holding its lock) and a small cache of
+ * session views validated by file stamps.
+ *
+ * Page path: view (bounded sidecar checks) -> plan from the entry sidecar
+ * (bounded backward walk) -> slices decoded by workers -> assembled bytes.
+ */
+import { promises as fsp } from 'node:fs';
+import { expandRecords } from './core/chunk-codec.js';
+import { PagerError } from './core/errors.js';
+import { emptyPlan, planPage, planRange, type PagePlan } from './core/page-planner.js';
+import { resolvePageParams } from './core/page-rule.js';
+import type { EntryLine, Page, PageParams, SessionEvent } from './core/types.js';
+import { assemblePage, parseSlice } from './page-assembler.js';
+import { assertSessionId, indexDir, sessionPaths, sessionsDir, type SessionPaths } from './paths.js';
+import { loadSessionState, type SessionState, type SessionStatus } from './session-state.js';
+import { SessionWriter, type AppendResult } from './session-writer.js';
+import type { CatalogEntry, FollowListener, PageBuffer, Store, StoreStats } from './store-types.js';
+import { createPagePool, runSlice, type PagePool } from './worker-pool.js';
+import { EntriesFile, EntryFormatError } from '../streams/entries-file.js';
+import type { FrameEncoding } from '../streams/frame-codec.js';
+import type { SliceTask } from '../workers/slice-protocol.js';
+
+export interface StoreOptions {
+  dataDir: string;
+  /** Page worker threads (default: available cores, at most 8). */
+  workers?: number;
+  /** Bound of the worker queue, in slices. */
+  maxQueue?: number;
+  /** Pages whose frames exceed this many bytes are split across workers. */
+  splitBytes?: number;
+  /** Frame encoding of sessions created through this store (default jsonl). */
+  format?: FrameEncoding;
+  /** Close an in-process writer after this long without appends (ms). */
+  writerIdleMs?: number;
+}
+
+/** What the page path needs to know of a session, from bounded reads only. */
+interface SessionView {
+  paths: SessionPaths;
+  status: SessionStatus;
+  reasons: string[];
+  nextSeq: number;
+  entriesSize: number;
+  indexedLength: number;
+  state: SessionState | null;
+}
+
+const DEFAULT_SPLIT_BYTES = 1024 * 1024;
+
+async function stamp(paths: SessionPaths): Promise<string> {
+  const parts = await Promise.all(
+    [paths.events, paths.entries, paths.meta].map((p) =>
+      fsp.stat(p).then(
+        (s) => `${s.size}:${s.mtimeMs}:${s.ino}`,
+        () => '-',
+      ),
+    ),
+  );
+  return parts.join('|');
+}
+
+export class PagerStore implements Store {
+  readonly dataDir: string;
+  private readonly pool: PagePool;
+  private readonly threads: number;
+  private readonly splitBytes: number;
+  private readonly format: FrameEncoding;
+  private readonly writerIdleMs: number;
+  private readonly views = new Map<string, { stamp: string; state: SessionState }>();
+  private readonly writers = new Map<string, Promise<SessionWriter>>();
+  private readonly idleTimers = new Map<string, NodeJS.Timeout>();
+  private readonly listeners = new Map<string, Set<FollowListener>>();
+  private cacheHits = 0;
+  private cacheMisses = 0;
+  private pagesServed = 0;
+  private closed = false;
+
+  constructor(opts: StoreOptions) {
+    this.dataDir = opts.dataDir;
+    this.pool = createPagePool({ threads: opts.workers, maxQueue: opts.maxQueue });
+    this.threads = this.pool.options.maxThreads;
+    this.splitBytes = opts.splitBytes ?? DEFAULT_SPLIT_BYTES;
+    this.format = opts.format ?? 'jsonl';
+    this.writerIdleMs = opts.writerIdleMs ?? 60_000;
+  }
+
+  // -------------------------------------------------------------------------
+  // Session views
+
+  private async loadState(paths: SessionPaths): Promise<SessionState> {
+    const s = await stamp(paths);
+    const cached = this.views.get(paths.id);
+    if (cached !== undefined && cached.stamp === s) {
+      this.cacheHits++;
+      return cached.state;
+    }
+    this.cacheMisses++;
+    const state = await loadSessionState(paths);
+    // Stamp again: if a file moved while we read, do not cache a mixed view.
+    if ((await stamp(paths)) === s) this.views.set(paths.id, { stamp: s, state });
+    return state;
+  }
+
+  private async view(id: string): Promise<SessionView> {
+    assertSessionId(id);
+    const paths = sessionPaths(this.dataDir, id);
+    const writer = await this.writers.get(id)?.catch(() => undefined);
+    if (writer !== undefined) {
+      // The in-process writer knows exactly what is committed; no file reads needed.
+      const m = writer.metadata;
+      const reasons = m.issues.map((i) => i.message);
+      return { paths, status: reasons.length ? 'degraded' : 'ok', reasons, nextSeq: m.nextSeq, entriesSize: m.entriesLength, indexedLength: m.indexedLength, state: null };
+    }
+    const state = await this.loadState(paths);
+    if (state.status === 'repair_required' && state.problems[0]?.code === 'log_missing') {
+      const metaExists = await fsp.access(paths.meta).then(
+        () => true,
+        () => false,
+      );
+      if (!metaExists) throw new PagerError('session_not_found', `session ${id} not found`);
+    }
+    return { paths, status: state.status, reasons: state.reasons, nextSeq: state.nextSeq, entriesSize: state.entriesSize, indexedLength: state.indexedLength, state };
+  }
+
+  private servable(id: string, v: SessionView): void {
+    if (v.status === 'repair_required') {
+      throw new PagerError('repair_required', `session ${id} needs repair: ${v.reasons.join('; ')}`, { reasons: v.reasons });
+    }
+  }
+
+  // -------------------------------------------------------------------------
+  // Catalog
+
+  private catalogEntry(id: string, state: SessionState): CatalogEntry {
+    const m = state.meta;
+    return {
+      id,
+      status: state.status,
+      reasons: state.reasons,
+      title: m?.title ?? null,
+      createdAt: m?.createdAt ?? null,
+      updatedAt: m?.updatedAt ?? null,
+      nextSeq: state.nextSeq,
+      lastSeq: state.nextSeq - 1,
+      eventCount: state.nextSeq,
+      frameCount: state.frameCount,
+      indexedLength: state.indexedLength,
+      logSize: state.logSize,
+      hasUserMessage: m?.hasUserMessage ?? false,
+      provider: m?.provider ?? null,
+      model: m?.model ?? null,
+      agentPreset: m?.agentPreset ?? null,
+      lastCompactionSeq: m?.lastCompactionSeq ?? null,
+      tokens: m?.tokens ?? null,
+      metaStale: state.metaStale,
+      format: m?.format ?? null,
+      header: m?.header ?? null,
+    };
+  }
+
+  async list(): Promise<CatalogEntry[]> {
+    const ids = new Set<string>();
+    const names = await Promise.all([
+      fsp.readdir(sessionsDir(this.dataDir)).catch(() => [] as string[]),
+      fsp.readdir(indexDir(this.dataDir)).catch(() => [] as string[]),
+    ]);
+    for (const n of names[0]) if (n.endsWith('.events')) ids.add(n.slice(0, -'.events'.length));
+    for (const n of names[1]) if (n.endsWith('.index.json')) ids.add(n.slice(0, -'.index.json'.length));
+    const sorted = [...ids].filter((id) => {
+      try {
+        assertSessionId(id);
+        return true;
+      } catch {
+        return false;
+      }
+    });
+    sorted.sort();
+    const out: CatalogEntry[] = new Array(sorted.length);
+    // Bounded concurrency: thousands of sessions must not open thousands of files at once.
+    let next = 0;
+    const work = async () => {
+      while (next < sorted.length) {
+        const i = next++;
+        const id = sorted[i] as string;
+        try {
+          out[i] = this.catalogEntry(id, await this.loadState(sessionPaths(this.dataDir, id)));
+        } catch (err) {
+          // A bad session never fails the catalog.
+          out[i] = this.catalogEntry(id, {
+            id,
+            paths: sessionPaths(this.dataDir, id),
+            status: 'repair_required',
+            reasons: [`cannot be read: ${(err as Error).message}`],
+            problems: [{ code: 'internal', message: `cannot be read: ${(err as Error).message}` }],
+            meta: null,
+            metaStale: false,
+            fingerprintFresh: false,
+            entriesSize: 0,
+            indexedLength: 0,
+            nextSeq: 0,
+            frameCount: 0,
+            logSize: 0,
+            logMtimeMs: 0,
+          });
+        }
+      }
+    };
+    await Promise.all(Array.from({ length: Math.min(16, sorted.length) }, work));
+    return out;
+  }
+
+  async info(id: string): Promise<CatalogEntry> {
+    assertSessionId(id);
+    const paths = sessionPaths(this.dataDir, id);
+    await this.view(id); // session_not_found when absent
+    const writer = await this.writers.get(id)?.catch(() => undefined);
+    if (writer !== undefined) this.views.delete(id);
+    return this.catalogEntry(id, await this.loadState(paths));
+  }
+
+  // -------------------------------------------------------------------------
+  // Pages
+
+  private async withEntries<T>(v: SessionView, fn: (entries: EntriesFile) => Promise<T>): Promise<T> {
+    let entries: EntriesFile;
+    try {
+      entries = await EntriesFile.open(v.paths.entries, v.entriesSize);
+    } catch (err) {
+      throw new PagerError('repair_required', `session ${v.paths.id}: entry sidecar unreadable: ${(err as Error).message}`);
+    }
+    try {
+      return await fn(entries);
+    } catch (err) {
+      if (err instanceof EntryFormatError) throw new PagerError('repair_required', `session ${v.paths.id}: ${err.message}`);
+      throw err;
+    } finally {
+      await entries.close();
+    }
+  }
+
+  /** Byte position just after the entry line of the frame holding `seq`. */
+  private async lineEndFor(entries: EntriesFile, v: SessionView, seq: number): Promise<number> {
+    if (seq >= v.nextSeq - 1) return v.entriesSize;
+    const located = await entries.findBySeq(seq);
+    if (located === null) throw new PagerError('repair_required', `session ${v.paths.id}: entry sidecar has no frame for seq ${seq}`);
+    return located.end;
+  }
+
+  async plan(id: string, params: PageParams = {}): Promise<{ view: SessionView; plan: PagePlan }> {
+    const v = await this.view(id);
+    this.servable(id, v);
+    const r = resolvePageParams(params, v.nextSeq - 1);
+    if (r.end <= 0) return { view: v, plan: { ...emptyPlan(r.throughSeq, 0), hasMore: false } };
+    const plan = await this.withEntries(v, async (entries) => planPage(r, entries.backwardFrom(await this.lineEndFor(entries, v, r.end - 1))));
+    return { view: v, plan };
+  }
+
+  /** Cut the plan's frames into slices of about equal bytes, one per worker at most. */
+  private slices(path: string, frames: readonly EntryLine[], bytes: number, fromSeq: number, toSeq: number): SliceTask[] {
+    if (frames.length === 0) return [];
+    const n = Math.max(1, Math.min(this.threads, Math.ceil(bytes / this.splitBytes), frames.length));
+    const target = bytes / n;
+    const tasks: SliceTask[] = [];
+    let i = 0;
+    for (let s = 0; s < n && i < frames.length; s++) {
+      const first = frames[i] as EntryLine;
+      let acc = 0;
+      let j = i;
+      do {
+        acc += (frames[j] as EntryLine).length;
+        j++;
+      } while (j < frames.length && (s === n - 1 || acc < target));
+      const last = frames[j - 1] as EntryLine;
+      tasks.push({ path, start: first.offset, end: last.offset + last.length, firstSeq: first.seq, endSeq: last.seq + last.count, fromSeq, toSeq });
+      i = j;
+    }
+    return tasks;
+  }
+
+  private async decode(tasks: SliceTask[]) {
+    const results = await Promise.all(tasks.map((t) => runSlice(this.pool, t)));
+    return results.map((r) => {
+      if (r instanceof ArrayBuffer) return parseSlice(r);
+      throw new PagerError('corrupt_range', r.error.message, { fromSeq: r.error.fromSeq, toSeq: r.error.toSeq, offset: r.error.offset });
+    });
+  }
+
+  async pageBuffer(id: string, params: PageParams = {}): Promise<PageBuffer> {
+    this.assertOpen();
+    const { view, plan } = await this.plan(id, params);
+    const tasks = this.slices(view.paths.events, plan.frames, plan.frameBytes, plan.fromSeq, plan.toSeq);
+    const slices = await this.decode(tasks);
+    const env = { sessionId: id, throughSeq: plan.throughSeq, fromSeq: plan.fromSeq, toSeq: plan.toSeq, hasMore: plan.hasMore };
+    const body = assemblePage(env, slices);
+    this.pagesServed++;
+    return { body, ...env, frames: plan.frames.length, frameBytes: plan.frameBytes };
+  }
+
+  async page(id: string, params: PageParams = {}): Promise<Page> {
+    const pb = await this.pageBuffer(id, params);
+    return JSON.parse(pb.body.toString('utf8')) as Page;
+  }
+
+  async readEvents(id: string, fromSeq: number, toSeq: number): Promise<SessionEvent[]> {
+    this.assertOpen();
+    const v = await this.view(id);
+    this.servable(id, v);
+    const to = Math.min(toSeq, v.nextSeq);
+    if (!Number.isSafeInteger(fromSeq) || fromSeq < 0) throw new PagerError('invalid_request', 'fromSeq must be a non-negative integer');
+    if (to <= fromSeq) return [];
+    const frames = await this.withEntries(v, async (entries) => planRange(fromSeq, to, entries.backwardFrom(await this.lineEndFor(entries, v, to - 1))));
+    const bytes = frames.reduce((a, f) => a + f.length, 0);
+    const slices = await this.decode(this.slices(v.paths.events, frames, bytes, fromSeq, to));
+    const body = assemblePage({ sessionId: id, throughSeq: to - 1, fromSeq, toSeq: to, hasMore: fromSeq > 0 }, slices);
+    return expandRecords((JSON.parse(body.toString('utf8')) as Page).records);
+  }
+
+  // -------------------------------------------------------------------------
+  // Writes
+
+  private touchWriter(id: string): void {
+    clearTimeout(this.idleTimers.get(id));
+    const t = setTimeout(() => void this.closeWriter(id), this.writerIdleMs);
+    t.unref();
+    this.idleTimers.set(id, t);
+  }
+
+  private async closeWriter(id: string): Promise<void> {
+    const w = this.writers.get(id);
+    clearTimeout(this.idleTimers.get(id));
+    this.idleTimers.delete(id);
+    if (w === undefined) return;
+    this.writers.delete(id);
+    this.views.delete(id);
+    await (await w.catch(() => undefined))?.close();
+  }
+
+  private attach(id: string, writer: SessionWriter): SessionWriter {
+    writer.onAppend((events) => {
+      for (const fn of this.listeners.get(id) ?? []) {
+        try {
+          fn(events);
+        } catch {
+          // One subscriber's failure does not concern the others.
+        }
+      }
+    });
+    this.touchWriter(id);
+    return writer;
+  }
+
+  private writer(id: string): Promise<SessionWriter> {
+    let w = this.writers.get(id);
+    if (w === undefined) {
+      w = SessionWriter.open(this.dataDir, id).then((wr) => this.attach(id, wr));
+      this.writers.set(id, w);
+      w.catch(() => this.writers.delete(id));
+    }
+    return w;
+  }
+
+  async create(id: string, header: unknown, opts: { format?: FrameEncoding } = {}): Promise<CatalogEntry> {
+    this.assertOpen();
+    assertSessionId(id);
+    if (this.writers.has(id)) throw new PagerError('session_exists', `session ${id} already exists`);
+    const w = SessionWriter.create(this.dataDir, id, header, { format: opts.format ?? this.format }).then((wr) => this.attach(id, wr));
+    this.writers.set(id, w);
+    try {
+      await w;
+    } catch (err) {
+      this.writers.delete(id);
+      throw err;
+    }
+    this.views.delete(id);
+    return this.info(id);
+  }
+
+  async append(id: string, events: unknown): Promise<AppendResult> {
+    this.assertOpen();
+    assertSessionId(id);
+    const w = await this.writer(id);
+    const result = await w.append(events);
+    this.touchWriter(id);
+    return result;
+  }
+
+  subscribe(id: string, listener: FollowListener): () => void {
+    let set = this.listeners.get(id);
+    if (set === undefined) {
+      set = new Set();
+      this.listeners.set(id, set);
+    }
+    set.add(listener);
+    return () => {
+      set.delete(listener);
+      if (set.size === 0) this.listeners.delete(id);
+    };
+  }
+
+  // -------------------------------------------------------------------------
+
+  stats(): StoreStats {
+    return {
+      pool: { threads: this.threads, queueSize: this.pool.queueSize, utilization: this.pool.utilization, completed: this.pool.completed },
+      cache: { hits: this.cacheHits, misses: this.cacheMisses },
+      pagesServed: this.pagesServed,
+    };
+  }
+
+  private assertOpen(): void {
+    if (this.closed) throw new PagerError('internal', 'store is closed');
+  }
+
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    await Promise.all([...this.writers.keys()].map((id) => this.closeWriter(id)));
+    await this.pool.close();
+  }
+}
+
+export async function openStore(opts: StoreOptions): Promise<PagerStore> {
+  await fsp.mkdir(indexDir(opts.dataDir), { recursive: true });
+  return new PagerStore(opts);
+}

@@ -1,0 +1,47 @@
+/**
+ * The process's one piscina pool of page workers: fixed size (min = max
+ * threads), a long idle timeout so threads are never torn down between
+ * pages, and a bounded queue so overload is refused instead of queued.
+ */
+import { existsSync } from 'node:fs';
+import { availableParallelism } from 'node:os';
+import { fileURLToPath } from 'node:url';
+import { Piscina } from 'piscina';
+import { PagerError } from './core/errors.js';
+import type { SliceResult, SliceTask } from '../workers/slice-protocol.js';
+
+/** Both src/main and dist/main sit two levels under the package root, so this resolves the built worker from either. */
+export const WORKER_FILE = fileURLToPath(new URL('../../dist/workers/page-task.js', import.meta.url));
+
+export interface PoolOptions {
+  threads?: number;
+  maxQueue?: number;
+}
+
+export type PagePool = Piscina<SliceTask, SliceResult>;
+
+export function createPagePool(opts: PoolOptions = {}): PagePool {
+  if (!existsSync(WORKER_FILE)) {
+    throw new Error(`page worker not built: ${WORKER_FILE} is missing (run \`npm run build\`)`);
+  }
+  const threads = Math.max(1, opts.threads ?? Math.min(availableParallelism(), 8));
+  return new Piscina<SliceTask, SliceResult>({
+    filename: WORKER_FILE,
+    minThreads: threads,
+    maxThreads: threads,
+    idleTimeout: 24 * 60 * 60 * 1000,
+    maxQueue: opts.maxQueue ?? threads * 64,
+  });
+}
+
+/** Run one slice; a full queue becomes `overloaded`. */
+export async function runSlice(pool: PagePool, task: SliceTask): Promise<SliceResult> {
+  try {
+    return await pool.run(task);
+  } catch (err) {
+    if (err instanceof Error && /queue is at limit/i.test(err.message)) {
+      throw new PagerError('overloaded', 'page worker queue is full, retry shortly', { retryAfter: 1 });
+    }
+    throw err;
+  }
+}
