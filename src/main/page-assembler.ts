@@ -24,6 +24,7 @@ export interface ParsedSlice {
   body: Uint8Array;
   tail: FragRun | null;
   frames: number;
+  bytesRead: number;
 }
 
 function key(h: FragmentRunHeader): RunKey {
@@ -52,7 +53,7 @@ export function parseSlice(ab: ArrayBuffer): ParsedSlice {
   const head = run(header.head);
   const body = take(header.bodyBytes);
   const tail = run(header.tail);
-  return { head, whole: header.whole, body, tail, frames: header.frames };
+  return { head, whole: header.whole, body, tail, frames: header.frames, bytesRead: header.bytesRead };
 }
 
 const COMMA = Buffer.from(',');

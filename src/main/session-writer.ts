@@ -27,7 +27,7 @@ import type { ChunkRow, StorageRecord } from './core/types.js';
 export interface WriterOptions {
   /** fsync every append before acknowledging it (default true). `gen` turns it off and syncs once at close. */
   durable?: boolean;
-  /** Frame encoding for new sessions (default jsonl). */
+  /** Frame encoding for new frames (default: jsonl for a new session, the session's own on open). */
   format?: FrameEncoding;
   /** Clock, for tests. */
   now?: () => number;
@@ -212,8 +212,11 @@ export class SessionWriter {
       log = await fsp.open(paths.events, 'r+');
       entries = await fsp.open(paths.entries, 'r+');
       const w = new SessionWriter(paths, state.meta, log, entries, lock, opts.durable ?? true, now);
+      // Both encodings may be mixed in one log: an explicit format switches new frames over.
+      const switched = opts.format !== undefined && opts.format !== state.meta.format;
+      if (switched) w.meta.format = opts.format as FrameEncoding;
       if (state.logSize > state.indexedLength) await w.indexTail(state.indexedLength, state.logSize);
-      else if (state.metaStale) await w.persistMeta();
+      else if (state.metaStale || switched) await w.persistMeta();
       return w;
     } catch (err) {
       await log?.close().catch(() => undefined);

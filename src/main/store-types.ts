@@ -46,6 +46,8 @@ export interface PageBuffer {
   /** Frames read and their stored bytes. */
   frames: number;
   frameBytes: number;
+  /** Log bytes the workers actually read (equals frameBytes: the bounded-read guard). */
+  logBytesRead: number;
 }
 
 export interface StoreStats {

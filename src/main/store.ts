@@ -296,7 +296,8 @@ export class PagerStore implements Store {
     const env = { sessionId: id, throughSeq: plan.throughSeq, fromSeq: plan.fromSeq, toSeq: plan.toSeq, hasMore: plan.hasMore };
     const body = assemblePage(env, slices);
     this.pagesServed++;
-    return { body, ...env, frames: plan.frames.length, frameBytes: plan.frameBytes };
+    const logBytesRead = slices.reduce((a, s) => a + s.bytesRead, 0);
+    return { body, ...env, frames: plan.frames.length, frameBytes: plan.frameBytes, logBytesRead };
   }
 
   async page(id: string, params: PageParams = {}): Promise<Page> {

@@ -44,6 +44,7 @@ function corrupt(task: SliceTask, offset: number, fromSeq: number, toSeq: number
 
 export function decodeSlice(task: SliceTask, bytes: Buffer): SliceResult {
   const enc = new SliceEncoder();
+  enc.bytesRead = bytes.length;
   let pos = 0;
   let seq = task.firstSeq;
   const len = task.end - task.start;

@@ -21,6 +21,7 @@ export class SliceEncoder {
   private started = false;
   private head: Run | null = null;
   frames = 0;
+  bytesRead = 0;
 
   constructor() {
     this.packer = new RunPacker((item) => this.settle(item));
@@ -60,7 +61,7 @@ export class SliceEncoder {
     const head = this.head ? fragments(this.head) : null;
     const tail = tailRun ? fragments(tailRun) : null;
     const body = Buffer.from(this.body.join(','), 'utf8');
-    const header: SliceHeader = { head: head?.header ?? null, whole, bodyBytes: body.length, tail: tail?.header ?? null, frames: this.frames };
+    const header: SliceHeader = { head: head?.header ?? null, whole, bodyBytes: body.length, tail: tail?.header ?? null, frames: this.frames, bytesRead: this.bytesRead };
     const headerBytes = Buffer.from(JSON.stringify(header), 'utf8');
     const parts: Uint8Array[] = [headerBytes];
     if (head) parts.push(head.dt, head.members);

@@ -47,6 +47,8 @@ export interface SliceHeader {
   /** Run still open at the slice's end. */
   tail: FragmentRunHeader | null;
   frames: number;
+  /** Log bytes the worker read for this slice (the bounded-read guard). */
+  bytesRead: number;
 }
 
 export interface SliceFault {
