@@ -3,29 +3,84 @@
  * from the sidecars and a stat of the log, with bounded reads only, whether
  * the session can be served and up to where (SPEC section 3, trust rules).
  * Never writes; never throws for damage (damage is a status with reasons).
+ *
+ * What is read, at most:
+ * - the metadata sidecar (small);
+ * - the first and last lines of the entry sidecar, and the line ending where
+ *   the metadata says its sidecar ended (a few small positional reads);
+ * - when the log's fingerprint (size, mtime) differs from the metadata's:
+ *   the last indexed frame of the log (one frame) to prove the entry sidecar
+ *   still describes this log;
+ * - when the metadata is stale: the indexed tail past it (entries and frames),
+ *   at most CATCH_UP_MAX_BYTES of log, folded in memory. Nothing is written:
+ *   the writer persists a caught-up metadata sidecar when it opens the session.
+ *
+ * A middle entry that is out of order is only detectable by reading every
+ * line: that is `doctor --deep`'s job, not the normal path's.
  */
 import { promises as fsp } from 'node:fs';
-import { EntriesFile, EntryFormatError } from '../streams/entries-file.js';
+import { EntriesFile, EntryFormatError, type LocatedEntry } from '../streams/entries-file.js';
+import { decodeFrame, MAX_FRAME_BYTES } from '../streams/frame-codec.js';
 import { scanFile } from '../streams/frame-scanner.js';
-import { expandRow, validateRecord } from './core/chunk-codec.js';
+import { expandRow, recordSpan, validateRecord } from './core/chunk-codec.js';
 import { foldEvent } from './core/summary.js';
-import type { ChunkRow, SessionEvent } from './core/types.js';
+import type { ChunkRow, EntryLine, SessionEvent, StorageRecord } from './core/types.js';
 import { isRowType } from './core/types.js';
 import { readMeta, type SessionMeta } from './meta-file.js';
 import type { SessionPaths } from './paths.js';
 
 export type SessionStatus = 'ok' | 'degraded' | 'repair_required';
 
+/** Largest indexed tail (log bytes) a stale metadata sidecar is caught up over in memory. */
+export const CATCH_UP_MAX_BYTES = 64 * 1024 * 1024;
+
+export type ProblemCode =
+  | 'log_missing'
+  | 'log_unreadable'
+  | 'meta_missing'
+  | 'meta_invalid'
+  | 'meta_mismatch'
+  | 'meta_ahead'
+  | 'meta_too_stale'
+  | 'catch_up_failed'
+  | 'entries_missing'
+  | 'entries_unreadable'
+  | 'entries_empty'
+  | 'entries_partial_line'
+  | 'entries_malformed'
+  | 'entries_bad_first'
+  | 'entries_out_of_order'
+  | 'entries_past_log'
+  | 'log_changed'
+  | 'unindexed_tail'
+  | 'corrupt_frame'
+  | 'recorded_issue';
+
+/** One reason a session is not ok, with where it is when known. */
+export interface StateProblem {
+  code: ProblemCode | string;
+  message: string;
+  /** Byte offset in the log (or in the entry sidecar for entries_* codes). */
+  offset?: number;
+  /** Seq range [fromSeq, toSeq) concerned, when known. */
+  fromSeq?: number;
+  toSeq?: number;
+}
+
 export interface SessionState {
   id: string;
   paths: SessionPaths;
   status: SessionStatus;
-  /** Why the status is not ok, most important first. */
+  /** Why the status is not ok, most important first (the messages of `problems`). */
   reasons: string[];
+  /** The same, structured. */
+  problems: StateProblem[];
   /** Metadata, caught up in memory when the sidecar was stale; null when unusable. */
   meta: SessionMeta | null;
   /** True when `meta` was caught up from the indexed tail (the file on disk is older). */
   metaStale: boolean;
+  /** True when the log's size and mtime equal the metadata's fingerprint and the metadata matches the entry sidecar. */
+  fingerprintFresh: boolean;
   /** Bytes of the entry sidecar that are trusted (whole lines). */
   entriesSize: number;
   /** Bytes of the log covered by trusted entries: the only bytes ever served. */
@@ -36,50 +91,106 @@ export interface SessionState {
   logMtimeMs: number;
 }
 
-function broken(paths: SessionPaths, reason: string, meta: SessionMeta | null = null): SessionState {
+function needsRepair(paths: SessionPaths, problem: StateProblem, meta: SessionMeta | null, logSize = 0, logMtimeMs = 0): SessionState {
   return {
     id: paths.id,
     paths,
     status: 'repair_required',
-    reasons: [reason],
+    reasons: [problem.message],
+    problems: [problem],
     meta,
     metaStale: false,
+    fingerprintFresh: false,
     entriesSize: 0,
     indexedLength: 0,
     nextSeq: 0,
     frameCount: 0,
-    logSize: 0,
-    logMtimeMs: 0,
+    logSize,
+    logMtimeMs,
   };
 }
 
-/** Catch metadata up from entries past `meta.entriesLength`, reading only the indexed tail. */
-async function catchUp(paths: SessionPaths, entries: EntriesFile, meta: SessionMeta): Promise<SessionMeta | string> {
+function describe(e: EntryLine): string {
+  return `seq ${e.seq}, offset ${e.offset}`;
+}
+
+/**
+ * Check that the frame an entry names is still there: decodes, is a valid
+ * record (or the header for the first entry) and holds what the entry says.
+ * One positional read of `entry.length` bytes. Returns a reason or null.
+ */
+export async function checkIndexedFrame(eventsPath: string, entry: EntryLine): Promise<string | null> {
+  if (entry.length > MAX_FRAME_BYTES + 16) return `entry at offset ${entry.offset} names a frame of ${entry.length} bytes, over the limit`;
+  const fh = await fsp.open(eventsPath, 'r');
+  let buf: Buffer;
+  try {
+    buf = Buffer.allocUnsafe(entry.length);
+    let got = 0;
+    while (got < entry.length) {
+      const { bytesRead } = await fh.read(buf, got, entry.length - got, entry.offset + got);
+      if (bytesRead === 0) break;
+      got += bytesRead;
+    }
+    if (got < entry.length) return `frame at offset ${entry.offset} is cut short (${got} of ${entry.length} bytes)`;
+  } finally {
+    await fh.close();
+  }
+  const f = decodeFrame(buf, 0, entry.offset);
+  if (!f.ok) return f.message;
+  if (f.length !== entry.length) return `frame at offset ${entry.offset} is ${f.length} bytes, the entry says ${entry.length}`;
+  if (entry.kind === 'session' && entry.offset === 0) {
+    const h = f.record as Record<string, unknown>;
+    return h.type === 'session' ? null : `frame at offset 0 is not a session header`;
+  }
+  let r: StorageRecord;
+  try {
+    r = validateRecord(f.record);
+  } catch (err) {
+    return `frame at offset ${entry.offset}: ${(err as Error).message}`;
+  }
+  const span = recordSpan(r);
+  if (span.seq !== entry.seq || span.count !== entry.count || r.type !== entry.kind) {
+    return `frame at offset ${entry.offset} holds ${r.type} seq ${span.seq} x${span.count}, the entry says ${entry.kind} seq ${entry.seq} x${entry.count}`;
+  }
+  return null;
+}
+
+/**
+ * Catch metadata up over the entries past `meta.entriesLength` (a line
+ * boundary that was checked), reading only the indexed tail of the log and
+ * checking each frame against its entry.
+ */
+async function catchUp(paths: SessionPaths, entries: EntriesFile, meta: SessionMeta): Promise<SessionMeta | StateProblem> {
   const tail = await entries.readRange(meta.entriesLength, entries.size);
   let offset = meta.indexedLength;
   let seq = meta.nextSeq;
-  for (const { entry } of tail) {
-    if (entry.offset !== offset) return `entry sidecar at seq ${entry.seq} names offset ${entry.offset}, expected ${offset}`;
-    if (entry.seq !== seq) return `entry sidecar jumps from seq ${seq} to ${entry.seq}`;
+  for (const { entry, start } of tail) {
+    if (entry.offset !== offset || entry.seq !== seq) {
+      return { code: 'entries_out_of_order', message: `entry sidecar line at byte ${start} names ${describe(entry)}, expected seq ${seq}, offset ${offset}`, offset: start };
+    }
     offset += entry.length;
     seq += entry.count;
   }
   const caught: SessionMeta = { ...meta, tokens: { ...meta.tokens }, issues: [...meta.issues] };
-  let next = meta.nextSeq;
+  let i = 0;
   for await (const f of scanFile(paths.events, meta.indexedLength, offset)) {
-    if (!f.ok) return `stale metadata cannot be caught up: ${f.message}`;
-    let r;
+    const entry = tail[i++]?.entry;
+    if (!f.ok) return { code: 'catch_up_failed', message: `stale metadata cannot be caught up: ${f.message}`, offset: f.offset };
+    if (entry === undefined || f.length !== entry.length) {
+      return { code: 'catch_up_failed', message: `stale metadata cannot be caught up: frame at offset ${f.offset} does not match its entry`, offset: f.offset };
+    }
+    let r: StorageRecord;
     try {
       r = validateRecord(f.record);
     } catch (err) {
-      return `stale metadata cannot be caught up: frame at offset ${f.offset}: ${(err as Error).message}`;
+      return { code: 'catch_up_failed', message: `stale metadata cannot be caught up: frame at offset ${f.offset}: ${(err as Error).message}`, offset: f.offset };
+    }
+    const span = recordSpan(r);
+    if (span.seq !== entry.seq || span.count !== entry.count) {
+      return { code: 'catch_up_failed', message: `stale metadata cannot be caught up: frame at offset ${f.offset} holds seq ${span.seq} x${span.count}, its entry says seq ${entry.seq} x${entry.count}`, offset: f.offset };
     }
     const events: SessionEvent[] = isRowType(r.type) && 'seq0' in r ? expandRow(r as ChunkRow) : [r as SessionEvent];
-    for (const e of events) {
-      if (e.seq !== next) return `frame at offset ${f.offset} holds seq ${e.seq}, expected ${next}`;
-      foldEvent(caught, e);
-      next++;
-    }
+    for (const e of events) foldEvent(caught, e);
   }
   caught.nextSeq = seq;
   caught.eventCount = seq;
@@ -89,60 +200,134 @@ async function catchUp(paths: SessionPaths, entries: EntriesFile, meta: SessionM
   return caught;
 }
 
-export async function loadSessionState(paths: SessionPaths): Promise<SessionState> {
-  const metaOrReason = await readMeta(paths.meta);
-  let logSize: number;
-  let logMtimeMs: number;
+async function statLog(path: string): Promise<{ size: number; mtimeMs: number } | StateProblem> {
   try {
-    const st = await fsp.stat(paths.events);
-    logSize = st.size;
-    logMtimeMs = st.mtimeMs;
+    const st = await fsp.stat(path);
+    return { size: st.size, mtimeMs: st.mtimeMs };
   } catch (err) {
     const code = (err as NodeJS.ErrnoException).code;
-    return broken(paths, code === 'ENOENT' ? 'log file is missing' : `log file unreadable: ${(err as Error).message}`);
+    return code === 'ENOENT'
+      ? { code: 'log_missing', message: 'log file is missing' }
+      : { code: 'log_unreadable', message: `log file unreadable: ${(err as Error).message}` };
   }
-  if (typeof metaOrReason === 'string') return { ...broken(paths, metaOrReason), logSize, logMtimeMs };
+}
+
+export async function loadSessionState(paths: SessionPaths): Promise<SessionState> {
+  const st = await statLog(paths.events);
+  if ('code' in st) return needsRepair(paths, st, null);
+  const { size: logSize, mtimeMs: logMtimeMs } = st;
+  const broken = (p: StateProblem, meta: SessionMeta | null = null): SessionState => needsRepair(paths, p, meta, logSize, logMtimeMs);
+
+  const metaOrReason = await readMeta(paths.meta);
+  if (typeof metaOrReason === 'string') {
+    return broken({ code: metaOrReason === 'metadata sidecar is missing' ? 'meta_missing' : 'meta_invalid', message: metaOrReason });
+  }
   let meta = metaOrReason;
+  if (meta.id !== undefined && meta.id !== paths.id) {
+    return broken({ code: 'meta_mismatch', message: `metadata sidecar names session ${JSON.stringify(meta.id)}, not ${JSON.stringify(paths.id)}` }, meta);
+  }
+
   let entries: EntriesFile;
   try {
     entries = await EntriesFile.open(paths.entries);
   } catch (err) {
     const code = (err as NodeJS.ErrnoException).code;
-    return { ...broken(paths, code === 'ENOENT' ? 'entry sidecar is missing' : `entry sidecar unreadable: ${(err as Error).message}`, meta), logSize, logMtimeMs };
+    return broken(
+      code === 'ENOENT'
+        ? { code: 'entries_missing', message: 'entry sidecar is missing' }
+        : { code: 'entries_unreadable', message: `entry sidecar unreadable: ${(err as Error).message}` },
+      meta,
+    );
   }
   try {
-    if (entries.size === 0) return { ...broken(paths, 'entry sidecar is empty', meta), logSize, logMtimeMs };
-    if (!(await entries.endsWithNewline())) return { ...broken(paths, `entry sidecar ends in a partial line (size ${entries.size})`, meta), logSize, logMtimeMs };
-    const first = await entries.first();
-    if (first === null || first.entry.offset !== 0 || first.entry.kind !== 'session' || first.entry.count !== 0) {
-      return { ...broken(paths, 'entry sidecar does not start with the session header at offset 0', meta), logSize, logMtimeMs };
+    if (entries.size === 0) return broken({ code: 'entries_empty', message: 'entry sidecar is empty' }, meta);
+    if (!(await entries.endsWithNewline())) {
+      return broken({ code: 'entries_partial_line', message: `entry sidecar ends in a partial line (size ${entries.size})`, offset: entries.size }, meta);
+    }
+    const first = (await entries.first())!;
+    const fe = first.entry;
+    if (fe.offset !== 0 || fe.kind !== 'session' || fe.count !== 0 || fe.seq !== 0) {
+      return broken(
+        { code: 'entries_bad_first', message: `entry sidecar's first entry is not the session header at offset 0 (kind ${JSON.stringify(fe.kind)}, seq ${fe.seq}, count ${fe.count}, offset ${fe.offset})`, offset: 0 },
+        meta,
+      );
     }
     const last = (await entries.last())!;
-    const indexedLength = last.entry.offset + last.entry.length;
-    const nextSeq = last.entry.seq + last.entry.count;
-    if (indexedLength > logSize) {
-      return { ...broken(paths, `entry sidecar points past the log (indexes ${indexedLength} bytes, log has ${logSize})`, meta), logSize, logMtimeMs };
+    const le = last.entry;
+    const indexedLength = le.offset + le.length;
+    const nextSeq = le.seq + le.count;
+    if (last.start > 0) {
+      // More than one line: the last must lie after the header frame and not be a header itself.
+      if (le.offset < fe.length || le.kind === 'session' || le.count === 0) {
+        return broken({ code: 'entries_out_of_order', message: `entry sidecar's last entry (${describe(le)}, kind ${JSON.stringify(le.kind)}) does not follow the header entry`, offset: last.start }, meta);
+      }
     }
+    if (indexedLength > logSize) {
+      return broken({ code: 'entries_past_log', message: `entry sidecar points past the log (indexes ${indexedLength} bytes, log has ${logSize})`, offset: logSize }, meta);
+    }
+
+    // Metadata against the entry sidecar: equal, or behind at a line boundary (stale), never ahead.
     let metaStale = false;
     if (meta.entriesLength !== entries.size || meta.indexedLength !== indexedLength || meta.nextSeq !== nextSeq) {
-      if (meta.entriesLength > entries.size || meta.indexedLength > indexedLength || meta.nextSeq > nextSeq) {
-        return { ...broken(paths, `metadata is ahead of the entry sidecar (metadata indexes ${meta.indexedLength} bytes, sidecar ${indexedLength})`, meta), logSize, logMtimeMs };
+      if (meta.entriesLength >= entries.size || meta.indexedLength > indexedLength || meta.nextSeq > nextSeq) {
+        return broken(
+          {
+            code: 'meta_ahead',
+            message: `metadata does not match the entry sidecar (metadata: ${meta.entriesLength} sidecar bytes, ${meta.indexedLength} log bytes, next seq ${meta.nextSeq}; sidecar: ${entries.size} bytes, ${indexedLength} log bytes, next seq ${nextSeq})`,
+          },
+          meta,
+        );
+      }
+      // Where the metadata's sidecar ended must be a line boundary agreeing with the metadata.
+      let boundary: LocatedEntry | null;
+      try {
+        boundary = await entries.lineEndingAt(meta.entriesLength);
+      } catch (err) {
+        if (err instanceof EntryFormatError) boundary = null;
+        else throw err;
+      }
+      if (boundary === null || boundary.entry.offset + boundary.entry.length !== meta.indexedLength || boundary.entry.seq + boundary.entry.count !== meta.nextSeq) {
+        return broken({ code: 'meta_mismatch', message: `metadata's end of the entry sidecar (byte ${meta.entriesLength}) is not the line that ends its indexed log (${meta.indexedLength} bytes, next seq ${meta.nextSeq})` }, meta);
+      }
+      if (indexedLength - meta.indexedLength > CATCH_UP_MAX_BYTES) {
+        return broken({ code: 'meta_too_stale', message: `metadata is ${indexedLength - meta.indexedLength} log bytes behind the entry sidecar (over ${CATCH_UP_MAX_BYTES}); run reindex` }, meta);
       }
       const caught = await catchUp(paths, entries, meta);
-      if (typeof caught === 'string') return { ...broken(paths, caught, meta), logSize, logMtimeMs };
+      if ('code' in caught) return broken(caught, meta);
       meta = caught;
       metaStale = true;
     }
-    const reasons: string[] = [];
-    if (logSize > indexedLength) reasons.push(`unindexed tail of ${logSize - indexedLength} bytes at offset ${indexedLength} is not served`);
-    for (const issue of meta.issues) reasons.push(issue.message);
+
+    // Fingerprint: when the log is not as the metadata last saw it, prove the last indexed frame is still there.
+    const fingerprintFresh = !metaStale && meta.fingerprint.size === logSize && meta.fingerprint.mtimeMs === logMtimeMs;
+    if (!fingerprintFresh) {
+      const bad = await checkIndexedFrame(paths.events, le);
+      if (bad !== null) {
+        return broken({ code: 'log_changed', message: `log changed since it was indexed: ${bad}`, offset: le.offset, fromSeq: le.seq, toSeq: le.seq + le.count }, meta);
+      }
+    }
+
+    const problems: StateProblem[] = [];
+    if (logSize > indexedLength) {
+      problems.push({ code: 'unindexed_tail', message: `unindexed tail of ${logSize - indexedLength} bytes at offset ${indexedLength} is not served`, offset: indexedLength });
+    }
+    for (const issue of meta.issues) {
+      const i = issue as typeof issue & { toSeq?: number };
+      const p: StateProblem = { code: issue.code === 'corrupt_frame' ? 'corrupt_frame' : 'recorded_issue', message: issue.message };
+      if (issue.offset !== undefined) p.offset = issue.offset;
+      if (issue.seq !== undefined) p.fromSeq = issue.seq;
+      if (i.toSeq !== undefined) p.toSeq = i.toSeq;
+      problems.push(p);
+    }
     return {
       id: paths.id,
       paths,
-      status: reasons.length > 0 ? 'degraded' : 'ok',
-      reasons,
+      status: problems.length > 0 ? 'degraded' : 'ok',
+      reasons: problems.map((p) => p.message),
+      problems,
       meta,
       metaStale,
+      fingerprintFresh,
       entriesSize: entries.size,
       indexedLength,
       nextSeq,
@@ -151,7 +336,9 @@ export async function loadSessionState(paths: SessionPaths): Promise<SessionStat
       logMtimeMs,
     };
   } catch (err) {
-    if (err instanceof EntryFormatError) return { ...broken(paths, err.message, meta), logSize, logMtimeMs };
+    if (err instanceof EntryFormatError) {
+      return broken({ code: 'entries_malformed', message: `entry sidecar is malformed: ${err.message}`, offset: err.byteOffset }, meta);
+    }
     throw err;
   } finally {
     await entries.close();

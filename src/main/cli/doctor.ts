@@ -1,6 +1,70 @@
-/** `session-pager doctor`: not built yet (see its issue). */
-import { CliError } from './common.js';
+/**
+ * `session-pager doctor [id] [--deep] [--json] [--data DIR]`: diagnose
+ * sessions; reads, never writes (not even a lock file).
+ *
+ * Exit codes: 0 every session ok; 3 the worst is degraded; 4 at least one
+ * needs repair; 2 usage error; 1 other failure (e.g. unknown session).
+ */
+import { PagerError } from '../core/errors.js';
+import { diagnose, type DoctorReport } from '../maintenance/doctor.js';
+import { assertSessionId, sessionPaths } from '../paths.js';
+import { CliError, DATA_OPTION, parse, Progress } from './common.js';
+import { promises as fsp } from 'node:fs';
 
-export async function run(_argv: string[]): Promise<number> {
-  throw new CliError('doctor is not implemented yet', 1);
+export const EXIT_DEGRADED = 3;
+export const EXIT_REPAIR_REQUIRED = 4;
+
+function cell(v: number | null): string {
+  return v === null ? '-' : String(v);
+}
+
+export function formatTable(reports: DoctorReport[]): string {
+  const head = ['SESSION', 'STATUS', 'SIDECARS', 'EVENTS', 'FRAMES', 'LOG', 'INDEXED', 'LAST_GOOD'];
+  const rows = reports.map((r) => [r.id, r.status, r.sidecars, cell(r.eventCount), cell(r.frameCount), String(r.logSize), cell(r.indexedLength), cell(r.lastGoodOffset)]);
+  const width = head.map((h, i) => Math.max(h.length, ...rows.map((row) => (row[i] as string).length)));
+  const line = (cols: string[]): string => cols.map((c, i) => (i === cols.length - 1 ? c : c.padEnd(width[i] as number))).join('  ');
+  const out = [line(head)];
+  reports.forEach((r, k) => {
+    out.push(line(rows[k] as string[]));
+    for (const i of r.issues) {
+      const at = i.offset === undefined ? '' : ` @${i.offset}`;
+      const seqs = i.fromSeq === undefined ? '' : i.toSeq === undefined ? ` seq ${i.fromSeq}+` : ` seq ${i.fromSeq}..${i.toSeq - 1}`;
+      out.push(`  ${i.severity} ${i.code}${at}${seqs}: ${i.message}`);
+    }
+  });
+  return out.join('\n') + '\n';
+}
+
+export async function run(argv: string[]): Promise<number> {
+  const { values, positionals } = parse(argv, { ...DATA_OPTION, deep: { type: 'boolean', default: false }, json: { type: 'boolean', default: false } });
+  if (positionals.length > 1) throw new CliError('doctor takes at most one session id');
+  const dataDir = values.data as string;
+  const id = positionals[0];
+  if (id !== undefined) {
+    assertSessionId(id);
+    const p = sessionPaths(dataDir, id);
+    const any = await Promise.all([p.events, p.meta, p.entries].map((f) => fsp.access(f).then(() => true, () => false)));
+    if (!any.some(Boolean)) throw new PagerError('session_not_found', `session ${id} not found`);
+  }
+  const deep = values.deep === true;
+  let bar: { id: string; p: Progress } | null = null;
+  const reports = await diagnose(dataDir, id, {
+    deep,
+    onProgress: (bytes, total, sid) => {
+      if (bar === null || bar.id !== sid) {
+        bar?.p.done();
+        bar = { id: sid, p: new Progress(`doctor --deep ${sid}`, total, ' bytes') };
+      }
+      bar.p.update(bytes);
+    },
+  });
+  (bar as { p: Progress } | null)?.p.done();
+  const counts = { ok: 0, degraded: 0, repair_required: 0 };
+  for (const r of reports) counts[r.status]++;
+  if (values.json === true) process.stdout.write(JSON.stringify({ sessions: reports, summary: counts }) + '\n');
+  else process.stdout.write(reports.length === 0 ? 'no sessions\n' : formatTable(reports));
+  if (counts.repair_required > 0 || counts.degraded > 0) {
+    process.stderr.write(`session-pager doctor: ${counts.repair_required} session(s) need repair, ${counts.degraded} degraded, ${counts.ok} ok\n`);
+  }
+  return counts.repair_required > 0 ? EXIT_REPAIR_REQUIRED : counts.degraded > 0 ? EXIT_DEGRADED : 0;
 }

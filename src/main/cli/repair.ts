@@ -1,6 +1,56 @@
-/** `session-pager repair`: not built yet (see its issue). */
-import { CliError } from './common.js';
+/**
+ * `session-pager repair <id> [--dry-run] [--data DIR]`: back the log up, cut
+ * only a clearly invalid tail, reindex (see maintenance/repair.ts). Prints
+ * the plan; `--dry-run` writes nothing.
+ *
+ * Exit 0 when the session ends ok, or degraded only by corrupt middle frames
+ * repair keeps by design; 1 when something is left that repair cannot fix
+ * (an invalid header, a tail kept for a human), with the reason on stderr.
+ */
+import { repairSession, type RepairStep } from '../maintenance/repair.js';
+import { assertSessionId, sessionPaths } from '../paths.js';
+import { CliError, DATA_OPTION, parse, Progress } from './common.js';
+import { promises as fsp } from 'node:fs';
 
-export async function run(_argv: string[]): Promise<number> {
-  throw new CliError('repair is not implemented yet', 1);
+function describeStep(s: RepairStep): string {
+  switch (s.kind) {
+    case 'backup':
+      return `back up the log to ${s.path}`;
+    case 'truncate':
+      return `cut ${s.bytes} bytes at offset ${s.from} (${s.reason})`;
+    case 'reindex':
+      return `rebuild the sidecars (${s.reason})`;
+  }
+}
+
+export async function run(argv: string[]): Promise<number> {
+  const { values, positionals } = parse(argv, { ...DATA_OPTION, 'dry-run': { type: 'boolean', default: false } });
+  if (positionals.length !== 1) throw new CliError('usage: repair <id> [--dry-run] [--data DIR]');
+  const id = assertSessionId(positionals[0]);
+  const paths = sessionPaths(values.data as string, id);
+  const dryRun = values['dry-run'] === true;
+  const size = await fsp.stat(paths.events).then((s) => s.size, () => 0);
+  const bar = new Progress(`repair ${id}`, size, ' bytes');
+  const out = await repairSession(paths, { dryRun, onProgress: (b) => bar.update(Math.min(b, size)) });
+  bar.done();
+  const { plan } = out;
+  const lines: string[] = [];
+  if (plan.steps.length === 0) lines.push(`repair ${id}: nothing to do`);
+  else {
+    lines.push(dryRun ? `repair ${id} plan (dry run, nothing written):` : `repair ${id}:`);
+    for (const s of plan.steps) lines.push(`  ${dryRun ? 'would ' : ''}${describeStep(s)}`);
+  }
+  for (const k of plan.kept) lines.push(`  keep ${k} (pages covering it fail with corrupt_range)`);
+  for (const u of plan.unfixable) lines.push(`  cannot fix: ${u}`);
+  if (!dryRun) lines.push(`  status: ${out.after.status}${out.after.status === 'ok' ? '' : ` (${out.after.reasons.join('; ')})`}`);
+  process.stdout.write(lines.join('\n') + '\n');
+  if (plan.unfixable.length > 0) {
+    process.stderr.write(`session-pager repair: session ${id} still needs attention: ${plan.unfixable.join('; ')}\n`);
+    return 1;
+  }
+  if (!dryRun && out.after.status === 'repair_required') {
+    process.stderr.write(`session-pager repair: session ${id} still needs repair: ${out.after.reasons.join('; ')}\n`);
+    return 1;
+  }
+  return 0;
 }

@@ -1,0 +1,267 @@
+/**
+ * `import`: bring an existing dsh session log in as a session, streamed with
+ * bounded memory (one input chunk, its decompressed output and the longest
+ * line), validated, written in the normal log format and indexed.
+ *
+ * - Input: a dsh `session.jsonl`, or the same Zstandard-framed (one zstd
+ *   frame per append batch; detected by the zstd magic, not the name),
+ *   decompressed as a stream with fzstd.
+ * - Validation: the first line is a `session` header; every other line is a
+ *   storage record (`validateRecord`: event, or packed row checked exactly),
+ *   seqs contiguous from 0, no second header. Blank lines are skipped. The
+ *   first failure stops the import and names the line.
+ * - Records are stored as they are, one frame each: no re-packing, so the
+ *   log keeps dsh's append-batch boundaries and, in `jsonl` format, every
+ *   line byte for byte (an imported plain dsh log is byte-identical to its
+ *   source when it ends with a newline and has no blank lines). `binary`
+ *   re-encodes each record as an SPF2 frame.
+ * - Atomic appearance: log and entry sidecar are built as temp files and
+ *   fsynced; the log is then linked into place (failing if the id appeared
+ *   meanwhile), the entry sidecar renamed, the metadata written last. A crash
+ *   in between leaves a log whose sidecars are missing: repair_required, and
+ *   `reindex` rebuilds them; never a half log.
+ */
+import { createReadStream, promises as fsp } from 'node:fs';
+import { basename, dirname } from 'node:path';
+import { Decompress } from 'fzstd';
+import { entryFor } from '../core/batch-encoder.js';
+import { expandRow, recordSpan, validateRecord } from '../core/chunk-codec.js';
+import { PagerError } from '../core/errors.js';
+import { emptySummary, foldEvent, type SessionSummary } from '../core/summary.js';
+import type { ChunkRow, SessionEvent, SessionHeader, StorageRecord } from '../core/types.js';
+import { isRowType } from '../core/types.js';
+import { encodeEntry } from '../../streams/entry-codec.js';
+import { encodeFrame, MAX_FRAME_BYTES, RECORD_SCHEMA, type FrameEncoding } from '../../streams/frame-codec.js';
+import { acquireLock } from '../lock-file.js';
+import { fsyncDir, writeMeta, type SessionMeta } from '../meta-file.js';
+import { assertSessionId, indexDir, sessionPaths, sessionsDir } from '../paths.js';
+import { sessionExists, tempPathFor } from './reindex.js';
+import { BufferedWriter, LineSplitter } from './io.js';
+
+const ZSTD_MAGIC = Buffer.from([0x28, 0xb5, 0x2f, 0xfd]);
+const READ_CHUNK = 64 * 1024;
+const BRACE = 0x7b;
+
+export interface ImportOptions {
+  id?: string;
+  format?: FrameEncoding;
+  /** Input bytes consumed so far and the input's size. */
+  onProgress?: (consumed: number, total: number) => void;
+}
+
+export interface ImportResult {
+  id: string;
+  source: 'jsonl' | 'zstd';
+  format: FrameEncoding;
+  events: number;
+  frames: number;
+  logBytes: number;
+  /** Every line was kept byte for byte (jsonl format only). */
+  verbatim: boolean;
+  meta: SessionMeta;
+}
+
+/** The file's basename without `.zstd`/`.zst`, then without `.jsonl`. */
+export function defaultImportId(file: string): string {
+  let name = basename(file);
+  for (const ext of ['.zstd', '.zst']) if (name.endsWith(ext)) name = name.slice(0, -ext.length);
+  if (name.endsWith('.jsonl')) name = name.slice(0, -'.jsonl'.length);
+  return name;
+}
+
+class ImportError extends PagerError {
+  constructor(file: string, line: number, message: string) {
+    super('invalid_request', `${basename(file)} line ${line}: ${message}`, { line });
+  }
+}
+
+async function isZstd(file: string): Promise<boolean> {
+  const fh = await fsp.open(file, 'r');
+  try {
+    const b = Buffer.alloc(4);
+    const { bytesRead } = await fh.read(b, 0, 4, 0);
+    return bytesRead === 4 && b.equals(ZSTD_MAGIC);
+  } finally {
+    await fh.close();
+  }
+}
+
+/** Decompressed (or plain) chunks of the file, read as a stream. */
+async function* inputChunks(file: string, zstd: boolean, onRead: (n: number) => void): AsyncGenerator<Uint8Array> {
+  const stream = createReadStream(file, { highWaterMark: READ_CHUNK });
+  if (!zstd) {
+    for await (const chunk of stream) {
+      onRead((chunk as Buffer).length);
+      yield chunk as Buffer;
+    }
+    return;
+  }
+  let out: Uint8Array[] = [];
+  const dec = new Decompress((data) => {
+    out.push(data);
+  });
+  const drain = (): Uint8Array[] => {
+    const o = out;
+    out = [];
+    return o;
+  };
+  for await (const chunk of stream) {
+    onRead((chunk as Buffer).length);
+    try {
+      dec.push(chunk as Buffer);
+    } catch (err) {
+      throw new PagerError('invalid_request', `${basename(file)}: invalid Zstandard data: ${(err as Error).message}`);
+    }
+    // fzstd hands out views of its window: copy before the next push reuses it.
+    for (const d of drain()) yield Buffer.from(d);
+  }
+  try {
+    dec.push(new Uint8Array(0), true);
+  } catch (err) {
+    throw new PagerError('invalid_request', `${basename(file)}: Zstandard stream is cut short: ${(err as Error).message}`);
+  }
+  for (const d of drain()) yield Buffer.from(d);
+}
+
+export async function importSession(dataDir: string, file: string, opts: ImportOptions = {}): Promise<ImportResult> {
+  const id = assertSessionId(opts.id ?? defaultImportId(file));
+  const format = opts.format ?? 'jsonl';
+  const st = await fsp.stat(file).catch((err: NodeJS.ErrnoException) => {
+    throw new PagerError('invalid_request', err.code === 'ENOENT' ? `${file}: no such file` : `${file}: ${err.message}`);
+  });
+  if (!st.isFile()) throw new PagerError('invalid_request', `${file} is not a file`);
+  const paths = sessionPaths(dataDir, id);
+  if (await sessionExists(paths)) throw new PagerError('session_exists', `session ${id} already exists`);
+  await fsp.mkdir(indexDir(dataDir), { recursive: true });
+  const lock = await acquireLock(paths.lock, `session ${id}`);
+  const tmpLog = tempPathFor(paths.events);
+  const tmpEntries = tempPathFor(paths.entries);
+  const logFh = await fsp.open(tmpLog, 'wx');
+  const entriesFh = await fsp.open(tmpEntries, 'wx');
+  let placed = false;
+  try {
+    const zstd = await isZstd(file);
+    const log = new BufferedWriter(logFh);
+    const entries = new BufferedWriter(entriesFh);
+    let consumed = 0;
+    let lineNo = 0;
+    // Filled in by onLine (a closure: kept in an object so flow analysis sees the updates).
+    const acc: { header: SessionHeader | null; summary: SessionSummary | null; lastTime: number | null } = { header: null, summary: null, lastTime: null };
+    let expected = 0;
+    let frames = 0;
+    let verbatim = format === 'jsonl';
+
+    const onLine = async (line: Buffer, terminated: boolean): Promise<void> => {
+      lineNo++;
+      const text = line.toString('utf8');
+      if (text.trim() === '') {
+        verbatim = false;
+        return;
+      }
+      let value: unknown;
+      try {
+        value = JSON.parse(text);
+      } catch (err) {
+        throw new ImportError(file, lineNo, `invalid JSON: ${(err as Error).message}`);
+      }
+      if (typeof value !== 'object' || value === null || Array.isArray(value)) throw new ImportError(file, lineNo, 'is not a JSON object');
+      // Keep the line as it is when it is a valid JSONL frame on its own; else re-encode.
+      const keep = format === 'jsonl' && line[0] === BRACE;
+      if (!keep || !terminated) verbatim = false;
+      const frameOf = (rec: unknown): Buffer => (keep ? Buffer.concat([line, Buffer.from('\n')]) : encodeFrame(rec, format));
+      if (acc.header === null) {
+        const h = value as Record<string, unknown>;
+        if (h.type !== 'session') throw new ImportError(file, lineNo, `the first line must be the session header (type "session"), got type ${JSON.stringify(h.type)}`);
+        acc.header = h as SessionHeader;
+        acc.summary = emptySummary(acc.header);
+        const frame = frameOf(acc.header);
+        await log.write(frame);
+        await entries.write(encodeEntry({ v: 1, seq: 0, count: 0, offset: 0, length: frame.length, kind: 'session', schema: RECORD_SCHEMA }));
+        frames++;
+        return;
+      }
+      let r: StorageRecord;
+      try {
+        r = validateRecord(value);
+      } catch (err) {
+        throw new ImportError(file, lineNo, (err as Error).message);
+      }
+      if (r.type === 'session') throw new ImportError(file, lineNo, 'a second session header');
+      const span = recordSpan(r);
+      if (span.seq !== expected) throw new ImportError(file, lineNo, `${isRowType(r.type) ? 'row' : 'event'} starts at seq ${span.seq}, expected ${expected} (seqs must be contiguous from 0)`);
+      const frame = frameOf(r);
+      const offset = log.length;
+      await log.write(frame);
+      await entries.write(encodeEntry(entryFor(r, offset, frame.length, RECORD_SCHEMA)));
+      frames++;
+      expected += span.count;
+      const events: SessionEvent[] = isRowType(r.type) && 'seq0' in r ? expandRow(r as ChunkRow) : [r as SessionEvent];
+      for (const e of events) foldEvent(acc.summary as SessionSummary, e);
+      acc.lastTime = (events[events.length - 1] as SessionEvent).time;
+    };
+
+    const splitter = new LineSplitter(MAX_FRAME_BYTES);
+    const chunks = inputChunks(file, zstd, (n) => {
+      consumed += n;
+      opts.onProgress?.(consumed, st.size);
+    });
+    for await (const chunk of chunks) {
+      let lines: Buffer[];
+      try {
+        lines = splitter.push(chunk);
+      } catch (err) {
+        throw new ImportError(file, lineNo + 1, (err as Error).message);
+      }
+      for (const line of lines) await onLine(line, true);
+    }
+    const rest = splitter.end();
+    if (rest !== null) await onLine(rest, false);
+    const h = acc.header;
+    if (h === null) throw new PagerError('invalid_request', `${basename(file)}: no session header (the file is empty)`);
+
+    await log.flush();
+    await entries.flush();
+    await logFh.sync();
+    await entriesFh.sync();
+    await logFh.close();
+    await entriesFh.close();
+    // Place the log: link fails if the id appeared meanwhile (rename would overwrite).
+    try {
+      await fsp.link(tmpLog, paths.events);
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code === 'EEXIST') throw new PagerError('session_exists', `session ${id} already exists`);
+      throw err;
+    }
+    placed = true;
+    await fsp.rm(tmpLog, { force: true });
+    await fsyncDir(sessionsDir(dataDir));
+    await fsp.rename(tmpEntries, paths.entries);
+    await fsyncDir(dirname(paths.entries));
+    const lst = await fsp.stat(paths.events);
+    const createdAt = Number.isSafeInteger(h.createdAt) ? (h.createdAt as number) : Math.floor(st.mtimeMs);
+    const meta = {
+      v: 1,
+      id,
+      header: h,
+      format,
+      fingerprint: { size: lst.size, mtimeMs: lst.mtimeMs },
+      nextSeq: expected,
+      eventCount: expected,
+      frameCount: frames,
+      indexedLength: log.length,
+      entriesLength: entries.length,
+      createdAt,
+      updatedAt: acc.lastTime ?? createdAt,
+      ...(acc.summary as SessionSummary),
+      issues: [],
+    } as SessionMeta;
+    await writeMeta(paths.meta, meta);
+    return { id, source: zstd ? 'zstd' : 'jsonl', format, events: expected, frames, logBytes: log.length, verbatim, meta };
+  } finally {
+    await logFh.close().catch(() => undefined);
+    await entriesFh.close().catch(() => undefined);
+    if (!placed) await fsp.rm(tmpLog, { force: true });
+    await fsp.rm(tmpEntries, { force: true });
+    await lock.release();
+  }
+}
