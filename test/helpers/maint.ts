@@ -96,3 +96,29 @@ export function eventsViaSidecar(eventsPath: string, entriesPath: string): Sessi
   }
   return out;
 }
+
+/** A small conversation: per turn a user message, a run of text chunks, an assistant message with usage. */
+export function conversation(fromSeq: number, turns: number, t0 = 1_000_000): SessionEvent[] {
+  const out: SessionEvent[] = [];
+  let seq = fromSeq;
+  let time = t0 + fromSeq * 10;
+  for (let turn = 0; turn < turns; turn++) {
+    out.push({ type: 'user/message', seq: seq++, time: (time += 7), data: { text: `question ${seq}` } });
+    for (let k = 0; k < 5; k++) {
+      out.push({ type: 'assistant/chunk', seq: seq++, time: (time += 3), data: { turn, step: 0, chunk: { type: 'text-delta', index: 0, text: `w${k} ` } } });
+    }
+    out.push({ type: 'assistant/message', seq: seq++, time: (time += 5), data: { message: { source: { provider: 'p', model: 'm' } }, usage: { inputTokens: 10, outputTokens: 5 } } });
+  }
+  return out;
+}
+
+/** Create a session through the durable writer: `batches` appends of `turns` turns each. */
+export async function makeSession(dataDir: string, id: string, format: 'jsonl' | 'binary', batches = 4, turns = 2): Promise<void> {
+  const { SessionWriter } = await import('../../src/main/session-writer.js');
+  const w = await SessionWriter.create(dataDir, id, { type: 'session', id, createdAt: 1_000_000, title: 'test' }, { format });
+  try {
+    for (let b = 0; b < batches; b++) await w.append(conversation(w.nextSeq, turns));
+  } finally {
+    await w.close();
+  }
+}
