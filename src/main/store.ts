@@ -15,7 +15,7 @@ import { resolvePageParams } from './core/page-rule.js';
 import type { EntryLine, Page, PageParams, SessionEvent } from './core/types.js';
 import { assemblePage, parseSlice } from './page-assembler.js';
 import { assertSessionId, indexDir, sessionPaths, sessionsDir, type SessionPaths } from './paths.js';
-import { loadSessionState, type SessionState, type SessionStatus } from './session-state.js';
+import { loadSessionState, type SessionState, type SessionStatus, type StateProblem } from './session-state.js';
 import { SessionWriter, type AppendResult } from './session-writer.js';
 import type { CatalogEntry, FollowListener, PageBuffer, Store, StoreStats } from './store-types.js';
 import { createPagePool, runSlice, type PagePool } from './worker-pool.js';
@@ -73,6 +73,8 @@ export class PagerStore implements Store {
   private readonly writers = new Map<string, Promise<SessionWriter>>();
   private readonly idleTimers = new Map<string, NodeJS.Timeout>();
   private readonly listeners = new Map<string, Set<FollowListener>>();
+  /** Frames found corrupt by pages, per session: the session shows degraded. */
+  private readonly damage = new Map<string, StateProblem[]>();
   private cacheHits = 0;
   private cacheMisses = 0;
   private pagesServed = 0;
@@ -114,7 +116,7 @@ export class PagerStore implements Store {
       const reasons = m.issues.map((i) => i.message);
       return { paths, status: reasons.length ? 'degraded' : 'ok', reasons, nextSeq: m.nextSeq, entriesSize: m.entriesLength, indexedLength: m.indexedLength, state: null };
     }
-    const state = await this.loadState(paths);
+    const state = this.withDamage(await this.loadState(paths));
     if (state.status === 'repair_required' && state.problems[0]?.code === 'log_missing') {
       const metaExists = await fsp.access(paths.meta).then(
         () => true,
@@ -134,7 +136,8 @@ export class PagerStore implements Store {
   // -------------------------------------------------------------------------
   // Catalog
 
-  private catalogEntry(id: string, state: SessionState): CatalogEntry {
+  private catalogEntry(id: string, raw: SessionState): CatalogEntry {
+    const state = this.withDamage(raw);
     const m = state.meta;
     return {
       id,
@@ -280,19 +283,48 @@ export class PagerStore implements Store {
     return tasks;
   }
 
-  private async decode(tasks: SliceTask[]) {
+  /**
+   * Decode slices on the pool. A frame that fails its checksum or decode
+   * fails the page with `corrupt_range` naming that frame's seq range (from
+   * the entry sidecar), and marks the session degraded for the catalog.
+   */
+  private async decode(id: string, tasks: SliceTask[], frames: readonly EntryLine[]) {
     const results = await Promise.all(tasks.map((t) => runSlice(this.pool, t)));
     return results.map((r) => {
       if (r instanceof ArrayBuffer) return parseSlice(r);
-      throw new PagerError('corrupt_range', r.error.message, { fromSeq: r.error.fromSeq, toSeq: r.error.toSeq, offset: r.error.offset });
+      const { offset, reason } = r.error;
+      const frame = frames.find((f) => f.offset === offset);
+      const fromSeq = frame?.seq ?? r.error.fromSeq;
+      const toSeq = frame !== undefined ? frame.seq + Math.max(1, frame.count) : r.error.toSeq;
+      const message = `events [${fromSeq}, ${toSeq}) cannot be read: ${reason}`;
+      this.noteDamage(id, { code: 'corrupt_frame', message, offset, fromSeq, toSeq });
+      throw new PagerError('corrupt_range', message, { fromSeq, toSeq, offset });
     });
+  }
+
+  private noteDamage(id: string, problem: StateProblem): void {
+    let list = this.damage.get(id);
+    if (list === undefined) {
+      list = [];
+      this.damage.set(id, list);
+    }
+    if (!list.some((p) => p.offset === problem.offset)) list.push(problem);
+  }
+
+  /** Fold damage found by pages into a state (the files say nothing of it until doctor or repair). */
+  private withDamage(state: SessionState): SessionState {
+    const found = this.damage.get(state.id);
+    if (found === undefined || state.status === 'repair_required') return state;
+    const fresh = found.filter((p) => !state.problems.some((q) => q.offset === p.offset && q.code === p.code));
+    if (fresh.length === 0) return state;
+    return { ...state, status: 'degraded', reasons: [...state.reasons, ...fresh.map((p) => p.message)], problems: [...state.problems, ...fresh] };
   }
 
   async pageBuffer(id: string, params: PageParams = {}): Promise<PageBuffer> {
     this.assertOpen();
     const { view, plan } = await this.plan(id, params);
     const tasks = this.slices(view.paths.events, plan.frames, plan.frameBytes, plan.fromSeq, plan.toSeq);
-    const slices = await this.decode(tasks);
+    const slices = await this.decode(id, tasks, plan.frames);
     const env = { sessionId: id, throughSeq: plan.throughSeq, fromSeq: plan.fromSeq, toSeq: plan.toSeq, hasMore: plan.hasMore };
     const body = assemblePage(env, slices);
     this.pagesServed++;
@@ -314,7 +346,7 @@ export class PagerStore implements Store {
     if (to <= fromSeq) return [];
     const frames = await this.withEntries(v, async (entries) => planRange(fromSeq, to, entries.backwardFrom(await this.lineEndFor(entries, v, to - 1))));
     const bytes = frames.reduce((a, f) => a + f.length, 0);
-    const slices = await this.decode(this.slices(v.paths.events, frames, bytes, fromSeq, to));
+    const slices = await this.decode(id, this.slices(v.paths.events, frames, bytes, fromSeq, to), frames);
     const body = assemblePage({ sessionId: id, throughSeq: to - 1, fromSeq, toSeq: to, hasMore: fromSeq > 0 }, slices);
     return expandRecords((JSON.parse(body.toString('utf8')) as Page).records);
   }

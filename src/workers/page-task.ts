@@ -35,6 +35,7 @@ function corrupt(task: SliceTask, offset: number, fromSeq: number, toSeq: number
     error: {
       code: 'corrupt_range',
       message: `events [${fromSeq}, ${toSeq}) cannot be read: ${why}`,
+      reason: why,
       offset,
       fromSeq,
       toSeq,

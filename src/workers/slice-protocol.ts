@@ -55,6 +55,8 @@ export interface SliceFault {
   error: {
     code: 'corrupt_range';
     message: string;
+    /** What is wrong with the frame, without the seq range. */
+    reason: string;
     offset: number;
     fromSeq: number;
     toSeq: number;

@@ -1,0 +1,147 @@
+/**
+ * Every error the page path can give, with the code it must give: bad
+ * parameters, unknown sessions, a corrupt middle frame (served around,
+ * refused when covered), a torn tail (not served), broken sidecars.
+ */
+import { appendFileSync, mkdtempSync, readFileSync, rmSync, truncateSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { SessionEvent } from '../src/main/core/types.js';
+import { readWholeLog, referencePage } from '../src/main/reference-reader.js';
+import { openStore, type PagerStore } from '../src/main/store.js';
+import { writeSession } from './helpers/session-builder.js';
+
+let dir: string;
+let store: PagerStore;
+
+function conversation(turns: number): SessionEvent[] {
+  const out: SessionEvent[] = [];
+  const push = (e: Record<string, unknown>) => out.push({ ...e, seq: out.length, time: 1_000 + out.length } as SessionEvent);
+  for (let t = 0; t < turns; t++) {
+    push({ type: 'user/message', data: { text: `q${t}` }, surfaceOp: 'append' });
+    const first = out.length;
+    for (let k = 0; k < 10; k++) push({ type: 'assistant/chunk', data: { turn: t, step: 0, chunk: { type: 'text-delta', index: 0, text: `w${k}` } } });
+    push({ type: 'assistant/message', data: { text: 'a' }, surfaceOp: 'append', sourceEventSeqs: Array.from({ length: 10 }, (_, i) => first + i) });
+  }
+  return out;
+}
+
+async function rejects(p: Promise<unknown>, code: string): Promise<Record<string, unknown>> {
+  const err = await p.then(
+    () => {
+      throw new Error(`expected ${code}, got a page`);
+    },
+    (e: unknown) => e as Record<string, unknown>,
+  );
+  expect(err.code).toBe(code);
+  return err;
+}
+
+beforeAll(async () => {
+  dir = mkdtempSync(join(tmpdir(), 'sp-err-'));
+  store = await openStore({ dataDir: dir, workers: 2 });
+  await writeSession(dir, 'ok', conversation(20), [{ size: 6, format: 'jsonl' }]);
+});
+
+afterAll(async () => {
+  await store?.close();
+  rmSync(dir, { recursive: true, force: true });
+});
+
+describe('request errors', () => {
+  it('rejects parameters out of range with invalid_request', async () => {
+    const last = (await store.info('ok')).lastSeq;
+    await rejects(store.page('ok', { throughSeq: last + 1 }), 'invalid_request');
+    await rejects(store.page('ok', { maxMessages: 0 }), 'invalid_request');
+    await rejects(store.page('ok', { maxMessages: 1001 }), 'invalid_request');
+    await rejects(store.page('ok', { maxBytes: 0 }), 'invalid_request');
+    await rejects(store.page('ok', { beforeSeq: -1 }), 'invalid_request');
+    await rejects(store.page('ok', { throughSeq: 1.5 }), 'invalid_request');
+    await rejects(store.page('ok', { throughSeq: Number.MAX_SAFE_INTEGER + 2 }), 'invalid_request');
+  });
+
+  it('rejects bad and unknown session ids', async () => {
+    await rejects(store.page('../etc', {}), 'invalid_request');
+    await rejects(store.page('a..b', {}), 'invalid_request');
+    await rejects(store.page('.hidden', {}), 'invalid_request');
+    await rejects(store.page('nope', {}), 'session_not_found');
+  });
+
+  it('serves an empty session as throughSeq -1 and an empty page', async () => {
+    await store.create('empty', { type: 'session' });
+    expect(await store.page('empty')).toEqual({ sessionId: 'empty', throughSeq: -1, fromSeq: 0, toSeq: 0, hasMore: false, records: [] });
+  });
+
+  it('serves beforeSeq 0 as an empty first page', async () => {
+    const p = await store.page('ok', { beforeSeq: 0 });
+    expect(p).toMatchObject({ fromSeq: 0, toSeq: 0, hasMore: false, records: [] });
+  });
+});
+
+describe('damaged logs', () => {
+  it('a corrupt binary frame in the middle: pages around it are served, a page covering it is corrupt_range naming its seqs', async () => {
+    const events = conversation(30);
+    await writeSession(dir, 'crc', events, [{ size: 12, format: 'binary' }]);
+    const entries = readFileSync(join(dir, 'sessions/index/crc.entries.jsonl'), 'utf8').trim().split('\n').map((l) => JSON.parse(l));
+    const victim = entries[Math.floor(entries.length / 2)];
+    const path = join(dir, 'sessions/crc.events');
+    const log = await readWholeLog(path);
+    const bytes = readFileSync(path);
+    bytes[victim.offset + 20] ^= 0xff; // inside the payload: the CRC catches it
+    writeFileSync(path, bytes);
+    const tail = await store.page('crc', { maxMessages: 2 });
+    expect(tail).toEqual(referencePage(log, 'crc', { maxMessages: 2 }));
+    const err = await rejects(store.page('crc', { maxMessages: 1000 }), 'corrupt_range');
+    expect(err.details).toMatchObject({ fromSeq: victim.seq, toSeq: victim.seq + victim.count, offset: victim.offset });
+    expect(String(err.message)).toContain(`[${victim.seq}, ${victim.seq + victim.count})`);
+    expect(String(err.message)).toMatch(/CRC-32 mismatch/);
+    const info = await store.info('crc');
+    expect(info.status).toBe('degraded');
+    expect(info.reasons.join(' ')).toContain(`offset ${victim.offset}`);
+  });
+
+  it('a JSONL frame that no longer decodes is corrupt_range', async () => {
+    await writeSession(dir, 'json', conversation(10), [{ size: 5, format: 'jsonl' }]);
+    const entries = readFileSync(join(dir, 'sessions/index/json.entries.jsonl'), 'utf8').trim().split('\n').map((l) => JSON.parse(l));
+    const victim = entries[3];
+    const path = join(dir, 'sessions/json.events');
+    const bytes = readFileSync(path);
+    bytes[victim.offset + 1] = 0x21; // '{"type"' -> '{!type"'
+    writeFileSync(path, bytes);
+    const err = await rejects(store.page('json', { maxMessages: 1000 }), 'corrupt_range');
+    expect(err.details).toMatchObject({ fromSeq: victim.seq, offset: victim.offset });
+    expect(String(err.message)).toMatch(/invalid JSON/);
+  });
+
+  it('a torn tail past the indexed frames is never served; the indexed prefix still is', async () => {
+    const events = conversation(5);
+    await writeSession(dir, 'torn', events, [{ size: 4, format: 'jsonl' }]);
+    const path = join(dir, 'sessions/torn.events');
+    const log = await readWholeLog(path);
+    appendFileSync(path, '{"type":"user/message","seq":' + events.length + ',"ti');
+    const p = await store.page('torn', { maxMessages: 1000 });
+    expect(p).toEqual(referencePage(log, 'torn', { maxMessages: 1000 }));
+    const info = await store.info('torn');
+    expect(info.status).toBe('degraded');
+    expect(info.reasons.join(' ')).toMatch(/unindexed tail/);
+  });
+
+  it('a log shorter than its sidecar says is repair_required', async () => {
+    await writeSession(dir, 'short', conversation(5), [{ size: 4, format: 'jsonl' }]);
+    const path = join(dir, 'sessions/short.events');
+    truncateSync(path, readFileSync(path).length - 10);
+    await rejects(store.page('short'), 'repair_required');
+    expect((await store.info('short')).status).toBe('repair_required');
+  });
+
+  it('a missing entry sidecar is repair_required, and the catalog still lists everything', async () => {
+    await writeSession(dir, 'nosidecar', conversation(3), [{ size: 4, format: 'jsonl' }]);
+    rmSync(join(dir, 'sessions/index/nosidecar.entries.jsonl'));
+    await rejects(store.page('nosidecar'), 'repair_required');
+    const list = await store.list();
+    const byId = new Map(list.map((e) => [e.id, e]));
+    expect(byId.get('nosidecar')?.status).toBe('repair_required');
+    expect(byId.get('ok')?.status).toBe('ok');
+  });
+});
