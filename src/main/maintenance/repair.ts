@@ -79,12 +79,12 @@ function sidecarsDiffer(state: SessionState, a: LogAnalysis, cmp: SidecarCompari
   }
   const m = state.meta;
   if (m === null) return 'metadata sidecar is unusable';
-  if (state.metaStale) return 'metadata sidecar is stale';
-  if (!state.fingerprintFresh) return "the log's size or mtime differs from the metadata fingerprint";
   if (m.nextSeq !== a.eventCount || m.frameCount !== a.frameCount || m.indexedLength !== a.indexedEnd) return 'metadata counts differ from the log';
   const want = a.corrupt.map((c) => JSON.stringify(corruptIssue(c))).join('\n');
   const have = m.issues.map((i) => JSON.stringify(i)).join('\n');
   if (want !== have) return 'metadata issues differ from the corrupt frames found';
+  if (state.metaStale) return 'metadata sidecar is stale';
+  if (!state.fingerprintFresh) return "the log's size or mtime differs from the metadata fingerprint";
   return null;
 }
 
