@@ -1,0 +1,39 @@
+/**
+ * Bearer-token auth (SPEC section 6): every route but /healthz. The token is
+ * compared in constant time: both sides are hashed to fixed-length SHA-256
+ * digests first, so neither the content nor the length of the expected
+ * token leaks through timing.
+ */
+import { createHash, timingSafeEqual } from 'node:crypto';
+import type { FastifyInstance, FastifyRequest } from 'fastify';
+import { PagerError } from '../core/errors.js';
+
+function digest(s: string): Buffer {
+  return createHash('sha256').update(s, 'utf8').digest();
+}
+
+/** A checker for `Authorization` header values; null token means auth is off. */
+export function tokenChecker(token: string | null): (authorization: string | undefined) => boolean {
+  if (token === null || token === '') return () => true;
+  const expected = digest(token);
+  return (authorization) => {
+    if (typeof authorization !== 'string') return false;
+    const m = /^Bearer[ ]+(\S+)\s*$/i.exec(authorization);
+    if (m === null) return false;
+    return timingSafeEqual(digest(m[1] as string), expected);
+  };
+}
+
+/** onRequest hook for an encapsulated context: 401 `unauthorized` unless the token matches. */
+export function addAuth(app: FastifyInstance, token: string | null): void {
+  if (token === null || token === '') return;
+  const check = tokenChecker(token);
+  app.addHook('onRequest', async (request: FastifyRequest) => {
+    if (!check(request.headers.authorization)) {
+      throw new PagerError(
+        'unauthorized',
+        request.headers.authorization === undefined ? 'missing bearer token (Authorization: Bearer <token>)' : 'invalid bearer token',
+      );
+    }
+  });
+}

@@ -1,0 +1,67 @@
+/**
+ * Errors on the wire (SPEC section 6): every failure leaves as
+ * `{"error":{"code","message",...details}}` with the status of its code.
+ * Fastify's own errors (body limit, bad JSON, unsupported media type,
+ * handler timeout) are mapped onto the same codes here, in one place.
+ */
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { ERROR_STATUS, PagerError, isPagerError, type ErrorCode } from '../core/errors.js';
+import type { ServerMetrics } from './metrics.js';
+import { globalPlugin } from './plugin.js';
+
+interface ErrorLike {
+  code?: unknown;
+  statusCode?: unknown;
+  message?: unknown;
+  name?: unknown;
+  details?: unknown;
+}
+
+/** Any thrown value as a PagerError with one of the SPEC's codes. */
+export function toPagerError(err: unknown): PagerError {
+  if (isPagerError(err)) return err;
+  const e = (typeof err === 'object' && err !== null ? err : {}) as ErrorLike;
+  const message = typeof e.message === 'string' ? e.message : String(err);
+  // A PagerError from another copy of the module (e.g. dist vs src in tests).
+  if (e.name === 'PagerError' && typeof e.code === 'string' && e.code in ERROR_STATUS) {
+    return new PagerError(e.code as ErrorCode, message, (e.details ?? undefined) as Record<string, unknown> | undefined);
+  }
+  const status = typeof e.statusCode === 'number' ? e.statusCode : 500;
+  if (e.code === 'FST_ERR_HANDLER_TIMEOUT') return new PagerError('overloaded', 'the request took too long; retry shortly');
+  if (e.code === 'FST_ERR_CTP_BODY_TOO_LARGE' || status === 413) return new PagerError('payload_too_large', 'request body is larger than the limit');
+  if (status === 503) return new PagerError('overloaded', message);
+  if (status >= 400 && status < 500) return new PagerError('invalid_request', message);
+  return new PagerError('internal', 'internal error');
+}
+
+export function sendError(reply: FastifyReply, pe: PagerError, retryAfterSeconds: number): FastifyReply {
+  if (pe.code === 'overloaded') {
+    const ra = pe.details?.retryAfter;
+    reply.header('retry-after', String(typeof ra === 'number' && ra > 0 ? Math.ceil(ra) : retryAfterSeconds));
+  }
+  if (pe.code === 'unauthorized') reply.header('www-authenticate', 'Bearer realm="session-pager"');
+  return reply.code(pe.statusCode).type('application/json; charset=utf-8').send(JSON.stringify(pe.toJSON()));
+}
+
+export interface ErrorsPluginOptions {
+  metrics: ServerMetrics;
+  retryAfterSeconds: number;
+}
+
+/** Error and not-found handlers for the whole app (installed at the root). */
+export const errorsPlugin = globalPlugin('session-pager-errors', async (app: FastifyInstance, opts: ErrorsPluginOptions) => {
+  app.setErrorHandler((err: unknown, request: FastifyRequest, reply: FastifyReply) => {
+    const pe = toPagerError(err);
+    if (pe.code === 'internal') request.log.error({ err }, 'internal error');
+    else request.log.debug({ code: pe.code, message: pe.message }, 'request failed');
+    opts.metrics.errors.inc({ code: pe.code });
+    return sendError(reply, pe, opts.retryAfterSeconds);
+  });
+  app.setNotFoundHandler((request: FastifyRequest, reply: FastifyReply) => {
+    opts.metrics.errors.inc({ code: 'not_found' });
+    return reply
+      .code(404)
+      .type('application/json; charset=utf-8')
+      .send(JSON.stringify({ error: { code: 'not_found', message: `no route ${request.method} ${request.url.split('?')[0]}` } }));
+  });
+});

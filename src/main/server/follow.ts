@@ -1,0 +1,425 @@
+/**
+ * Follow over Server-Sent Events (SPEC section 6).
+ *
+ * One `snapshot` event (the tail page and its cursor), then one `event` per
+ * appended logical event, individually, in seq order, with no gap and no
+ * duplicate; the SSE `id` is the event's seq, so `Last-Event-ID` resumes at
+ * seq + 1 (without a new snapshot).
+ *
+ * How nothing falls between the snapshot and the live tail: the stream
+ * subscribes to the store's durable-append notifications *before* it reads
+ * the snapshot (or, on resume, the session's end). From then on a single
+ * pump writes events strictly at `next`, the seq the client needs next:
+ * live batches are trimmed of what was already sent (de-duplication by seq),
+ * and anything missing in front of a batch, or past the last known end, is
+ * read from the log with `store.readEvents` in bounded chunks.
+ *
+ * Memory per follower is bounded: live batches waiting to be written are
+ * capped at `maxBufferedBytes`; past that the queue is discarded and the
+ * pump re-reads those events from the log (the log is canonical, so this
+ * is lossless). Writes wait for `drain`, so the socket buffer stays near its
+ * high-water mark; a client whose socket does not drain within
+ * `stallTimeoutMs` is dropped with a final `error` event and can resume with
+ * `Last-Event-ID`.
+ */
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import type { ServerResponse } from 'node:http';
+import { PagerError } from '../core/errors.js';
+import type { SessionEvent } from '../core/types.js';
+import type { Store } from '../store-types.js';
+import { toPagerError } from './errors.js';
+import type { ServerMetrics } from './metrics.js';
+import type { ResolvedFollowOptions } from './options.js';
+
+/** Live batches are serialized once, however many followers they go to. */
+const frameCache = new WeakMap<readonly SessionEvent[], Buffer[]>();
+
+export function eventFrame(e: SessionEvent): Buffer {
+  return Buffer.from(`id: ${e.seq}\nevent: event\ndata: ${JSON.stringify(e)}\n\n`, 'utf8');
+}
+
+function framesOf(events: readonly SessionEvent[]): Buffer[] {
+  let frames = frameCache.get(events);
+  if (frames === undefined) {
+    frames = events.map(eventFrame);
+    frameCache.set(events, frames);
+  }
+  return frames;
+}
+
+/** `data:` lines for a JSON body; compact JSON has no raw line breaks, but do not rely on it. */
+function dataLines(body: Buffer): Buffer {
+  if (body.indexOf(0x0a) === -1 && body.indexOf(0x0d) === -1) return Buffer.concat([Buffer.from('data: '), body, Buffer.from('\n')]);
+  const text = body.toString('utf8');
+  return Buffer.from(
+    text
+      .split(/\r\n|\r|\n/)
+      .map((l) => `data: ${l}\n`)
+      .join(''),
+    'utf8',
+  );
+}
+
+export function snapshotFrame(throughSeq: number, page: Buffer): Buffer {
+  const json = Buffer.concat([Buffer.from(`{"cursor":${throughSeq},"page":`), page, Buffer.from('}')]);
+  return Buffer.concat([Buffer.from(`id: ${throughSeq}\nevent: snapshot\n`), dataLines(json), Buffer.from('\n')]);
+}
+
+function errorFrame(code: string, message: string, extra: Record<string, unknown> = {}): string {
+  return `event: error\ndata: ${JSON.stringify({ error: { code, message, ...extra } })}\n\n`;
+}
+
+/** Parse a `Last-Event-ID`: a seq, or -1 (the cursor of an empty session). */
+export function parseLastEventId(raw: unknown): number | undefined {
+  if (raw === undefined) return undefined;
+  const s = Array.isArray(raw) ? raw[0] : raw;
+  if (typeof s !== 'string' || !/^(-1|0|[1-9][0-9]{0,15})$/.test(s.trim())) {
+    throw new PagerError('invalid_request', 'Last-Event-ID must be an event seq (a non-negative integer) or -1', { param: 'Last-Event-ID' });
+  }
+  const n = Number(s.trim());
+  if (!Number.isSafeInteger(n)) throw new PagerError('invalid_request', 'Last-Event-ID is out of range', { param: 'Last-Event-ID' });
+  return n;
+}
+
+const WRITE_GROUP_BYTES = 64 * 1024;
+
+interface Batch {
+  events: readonly SessionEvent[];
+  bytes: number;
+}
+
+export type EndReason = 'client' | 'stalled' | 'shutdown' | 'error';
+
+class FollowStream {
+  private next: number;
+  private knownEnd: number;
+  private queue: Batch[] = [];
+  private queuedBytes = 0;
+  private closed = false;
+  private wake: (() => void) | undefined;
+  private waitingDrain = false;
+  private heartbeat: NodeJS.Timeout | undefined;
+  private poll: NodeJS.Timeout | undefined;
+  private polling = false;
+  private graceTimer: NodeJS.Timeout | undefined;
+  private sent = 0;
+  private bytes = 0;
+  private readonly started = Date.now();
+  private endReason: EndReason = 'client';
+  /** Resolves when the response is closed. */
+  readonly done: Promise<void>;
+  private resolveDone!: () => void;
+  unsubscribe: () => void = () => undefined;
+
+  constructor(
+    private readonly hub: FollowHub,
+    private readonly request: FastifyRequest,
+    private readonly res: ServerResponse,
+    readonly sessionId: string,
+    next: number,
+    knownEnd: number,
+  ) {
+    this.next = next;
+    this.knownEnd = knownEnd;
+    this.done = new Promise((r) => (this.resolveDone = r));
+  }
+
+  /** Bytes held for this client: queued live batches plus the socket's buffer. */
+  get bufferedBytes(): number {
+    return this.queuedBytes + this.res.writableLength;
+  }
+
+  /** Store notification: a durable batch. Never blocks, never throws. */
+  onLive = (events: readonly SessionEvent[]): void => {
+    if (this.closed || events.length === 0) return;
+    const last = events[events.length - 1] as SessionEvent;
+    if (last.seq + 1 > this.knownEnd) this.knownEnd = last.seq + 1;
+    if (last.seq < this.next) return;
+    const frames = framesOf(events);
+    let bytes = 0;
+    for (const f of frames) bytes += f.length;
+    if (this.queuedBytes + bytes > this.hub.opts.maxBufferedBytes) {
+      // Too much waiting for a slow client: drop the queue, the pump re-reads
+      // those events from the log when the client catches up (lossless).
+      this.queue = [];
+      this.queuedBytes = 0;
+      this.hub.metrics.followDropped.inc({ reason: 'queue_overflow' });
+    } else {
+      this.queue.push({ events, bytes });
+      this.queuedBytes += bytes;
+    }
+    this.kick();
+  };
+
+  private kick(): void {
+    const w = this.wake;
+    this.wake = undefined;
+    w?.();
+  }
+
+  start(first: Buffer): void {
+    const res = this.res;
+    res.on('close', () => this.onClose());
+    this.request.raw.socket?.setNoDelay(true);
+    this.rawWrite(Buffer.concat([Buffer.from(`retry: ${this.hub.opts.retryMs}\n\n`), first]));
+    const o = this.hub.opts;
+    this.heartbeat = setInterval(() => {
+      if (!this.closed && !this.waitingDrain) this.rawWrite(': heartbeat\n\n');
+    }, o.heartbeatMs);
+    this.heartbeat.unref();
+    if (o.pollMs > 0) {
+      this.poll = setInterval(() => void this.pollEnd(), o.pollMs);
+      this.poll.unref();
+    }
+    void this.pump();
+  }
+
+  /** Learn the committed end from the store, for appends made outside this process. */
+  private async pollEnd(): Promise<void> {
+    if (this.closed || this.polling || this.queue.length > 0) return;
+    this.polling = true;
+    try {
+      const info = await this.hub.store.info(this.sessionId);
+      if (info.nextSeq > this.knownEnd) {
+        this.knownEnd = info.nextSeq;
+        this.kick();
+      }
+    } catch {
+      // The pump reports real failures; a failed poll just waits for the next.
+    } finally {
+      this.polling = false;
+    }
+  }
+
+  private rawWrite(chunk: Buffer | string): boolean {
+    const n = typeof chunk === 'string' ? Buffer.byteLength(chunk) : chunk.length;
+    this.bytes += n;
+    this.hub.metrics.bytesOut.inc({ route: '/v1/sessions/:id/follow' }, n);
+    return this.res.write(chunk);
+  }
+
+  private async write(chunk: Buffer): Promise<void> {
+    if (this.closed) return;
+    if (!this.rawWrite(chunk)) await this.drained();
+  }
+
+  private drained(): Promise<void> {
+    return new Promise((resolve) => {
+      this.waitingDrain = true;
+      const done = () => {
+        clearTimeout(timer);
+        this.res.off('drain', done);
+        this.res.off('close', done);
+        this.waitingDrain = false;
+        resolve();
+      };
+      const timer = setTimeout(() => {
+        done();
+        this.end('stalled');
+      }, this.hub.opts.stallTimeoutMs);
+      this.res.on('drain', done);
+      this.res.on('close', done);
+    });
+  }
+
+  /** Write events (already checked to start at `next`) in groups of about 64 KiB. */
+  private async writeEvents(frames: readonly Buffer[], from: number, to: number): Promise<void> {
+    let group: Buffer[] = [];
+    let size = 0;
+    for (let i = from; i < to && !this.closed; i++) {
+      const f = frames[i] as Buffer;
+      group.push(f);
+      size += f.length;
+      if (size >= WRITE_GROUP_BYTES || i === to - 1) {
+        const n = group.length;
+        const chunk = n === 1 ? (group[0] as Buffer) : Buffer.concat(group, size);
+        group = [];
+        size = 0;
+        // `next` moves before the write: once handed to the socket, an event is sent.
+        this.next += n;
+        this.sent += n;
+        this.hub.metrics.followEvents.inc(n);
+        await this.write(chunk);
+      }
+    }
+  }
+
+  /** Read [next, to) from the log and send it. Stops early if the log has less. */
+  private async catchUp(to: number): Promise<void> {
+    const chunk = this.hub.opts.catchUpChunk;
+    while (!this.closed && this.next < to) {
+      const from = this.next;
+      const events = await this.hub.store.readEvents(this.sessionId, from, Math.min(to, from + chunk));
+      if (this.closed) return;
+      if (events.length === 0) {
+        // The log does not have them (yet): believe the log.
+        if (this.knownEnd > from) this.knownEnd = from;
+        return;
+      }
+      for (let i = 0; i < events.length; i++) {
+        if ((events[i] as SessionEvent).seq !== from + i) throw new PagerError('internal', `read seq ${(events[i] as SessionEvent).seq} where ${from + i} was expected`);
+      }
+      await this.writeEvents(events.map(eventFrame), 0, events.length);
+    }
+  }
+
+  private async pump(): Promise<void> {
+    try {
+      while (!this.closed) {
+        const b = this.queue.shift();
+        if (b !== undefined) {
+          this.queuedBytes -= b.bytes;
+          const first = (b.events[0] as SessionEvent).seq;
+          const end = first + b.events.length;
+          if (end <= this.next) continue; // already sent (snapshot or catch-up)
+          if (first > this.next) {
+            await this.catchUp(first); // a gap in front of the batch: read it
+            if (this.closed) return;
+            if (this.next < first) throw new PagerError('internal', `events ${this.next}..${first - 1} could not be read`);
+          }
+          await this.writeEvents(framesOf(b.events), this.next - first, b.events.length);
+          continue;
+        }
+        if (this.knownEnd > this.next) {
+          await this.catchUp(this.knownEnd);
+          continue;
+        }
+        await new Promise<void>((resolve) => (this.wake = resolve));
+      }
+    } catch (err) {
+      if (this.closed) return;
+      const pe = toPagerError(err);
+      this.request.log.warn({ sessionId: this.sessionId, code: pe.code, message: pe.message }, 'follow stream failed');
+      this.hub.metrics.errors.inc({ code: pe.code });
+      this.end('error', errorFrame(pe.code, pe.message, { lastEventId: this.next - 1 }));
+    }
+  }
+
+  /** End the stream from the server side, with a last event; destroy it if the client does not read it. */
+  end(reason: EndReason, last?: string): void {
+    if (this.closed || this.res.writableEnded) return;
+    this.endReason = reason;
+    let frame = last;
+    if (frame === undefined) {
+      frame =
+        reason === 'shutdown'
+          ? `event: end\ndata: ${JSON.stringify({ reason: 'shutdown', lastEventId: this.next - 1 })}\n\n`
+          : errorFrame('overloaded', 'the client is not reading fast enough; reconnect with Last-Event-ID', { lastEventId: this.next - 1, retryAfter: 1 });
+    }
+    if (reason !== 'error') this.hub.metrics.followDropped.inc({ reason });
+    this.res.end(frame);
+    this.graceTimer = setTimeout(() => this.res.destroy(), this.hub.opts.endGraceMs);
+    this.graceTimer.unref();
+    this.closed = true;
+    this.kick();
+  }
+
+  private onClose(): void {
+    this.closed = true;
+    clearInterval(this.heartbeat);
+    clearInterval(this.poll);
+    clearTimeout(this.graceTimer);
+    this.unsubscribe();
+    this.queue = [];
+    this.queuedBytes = 0;
+    this.kick();
+    this.hub.remove(this);
+    this.request.log.info(
+      { sessionId: this.sessionId, reason: this.endReason, eventsSent: this.sent, bytes: this.bytes, durationMs: Date.now() - this.started, lastEventId: this.next - 1 },
+      'follow stream closed',
+    );
+    this.resolveDone();
+  }
+}
+
+export class FollowHub {
+  private readonly streams = new Set<FollowStream>();
+  private closing = false;
+
+  constructor(
+    readonly store: Store,
+    readonly opts: ResolvedFollowOptions,
+    readonly metrics: ServerMetrics,
+  ) {}
+
+  get size(): number {
+    return this.streams.size;
+  }
+
+  /** Per-stream buffered bytes (queued live batches + socket buffer), for tests and diagnostics. */
+  buffered(): number[] {
+    return [...this.streams].map((s) => s.bufferedBytes);
+  }
+
+  remove(s: FollowStream): void {
+    if (this.streams.delete(s)) this.metrics.followStreams.dec();
+  }
+
+  /** GET /v1/sessions/:id/follow */
+  async handle(request: FastifyRequest, reply: FastifyReply, id: string, maxMessages: number | undefined, lastEventId: number | undefined): Promise<void> {
+    if (this.closing) throw new PagerError('overloaded', 'server is shutting down');
+    if (this.streams.size >= this.opts.maxStreams) throw new PagerError('overloaded', `too many follow streams (${this.streams.size})`);
+    let pending: FollowListener | undefined;
+    // Subscribe first, so nothing appended from here on can be missed.
+    const early: (readonly SessionEvent[])[] = [];
+    pending = (events) => early.push(events);
+    const unsubscribe = this.store.subscribe(id, (events) => pending?.(events));
+    let first: Buffer;
+    let next: number;
+    let knownEnd: number;
+    try {
+      if (lastEventId !== undefined) {
+        const info = await this.store.info(id);
+        if (info.status === 'repair_required') throw new PagerError('repair_required', `session ${id} needs repair: ${info.reasons.join('; ')}`, { reasons: info.reasons });
+        if (lastEventId > info.lastSeq) throw new PagerError('invalid_request', `Last-Event-ID ${lastEventId} is past the session's last seq ${info.lastSeq}`, { param: 'Last-Event-ID' });
+        next = lastEventId + 1;
+        knownEnd = info.nextSeq;
+        first = Buffer.alloc(0);
+      } else {
+        const pb = await this.store.pageBuffer(id, maxMessages === undefined ? {} : { maxMessages }, request.signal);
+        next = pb.throughSeq + 1;
+        knownEnd = next;
+        first = snapshotFrame(pb.throughSeq, pb.body);
+        this.metrics.pagesServed.inc({ route: '/v1/sessions/:id/follow' });
+        this.metrics.pageEvents.observe(pb.toSeq - pb.fromSeq);
+        this.metrics.pageBytes.observe(pb.body.length);
+        if (request.pager) request.pager.page = { fromSeq: pb.fromSeq, toSeq: pb.toSeq, events: pb.toSeq - pb.fromSeq, bytes: pb.body.length, frames: pb.frames };
+      }
+    } catch (err) {
+      unsubscribe();
+      throw err;
+    }
+    if (request.raw.destroyed || this.closing) {
+      unsubscribe();
+      return;
+    }
+
+    reply.hijack();
+    const res = reply.raw;
+    res.writeHead(200, {
+      'content-type': 'text/event-stream; charset=utf-8',
+      'cache-control': 'no-cache, no-transform',
+      'x-accel-buffering': 'no',
+      'x-request-id': String(request.id),
+    });
+    const stream = new FollowStream(this, request, res, id, next, knownEnd);
+    stream.unsubscribe = unsubscribe;
+    this.streams.add(stream);
+    this.metrics.followStreams.inc();
+    if (request.pager) request.pager.streaming = true;
+    pending = stream.onLive;
+    for (const events of early) stream.onLive(events);
+    stream.start(first);
+    this.metrics.httpDuration.observe({ method: 'GET', route: '/v1/sessions/:id/follow', status_code: '200' }, reply.elapsedTime / 1000);
+  }
+
+  /** End every stream (shutdown): a final `end` event, then close; resolves when all are closed. */
+  async closeAll(): Promise<void> {
+    this.closing = true;
+    const all = [...this.streams];
+    for (const s of all) s.end('shutdown');
+    await Promise.all(all.map((s) => s.done));
+  }
+}
+
+type FollowListener = (events: readonly SessionEvent[]) => void;

@@ -1,0 +1,144 @@
+/**
+ * Prometheus metrics on a registry of the server's own (never prom-client's
+ * global one, so several servers in one process, e.g. tests, do not mix).
+ * Request latency by route, bytes out, pages served and their sizes, errors
+ * by code, the store's pool and cache, follow streams, event-loop delay.
+ */
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import type { Store } from '../store-types.js';
+import type { LoadMonitor } from './overload.js';
+import { globalPlugin } from './plugin.js';
+
+const P = 'session_pager_';
+
+export class ServerMetrics {
+  readonly registry = new Registry();
+  readonly httpDuration: Histogram<'method' | 'route' | 'status_code'>;
+  readonly bytesOut: Counter<'route'>;
+  readonly pagesServed: Counter<'route'>;
+  readonly pageEvents: Histogram;
+  readonly pageBytes: Histogram;
+  readonly errors: Counter<'code'>;
+  readonly followStreams: Gauge;
+  readonly followEvents: Counter;
+  readonly followDropped: Counter<'reason'>;
+  readonly appendedEvents: Counter;
+
+  constructor(store: Store, monitor: LoadMonitor) {
+    const registers = [this.registry];
+    collectDefaultMetrics({ register: this.registry, prefix: P });
+    this.httpDuration = new Histogram({
+      name: `${P}http_request_duration_seconds`,
+      help: 'Request latency by route (follow streams: time to the snapshot)',
+      labelNames: ['method', 'route', 'status_code'],
+      buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
+      registers,
+    });
+    this.bytesOut = new Counter({ name: `${P}http_response_bytes_total`, help: 'Bytes written to clients (after compression, with headers)', labelNames: ['route'], registers });
+    this.pagesServed = new Counter({ name: `${P}pages_served_total`, help: 'Pages answered (page route and follow snapshots)', labelNames: ['route'], registers });
+    this.pageEvents = new Histogram({
+      name: `${P}page_events`,
+      help: 'Logical events per page served',
+      buckets: [0, 10, 100, 1_000, 10_000, 100_000, 1_000_000],
+      registers,
+    });
+    this.pageBytes = new Histogram({
+      name: `${P}page_body_bytes`,
+      help: 'Uncompressed page body size',
+      buckets: [1_024, 16_384, 131_072, 1_048_576, 8_388_608, 67_108_864],
+      registers,
+    });
+    this.errors = new Counter({ name: `${P}errors_total`, help: 'Error responses by code', labelNames: ['code'], registers });
+    this.followStreams = new Gauge({ name: `${P}follow_streams`, help: 'Open follow (SSE) streams', registers });
+    this.followEvents = new Counter({ name: `${P}follow_events_sent_total`, help: 'Events written to follow streams', registers });
+    this.followDropped = new Counter({ name: `${P}follow_dropped_total`, help: 'Follow streams the server ended early', labelNames: ['reason'], registers });
+    this.appendedEvents = new Counter({ name: `${P}appended_events_total`, help: 'Events appended over HTTP (durable)', registers });
+
+    // Store-side numbers are read when scraped.
+    const stats = () => store.stats();
+    new Gauge({ name: `${P}pool_queue_size`, help: 'Page tasks waiting for a worker', registers, collect() { this.set(stats().pool.queueSize); } });
+    new Gauge({ name: `${P}pool_utilization`, help: 'Worker pool utilization (0..1)', registers, collect() { this.set(stats().pool.utilization); } });
+    new Gauge({ name: `${P}pool_threads`, help: 'Worker threads', registers, collect() { this.set(stats().pool.threads); } });
+    new Gauge({ name: `${P}pool_tasks_completed`, help: 'Worker tasks completed since start', registers, collect() { this.set(stats().pool.completed); } });
+    new Gauge({ name: `${P}cache_hits`, help: 'Session view cache hits since start', registers, collect() { this.set(stats().cache.hits); } });
+    new Gauge({ name: `${P}cache_misses`, help: 'Session view cache misses since start', registers, collect() { this.set(stats().cache.misses); } });
+    new Gauge({ name: `${P}store_pages_served`, help: 'Pages assembled by the store since start', registers, collect() { this.set(stats().pagesServed); } });
+    new Gauge({ name: `${P}event_loop_lag_seconds`, help: 'Smoothed event-loop lag used for load shedding', registers, collect() { this.set(monitor.lagMs / 1000); } });
+    new Gauge({
+      name: `${P}event_loop_delay_seconds`,
+      help: 'Event-loop delay since the previous scrape',
+      labelNames: ['quantile'],
+      registers,
+      collect() {
+        const d = monitor.delaySeconds();
+        this.set({ quantile: '0.5' }, d.p50);
+        this.set({ quantile: '0.99' }, d.p99);
+        this.set({ quantile: '1' }, d.max);
+      },
+    });
+  }
+}
+
+declare module 'fastify' {
+  interface FastifyRequest {
+    /** Per-request facts for logs and metrics. */
+    pager: RequestFacts | null;
+  }
+}
+
+export interface RequestFacts {
+  sessionId?: string;
+  page?: { fromSeq: number; toSeq: number; events: number; bytes: number; frames: number };
+  append?: { fromSeq: number; toSeq: number };
+  /** socket.bytesWritten when the request arrived. */
+  bytes0: number;
+  /** Set by streaming routes that account their own bytes. */
+  streaming?: boolean;
+}
+
+function routeOf(request: FastifyRequest): string {
+  return request.routeOptions.url ?? 'unmatched';
+}
+
+/** Request hooks for latency, bytes out and the request log line (root context). */
+export const metricsPlugin = globalPlugin('session-pager-metrics', async (app: FastifyInstance, opts: { metrics: ServerMetrics }) => {
+  const m = opts.metrics;
+  app.decorateRequest('pager', null);
+  app.addHook('onRequest', async (request: FastifyRequest) => {
+    request.pager = { bytes0: request.raw.socket?.bytesWritten ?? 0 };
+  });
+  app.addHook('onResponse', async (request: FastifyRequest, reply: FastifyReply) => {
+    const facts = request.pager ?? { bytes0: 0 };
+    const route = routeOf(request);
+    const seconds = reply.elapsedTime / 1000;
+    if (!facts.streaming) {
+      m.httpDuration.observe({ method: request.method, route, status_code: String(reply.statusCode) }, seconds);
+      const sock = request.raw.socket as { bytesWritten?: number } | null | undefined;
+      let out = typeof sock?.bytesWritten === 'number' ? sock.bytesWritten - facts.bytes0 : 0;
+      if (out <= 0) out = Number(reply.getHeader('content-length') ?? 0) || 0;
+      m.bytesOut.inc({ route }, out);
+    }
+    const level = route === '/healthz' || route === '/metrics' ? 'debug' : 'info';
+    request.log[level](
+      {
+        method: request.method,
+        url: request.url,
+        statusCode: reply.statusCode,
+        sessionId: facts.sessionId,
+        page: facts.page,
+        append: facts.append,
+        durationMs: Math.round(reply.elapsedTime * 100) / 100,
+      },
+      'request completed',
+    );
+  });
+});
+
+/** GET /metrics (registered inside the authenticated context). */
+export async function metricsRoute(app: FastifyInstance, opts: { metrics: ServerMetrics }): Promise<void> {
+  app.get('/metrics', async (_request, reply) => {
+    const text = await opts.metrics.registry.metrics();
+    return reply.type(opts.metrics.registry.contentType).send(text);
+  });
+}

@@ -1,0 +1,119 @@
+/**
+ * Options of the HTTP service and their defaults. Every limit the service
+ * enforces is here, so `serve`, the tests and the load test tune the same
+ * knobs.
+ */
+import type { FastifyServerOptions } from 'fastify';
+
+export interface FollowOptions {
+  /** Comment line every this many ms so proxies and clients see a live stream (default 15 s). */
+  heartbeatMs?: number;
+  /**
+   * Bytes a follower may have queued (socket buffer plus live events not yet
+   * written) before it is dropped with a final `error` event (default 4 MiB).
+   */
+  maxBufferedBytes?: number;
+  /** A follower whose socket has not drained for this long is dropped (default 60 s). */
+  stallTimeoutMs?: number;
+  /** Events read per catch-up step from the log (default 1000). */
+  catchUpChunk?: number;
+  /**
+   * Check the session's committed end this often, to pick up appends made
+   * outside this process's store (default 5 s; 0 disables).
+   */
+  pollMs?: number;
+  /** After a drop or shutdown, destroy the socket if the client has not read the end within this (default 5 s). */
+  endGraceMs?: number;
+  /** Concurrent follow streams; more are answered `overloaded` (default 512). */
+  maxStreams?: number;
+  /** `retry:` hint sent to EventSource clients, ms (default 2000). */
+  retryMs?: number;
+}
+
+export interface ServerOptions {
+  /** Bearer token; when absent or empty, auth is off (loopback only; `serve` enforces that). */
+  token?: string | null;
+  /** fastify logger option: false (default) or pino options. */
+  logger?: FastifyServerOptions['logger'];
+  /** Largest request body, bytes, after decompression (default 16 MiB). */
+  bodyLimit?: number;
+  /** Longest request target (path plus query), characters (default 4096). */
+  maxUrlLength?: number;
+  /** Connections the listening server accepts at once (default 1024). */
+  maxConnections?: number;
+  /** Time to receive a whole request, ms (default 30 s). */
+  requestTimeoutMs?: number;
+  /** Idle keep-alive connections are closed after this, ms (default 5 s). */
+  keepAliveTimeoutMs?: number;
+  /** A page not answered within this is abandoned with `overloaded` (default 30 s). */
+  pageTimeoutMs?: number;
+  /**
+   * Shed page and follow requests with `overloaded` while the store's worker
+   * queue holds at least this many tasks (default 32 per worker thread).
+   */
+  maxPoolQueue?: number;
+  /** Shed requests while the smoothed event-loop lag exceeds this, ms (default 500; 0 disables). */
+  maxEventLoopLagMs?: number;
+  /** How often the event-loop lag is sampled, ms (default 100). */
+  lagSampleMs?: number;
+  /** Retry-After on `overloaded`, seconds (default 1). */
+  retryAfterSeconds?: number;
+  compression?: {
+    /** Responses smaller than this are sent as they are (default 1024 bytes). */
+    threshold?: number;
+    /** Brotli quality, 0..11 (default 4: dynamic responses, not static assets). */
+    brotliQuality?: number;
+    /** gzip level, 1..9 (default 6). */
+    gzipLevel?: number;
+  };
+  follow?: FollowOptions;
+}
+
+export interface ResolvedFollowOptions extends Required<FollowOptions> {}
+
+export interface ResolvedOptions {
+  token: string | null;
+  logger: FastifyServerOptions['logger'];
+  bodyLimit: number;
+  maxUrlLength: number;
+  maxConnections: number;
+  requestTimeoutMs: number;
+  keepAliveTimeoutMs: number;
+  pageTimeoutMs: number;
+  maxPoolQueue: number | undefined;
+  maxEventLoopLagMs: number;
+  lagSampleMs: number;
+  retryAfterSeconds: number;
+  compression: { threshold: number; brotliQuality: number; gzipLevel: number };
+  follow: ResolvedFollowOptions;
+}
+
+export function resolveOptions(o: ServerOptions = {}): ResolvedOptions {
+  const f = o.follow ?? {};
+  const c = o.compression ?? {};
+  return {
+    token: o.token ? o.token : null,
+    logger: o.logger ?? false,
+    bodyLimit: o.bodyLimit ?? 16 * 1024 * 1024,
+    maxUrlLength: o.maxUrlLength ?? 4096,
+    maxConnections: o.maxConnections ?? 1024,
+    requestTimeoutMs: o.requestTimeoutMs ?? 30_000,
+    keepAliveTimeoutMs: o.keepAliveTimeoutMs ?? 5_000,
+    pageTimeoutMs: o.pageTimeoutMs ?? 30_000,
+    maxPoolQueue: o.maxPoolQueue,
+    maxEventLoopLagMs: o.maxEventLoopLagMs ?? 500,
+    lagSampleMs: o.lagSampleMs ?? 100,
+    retryAfterSeconds: o.retryAfterSeconds ?? 1,
+    compression: { threshold: c.threshold ?? 1024, brotliQuality: c.brotliQuality ?? 4, gzipLevel: c.gzipLevel ?? 6 },
+    follow: {
+      heartbeatMs: f.heartbeatMs ?? 15_000,
+      maxBufferedBytes: f.maxBufferedBytes ?? 4 * 1024 * 1024,
+      stallTimeoutMs: f.stallTimeoutMs ?? 60_000,
+      catchUpChunk: f.catchUpChunk ?? 1000,
+      pollMs: f.pollMs ?? 5_000,
+      endGraceMs: f.endGraceMs ?? 5_000,
+      maxStreams: f.maxStreams ?? 512,
+      retryMs: f.retryMs ?? 2_000,
+    },
+  };
+}

@@ -1,0 +1,88 @@
+/**
+ * Load shedding. Two signals answer `overloaded` 503 + Retry-After instead of
+ * letting work queue without bound:
+ * - the store's worker queue (pages and follow snapshots go through it);
+ * - event-loop lag: a timer that should fire every `sampleMs` measures how
+ *   late it fires; the lag is smoothed (it halves each quiet tick), so one
+ *   long stall sheds for a few ticks and sustained lag sheds until it clears.
+ * A perf_hooks histogram of the loop delay is kept as well, for /metrics.
+ */
+import { monitorEventLoopDelay, type IntervalHistogram } from 'node:perf_hooks';
+import { PagerError } from '../core/errors.js';
+import type { Store } from '../store-types.js';
+
+export class LoadMonitor {
+  private timer: NodeJS.Timeout | undefined;
+  private last = 0;
+  private smoothed = 0;
+  private readonly histogram: IntervalHistogram;
+
+  constructor(private readonly sampleMs: number) {
+    this.histogram = monitorEventLoopDelay({ resolution: 10 });
+  }
+
+  start(): void {
+    if (this.timer !== undefined) return;
+    this.histogram.enable();
+    this.last = performance.now();
+    this.timer = setInterval(() => this.tick(), this.sampleMs);
+    this.timer.unref();
+  }
+
+  private tick(): void {
+    const now = performance.now();
+    const lag = Math.max(0, now - this.last - this.sampleMs);
+    this.last = now;
+    this.smoothed = Math.max(lag, this.smoothed / 2);
+  }
+
+  /** Smoothed event-loop lag, ms. */
+  get lagMs(): number {
+    // A stall still in progress (no tick yet) counts too.
+    const pending = Math.max(0, performance.now() - this.last - this.sampleMs);
+    return Math.max(this.smoothed, pending);
+  }
+
+  /** Event-loop delay percentiles since the last reset, seconds. */
+  delaySeconds(): { p50: number; p99: number; max: number } {
+    const h = this.histogram;
+    const out = { p50: h.percentile(50) / 1e9, p99: h.percentile(99) / 1e9, max: h.max / 1e9 };
+    h.reset();
+    return out;
+  }
+
+  stop(): void {
+    clearInterval(this.timer);
+    this.timer = undefined;
+    this.histogram.disable();
+  }
+}
+
+export interface OverloadPolicy {
+  monitor: LoadMonitor;
+  store: Store;
+  /** 0 disables the lag check. */
+  maxLagMs: number;
+  /** undefined: 32 per worker thread. */
+  maxPoolQueue: number | undefined;
+  retryAfterSeconds: number;
+}
+
+/** Throw `overloaded` when the event loop lags (all guarded routes). */
+export function checkLoop(p: OverloadPolicy): void {
+  if (p.maxLagMs > 0) {
+    const lag = p.monitor.lagMs;
+    if (lag > p.maxLagMs) {
+      throw new PagerError('overloaded', `server is overloaded (event-loop lag ${Math.round(lag)} ms); retry shortly`, { retryAfter: p.retryAfterSeconds });
+    }
+  }
+}
+
+/** Throw `overloaded` when the worker queue is full (routes that use the pool). */
+export function checkPool(p: OverloadPolicy): void {
+  const pool = p.store.stats().pool;
+  const bound = p.maxPoolQueue ?? Math.max(1, pool.threads) * 32;
+  if (pool.queueSize >= bound) {
+    throw new PagerError('overloaded', `server is overloaded (${pool.queueSize} page tasks queued); retry shortly`, { retryAfter: p.retryAfterSeconds });
+  }
+}

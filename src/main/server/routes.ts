@@ -1,0 +1,101 @@
+/**
+ * The /v1 routes of SPEC section 6: catalog, session info, page, follow,
+ * create, append. Registered inside the authenticated context.
+ */
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { PagerError } from '../core/errors.js';
+import { MAX_MAX_MESSAGES, parsePageQuery } from '../core/page-rule.js';
+import { assertSessionId } from '../paths.js';
+import type { Store } from '../store-types.js';
+import type { FollowHub } from './follow.js';
+import { parseLastEventId } from './follow.js';
+import type { ServerMetrics } from './metrics.js';
+import type { ResolvedOptions } from './options.js';
+import { checkLoop, checkPool, type OverloadPolicy } from './overload.js';
+
+export interface RoutesOptions {
+  store: Store;
+  opts: ResolvedOptions;
+  metrics: ServerMetrics;
+  policy: OverloadPolicy;
+  hub: FollowHub;
+}
+
+function sessionId(request: FastifyRequest): string {
+  const id = assertSessionId((request.params as { id?: unknown }).id);
+  if (request.pager) request.pager.sessionId = id;
+  return id;
+}
+
+function isObject(v: unknown): v is Record<string, unknown> {
+  return typeof v === 'object' && v !== null && !Array.isArray(v);
+}
+
+export async function routes(app: FastifyInstance, o: RoutesOptions): Promise<void> {
+  const { store, metrics, policy, hub } = o;
+  // Shedding runs before the body is read: an overloaded server does not parse 16 MiB first.
+  const shedLoop = async () => checkLoop(policy);
+  const shedPool = async () => {
+    checkLoop(policy);
+    checkPool(policy);
+  };
+
+  app.get('/v1/sessions', { onRequest: shedLoop }, async () => {
+    return { sessions: await store.list() };
+  });
+
+  app.get('/v1/sessions/:id', { onRequest: shedLoop }, async (request) => {
+    return store.info(sessionId(request));
+  });
+
+  app.get('/v1/sessions/:id/page', { onRequest: shedPool, handlerTimeout: o.opts.pageTimeoutMs }, async (request: FastifyRequest, reply: FastifyReply) => {
+    const id = sessionId(request);
+    const params = parsePageQuery(request.query as Record<string, unknown>);
+    const pb = await store.pageBuffer(id, params, request.signal);
+    if (reply.sent) return reply; // timed out or the client went away meanwhile
+    const events = pb.toSeq - pb.fromSeq;
+    if (request.pager) request.pager.page = { fromSeq: pb.fromSeq, toSeq: pb.toSeq, events, bytes: pb.body.length, frames: pb.frames };
+    metrics.pagesServed.inc({ route: '/v1/sessions/:id/page' });
+    metrics.pageEvents.observe(events);
+    metrics.pageBytes.observe(pb.body.length);
+    // The prepared body goes out as it is (compressed on the way when asked); never re-serialized.
+    return reply.type('application/json; charset=utf-8').send(pb.body);
+  });
+
+  app.get('/v1/sessions/:id/follow', { onRequest: shedPool }, async (request: FastifyRequest, reply: FastifyReply) => {
+    const id = sessionId(request);
+    const q = request.query as Record<string, unknown>;
+    const { maxMessages } = parsePageQuery({ maxMessages: q.maxMessages });
+    if (maxMessages !== undefined && (maxMessages < 1 || maxMessages > MAX_MAX_MESSAGES)) {
+      throw new PagerError('invalid_request', `maxMessages must be an integer in [1, ${MAX_MAX_MESSAGES}]`, { param: 'maxMessages' });
+    }
+    const lastEventId = parseLastEventId(request.headers['last-event-id'] ?? q.lastEventId);
+    await hub.handle(request, reply, id, maxMessages, lastEventId);
+    return reply;
+  });
+
+  app.put('/v1/sessions/:id', { onRequest: shedLoop }, async (request: FastifyRequest, reply: FastifyReply) => {
+    const id = sessionId(request);
+    const q = request.query as Record<string, unknown>;
+    let format: 'jsonl' | 'binary' | undefined;
+    if (q.format !== undefined) {
+      if (q.format !== 'jsonl' && q.format !== 'binary') throw new PagerError('invalid_request', 'format must be "jsonl" or "binary"', { param: 'format' });
+      format = q.format;
+    }
+    const header = request.body === undefined || request.body === null ? {} : request.body;
+    if (!isObject(header)) throw new PagerError('invalid_request', 'body must be a session header record (a JSON object)');
+    const entry = await store.create(id, header, format === undefined ? {} : { format });
+    return reply.code(201).send(entry);
+  });
+
+  app.post('/v1/sessions/:id/events', { onRequest: shedLoop }, async (request: FastifyRequest) => {
+    const id = sessionId(request);
+    const body = request.body;
+    if (!isObject(body) || !('events' in body)) throw new PagerError('invalid_request', 'body must be {"events":[...]}');
+    // Resolves only after the batch is durable (fsync).
+    const r = await store.append(id, body.events);
+    if (request.pager) request.pager.append = { fromSeq: r.fromSeq, toSeq: r.toSeq };
+    metrics.appendedEvents.inc(r.toSeq - r.fromSeq);
+    return { fromSeq: r.fromSeq, toSeq: r.toSeq, nextSeq: r.toSeq };
+  });
+}
