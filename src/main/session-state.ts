@@ -9,8 +9,8 @@
  * - the first and last lines of the entry sidecar, and the line ending where
  *   the metadata says its sidecar ended (a few small positional reads);
  * - when the log's fingerprint (size, mtime) differs from the metadata's:
- *   the last indexed frame of the log (one frame) to prove the entry sidecar
- *   still describes this log;
+ *   the last indexed frame and the header frame of the log (two frames) to
+ *   prove the entry sidecar still describes this log;
  * - when the metadata is stale: the indexed tail past it (entries and frames),
  *   at most CATCH_UP_MAX_BYTES of log, folded in memory. Nothing is written:
  *   the writer persists a caught-up metadata sidecar when it opens the session.
@@ -301,9 +301,14 @@ export async function loadSessionState(paths: SessionPaths): Promise<SessionStat
     // Fingerprint: when the log is not as the metadata last saw it, prove the last indexed frame is still there.
     const fingerprintFresh = !metaStale && meta.fingerprint.size === logSize && meta.fingerprint.mtimeMs === logMtimeMs;
     if (!fingerprintFresh) {
-      const bad = await checkIndexedFrame(paths.events, le);
-      if (bad !== null) {
-        return broken({ code: 'log_changed', message: `log changed since it was indexed: ${bad}`, offset: le.offset, fromSeq: le.seq, toSeq: le.seq + le.count }, meta);
+      // The last indexed frame (SPEC) and the header frame: both ends of what the sidecar describes.
+      for (const e of last.start > 0 ? [le, fe] : [le]) {
+        const bad = await checkIndexedFrame(paths.events, e);
+        if (bad !== null) {
+          const p: StateProblem = { code: 'log_changed', message: `log changed since it was indexed: ${bad}`, offset: e.offset };
+          if (e.count > 0) Object.assign(p, { fromSeq: e.seq, toSeq: e.seq + e.count });
+          return broken(p, meta);
+        }
       }
     }
 
