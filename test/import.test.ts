@@ -81,10 +81,10 @@ describe('import', () => {
     expect((await loadSessionState(bp)).status).toBe('ok');
   });
 
-  it('writes the same sidecars reindex rebuilds', async () => {
+  it.each(['jsonl', 'binary'] as const)('writes the same sidecars reindex rebuilds (%s)', async (format) => {
     const file = fixtures[7]!;
-    const id = 'same-as-reindex';
-    await importSession(data.dir, file, { id });
+    const id = `same-as-reindex-${format}`;
+    await importSession(data.dir, file, { id, format });
     const p = sessionPaths(data.dir, id);
     const entries = readFileSync(p.entries);
     const meta = JSON.parse(readFileSync(p.meta, 'utf8'));

@@ -240,6 +240,21 @@ describe('repair', () => {
     expect(snapshotTree(data.dir)).toEqual(snap);
   });
 
+  it('a sidecar ahead of a log cut mid-frame: cuts the torn rest, reindexes what the log holds', async () => {
+    await makeSession(data.dir, 's', 'binary');
+    const p = sessionPaths(data.dir, 's');
+    const all = readEntries(p.entries);
+    const last = all.at(-1)!;
+    const { truncateSync } = await import('node:fs');
+    truncateSync(p.events, last.offset + 5);
+    expect((await loadSessionState(p)).problems[0]!.code).toBe('entries_past_log');
+    const out = await repairSession(p);
+    expect(out.done.map((d) => d.kind)).toEqual(['backup', 'truncate', 'reindex']);
+    expect(out.after.status).toBe('ok');
+    expect(readEntries(p.entries)).toEqual(all.slice(0, -1));
+    expect(readFileSync(p.events).length).toBe(last.offset);
+  });
+
   it('rebuilds missing or broken sidecars without touching the log', async () => {
     await makeSession(data.dir, 's', 'jsonl');
     const p = sessionPaths(data.dir, 's');

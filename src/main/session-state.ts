@@ -31,7 +31,7 @@ import type { SessionPaths } from './paths.js';
 
 export type SessionStatus = 'ok' | 'degraded' | 'repair_required';
 
-/** Largest indexed tail (log bytes) a stale metadata sidecar is caught up over in memory. */
+/** Largest indexed tail (log bytes, and entry-sidecar bytes) a stale metadata sidecar is caught up over in memory. */
 export const CATCH_UP_MAX_BYTES = 64 * 1024 * 1024;
 
 export type ProblemCode =
@@ -289,8 +289,11 @@ export async function loadSessionState(paths: SessionPaths): Promise<SessionStat
       if (boundary === null || boundary.entry.offset + boundary.entry.length !== meta.indexedLength || boundary.entry.seq + boundary.entry.count !== meta.nextSeq) {
         return broken({ code: 'meta_mismatch', message: `metadata's end of the entry sidecar (byte ${meta.entriesLength}) is not the line that ends its indexed log (${meta.indexedLength} bytes, next seq ${meta.nextSeq})` }, meta);
       }
-      if (indexedLength - meta.indexedLength > CATCH_UP_MAX_BYTES) {
-        return broken({ code: 'meta_too_stale', message: `metadata is ${indexedLength - meta.indexedLength} log bytes behind the entry sidecar (over ${CATCH_UP_MAX_BYTES}); run reindex` }, meta);
+      if (indexedLength - meta.indexedLength > CATCH_UP_MAX_BYTES || entries.size - meta.entriesLength > CATCH_UP_MAX_BYTES) {
+        return broken(
+          { code: 'meta_too_stale', message: `metadata is ${indexedLength - meta.indexedLength} log bytes (${entries.size - meta.entriesLength} sidecar bytes) behind the entry sidecar, over the ${CATCH_UP_MAX_BYTES}-byte catch-up bound; run reindex` },
+          meta,
+        );
       }
       const caught = await catchUp(paths, entries, meta);
       if ('code' in caught) return broken(caught, meta);
