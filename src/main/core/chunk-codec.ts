@@ -383,7 +383,8 @@ export function validateRow(value: unknown): ChunkRow {
     t += g as number;
     if (!isSafe(t)) fail('row-time', where, `member ${k + 1} time is not a safe integer`);
   }
-  if (!isSafe((seq0 as number) + members.length - 1)) fail('row-seq0', where, 'last member seq is not a safe integer');
+  // Parenthesized: (seq0 + n) - 1 can round back into the safe range when seq0 + n is not.
+  if (!isSafe((seq0 as number) + (members.length - 1))) fail('row-seq0', where, 'last member seq is not a safe integer');
   return value as unknown as ChunkRow;
 }
 
