@@ -81,6 +81,29 @@ describe('import', () => {
     expect((await loadSessionState(bp)).status).toBe('ok');
   });
 
+  it('serves every page of every imported session exactly as the reference reader', async () => {
+    const { openStore } = await import('../src/main/store.js');
+    const store = await openStore({ dataDir: data.dir, workers: 2 });
+    try {
+      const ids = [...fixtures.map((f) => defaultImportId(f)), ...zstdFixtures.map((f) => `zb-${defaultImportId(f)}`)];
+      for (const id of ids) {
+        const log = decodeWholeLog(readFileSync(sessionPaths(data.dir, id).events));
+        for (const maxMessages of [1, 4]) {
+          let beforeSeq: number | undefined;
+          for (;;) {
+            const params = beforeSeq === undefined ? { maxMessages } : { maxMessages, beforeSeq };
+            const page = await store.page(id, params);
+            expect(page, `${id} ${JSON.stringify(params)}`).toEqual(referencePage(log, id, params));
+            if (!page.hasMore) break;
+            beforeSeq = page.fromSeq;
+          }
+        }
+      }
+    } finally {
+      await store.close();
+    }
+  });
+
   it.each(['jsonl', 'binary'] as const)('writes the same sidecars reindex rebuilds (%s)', async (format) => {
     const file = fixtures[7]!;
     const id = `same-as-reindex-${format}`;

@@ -113,6 +113,18 @@ describe('reindex', () => {
         toSeq: victim.seq + victim.count,
       },
     ]);
+    // Pages that do not cover it are served; a page that does fails with corrupt_range naming its seqs.
+    const { openStore } = await import('../src/main/store.js');
+    const store = await openStore({ dataDir: data.dir, workers: 1 });
+    try {
+      const older = await store.page('s', { beforeSeq: victim.seq, maxMessages: 1000 });
+      expect(older.toSeq).toBe(victim.seq);
+      const newest = await store.page('s', { maxMessages: 1 });
+      expect(newest.fromSeq).toBeGreaterThanOrEqual(victim.seq + victim.count);
+      await expect(store.page('s', { maxMessages: 1000 })).rejects.toMatchObject({ code: 'corrupt_range', details: { fromSeq: victim.seq, toSeq: victim.seq + victim.count } });
+    } finally {
+      await store.close();
+    }
     // A writer can still append after it.
     const w = await SessionWriter.open(data.dir, 's');
     await w.append(conversation(w.nextSeq, 1));
