@@ -143,7 +143,7 @@ class FollowStream {
       // those events from the log when the client catches up (lossless).
       this.queue = [];
       this.queuedBytes = 0;
-      this.hub.metrics.followDropped.inc({ reason: 'queue_overflow' });
+      this.hub.metrics.followRereads.inc();
     } else {
       this.queue.push({ events, bytes });
       this.queuedBytes += bytes;

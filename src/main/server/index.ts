@@ -71,8 +71,12 @@ export function buildServer(store: Store, options: ServerOptions = {}): FastifyI
       throw new PagerError('invalid_request', `request target is longer than ${o.maxUrlLength} characters`);
     }
   });
+  let closing = false;
   app.addHook('onSend', async (request, reply) => {
     reply.header('x-request-id', request.id);
+    // Responses finishing during shutdown close their connection, so the
+    // server does not wait out keep-alive timeouts before it can stop.
+    if (closing) reply.header('connection', 'close');
   });
   app.register(compress, {
     global: true,
@@ -93,6 +97,7 @@ export function buildServer(store: Store, options: ServerOptions = {}): FastifyI
   });
 
   app.addHook('preClose', async () => {
+    closing = true;
     await hub.closeAll();
   });
   app.addHook('onClose', async () => {

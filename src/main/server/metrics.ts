@@ -23,6 +23,7 @@ export class ServerMetrics {
   readonly followStreams: Gauge;
   readonly followEvents: Counter;
   readonly followDropped: Counter<'reason'>;
+  readonly followRereads: Counter;
   readonly appendedEvents: Counter;
 
   constructor(store: Store, monitor: LoadMonitor) {
@@ -53,6 +54,11 @@ export class ServerMetrics {
     this.followStreams = new Gauge({ name: `${P}follow_streams`, help: 'Open follow (SSE) streams', registers });
     this.followEvents = new Counter({ name: `${P}follow_events_sent_total`, help: 'Events written to follow streams', registers });
     this.followDropped = new Counter({ name: `${P}follow_dropped_total`, help: 'Follow streams the server ended early', labelNames: ['reason'], registers });
+    this.followRereads = new Counter({
+      name: `${P}follow_queue_overflows_total`,
+      help: 'Live batches not held for a slow follower (re-read from the log when it catches up)',
+      registers,
+    });
     this.appendedEvents = new Counter({ name: `${P}appended_events_total`, help: 'Events appended over HTTP (durable)', registers });
 
     // Store-side numbers are read when scraped.
