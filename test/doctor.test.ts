@@ -154,6 +154,19 @@ describe('doctor on damaged sessions', () => {
     expect(by.badhead!.issues.map((i) => i.code)).toContain('header_invalid');
   });
 
+  it('lists a session whose log is gone but whose metadata is left', async () => {
+    const other = tempDataDir('sp-doctor-orphan-');
+    try {
+      await makeSession(other.dir, 'gone', 'jsonl', 1);
+      rmSync(sessionPaths(other.dir, 'gone').events);
+      const { code, reports } = await doctorJson(['--data', other.dir]);
+      expect(code).toBe(4);
+      expect(reports).toEqual([expect.objectContaining({ id: 'gone', status: 'repair_required', issues: [expect.objectContaining({ code: 'log_missing', message: 'log file is missing' })] })]);
+    } finally {
+      other.cleanup();
+    }
+  });
+
   it('exits 3 when the worst is degraded', async () => {
     expect((await runCli(['doctor', 'ahead', '--data', data.dir])).code).toBe(3);
     expect((await runCli(['doctor', 'corrupt', '--deep', '--data', data.dir])).code).toBe(3);

@@ -7,7 +7,7 @@
  */
 import { promises as fsp } from 'node:fs';
 import type { SessionPaths } from '../paths.js';
-import { isValidSessionId, sessionPaths, sessionsDir } from '../paths.js';
+import { indexDir, isValidSessionId, sessionPaths, sessionsDir } from '../paths.js';
 import { loadSessionState, type SessionState, type SessionStatus, type StateProblem } from '../session-state.js';
 import { analyzeLog } from './analyze.js';
 import { SidecarComparer } from './compare.js';
@@ -142,22 +142,30 @@ export async function diagnoseSession(paths: SessionPaths, opts: DoctorOptions =
   return report;
 }
 
-/** Session ids of a data directory: every `sessions/<id>.events` with a valid id, sorted. */
+/**
+ * Session ids of a data directory, sorted: every `sessions/<id>.events`, plus
+ * ids that only have a metadata sidecar left (their log is missing: doctor
+ * reports them rather than forgetting them).
+ */
 export async function listSessionIds(dataDir: string): Promise<string[]> {
-  let names: string[];
-  try {
-    names = await fsp.readdir(sessionsDir(dataDir));
-  } catch (err) {
-    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return [];
-    throw err;
-  }
-  const ids: string[] = [];
-  for (const n of names) {
-    if (!n.endsWith('.events')) continue;
-    const id = n.slice(0, -'.events'.length);
-    if (isValidSessionId(id)) ids.push(id);
-  }
-  return ids.sort();
+  const ids = new Set<string>();
+  const scan = async (dir: string, suffix: string): Promise<void> => {
+    let names: string[];
+    try {
+      names = await fsp.readdir(dir);
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code === 'ENOENT') return;
+      throw err;
+    }
+    for (const n of names) {
+      if (!n.endsWith(suffix)) continue;
+      const id = n.slice(0, -suffix.length);
+      if (isValidSessionId(id)) ids.add(id);
+    }
+  };
+  await scan(sessionsDir(dataDir), '.events');
+  await scan(indexDir(dataDir), '.index.json');
+  return [...ids].sort();
 }
 
 export async function diagnose(dataDir: string, id: string | undefined, opts: DoctorOptions = {}): Promise<DoctorReport[]> {
