@@ -433,6 +433,15 @@ export class PagerStore implements Store {
     };
   }
 
+  /**
+   * Resolve once every pool thread has started and loaded the page task (a
+   * serving process does this before it listens, so no request pays for it).
+   */
+  async warmUp(): Promise<void> {
+    const empty: SliceTask = { path: '', start: 0, end: 0, firstSeq: 0, endSeq: 0, fromSeq: 0, toSeq: 0 };
+    await Promise.all(Array.from({ length: this.threads * 2 }, () => runSlice(this.pool, empty)));
+  }
+
   // -------------------------------------------------------------------------
 
   stats(): StoreStats {

@@ -7,7 +7,7 @@
 import { promises as fsp } from 'node:fs';
 import type { FileHandle } from 'node:fs/promises';
 import type { EntryLine } from '../main/core/types.js';
-import { parseEntry } from './entry-codec.js';
+import { parseEntry, parseEntryBytes } from './entry-codec.js';
 
 export const ENTRY_BLOCK_BYTES = 64 * 1024;
 const NEWLINE = 0x0a;
@@ -71,7 +71,13 @@ export class EntriesFile {
     return got === n ? buf : buf.subarray(0, got);
   }
 
-  private parseAt(text: string, start: number): EntryLine {
+  private parseAt(buf: Uint8Array, s: number, e: number, start: number): EntryLine {
+    const fast = parseEntryBytes(buf, s, e);
+    if (fast !== null) return fast;
+    return this.parseText(Buffer.from(buf.buffer, buf.byteOffset, buf.byteLength).toString('utf8', s, e), start);
+  }
+
+  private parseText(text: string, start: number): EntryLine {
     const e = parseEntry(text);
     if (typeof e === 'string') throw new EntryFormatError(start, e);
     return e;
@@ -91,7 +97,7 @@ export class EntriesFile {
     for (;;) {
       const b = await this.read(0, len);
       const nl = b.indexOf(NEWLINE);
-      if (nl !== -1) return { entry: this.parseAt(b.toString('utf8', 0, nl), 0), start: 0, end: nl + 1 };
+      if (nl !== -1) return { entry: this.parseAt(b, 0, nl, 0), start: 0, end: nl + 1 };
       if (b.length < len) throw new EntryFormatError(0, 'first line has no newline');
       len *= 4;
     }
@@ -108,7 +114,7 @@ export class EntriesFile {
       const nl = b.lastIndexOf(NEWLINE, b.length - 2);
       if (nl !== -1 || from === 0) {
         const start = nl === -1 ? 0 : from + nl + 1;
-        return { entry: this.parseAt(b.toString('utf8', start - from, b.length - 1), start), start, end };
+        return { entry: this.parseAt(b, start - from, b.length - 1, start), start, end };
       }
       len *= 4;
     }
@@ -141,7 +147,7 @@ export class EntriesFile {
     for (;;) {
       const b = await this.read(start, len);
       const nl = b.indexOf(NEWLINE);
-      if (nl !== -1) return { entry: this.parseAt(b.toString('utf8', 0, nl), start), start, end: start + nl + 1 };
+      if (nl !== -1) return { entry: this.parseAt(b, 0, nl, start), start, end: start + nl + 1 };
       if (b.length < len) throw new EntryFormatError(start, 'line has no newline');
       len *= 4;
     }
@@ -180,7 +186,7 @@ export class EntriesFile {
 
   /** A backward walk over whole lines ending at byte `end`. */
   backwardFrom(end: number): BackwardEntries {
-    return new BackwardEntries((pos, len) => this.read(pos, len), end, (text, start) => this.parseAt(text, start));
+    return new BackwardEntries((pos, len) => this.read(pos, len), end, (buf, s, e, start) => this.parseAt(buf, s, e, start));
   }
 
   /** Entries of the byte range [start, end) (line boundaries), in order. */
@@ -197,7 +203,7 @@ export class EntriesFile {
       for (;;) {
         const nl = buf.indexOf(NEWLINE, s);
         if (nl === -1) break;
-        out.push({ entry: this.parseAt(buf.toString('utf8', s, nl), carryStart + s), start: carryStart + s, end: carryStart + nl + 1 });
+        out.push({ entry: this.parseAt(buf, s, nl, carryStart + s), start: carryStart + s, end: carryStart + nl + 1 });
         s = nl + 1;
       }
       carry = buf.subarray(s);
@@ -220,7 +226,7 @@ export class BackwardEntries {
   constructor(
     private readonly read: (pos: number, len: number) => Promise<Buffer>,
     end: number,
-    private readonly parse: (text: string, start: number) => EntryLine,
+    private readonly parse: (buf: Uint8Array, s: number, e: number, start: number) => EntryLine,
   ) {
     this.pos = end;
   }
@@ -235,9 +241,9 @@ export class BackwardEntries {
       if (this.pos === 0 && this.tail.length === 0) return null;
       if (this.pos === 0) {
         // What is left is the first line.
-        const text = this.tail.toString('utf8', 0, this.tail.length - 1);
+        const line = this.tail;
         this.tail = Buffer.alloc(0);
-        return [this.parse(text, 0)];
+        return [this.parse(line, 0, line.length - 1, 0)];
       }
       const from = Math.max(0, this.pos - ENTRY_BLOCK_BYTES);
       const block = await this.read(from, this.pos - from);
@@ -256,7 +262,7 @@ export class BackwardEntries {
       while (s < buf.length) {
         const nl = buf.indexOf(NEWLINE, s);
         const lineEnd = nl === -1 ? buf.length : nl;
-        out.push(this.parse(buf.toString('utf8', s, lineEnd), from + s));
+        out.push(this.parse(buf, s, lineEnd, from + s));
         s = lineEnd + 1;
       }
       if (out.length > 0) return out;

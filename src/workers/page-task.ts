@@ -4,10 +4,14 @@
  * verified, rows validated exactly), checks seq continuity against the entry
  * sidecar's plan, cuts rows at the page edges and hands back the packed,
  * serialized slice as a moved ArrayBuffer.
+ *
+ * JSONL row frames take the byte-scanning fast path (jsonl-row-scanner.ts);
+ * everything else, and any row the scanner declines, is decoded in full.
  */
 import { openSync, readSync, closeSync } from 'node:fs';
 import { Piscina } from 'piscina';
-import { decodeRecordFrame } from '../streams/frame-codec.js';
+import { decodeRecordFrame, frameBounds } from '../streams/frame-codec.js';
+import { scanJsonlRow } from '../streams/jsonl-row-scanner.js';
 import { isRowType, type ChunkRow, type SessionEvent } from '../main/core/types.js';
 import { rowLength } from '../main/core/chunk-codec.js';
 import { SliceEncoder } from './slice-encoder.js';
@@ -30,18 +34,11 @@ function readRange(path: string, start: number, end: number): Buffer {
   }
 }
 
-function corrupt(task: SliceTask, offset: number, fromSeq: number, toSeq: number, why: string): SliceFault {
-  return {
-    error: {
-      code: 'corrupt_range',
-      message: `events [${fromSeq}, ${toSeq}) cannot be read: ${why}`,
-      reason: why,
-      offset,
-      fromSeq,
-      toSeq,
-    },
-  };
+function corrupt(offset: number, fromSeq: number, toSeq: number, why: string): SliceFault {
+  return { error: { code: 'corrupt_range', message: `events [${fromSeq}, ${toSeq}) cannot be read: ${why}`, reason: why, offset, fromSeq, toSeq } };
 }
+
+const BRACE = 0x7b;
 
 export function decodeSlice(task: SliceTask, bytes: Buffer): SliceResult {
   const enc = new SliceEncoder();
@@ -49,16 +46,35 @@ export function decodeSlice(task: SliceTask, bytes: Buffer): SliceResult {
   let pos = 0;
   let seq = task.firstSeq;
   const len = task.end - task.start;
-  if (bytes.length < len) return corrupt(task, task.start + bytes.length, seq, task.endSeq, `log ends at byte ${task.start + bytes.length}, before the indexed end ${task.end}`);
+  if (bytes.length < len) return corrupt(task.start + bytes.length, seq, task.endSeq, `log ends at byte ${task.start + bytes.length}, before the indexed end ${task.end}`);
   while (pos < len) {
     const offset = task.start + pos;
+    let length: number;
+    if (bytes[pos] === BRACE) {
+      const b = frameBounds(bytes, pos, offset, len);
+      if (!b.ok) return corrupt(offset, seq, task.endSeq, b.message);
+      length = b.length;
+      const raw = scanJsonlRow(bytes, pos, pos + length - 1);
+      if (raw !== null) {
+        const count = raw.n;
+        if (raw.seq0 !== seq) return corrupt(offset, seq, seq + count, `frame holds seq ${raw.seq0}, the entry sidecar says ${seq}`);
+        const from = Math.max(task.fromSeq - raw.seq0, 0);
+        const to = Math.min(task.toSeq - raw.seq0, count);
+        if (from < to) enc.rawRow(raw, from, to);
+        seq += count;
+        pos += length;
+        enc.frames++;
+        continue;
+      }
+    }
     const f = decodeRecordFrame(bytes, pos, offset, len);
-    if (!f.ok) return corrupt(task, offset, seq, task.endSeq, f.message);
+    if (!f.ok) return corrupt(offset, seq, task.endSeq, f.message);
+    length = f.length;
     const r = f.record;
     const row = isRowType(r.type) && 'seq0' in r;
     const first = row ? (r as ChunkRow).seq0 : (r as SessionEvent).seq;
     const count = row ? rowLength(r as ChunkRow) : 1;
-    if (first !== seq) return corrupt(task, offset, seq, seq + count, `frame holds seq ${first}, the entry sidecar says ${seq}`);
+    if (first !== seq) return corrupt(offset, seq, seq + count, `frame holds seq ${first}, the entry sidecar says ${seq}`);
     const from = Math.max(task.fromSeq - first, 0);
     const to = Math.min(task.toSeq - first, count);
     if (from < to) {
@@ -66,14 +82,16 @@ export function decodeSlice(task: SliceTask, bytes: Buffer): SliceResult {
       else enc.event(r as SessionEvent);
     }
     seq += count;
-    pos += f.length;
+    pos += length;
     enc.frames++;
   }
-  if (seq !== task.endSeq) return corrupt(task, task.end, seq, task.endSeq, `frames end at seq ${seq}, the entry sidecar says ${task.endSeq}`);
+  if (seq !== task.endSeq) return corrupt(task.end, seq, task.endSeq, `frames end at seq ${seq}, the entry sidecar says ${task.endSeq}`);
   return enc.finish();
 }
 
 export default function pageTask(task: SliceTask): SliceResult {
-  const result = decodeSlice(task, readRange(task.path, task.start, task.end));
+  // An empty slice reads nothing (the pool's warm-up sends these).
+  const bytes = task.end > task.start ? readRange(task.path, task.start, task.end) : Buffer.alloc(0);
+  const result = decodeSlice(task, bytes);
   return (result instanceof ArrayBuffer ? Piscina.move(result) : result) as SliceResult;
 }

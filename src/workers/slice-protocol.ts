@@ -33,6 +33,7 @@ export interface FragmentRunHeader extends RunKey {
   lastSeq: number;
   lastTime: number;
   n: number;
+  /** Bytes of the comma-joined dt and member fragments that follow in the buffer. */
   dtBytes: number;
   memberBytes: number;
 }

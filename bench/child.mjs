@@ -1,0 +1,86 @@
+// One measurement in a fresh process, printed as one JSON line. Spawned by
+// bench/page-bench.mjs so that every "cold" number comes from a process that
+// has never read the session, and peak RSS is that process's own (from the OS).
+import { openSync, readSync, closeSync } from 'node:fs';
+import { join } from 'node:path';
+import { performance } from 'node:perf_hooks';
+
+const [mode, dataDir, id, paramsJson = '{}', extra = '{}'] = process.argv.slice(2);
+const params = JSON.parse(paramsJson);
+const opts = JSON.parse(extra);
+const dist = new URL('../dist/', import.meta.url);
+const out = { mode, id, params };
+
+function rssMB() {
+  return process.resourceUsage().maxRSS / 1024; // maxRSS is in KiB
+}
+
+if (mode === 'reference') {
+  const { readWholeLog, referencePage } = await import(new URL('main/reference-reader.js', dist));
+  const t0 = performance.now();
+  const log = await readWholeLog(join(dataDir, 'sessions', `${id}.events`));
+  const page = referencePage(log, id, params);
+  const body = Buffer.from(JSON.stringify(page));
+  out.ms = performance.now() - t0;
+  out.bytes = body.length;
+  out.fromSeq = page.fromSeq;
+  out.toSeq = page.toSeq;
+  out.events = log.events.length;
+} else if (mode === 'pager') {
+  const { openStore } = await import(new URL('main/store.js', dist));
+  const t0 = performance.now();
+  const store = await openStore({ dataDir, workers: opts.workers });
+  // Let the fixed-size pool finish starting its threads, as a serving process would have.
+  await store.warmUp();
+  const t1 = performance.now();
+  const pb = await store.pageBuffer(id, params);
+  const t2 = performance.now();
+  out.ms = t2 - t1;
+  out.msWithStartup = t2 - t0;
+  out.bytes = pb.body.length;
+  out.fromSeq = pb.fromSeq;
+  out.toSeq = pb.toSeq;
+  out.frames = pb.frames;
+  out.frameBytes = pb.frameBytes;
+  // The physical floor: read the same frames' bytes, nothing else, in this process.
+  const plan = await store.plan(id, params);
+  const first = plan.plan.frames[0];
+  const last = plan.plan.frames[plan.plan.frames.length - 1];
+  const t3 = performance.now();
+  const len = last.offset + last.length - first.offset;
+  const buf = Buffer.allocUnsafe(len);
+  const fd = openSync(join(dataDir, 'sessions', `${id}.events`), 'r');
+  let got = 0;
+  while (got < len) got += readSync(fd, buf, got, len - got, first.offset + got);
+  closeSync(fd);
+  out.floorMs = performance.now() - t3;
+  await store.close();
+} else if (mode === 'warm') {
+  // p50/p99 of typical pages after warm-up: random 50-message pages from the middle.
+  const { openStore } = await import(new URL('main/store.js', dist));
+  const store = await openStore({ dataDir, workers: opts.workers });
+  await store.warmUp();
+  const info = await store.info(id);
+  let x = 12345;
+  const rand = () => ((x = (x * 1103515245 + 12345) % 2 ** 31) / 2 ** 31);
+  const pick = () => Math.floor(info.lastSeq * (0.1 + 0.6 * rand()));
+  for (let i = 0; i < opts.warmup; i++) await store.pageBuffer(id, { throughSeq: pick(), maxMessages: 50 });
+  const times = [];
+  let bytes = 0;
+  for (let i = 0; i < opts.iterations; i++) {
+    const t = performance.now();
+    const pb = await store.pageBuffer(id, { throughSeq: pick(), maxMessages: 50 });
+    times.push(performance.now() - t);
+    bytes += pb.body.length;
+  }
+  times.sort((a, b) => a - b);
+  out.p50 = times[Math.floor(times.length * 0.5)];
+  out.p90 = times[Math.floor(times.length * 0.9)];
+  out.p99 = times[Math.floor(times.length * 0.99)];
+  out.meanBytes = Math.round(bytes / times.length);
+  await store.close();
+} else {
+  throw new Error(`unknown mode ${mode}`);
+}
+out.maxRssMB = rssMB();
+process.stdout.write(JSON.stringify(out) + '\n');
