@@ -14,7 +14,7 @@ import { expandRecords } from '../src/main/core/chunk-codec.js';
 import type { Page } from '../src/main/core/types.js';
 import type { Store } from '../src/main/store-types.js';
 import { sessionPaths } from '../src/main/paths.js';
-import { makeEvents, seedSession, sleep, tempStore, type TempStore } from './server-helpers.js';
+import { makeEvents, seedSession, sleep, tempStore, until, type TempStore } from './server-helpers.js';
 
 const TOKEN = 'test-token-0123456789';
 const AUTH = { authorization: `Bearer ${TOKEN}` };
@@ -443,6 +443,27 @@ describe('overload', () => {
     expect(r.headers['retry-after']).toBe('1');
     await sleep(400);
     expect((await a.inject({ url: '/v1/sessions', headers: AUTH })).statusCode).toBe(200);
+  });
+
+  it('abandons a page that takes longer than the page timeout with overloaded', async () => {
+    let finished = false;
+    const slow = wrap(ts.store, {
+      pageBuffer: async (id: string, params?: object) => {
+        await sleep(400);
+        const pb = await ts.store.pageBuffer(id, params);
+        finished = true;
+        return pb;
+      },
+    });
+    const a = make(slow, { pageTimeoutMs: 100 });
+    const r = await a.inject({ url: '/v1/sessions/alpha/page', headers: AUTH });
+    expect(r.statusCode).toBe(503);
+    expect(json(r).error.code).toBe('overloaded');
+    expect(r.headers['retry-after']).toBe('1');
+    await until('the late page', () => finished);
+    await sleep(20);
+    // The late answer is dropped quietly; the server goes on serving.
+    expect((await a.inject({ url: '/v1/sessions/beta', headers: AUTH })).statusCode).toBe(200);
   });
 
   it('answers internal 500 without leaking the cause', async () => {
