@@ -101,6 +101,7 @@ class FollowStream {
   private heartbeat: NodeJS.Timeout | undefined;
   private poll: NodeJS.Timeout | undefined;
   private polling = false;
+  private lastLive = 0;
   private graceTimer: NodeJS.Timeout | undefined;
   private sent = 0;
   private bytes = 0;
@@ -132,6 +133,7 @@ class FollowStream {
   /** Store notification: a durable batch. Never blocks, never throws. */
   onLive = (events: readonly SessionEvent[]): void => {
     if (this.closed || events.length === 0) return;
+    this.lastLive = Date.now();
     const last = events[events.length - 1] as SessionEvent;
     if (last.seq + 1 > this.knownEnd) this.knownEnd = last.seq + 1;
     if (last.seq < this.next) return;
@@ -177,6 +179,8 @@ class FollowStream {
   /** Learn the committed end from the store, for appends made outside this process. */
   private async pollEnd(): Promise<void> {
     if (this.closed || this.polling || this.queue.length > 0) return;
+    // Live notifications arriving means appends go through this store; no need to ask.
+    if (Date.now() - this.lastLive < this.hub.opts.pollMs) return;
     this.polling = true;
     try {
       const info = await this.hub.store.info(this.sessionId);

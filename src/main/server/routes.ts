@@ -62,7 +62,7 @@ export async function routes(app: FastifyInstance, o: RoutesOptions): Promise<vo
     return reply.type('application/json; charset=utf-8').send(pb.body);
   });
 
-  app.get('/v1/sessions/:id/follow', { onRequest: shedPool }, async (request: FastifyRequest, reply: FastifyReply) => {
+  app.get('/v1/sessions/:id/follow', { onRequest: shedPool, exposeHeadRoute: false }, async (request: FastifyRequest, reply: FastifyReply) => {
     const id = sessionId(request);
     const q = request.query as Record<string, unknown>;
     const { maxMessages } = parsePageQuery({ maxMessages: q.maxMessages });
