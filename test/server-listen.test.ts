@@ -4,6 +4,8 @@
  * flight, and the `serve` command (token rules, demo corpus, SIGTERM).
  */
 import { spawn } from 'node:child_process';
+import { request as httpRequest } from 'node:http';
+import { Writable } from 'node:stream';
 import { existsSync, promises as fsp } from 'node:fs';
 import { connect, type AddressInfo, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -62,6 +64,33 @@ describe('on the wire', () => {
     expect(c.res.headers['content-encoding']).toBeUndefined();
     await c.waitFor('snapshot', (e) => e.length === 1);
     c.close();
+  });
+
+  it('logs and counts a request the client abandons before the page is ready', async () => {
+    const lines: { msg: string; sessionId?: string }[] = [];
+    const stream = new Writable({
+      write(chunk, _enc, cb) {
+        for (const l of String(chunk).split('\n')) if (l.trim()) lines.push(JSON.parse(l));
+        cb();
+      },
+    });
+    const slow: Store = new Proxy(ts.store, {
+      get(target, prop) {
+        if (prop === 'pageBuffer') return async (...args: unknown[]) => (await sleep(300), target.pageBuffer(...(args as Parameters<Store['pageBuffer']>)));
+        const v = Reflect.get(target, prop, target) as unknown;
+        return typeof v === 'function' ? (v as (...a: unknown[]) => unknown).bind(target) : v;
+      },
+    });
+    const { app, base } = await listen(slow, { logger: { level: 'info', stream } as never });
+    const req = httpRequest(`${base}/v1/sessions/wire/page`, { headers: AUTH });
+    req.on('error', () => undefined);
+    req.end();
+    await sleep(100);
+    req.destroy();
+    await until('the abort log line', () => lines.find((l) => l.msg === 'request aborted by the client'));
+    expect(lines.find((l) => l.msg === 'request aborted by the client')!.sessionId).toBe('wire');
+    await sleep(400);
+    expect(await app.pagerState.metrics.registry.metrics()).toMatch(/session_pager_http_aborted_total\{route="\/v1\/sessions\/:id\/page"\} 1/);
   });
 
   it('limits concurrent connections', async () => {

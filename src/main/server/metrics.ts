@@ -25,6 +25,7 @@ export class ServerMetrics {
   readonly followDropped: Counter<'reason'>;
   readonly followRereads: Counter;
   readonly appendedEvents: Counter;
+  readonly aborted: Counter<'route'>;
 
   constructor(store: Store, monitor: LoadMonitor) {
     const registers = [this.registry];
@@ -59,6 +60,7 @@ export class ServerMetrics {
       help: 'Live batches not held for a slow follower (re-read from the log when it catches up)',
       registers,
     });
+    this.aborted = new Counter({ name: `${P}http_aborted_total`, help: 'Requests whose client went away before the response was complete', labelNames: ['route'], registers });
     this.appendedEvents = new Counter({ name: `${P}appended_events_total`, help: 'Events appended over HTTP (durable)', registers });
 
     // Store-side numbers are read when scraped.
@@ -111,8 +113,19 @@ function routeOf(request: FastifyRequest): string {
 export const metricsPlugin = globalPlugin('session-pager-metrics', async (app: FastifyInstance, opts: { metrics: ServerMetrics }) => {
   const m = opts.metrics;
   app.decorateRequest('pager', null);
-  app.addHook('onRequest', async (request: FastifyRequest) => {
-    request.pager = { bytes0: request.raw.socket?.bytesWritten ?? 0 };
+  app.addHook('onRequest', async (request: FastifyRequest, reply: FastifyReply) => {
+    const facts: RequestFacts = { bytes0: request.raw.socket?.bytesWritten ?? 0 };
+    request.pager = facts;
+    // onResponse runs only for completed responses; log the ones the client cut short too.
+    reply.raw.once('close', () => {
+      if (reply.raw.writableFinished || facts.streaming) return;
+      const route = routeOf(request);
+      m.aborted.inc({ route });
+      request.log.info(
+        { method: request.method, url: request.url, sessionId: facts.sessionId, page: facts.page, append: facts.append, durationMs: Math.round(reply.elapsedTime * 100) / 100 },
+        'request aborted by the client',
+      );
+    });
   });
   app.addHook('onResponse', async (request: FastifyRequest, reply: FastifyReply) => {
     const facts = request.pager ?? { bytes0: 0 };
