@@ -393,8 +393,12 @@ export class FollowHub {
       unsubscribe();
       throw err;
     }
-    if (request.raw.destroyed || this.closing) {
+    if (this.closing) {
       unsubscribe();
+      throw new PagerError('overloaded', 'server is shutting down');
+    }
+    if (reply.raw.destroyed || request.raw.socket?.destroyed === true) {
+      unsubscribe(); // the client is gone; nothing to answer
       return;
     }
 
