@@ -44,8 +44,7 @@ if (mode === 'reference') {
   out.frameBytes = pb.frameBytes;
   // The physical floor: read the same frames' bytes, nothing else, in this process.
   const plan = await store.plan(id, params);
-  const first = plan.plan.frames[0];
-  const last = plan.plan.frames[plan.plan.frames.length - 1];
+  const { first, last } = plan.plan.span;
   const t3 = performance.now();
   const len = last.offset + last.length - first.offset;
   const buf = Buffer.allocUnsafe(len);

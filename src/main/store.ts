@@ -10,7 +10,7 @@
 import { promises as fsp } from 'node:fs';
 import { expandRecords } from './core/chunk-codec.js';
 import { PagerError } from './core/errors.js';
-import { emptyPlan, planPage, planRange, type PagePlan } from './core/page-planner.js';
+import { planPage, planRange, type FrameSpan, type PagePlan } from './core/page-planner.js';
 import { resolvePageParams } from './core/page-rule.js';
 import type { EntryLine, Page, PageParams, SessionEvent } from './core/types.js';
 import { assemblePage, parseSlice } from './page-assembler.js';
@@ -256,31 +256,32 @@ export class PagerStore implements Store {
     const v = await this.view(id);
     this.servable(id, v);
     const r = resolvePageParams(params, v.nextSeq - 1);
-    if (r.end <= 0) return { view: v, plan: { ...emptyPlan(r.throughSeq, 0), hasMore: false } };
+    if (r.end <= 0) return { view: v, plan: { throughSeq: r.throughSeq, fromSeq: 0, toSeq: 0, hasMore: false, span: null } };
     const plan = await this.withEntries(v, async (entries) => planPage(r, entries.backwardFrom(await this.lineEndFor(entries, v, r.end - 1))));
     return { view: v, plan };
   }
 
-  /** Cut the plan's frames into slices of about equal bytes, one per worker at most. */
-  private slices(path: string, frames: readonly EntryLine[], bytes: number, fromSeq: number, toSeq: number): SliceTask[] {
-    if (frames.length === 0) return [];
-    const n = Math.max(1, Math.min(this.threads, Math.ceil(bytes / this.splitBytes), frames.length));
-    const target = bytes / n;
-    const tasks: SliceTask[] = [];
-    let i = 0;
-    for (let s = 0; s < n && i < frames.length; s++) {
-      const first = frames[i] as EntryLine;
-      let acc = 0;
-      let j = i;
-      do {
-        acc += (frames[j] as EntryLine).length;
-        j++;
-      } while (j < frames.length && (s === n - 1 || acc < target));
-      const last = frames[j - 1] as EntryLine;
-      tasks.push({ path, start: first.offset, end: last.offset + last.length, firstSeq: first.seq, endSeq: last.seq + last.count, fromSeq, toSeq });
-      i = j;
+  /**
+   * Cut a span into slices of about equal bytes, one per worker at most,
+   * at the split candidates the planner parsed.
+   */
+  private slices(path: string, span: FrameSpan | null, fromSeq: number, toSeq: number): SliceTask[] {
+    if (span === null) return [];
+    const { first, last, splits } = span;
+    const n = Math.max(1, Math.min(this.threads, Math.ceil(span.bytes / this.splitBytes), splits.length + 1));
+    const cuts: EntryLine[] = [first];
+    for (let s = 1; s < n; s++) {
+      const target = first.offset + (span.bytes * s) / n;
+      const prev = cuts[cuts.length - 1] as EntryLine;
+      const next = splits.find((e) => e.offset >= target && e.offset > prev.offset);
+      if (next !== undefined) cuts.push(next);
     }
-    return tasks;
+    const end = last.offset + last.length;
+    const endSeq = last.seq + last.count;
+    return cuts.map((c, i) => {
+      const nxt = cuts[i + 1];
+      return { path, start: c.offset, end: nxt?.offset ?? end, firstSeq: c.seq, endSeq: nxt?.seq ?? endSeq, fromSeq, toSeq };
+    });
   }
 
   /**
@@ -288,18 +289,24 @@ export class PagerStore implements Store {
    * fails the page with `corrupt_range` naming that frame's seq range (from
    * the entry sidecar), and marks the session degraded for the catalog.
    */
-  private async decode(id: string, tasks: SliceTask[], frames: readonly EntryLine[]) {
+  private async decode(id: string, v: SessionView, tasks: SliceTask[]) {
     const results = await Promise.all(tasks.map((t) => runSlice(this.pool, t)));
-    return results.map((r) => {
-      if (r instanceof ArrayBuffer) return parseSlice(r);
+    const out = [];
+    for (const r of results) {
+      if (r instanceof ArrayBuffer) {
+        out.push(parseSlice(r));
+        continue;
+      }
       const { offset, reason } = r.error;
-      const frame = frames.find((f) => f.offset === offset);
-      const fromSeq = frame?.seq ?? r.error.fromSeq;
-      const toSeq = frame !== undefined ? frame.seq + Math.max(1, frame.count) : r.error.toSeq;
+      // The worker knows the seq the bad frame should start at; the sidecar knows how many it holds.
+      const entry = await this.withEntries(v, (entries) => entries.findBySeq(r.error.fromSeq)).catch(() => null);
+      const fromSeq = entry?.entry.offset === offset ? entry.entry.seq : r.error.fromSeq;
+      const toSeq = entry?.entry.offset === offset ? entry.entry.seq + Math.max(1, entry.entry.count) : r.error.toSeq;
       const message = `events [${fromSeq}, ${toSeq}) cannot be read: ${reason}`;
       this.noteDamage(id, { code: 'corrupt_frame', message, offset, fromSeq, toSeq });
       throw new PagerError('corrupt_range', message, { fromSeq, toSeq, offset });
-    });
+    }
+    return out;
   }
 
   private noteDamage(id: string, problem: StateProblem): void {
@@ -323,13 +330,13 @@ export class PagerStore implements Store {
   async pageBuffer(id: string, params: PageParams = {}): Promise<PageBuffer> {
     this.assertOpen();
     const { view, plan } = await this.plan(id, params);
-    const tasks = this.slices(view.paths.events, plan.frames, plan.frameBytes, plan.fromSeq, plan.toSeq);
-    const slices = await this.decode(id, tasks, plan.frames);
+    const tasks = this.slices(view.paths.events, plan.span, plan.fromSeq, plan.toSeq);
+    const slices = await this.decode(id, view, tasks);
     const env = { sessionId: id, throughSeq: plan.throughSeq, fromSeq: plan.fromSeq, toSeq: plan.toSeq, hasMore: plan.hasMore };
     const body = assemblePage(env, slices);
     this.pagesServed++;
     const logBytesRead = slices.reduce((a, s) => a + s.bytesRead, 0);
-    return { body, ...env, frames: plan.frames.length, frameBytes: plan.frameBytes, logBytesRead };
+    return { body, ...env, frames: plan.span?.count ?? 0, frameBytes: plan.span?.bytes ?? 0, logBytesRead };
   }
 
   async page(id: string, params: PageParams = {}): Promise<Page> {
@@ -344,9 +351,8 @@ export class PagerStore implements Store {
     const to = Math.min(toSeq, v.nextSeq);
     if (!Number.isSafeInteger(fromSeq) || fromSeq < 0) throw new PagerError('invalid_request', 'fromSeq must be a non-negative integer');
     if (to <= fromSeq) return [];
-    const frames = await this.withEntries(v, async (entries) => planRange(fromSeq, to, entries.backwardFrom(await this.lineEndFor(entries, v, to - 1))));
-    const bytes = frames.reduce((a, f) => a + f.length, 0);
-    const slices = await this.decode(id, this.slices(v.paths.events, frames, bytes, fromSeq, to), frames);
+    const span = await this.withEntries(v, async (entries) => planRange(fromSeq, to, entries.backwardFrom(await this.lineEndFor(entries, v, to - 1))));
+    const slices = await this.decode(id, v, this.slices(v.paths.events, span, fromSeq, to));
     const body = assemblePage({ sessionId: id, throughSeq: to - 1, fromSeq, toSeq: to, hasMore: fromSeq > 0 }, slices);
     return expandRecords((JSON.parse(body.toString('utf8')) as Page).records);
   }

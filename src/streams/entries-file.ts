@@ -7,7 +7,7 @@
 import { promises as fsp } from 'node:fs';
 import type { FileHandle } from 'node:fs/promises';
 import type { EntryLine } from '../main/core/types.js';
-import { parseEntry, parseEntryBytes } from './entry-codec.js';
+import { ByteLineBlock, parseEntry, parseEntryBytes } from './entry-codec.js';
 
 export const ENTRY_BLOCK_BYTES = 64 * 1024;
 const NEWLINE = 0x0a;
@@ -186,7 +186,7 @@ export class EntriesFile {
 
   /** A backward walk over whole lines ending at byte `end`. */
   backwardFrom(end: number): BackwardEntries {
-    return new BackwardEntries((pos, len) => this.read(pos, len), end, (buf, s, e, start) => this.parseAt(buf, s, e, start));
+    return new BackwardEntries((pos, len) => this.read(pos, len), end, (text, start) => this.parseText(text, start));
   }
 
   /** Entries of the byte range [start, end) (line boundaries), in order. */
@@ -216,8 +216,8 @@ export class EntriesFile {
 }
 
 /**
- * Reads entries backwards in blocks of ENTRY_BLOCK_BYTES. `prevBlock()`
- * yields the entries of the next block down, in file order.
+ * Reads entry lines backwards in blocks of ENTRY_BLOCK_BYTES. `prevBlock()`
+ * yields the lines of the next block down, in file order, parsed lazily.
  */
 export class BackwardEntries {
   private pos: number;
@@ -226,7 +226,7 @@ export class BackwardEntries {
   constructor(
     private readonly read: (pos: number, len: number) => Promise<Buffer>,
     end: number,
-    private readonly parse: (buf: Uint8Array, s: number, e: number, start: number) => EntryLine,
+    private readonly slow: (text: string, fileOffset: number) => EntryLine,
   ) {
     this.pos = end;
   }
@@ -236,20 +236,14 @@ export class BackwardEntries {
     return this.pos + this.tail.length;
   }
 
-  async prevBlock(): Promise<EntryLine[] | null> {
+  async prevBlock(): Promise<ByteLineBlock | null> {
     for (;;) {
       if (this.pos === 0 && this.tail.length === 0) return null;
-      if (this.pos === 0) {
-        // What is left is the first line.
-        const line = this.tail;
-        this.tail = Buffer.alloc(0);
-        return [this.parse(line, 0, line.length - 1, 0)];
-      }
       const from = Math.max(0, this.pos - ENTRY_BLOCK_BYTES);
-      const block = await this.read(from, this.pos - from);
-      const buf = this.tail.length === 0 ? block : Buffer.concat([block, this.tail]);
+      const block = this.pos === 0 ? Buffer.alloc(0) : await this.read(from, this.pos - from);
+      const buf = this.tail.length === 0 ? block : block.length === 0 ? this.tail : Buffer.concat([block, this.tail]);
       this.pos = from;
-      // Lines fully inside buf: those after its first newline (unless at file start).
+      // Lines fully inside buf: those after its first newline (all of them at the file start).
       const firstNl = from === 0 ? -1 : buf.indexOf(NEWLINE);
       if (from !== 0 && (firstNl === -1 || firstNl === buf.length - 1)) {
         this.tail = buf;
@@ -257,15 +251,17 @@ export class BackwardEntries {
       }
       const bodyStart = firstNl + 1;
       this.tail = from === 0 ? Buffer.alloc(0) : buf.subarray(0, bodyStart);
-      const out: EntryLine[] = [];
+      const starts: number[] = [];
+      const ends: number[] = [];
       let s = bodyStart;
       while (s < buf.length) {
         const nl = buf.indexOf(NEWLINE, s);
         const lineEnd = nl === -1 ? buf.length : nl;
-        out.push(this.parse(buf, s, lineEnd, from + s));
+        starts.push(s);
+        ends.push(lineEnd);
         s = lineEnd + 1;
       }
-      if (out.length > 0) return out;
+      if (starts.length > 0) return new ByteLineBlock(buf, starts, ends, from, this.slow);
     }
   }
 }

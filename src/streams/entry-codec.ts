@@ -114,3 +114,67 @@ export function parseEntryBytes(b: Uint8Array, start: number, end: number): Entr
   if (b[i] !== 0x7d || i + 1 !== end || length === 0) return null;
   return e;
 }
+
+const GROUP_KEY = Buffer.from(',"group":');
+
+/**
+ * A block of entry lines held as bytes, parsed lazily. The planner walks
+ * tens of thousands of lines per large page but needs most of them only for
+ * their seq and whether they are counted messages; those are read straight
+ * from the canonical bytes. Lines in any other form fall back to a full parse.
+ */
+export class ByteLineBlock {
+  constructor(
+    private readonly buf: Uint8Array,
+    private readonly starts: number[],
+    private readonly ends: number[],
+    /** File offset of buf[0]. */
+    private readonly base: number,
+    private readonly slow: (text: string, fileOffset: number) => EntryLine,
+  ) {}
+
+  get length(): number {
+    return this.starts.length;
+  }
+
+  entry(k: number): EntryLine {
+    const s = this.starts[k] as number;
+    const e = this.ends[k] as number;
+    const fast = parseEntryBytes(this.buf, s, e);
+    if (fast !== null) return fast;
+    const b = this.buf;
+    return this.slow(Buffer.from(b.buffer, b.byteOffset, b.byteLength).toString('utf8', s, e), this.base + s);
+  }
+
+  private canonical(s: number): boolean {
+    const b = this.buf;
+    for (let k = 0; k < PREFIX.length; k++) if (b[s + k] !== PREFIX[k]) return false;
+    return true;
+  }
+
+  seq(k: number): number {
+    const s = this.starts[k] as number;
+    if (this.canonical(s) && uint(this.buf, s + PREFIX.length, this.ends[k] as number) > 0) return lastValue;
+    return this.entry(k).seq;
+  }
+
+  /** The group start when the line is a counted message, else undefined. */
+  group(k: number): number | undefined {
+    const s = this.starts[k] as number;
+    const e = this.ends[k] as number;
+    if (!this.canonical(s)) return this.entry(k).group;
+    const b = this.buf;
+    if (b[e - 1] !== 0x7d) return this.entry(k).group;
+    let d = e - 2;
+    while (d > s && (b[d] as number) >= 0x30 && (b[d] as number) <= 0x39) d--;
+    // d is the last byte before the digits: ':' of either "schema" or "group".
+    const g = d + 1 - GROUP_KEY.length;
+    for (let m = 0; m < GROUP_KEY.length; m++) if (b[g + m] !== GROUP_KEY[m]) return undefined;
+    return this.entry(k).group;
+  }
+
+  /** Whether line k is the file's first line (the session header's entry). */
+  isFirst(k: number): boolean {
+    return this.base + (this.starts[k] as number) === 0;
+  }
+}

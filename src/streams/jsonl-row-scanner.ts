@@ -75,7 +75,7 @@ const ROW_TYPES: [RunKey['kind'], Buffer][] = [
   ['tool', Buffer.from('"tool-call-chunks"')],
 ];
 
-function isWs(c: number): boolean {
+export function isWs(c: number): boolean {
   return c === 0x20 || c === 0x09 || c === 0x0a || c === 0x0d;
 }
 
@@ -84,40 +84,50 @@ function isWs(c: number): boolean {
  * the closing quote, or -1 when the token is not valid JSON. The hot loop of
  * the page path: one compare per byte for plain text.
  */
-function stringEnd(b: Uint8Array, j: number, end: number): number {
+/** Byte classes inside a JSON string: 0 plain, 1 quote, 2 backslash, 3 control (invalid raw). */
+const STRING_CLASS = new Uint8Array(256);
+for (let c = 0; c < 0x20; c++) STRING_CLASS[c] = 3;
+STRING_CLASS[Q] = 1;
+STRING_CLASS[BS] = 2;
+
+export function stringEnd(b: Uint8Array, j: number, end: number): number {
   if (b[j] !== Q) return -1;
   j++;
-  while (j < end) {
-    const c = b[j] as number;
-    if (c === Q) return j + 1;
-    if (c < 0x20) return -1;
-    if (c === BS) {
-      const e = b[j + 1];
-      if (e === 0x75) {
-        for (let k = 2; k < 6; k++) {
-          const h = b[j + k] as number;
-          if (!((h >= 0x30 && h <= 0x39) || (h >= 0x41 && h <= 0x46) || (h >= 0x61 && h <= 0x66))) return -1;
-        }
-        j += 6;
-        continue;
+  for (;;) {
+    // The hot loop of the page path: one table lookup per plain byte.
+    while (j < end && STRING_CLASS[b[j] as number] === 0) j++;
+    if (j >= end) return -1;
+    const cls = STRING_CLASS[b[j] as number];
+    if (cls === 1) return j + 1;
+    if (cls === 3) return -1;
+    const e = b[j + 1];
+    if (e === 0x75) {
+      for (let k = 2; k < 6; k++) {
+        const h = b[j + k] as number;
+        if (!((h >= 0x30 && h <= 0x39) || (h >= 0x41 && h <= 0x46) || (h >= 0x61 && h <= 0x66))) return -1;
       }
-      if (e === Q || e === BS || e === 0x2f || e === 0x62 || e === 0x66 || e === 0x6e || e === 0x72 || e === 0x74) {
-        j += 2;
-        continue;
-      }
-      return -1;
+      j += 6;
+      continue;
     }
-    j++;
+    if (e === Q || e === BS || e === 0x2f || e === 0x62 || e === 0x66 || e === 0x6e || e === 0x72 || e === 0x74) {
+      j += 2;
+      continue;
+    }
+    return -1;
   }
-  return -1;
 }
 
 /** Result of the list scanners (module-level so the hot loops stay free of closures). */
-const list = { count: 0, sum: 0, start: 0, stop: 0 };
+const list = { count: 0, sum: 0, abs: 0, start: 0, stop: 0 };
 
 /** Parse an integer at b[i] into intOut; returns the index after it or -1. */
 let intOut = 0;
-function scanInt(b: Uint8Array, i: number, end: number): number {
+/** The value of the last integer scanInt parsed. */
+export function lastInt(): number {
+  return intOut;
+}
+
+export function scanInt(b: Uint8Array, i: number, end: number): number {
   let neg = false;
   if (b[i] === 0x2d) {
     neg = true;
@@ -146,6 +156,7 @@ function scanGaps(b: Uint8Array, i: number, end: number): number {
   while (i < end && isWs(b[i] as number)) i++;
   let count = 0;
   let sum = 0;
+  let abs = 0;
   const start = i;
   let stop = i;
   if (b[i] === RBRACK) i++;
@@ -155,6 +166,7 @@ function scanGaps(b: Uint8Array, i: number, end: number): number {
       if (i < 0) return -1;
       count++;
       sum += intOut;
+      abs += intOut < 0 ? -intOut : intOut;
       if (!Number.isSafeInteger(sum)) return -1;
       stop = i;
       let d = b[i++];
@@ -170,6 +182,7 @@ function scanGaps(b: Uint8Array, i: number, end: number): number {
   }
   list.count = count;
   list.sum = sum;
+  list.abs = abs;
   list.start = start;
   list.stop = stop;
   return i;
@@ -209,7 +222,8 @@ function scanMembers(b: Uint8Array, i: number, end: number): number {
 
 function keyId(b: Uint8Array, start: number, stop: number): number {
   const len = stop - start;
-  for (const [kid, kb] of KEYS) {
+  for (let q = 0; q < KEYS.length; q++) {
+    const [kid, kb] = KEYS[q] as [number, Buffer];
     if (kb.length !== len) continue;
     let k = 1;
     while (k < len && b[start + k] === kb[k]) k++;
@@ -254,20 +268,22 @@ export function scanJsonlRow(b: Uint8Array, start: number, end: number): RawRow 
   const tool = kind === 'tool';
   i = j;
 
-  let seq0 = -1;
-  let time0 = 0;
-  let turn = 0;
-  let step = 0;
-  let index = 0;
-  let id: string | undefined;
-  let name: string | undefined;
-  let n = 0;
-  let dtCount = 0;
-  let dtSum = 0;
-  let dtStart = 0;
-  let dtEnd = 0;
-  let membersStart = 0;
-  let membersEnd = 0;
+  const f = fields;
+  f.seq0 = -1;
+  f.time0 = 0;
+  f.turn = 0;
+  f.step = 0;
+  f.index = 0;
+  f.id = undefined;
+  f.name = undefined;
+  f.n = 0;
+  f.dtCount = 0;
+  f.dtSum = 0;
+  f.dtAbs = 0;
+  f.dtStart = 0;
+  f.dtEnd = 0;
+  f.membersStart = 0;
+  f.membersEnd = 0;
   let seen = 0;
   // depth 0: the row object; 1: its data object. needComma is false right after '{' of data.
   let depth = 0;
@@ -308,86 +324,105 @@ export function scanJsonlRow(b: Uint8Array, start: number, end: number): RawRow 
       continue;
     }
     if (depth === 0) {
-      const v = readInt();
-      if (v === null) return null;
-      if (kid === K_SEQ0) seq0 = v;
-      else time0 = v;
+      i = scanInt(b, i, end);
+      if (i < 0) return null;
+      if (kid === K_SEQ0) f.seq0 = intOut;
+      else f.time0 = intOut;
       continue;
     }
-    if (dataValue(kid) < 0) return null;
-  }
-
-  function readInt(): number | null {
-    const e = scanInt(b, i, end);
-    if (e < 0) return null;
-    i = e;
-    return intOut;
-  }
-
-  function dataValue(kid: number): number {
-    switch (kid) {
-      case K_TURN:
-      case K_STEP:
-      case K_INDEX: {
-        const v = readInt();
-        if (v === null) return -1;
-        if (kid === K_TURN) turn = v;
-        else if (kid === K_STEP) step = v;
-        else index = v;
-        return 0;
-      }
-      case K_ID:
-      case K_NAME: {
-        if (!tool) return -1;
-        const e = stringEnd(b, i, end);
-        if (e < 0) return -1;
-        const v = decodeString(b, i, e);
-        i = e;
-        if (kid === K_ID) id = v;
-        else name = v;
-        return 0;
-      }
-      case K_DT: {
-        const e = scanGaps(b, i, end);
-        if (e < 0) return -1;
-        i = e;
-        dtCount = list.count;
-        dtSum = list.sum;
-        dtStart = list.start;
-        dtEnd = list.stop;
-        return 0;
-      }
-      case K_TEXTS:
-      case K_ARGS: {
-        if ((kid === K_ARGS) !== tool) return -1;
-        const e = scanMembers(b, i, end);
-        if (e < 0) return -1;
-        i = e;
-        n = list.count;
-        membersStart = list.start;
-        membersEnd = list.stop;
-        return 0;
-      }
-      default:
-        return -1;
-    }
+    i = dataValue(b, i, end, kid, tool);
+    if (i < 0) return null;
   }
 
   while (i < end && isWs(b[i] as number)) i++;
   if (i !== end) return null;
   const need = (1 << K_SEQ0) | (1 << K_TIME0) | (1 << K_DATA) | (1 << K_TURN) | (1 << K_STEP) | (1 << K_INDEX) | (1 << K_DT) | (tool ? (1 << K_ID) | (1 << K_ARGS) : 1 << K_TEXTS);
   if ((seen & need) !== need || (!tool && (seen & ((1 << K_ID) | (1 << K_NAME))) !== 0)) return null;
-  if (seq0 < 0 || n === 0 || dtCount !== n - 1 || !Number.isSafeInteger(seq0 + (n - 1))) return null;
+  const { seq0, time0, n, dtSum } = f;
+  if (seq0 < 0 || n === 0 || f.dtCount !== n - 1 || !Number.isSafeInteger(seq0 + (n - 1))) return null;
   if (!Number.isSafeInteger(time0 + dtSum)) return null;
-  // Every partial sum must be safe too; re-check only when the gaps are large enough to matter.
-  if (Math.abs(time0) + Math.abs(dtSum) > 2 ** 52 && !partialSumsSafe(b, dtStart, dtEnd, time0)) return null;
-  const key: RunKey = { kind, turn, step, index };
+  // Every member time must be safe too. |time0| + sum of |gaps| bounds them all, so re-check
+  // only when that bound is large (|dtSum| is no bound: [2^53-1, -(2^53-1)] sums to 0).
+  if (Math.abs(time0) + f.dtAbs > 2 ** 52 && !partialSumsSafe(b, f.dtStart, f.dtEnd, time0)) return null;
+  const key: RunKey = { kind, turn: f.turn, step: f.step, index: f.index };
   if (tool) {
-    if (id === undefined) return null;
-    key.id = id;
-    if (name !== undefined) key.name = name;
+    if (f.id === undefined) return null;
+    key.id = f.id;
+    if (f.name !== undefined) key.name = f.name;
   }
-  return { key, seq0, time0, n, dtSum, buf: b, dtStart, dtEnd, membersStart, membersEnd };
+  return { key, seq0, time0, n, dtSum, buf: b, dtStart: f.dtStart, dtEnd: f.dtEnd, membersStart: f.membersStart, membersEnd: f.membersEnd };
+}
+
+/**
+ * What the row scan has read so far. Module-level, reset per row: nested
+ * functions closing over the scan's locals would move them (and the hot
+ * index) into a heap context, which costs more than the scan itself.
+ */
+const fields = {
+  seq0: -1,
+  time0: 0,
+  turn: 0,
+  step: 0,
+  index: 0,
+  id: undefined as string | undefined,
+  name: undefined as string | undefined,
+  n: 0,
+  dtCount: 0,
+  dtSum: 0,
+  dtAbs: 0,
+  dtStart: 0,
+  dtEnd: 0,
+  membersStart: 0,
+  membersEnd: 0,
+};
+
+/** The value of data key `kid` at b[i]; returns the index after it or -1. */
+function dataValue(b: Uint8Array, i: number, end: number, kid: number, tool: boolean): number {
+  const f = fields;
+  switch (kid) {
+    case K_TURN:
+    case K_STEP:
+    case K_INDEX: {
+      i = scanInt(b, i, end);
+      if (i < 0) return -1;
+      if (kid === K_TURN) f.turn = intOut;
+      else if (kid === K_STEP) f.step = intOut;
+      else f.index = intOut;
+      return i;
+    }
+    case K_ID:
+    case K_NAME: {
+      if (!tool) return -1;
+      const e = stringEnd(b, i, end);
+      if (e < 0) return -1;
+      const v = decodeString(b, i, e);
+      if (kid === K_ID) f.id = v;
+      else f.name = v;
+      return e;
+    }
+    case K_DT: {
+      i = scanGaps(b, i, end);
+      if (i < 0) return -1;
+      f.dtCount = list.count;
+      f.dtSum = list.sum;
+      f.dtAbs = list.abs;
+      f.dtStart = list.start;
+      f.dtEnd = list.stop;
+      return i;
+    }
+    case K_TEXTS:
+    case K_ARGS: {
+      if ((kid === K_ARGS) !== tool) return -1;
+      i = scanMembers(b, i, end);
+      if (i < 0) return -1;
+      f.n = list.count;
+      f.membersStart = list.start;
+      f.membersEnd = list.stop;
+      return i;
+    }
+    default:
+      return -1;
+  }
 }
 
 function partialSumsSafe(buf: Uint8Array, from: number, to: number, time0: number): boolean {

@@ -12,9 +12,11 @@ import { openSync, readSync, closeSync } from 'node:fs';
 import { Piscina } from 'piscina';
 import { decodeRecordFrame, frameBounds } from '../streams/frame-codec.js';
 import { scanJsonlRow } from '../streams/jsonl-row-scanner.js';
+import { scanJsonlEvent } from '../streams/jsonl-event-scanner.js';
 import { isRowType, type ChunkRow, type SessionEvent } from '../main/core/types.js';
 import { rowLength } from '../main/core/chunk-codec.js';
 import { SliceEncoder } from './slice-encoder.js';
+import { warmUpJit } from './jit-warmup.js';
 import type { SliceFault, SliceResult, SliceTask } from './slice-protocol.js';
 
 function readRange(path: string, start: number, end: number): Buffer {
@@ -66,6 +68,15 @@ export function decodeSlice(task: SliceTask, bytes: Buffer): SliceResult {
         enc.frames++;
         continue;
       }
+      const ev = scanJsonlEvent(bytes, pos, pos + length - 1);
+      if (ev !== null) {
+        if (ev.seq !== seq) return corrupt(offset, seq, seq + 1, `frame holds seq ${ev.seq}, the entry sidecar says ${seq}`);
+        if (seq >= task.fromSeq && seq < task.toSeq) enc.rawEvent(bytes.subarray(pos, pos + length - 1));
+        seq += 1;
+        pos += length;
+        enc.frames++;
+        continue;
+      }
     }
     const f = decodeRecordFrame(bytes, pos, offset, len);
     if (!f.ok) return corrupt(offset, seq, task.endSeq, f.message);
@@ -88,6 +99,10 @@ export function decodeSlice(task: SliceTask, bytes: Buffer): SliceResult {
   if (seq !== task.endSeq) return corrupt(task.end, seq, task.endSeq, `frames end at seq ${seq}, the entry sidecar says ${task.endSeq}`);
   return enc.finish();
 }
+
+// Optimize the hot decode path before the first real task (see jit-warmup.ts).
+// Piscina starts the worker by loading this module, so this runs at pool start, not per page.
+if (process.env.SESSION_PAGER_JIT_WARMUP !== '0') warmUpJit(decodeSlice);
 
 export default function pageTask(task: SliceTask): SliceResult {
   // An empty slice reads nothing (the pool's warm-up sends these).

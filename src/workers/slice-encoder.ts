@@ -69,6 +69,13 @@ export class SliceEncoder {
     appendMembers(this.runFor(p.key, e.seq, e.time), e.seq, e.time, e.time, 1, null, JSON.stringify(p.member));
   }
 
+  /** A non-packable event whose JSON line was validated by the scanner: its bytes are copied as they are. */
+  rawEvent(json: Uint8Array): void {
+    this.flush();
+    this.started = true;
+    this.body.add(['{"event":', json, '}']);
+  }
+
   /** Members [from, to) of a row scanned from a JSONL frame: member tokens are copied as bytes. */
   rawRow(row: RawRow, from: number, to: number): void {
     const seq = row.seq0 + from;

@@ -1,15 +1,39 @@
 /**
  * Page planning from the entry sidecar alone (SPEC section 5), pure: given a
  * backward source of entry lines starting at the frame that holds `end - 1`,
- * walk back counting messages and return the frames of `[cut, end)`. It
- * never sees a payload and reads only as many entries as the page covers.
+ * walk back counting messages and return the byte range of `[cut, end)`.
+ * It never sees a payload and reads only as many lines as the page covers;
+ * most lines are only asked for their seq and whether they are counted.
  */
 import type { ResolvedParams } from './page-rule.js';
 import type { EntryLine } from './types.js';
 
-/** Entry lines walked backwards: each call yields the next block down, in file order; null at the start. */
+/** A block of entry lines in file order, parsed on demand. */
+export interface EntryLines {
+  readonly length: number;
+  entry(k: number): EntryLine;
+  seq(k: number): number;
+  /** Group start when line k is a counted message. */
+  group(k: number): number | undefined;
+  /** Line k is the sidecar's first line (the session header's entry). */
+  isFirst(k: number): boolean;
+}
+
+/** Entry lines walked backwards: each call yields the next block down; null at the start. */
 export interface BackwardEntrySource {
-  prevBlock(): Promise<EntryLine[] | null>;
+  prevBlock(): Promise<EntryLines | null>;
+}
+
+/** Frames of a seq range: contiguous in the log, from `first` to `last`. */
+export interface FrameSpan {
+  first: EntryLine;
+  last: EntryLine;
+  /** Number of frames, first and last included. */
+  count: number;
+  /** Stored bytes: last.offset + last.length - first.offset. */
+  bytes: number;
+  /** Frames strictly between first and last, in file order, where the span may be cut for parallel decoding. */
+  splits: EntryLine[];
 }
 
 export interface PagePlan {
@@ -18,101 +42,127 @@ export interface PagePlan {
   /** Exclusive. */
   toSeq: number;
   hasMore: boolean;
-  /** The frames holding any event of [fromSeq, toSeq), in file order. */
-  frames: EntryLine[];
-  /** Their stored bytes. */
-  frameBytes: number;
+  /** Null for an empty page. */
+  span: FrameSpan | null;
 }
 
-export function emptyPlan(throughSeq: number, end: number): PagePlan {
-  return { throughSeq, fromSeq: end, toSeq: end, hasMore: end > 0, frames: [], frameBytes: 0 };
+/** Every how many lines the planner parses one fully as a split candidate. */
+export const SPLIT_EVERY = 64;
+
+/** An in-memory EntryLines, for tests and small callers. */
+export function entryArray(entries: readonly EntryLine[], firstIsHeader: boolean): EntryLines {
+  return {
+    length: entries.length,
+    entry: (k) => entries[k] as EntryLine,
+    seq: (k) => (entries[k] as EntryLine).seq,
+    group: (k) => (entries[k] as EntryLine).group,
+    isFirst: (k) => firstIsHeader && k === 0,
+  };
+}
+
+/** Walks lines downwards from the source, remembering only what the plan needs. */
+class Walker {
+  private block: EntryLines | null = null;
+  private k = 0;
+  /** Where the lowest loaded line is (the cursor may sit on the header line below it). */
+  private lowBlock: EntryLines | null = null;
+  private lowK = 0;
+  private exhausted = false;
+  /** Group start of each loaded line (newest first), -1 when not counted. */
+  readonly groups: number[] = [];
+  lowSeq = Number.POSITIVE_INFINITY;
+  last: EntryLine | null = null;
+  /** Split candidates, newest first. */
+  readonly splits: EntryLine[] = [];
+
+  constructor(private readonly source: BackwardEntrySource) {}
+
+  async loadOne(): Promise<boolean> {
+    if (this.exhausted) return false;
+    while (this.block === null || this.k === 0) {
+      const b = await this.source.prevBlock();
+      if (b === null) {
+        this.exhausted = true;
+        return false;
+      }
+      this.block = b;
+      this.k = b.length;
+    }
+    const b = this.block;
+    const k = --this.k;
+    if (b.isFirst(k)) {
+      // The header frame: the walk reached the start of the log.
+      this.exhausted = true;
+      return false;
+    }
+    this.groups.push(b.group(k) ?? -1);
+    this.lowSeq = b.seq(k);
+    this.lowBlock = b;
+    this.lowK = k;
+    if (this.last === null) this.last = b.entry(k);
+    else if (this.groups.length % SPLIT_EVERY === 0) this.splits.push(b.entry(k));
+    return true;
+  }
+
+  /** Load lines until the lowest one holds `seq`. */
+  async loadDownTo(seq: number): Promise<void> {
+    while (this.lowSeq > seq && (await this.loadOne()));
+  }
+
+  /** The lowest loaded line. */
+  low(): EntryLine {
+    return (this.lowBlock as EntryLines).entry(this.lowK);
+  }
+
+  span(): FrameSpan | null {
+    if (this.last === null) return null;
+    const first = this.low();
+    const last = this.last;
+    const splits = this.splits.filter((e) => e.offset > first.offset && e.offset < last.offset).reverse();
+    return { first, last, count: this.groups.length, bytes: last.offset + last.length - first.offset, splits };
+  }
 }
 
 export async function planPage(p: ResolvedParams, source: BackwardEntrySource): Promise<PagePlan> {
   const end = p.end;
-  if (end <= 0) return { ...emptyPlan(p.throughSeq, 0), hasMore: false };
-
-  let block: EntryLine[] = [];
-  let exhausted = false;
-  // Frames loaded so far, newest first; all of them overlap [cut, end).
-  const loaded: EntryLine[] = [];
-  let bytes = 0;
-
-  async function loadOne(): Promise<EntryLine | null> {
-    while (block.length === 0) {
-      if (exhausted) return null;
-      const b = await source.prevBlock();
-      if (b === null) {
-        exhausted = true;
-        return null;
-      }
-      block = b;
-    }
-    const e = block.pop() as EntryLine;
-    if (e.count === 0) {
-      // The header frame: the walk reached the start of the log.
-      exhausted = true;
-      block = [];
-      return null;
-    }
-    loaded.push(e);
-    bytes += e.length;
-    return e;
-  }
-
-  /** Load frames until the lowest one holds `seq`. */
-  async function loadDownTo(seq: number): Promise<void> {
-    for (;;) {
-      const low = loaded[loaded.length - 1];
-      if (low !== undefined && low.seq <= seq) return;
-      if ((await loadOne()) === null) return;
-    }
-  }
-
+  if (end <= 0) return { throughSeq: p.throughSeq, fromSeq: 0, toSeq: 0, hasMore: false, span: null };
+  const w = new Walker(source);
   let cut = end;
   let counted = 0;
   let stopped = false;
-  let w = 0;
-  for (;;) {
-    if (w === loaded.length && (await loadOne()) === null) break;
-    const e = loaded[w++] as EntryLine;
-    if (e.group === undefined || e.seq >= end) continue;
-    if (e.group < cut) cut = e.group;
+  for (let i = 0; ; i++) {
+    if (i === w.groups.length && !(await w.loadOne())) break;
+    const g = w.groups[i] as number;
+    if (g < 0) continue;
+    if (g < cut) cut = g;
     counted++;
     if (counted >= p.maxMessages) {
       stopped = true;
       break;
     }
     if (p.maxBytes !== undefined) {
-      await loadDownTo(cut);
-      if (bytes > p.maxBytes) {
+      // Stored bytes of the frames covering [cut, end): they are contiguous.
+      await w.loadDownTo(cut);
+      const last = w.last as EntryLine;
+      if (last.offset + last.length - w.low().offset > p.maxBytes) {
         stopped = true;
         break;
       }
     }
   }
   if (!stopped) cut = 0;
-  await loadDownTo(cut);
-  loaded.reverse();
-  return { throughSeq: p.throughSeq, fromSeq: cut, toSeq: end, hasMore: cut > 0, frames: loaded, frameBytes: bytes };
+  await w.loadDownTo(cut);
+  return { throughSeq: p.throughSeq, fromSeq: cut, toSeq: end, hasMore: cut > 0, span: w.span() };
 }
 
 /**
  * The frames holding events [from, to), for reads by seq range (follow
  * catch-up). `source` starts at the frame holding `to - 1`.
  */
-export async function planRange(from: number, to: number, source: BackwardEntrySource): Promise<EntryLine[]> {
-  const frames: EntryLine[] = [];
-  if (to <= from) return frames;
-  for (;;) {
-    const block = await source.prevBlock();
-    if (block === null) break;
-    for (let i = block.length - 1; i >= 0; i--) {
-      const e = block[i] as EntryLine;
-      if (e.count === 0) return frames.reverse();
-      frames.push(e);
-      if (e.seq <= from) return frames.reverse();
-    }
-  }
-  return frames.reverse();
+export async function planRange(from: number, to: number, source: BackwardEntrySource): Promise<FrameSpan | null> {
+  if (to <= from) return null;
+  const w = new Walker(source);
+  await w.loadOne();
+  await w.loadDownTo(from);
+  return w.span();
 }

@@ -1,0 +1,154 @@
+/**
+ * Fast path for JSONL event frames that cannot be packed: validate the line
+ * as JSON without building it, read its top-level type, seq and time, and
+ * let the page path copy the line's bytes into the response as they are.
+ * Messages, tool results and request headers are most of a typical page's
+ * bytes; parsing them only to serialize them again was most of its cost.
+ *
+ * Returns null for anything it does not fully validate, and for
+ * `assistant/chunk` events (those may join a packed run and must be
+ * decoded); callers then take the full decode path.
+ */
+import { isWs, lastInt, scanInt, stringEnd } from './jsonl-row-scanner.js';
+import { ROW_TYPES } from '../main/core/types.js';
+
+export interface RawEvent {
+  seq: number;
+  time: number;
+}
+
+const MAX_DEPTH = 512;
+const TYPE_KEY = Buffer.from('"type"');
+const SEQ_KEY = Buffer.from('"seq"');
+const TIME_KEY = Buffer.from('"time"');
+const CHUNK_TYPE = Buffer.from('"assistant/chunk"');
+const TRUE = Buffer.from('true');
+const FALSE = Buffer.from('false');
+const NULL = Buffer.from('null');
+
+function same(b: Uint8Array, s: number, e: number, lit: Buffer): boolean {
+  if (e - s !== lit.length) return false;
+  for (let k = 0; k < lit.length; k++) if (b[s + k] !== lit[k]) return false;
+  return true;
+}
+
+function isDigit(c: number | undefined): boolean {
+  return c !== undefined && c >= 0x30 && c <= 0x39;
+}
+
+/** End of the JSON number at b[i], or -1 (grammar of RFC 8259). */
+function numberEnd(b: Uint8Array, i: number, end: number): number {
+  if (b[i] === 0x2d) i++;
+  if (b[i] === 0x30) i++;
+  else if (isDigit(b[i]) && b[i] !== 0x30) while (i < end && isDigit(b[i])) i++;
+  else return -1;
+  if (b[i] === 0x2e) {
+    i++;
+    if (!isDigit(b[i])) return -1;
+    while (i < end && isDigit(b[i])) i++;
+  }
+  if (b[i] === 0x65 || b[i] === 0x45) {
+    i++;
+    if (b[i] === 0x2b || b[i] === 0x2d) i++;
+    if (!isDigit(b[i])) return -1;
+    while (i < end && isDigit(b[i])) i++;
+  }
+  return i;
+}
+
+function skipWs(b: Uint8Array, i: number, end: number): number {
+  while (i < end && isWs(b[i] as number)) i++;
+  return i;
+}
+
+/** End of the JSON value at b[i] (after leading whitespace), or -1. */
+function valueEnd(b: Uint8Array, i: number, end: number, depth: number): number {
+  i = skipWs(b, i, end);
+  const c = b[i];
+  if (c === 0x22) return stringEnd(b, i, end);
+  if (c === 0x7b || c === 0x5b) {
+    if (depth >= MAX_DEPTH) return -1;
+    const obj = c === 0x7b;
+    const close = obj ? 0x7d : 0x5d;
+    i = skipWs(b, i + 1, end);
+    if (b[i] === close) return i + 1;
+    for (;;) {
+      if (obj) {
+        i = stringEnd(b, i, end);
+        if (i < 0) return -1;
+        i = skipWs(b, i, end);
+        if (b[i] !== 0x3a) return -1;
+        i++;
+      }
+      i = valueEnd(b, i, end, depth + 1);
+      if (i < 0) return -1;
+      i = skipWs(b, i, end);
+      const d = b[i];
+      if (d === close) return i + 1;
+      if (d !== 0x2c) return -1;
+      i = skipWs(b, i + 1, end);
+    }
+  }
+  if (c === 0x74) return same(b, i, i + 4, TRUE) ? i + 4 : -1;
+  if (c === 0x66) return same(b, i, i + 5, FALSE) ? i + 5 : -1;
+  if (c === 0x6e) return same(b, i, i + 4, NULL) ? i + 4 : -1;
+  return numberEnd(b, i, end);
+}
+
+const rowTypeTokens = [...ROW_TYPES].map((t) => Buffer.from(JSON.stringify(t)));
+
+/** Scan the JSONL frame b[start, end) (end excludes the newline) as a non-packable event. */
+export function scanJsonlEvent(b: Uint8Array, start: number, end: number): RawEvent | null {
+  let i = skipWs(b, start, end);
+  if (b[i] !== 0x7b) return null;
+  i = skipWs(b, i + 1, end);
+  if (b[i] === 0x7d) return null;
+  let seq = -1;
+  let time: number | undefined;
+  let typeOk = false;
+  for (;;) {
+    const ks = i;
+    i = stringEnd(b, i, end);
+    if (i < 0) return null;
+    const ke = i;
+    i = skipWs(b, i, end);
+    if (b[i] !== 0x3a) return null;
+    i = skipWs(b, i + 1, end);
+    const vs = i;
+    // Duplicate keys: JSON.parse keeps the last one, and so does this scan.
+    if (same(b, ks, ke, SEQ_KEY)) {
+      const e = scanInt(b, i, end);
+      if (e < 0 || lastInt() < 0) return null;
+      seq = lastInt();
+      i = e;
+    } else if (same(b, ks, ke, TIME_KEY)) {
+      const e = scanInt(b, i, end);
+      if (e < 0) return null;
+      time = lastInt();
+      i = e;
+    } else {
+      i = valueEnd(b, i, end, 1);
+      if (i < 0) return null;
+      if (same(b, ks, ke, TYPE_KEY)) {
+        // A plain (escape-free), non-empty string that is neither a chunk nor a row tag.
+        if (b[vs] !== 0x22 || i - vs < 3 || same(b, vs, i, CHUNK_TYPE)) return null;
+        for (let k = vs + 1; k < i - 1; k++) if (b[k] === 0x5c) return null;
+        for (const t of rowTypeTokens) if (same(b, vs, i, t)) return null;
+        typeOk = true;
+      }
+    }
+    // An escaped key may decode to "type", "seq" or "time": leave such lines to JSON.parse.
+    for (let k = ks + 1; k < ke - 1; k++) if (b[k] === 0x5c) return null;
+    i = skipWs(b, i, end);
+    const d = b[i];
+    if (d === 0x7d) {
+      i++;
+      break;
+    }
+    if (d !== 0x2c) return null;
+    i = skipWs(b, i + 1, end);
+  }
+  if (skipWs(b, i, end) !== end) return null;
+  if (!typeOk || seq < 0 || time === undefined) return null;
+  return { seq, time };
+}
