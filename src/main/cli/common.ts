@@ -29,7 +29,8 @@ export function parse(argv: string[], options: NonNullable<ParseArgsConfig['opti
     const r = parseArgs({ args: argv, options, allowPositionals, strict: true });
     return { values: r.values as ParsedArgs['values'], positionals: r.positionals };
   } catch (err) {
-    throw new CliError((err as Error).message);
+    // parseArgs explains some errors over several lines; the CLI contract is one line.
+    throw new CliError((err as Error).message.replace(/\s*\n\s*/g, ' ').trim());
   }
 }
 
