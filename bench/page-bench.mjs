@@ -45,6 +45,47 @@ for (const s of sessions) {
   await generateSession(dataDir, { id: s.id, events: s.events, tailEvents: s.tail, seed: s.seed });
 }
 
+// A session of fixture-shaped conversations (~28 events and ~2.6 KB per
+// message, as the 121 real dsh logs have), for "typical page" latency: the
+// generated sessions stream ~900 deltas per message, so their 50-message
+// pages are ~1.4 MB, far from a typical page.
+const TYPICAL = 'bench-typical';
+if (!existsSync(join(dataDir, 'sessions', `${TYPICAL}.events`))) {
+  process.stderr.write(`building ${TYPICAL} from the dsh fixtures...\n`);
+  const { readdirSync, readFileSync } = await import('node:fs');
+  const { expandRow } = await import(join(root, 'dist/main/core/chunk-codec.js'));
+  const { SessionWriter } = await import(join(root, 'dist/main/session-writer.js'));
+  const fixtures = join(root, '../shared/fixtures/dsh');
+  const convs = readdirSync(fixtures).filter((f) => f.endsWith('.jsonl')).sort().map((f) => {
+    const out = [];
+    for (const line of readFileSync(join(fixtures, f), 'utf8').split('\n').slice(1)) {
+      if (!line) continue;
+      const r = JSON.parse(line);
+      if ('seq0' in r) out.push(...expandRow(r));
+      else out.push(r);
+    }
+    return out;
+  }).filter((c) => c.length > 0);
+  const w = await SessionWriter.create(dataDir, TYPICAL, { type: 'session', version: 0, createdAt: 1_780_000_000_000 }, { durable: false });
+  let seq = 0;
+  let time = 1_780_000_000_000;
+  while (seq < 1_000_000) {
+    for (const conv of convs) {
+      const base = seq;
+      const t0 = conv[0]?.time ?? 0;
+      const shifted = conv.map((e) => {
+        const c = { ...e, seq: base + e.seq, time: time + (e.time - t0) };
+        if (Array.isArray(e.sourceEventSeqs)) c.sourceEventSeqs = e.sourceEventSeqs.map((x) => base + x);
+        return c;
+      });
+      for (let i = 0; i < shifted.length; i += 7) await w.append(shifted.slice(i, i + 7));
+      seq += shifted.length;
+      time = shifted[shifted.length - 1].time + 1000;
+    }
+  }
+  await w.close();
+}
+
 function measure(mode, id, params = {}, extra = {}) {
   const r = spawnSync(process.execPath, [child, mode, dataDir, id, JSON.stringify(params), JSON.stringify({ workers, ...extra })], { encoding: 'utf8', maxBuffer: 1 << 26 });
   if (r.status !== 0) throw new Error(`${mode} ${id} failed: ${r.stderr}`);
@@ -63,6 +104,7 @@ for (const s of sessions) {
   results[s.id] = { pager, reference };
 }
 const warm = measure('warm', 'bench-5m', {}, { warmup: 200, iterations: 1000 });
+const typical = measure('warm', TYPICAL, {}, { warmup: 200, iterations: 1000 });
 
 const lines = [];
 const now = new Date().toISOString();
@@ -87,5 +129,7 @@ lines.push('');
 lines.push(`Size independence (same 50-message tail page): 600k → ${fmt(median(a.map((p) => p.ms)))} ms / ${fmt(median(a.map((p) => p.maxRssMB)), 0)} MB; 5M → ${fmt(median(b.map((p) => p.ms)))} ms / ${fmt(median(b.map((p) => p.maxRssMB)), 0)} MB; time ratio ${fmt(median(b.map((p) => p.ms)) / median(a.map((p) => p.ms)), 2)}, RSS ratio ${fmt(median(b.map((p) => p.maxRssMB)) / median(a.map((p) => p.maxRssMB)), 2)}.`);
 lines.push('');
 lines.push(`Typical 50-message pages from the middle of the 5M session, warm (200 warm-up pages, 1000 measured, mean ${warm.meanBytes.toLocaleString('en')} bytes): p50 ${fmt(warm.p50, 2)} ms, p90 ${fmt(warm.p90, 2)} ms, p99 ${fmt(warm.p99, 2)} ms; peak RSS ${fmt(warm.maxRssMB, 0)} MB.`);
+lines.push('');
+lines.push(`Typical 50-message pages from the middle of a 1M-event session of fixture-shaped conversations, warm (200 warm-up, 1000 measured, mean ${typical.meanBytes.toLocaleString('en')} bytes): p50 ${fmt(typical.p50, 2)} ms, p90 ${fmt(typical.p90, 2)} ms, p99 ${fmt(typical.p99, 2)} ms; peak RSS ${fmt(typical.maxRssMB, 0)} MB.`);
 process.stdout.write(lines.join('\n') + '\n');
 process.stderr.write(JSON.stringify(results) + '\n');

@@ -51,7 +51,7 @@ export interface PageBuffer {
 }
 
 export interface StoreStats {
-  pool: { threads: number; queueSize: number; utilization: number; completed: number };
+  pool: { threads: number; queueSize: number; maxQueue: number; utilization: number; completed: number };
   cache: { hits: number; misses: number };
   pagesServed: number;
 }
@@ -64,6 +64,10 @@ export interface Store {
   list(): Promise<CatalogEntry[]>;
   /** One session's catalog entry; `session_not_found` when absent. */
   info(id: string): Promise<CatalogEntry>;
+  /** The next seq to append (cheap: the writer's or the cached view's); `session_not_found` when absent. */
+  nextSeq(id: string): Promise<number>;
+  /** Resolve once every page worker has started and optimized its decode path. */
+  warmUp(): Promise<void>;
   page(id: string, params?: PageParams): Promise<Page>;
   pageBuffer(id: string, params?: PageParams, signal?: AbortSignal): Promise<PageBuffer>;
   /** Logical events [fromSeq, toSeq) of the indexed log (bounded by the caller). */

@@ -224,6 +224,10 @@ export class PagerStore implements Store {
     return this.catalogEntry(id, await this.loadState(paths));
   }
 
+  async nextSeq(id: string): Promise<number> {
+    return (await this.view(id)).nextSeq;
+  }
+
   // -------------------------------------------------------------------------
   // Pages
 
@@ -452,7 +456,7 @@ export class PagerStore implements Store {
 
   stats(): StoreStats {
     return {
-      pool: { threads: this.threads, queueSize: this.pool.queueSize, utilization: this.pool.utilization, completed: this.pool.completed },
+      pool: { threads: this.threads, queueSize: this.pool.queueSize, maxQueue: this.pool.options.maxQueue, utilization: this.pool.utilization, completed: this.pool.completed },
       cache: { hits: this.cacheHits, misses: this.cacheMisses },
       pagesServed: this.pagesServed,
     };

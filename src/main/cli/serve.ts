@@ -105,6 +105,8 @@ export async function startServe(cfg: ServeConfig, extra: ServerOptions = {}, ou
       : `demo corpus: ${corpus.sessions.length} sessions, ${events.toLocaleString('en')} events`;
   }
   const store = await openStore({ dataDir: cfg.dataDir, workers: cfg.workers });
+  // Workers start and optimize their decode path before the first request, not during it.
+  await store.warmUp();
   const app = buildServer(store, { logger: { level: cfg.logLevel }, ...extra, token });
   let address: string;
   try {

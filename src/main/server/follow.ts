@@ -183,9 +183,9 @@ class FollowStream {
     if (Date.now() - this.lastLive < this.hub.opts.pollMs) return;
     this.polling = true;
     try {
-      const info = await this.hub.store.info(this.sessionId);
-      if (info.nextSeq > this.knownEnd) {
-        this.knownEnd = info.nextSeq;
+      const nextSeq = await this.hub.store.nextSeq(this.sessionId);
+      if (nextSeq > this.knownEnd) {
+        this.knownEnd = nextSeq;
         this.kick();
       }
     } catch {

@@ -63,7 +63,7 @@ export interface OverloadPolicy {
   store: Store;
   /** 0 disables the lag check. */
   maxLagMs: number;
-  /** undefined: 32 per worker thread. */
+  /** undefined: half the pool's own queue bound, so we answer 503 before the pool refuses. */
   maxPoolQueue: number | undefined;
   retryAfterSeconds: number;
 }
@@ -81,7 +81,7 @@ export function checkLoop(p: OverloadPolicy): void {
 /** Throw `overloaded` when the worker queue is full (routes that use the pool). */
 export function checkPool(p: OverloadPolicy): void {
   const pool = p.store.stats().pool;
-  const bound = p.maxPoolQueue ?? Math.max(1, pool.threads) * 32;
+  const bound = p.maxPoolQueue ?? Math.max(1, Math.floor(pool.maxQueue / 2));
   if (pool.queueSize >= bound) {
     throw new PagerError('overloaded', `server is overloaded (${pool.queueSize} page tasks queued); retry shortly`, { retryAfter: p.retryAfterSeconds });
   }
