@@ -7,7 +7,7 @@
  * Page path: view (bounded sidecar checks) -> plan from the entry sidecar
  * (bounded backward walk) -> slices decoded by workers -> assembled bytes.
  */
-import { promises as fsp } from 'node:fs';
+import { promises as fsp, statSync } from 'node:fs';
 import { expandRecords } from './core/chunk-codec.js';
 import { PagerError } from './core/errors.js';
 import { planPage, planRange, type FrameSpan, type PagePlan } from './core/page-planner.js';
@@ -50,16 +50,14 @@ interface SessionView {
 
 const DEFAULT_SPLIT_BYTES = 1024 * 1024;
 
+/** Sizes, mtimes and inodes of a session's files: a view is reused while they are unchanged. Sync: three page-cache stats cost less than one thread-pool hop. */
 async function stamp(paths: SessionPaths): Promise<string> {
-  const parts = await Promise.all(
-    [paths.events, paths.entries, paths.meta].map((p) =>
-      fsp.stat(p).then(
-        (s) => `${s.size}:${s.mtimeMs}:${s.ino}`,
-        () => '-',
-      ),
-    ),
-  );
-  return parts.join('|');
+  let out = '';
+  for (const p of [paths.events, paths.entries, paths.meta]) {
+    const s = statSync(p, { throwIfNoEntry: false });
+    out += s === undefined ? '-|' : `${s.size}:${s.mtimeMs}:${s.ino}|`;
+  }
+  return out;
 }
 
 export class PagerStore implements Store {

@@ -6,8 +6,8 @@
  * bytes; parsing them only to serialize them again was most of its cost.
  *
  * Returns null for anything it does not fully validate, and for
- * `assistant/chunk` events (those may join a packed run and must be
- * decoded); callers then take the full decode path.
+ * `assistant/chunk` events that may be deltas (those may join a packed run
+ * and must be decoded); callers then take the full decode path.
  */
 import { isWs, lastInt, scanInt, stringEnd } from './jsonl-row-scanner.js';
 import { ROW_TYPES } from '../main/core/types.js';
@@ -22,6 +22,8 @@ const TYPE_KEY = Buffer.from('"type"');
 const SEQ_KEY = Buffer.from('"seq"');
 const TIME_KEY = Buffer.from('"time"');
 const CHUNK_TYPE = Buffer.from('"assistant/chunk"');
+const DELTA = Buffer.from('delta');
+const UESC = Buffer.from('\\u');
 const TRUE = Buffer.from('true');
 const FALSE = Buffer.from('false');
 const NULL = Buffer.from('null');
@@ -30,6 +32,13 @@ function same(b: Uint8Array, s: number, e: number, lit: Buffer): boolean {
   if (e - s !== lit.length) return false;
   for (let k = 0; k < lit.length; k++) if (b[s + k] !== lit[k]) return false;
   return true;
+}
+
+/** First index of `needle` in b[start, end), or -1. */
+function indexOf(b: Uint8Array, needle: Buffer, start: number, end: number): number {
+  const buf = Buffer.from(b.buffer, b.byteOffset, b.byteLength);
+  const at = buf.indexOf(needle, start);
+  return at >= 0 && at + needle.length <= end ? at : -1;
 }
 
 function isDigit(c: number | undefined): boolean {
@@ -106,6 +115,7 @@ export function scanJsonlEvent(b: Uint8Array, start: number, end: number): RawEv
   let seq = -1;
   let time: number | undefined;
   let typeOk = false;
+  let chunk = false;
   for (;;) {
     const ks = i;
     i = stringEnd(b, i, end);
@@ -131,7 +141,8 @@ export function scanJsonlEvent(b: Uint8Array, start: number, end: number): RawEv
       if (i < 0) return null;
       if (same(b, ks, ke, TYPE_KEY)) {
         // A plain (escape-free), non-empty string that is neither a chunk nor a row tag.
-        if (b[vs] !== 0x22 || i - vs < 3 || same(b, vs, i, CHUNK_TYPE)) return null;
+        if (b[vs] !== 0x22 || i - vs < 3) return null;
+        chunk = same(b, vs, i, CHUNK_TYPE);
         for (let k = vs + 1; k < i - 1; k++) if (b[k] === 0x5c) return null;
         for (const t of rowTypeTokens) if (same(b, vs, i, t)) return null;
         typeOk = true;
@@ -150,5 +161,9 @@ export function scanJsonlEvent(b: Uint8Array, start: number, end: number): RawEv
   }
   if (skipWs(b, i, end) !== end) return null;
   if (!typeOk || seq < 0 || time === undefined) return null;
+  // An assistant/chunk event may be packable only if its chunk type is one of the
+  // *-delta types, whose bytes contain "delta" unless spelled with \u escapes.
+  // Without either (block starts and ends, usage, finish) it can never join a run.
+  if (chunk && (indexOf(b, DELTA, start, end) >= 0 || indexOf(b, UESC, start, end) >= 0)) return null;
   return { seq, time };
 }
