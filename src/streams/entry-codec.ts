@@ -74,54 +74,69 @@ function uint(b: Uint8Array, i: number, end: number): number {
 let lastKind = '';
 let lastKindBytes: Buffer = Buffer.alloc(0);
 
-/** Parse the canonical line b[start, end) (no newline); null when not canonical. */
-export function parseEntryBytes(b: Uint8Array, start: number, end: number): EntryLine | null {
+/** Fields of the line scanEntryBytes last accepted (module-level: no allocation per line). */
+const scanned = { seq: 0, count: 0, offset: 0, length: 0, kindStart: 0, kindEnd: 0, schema: 0, group: -1 };
+
+/**
+ * Check that b[start, end) (no newline) is a canonical, valid line and read
+ * its fields into `scanned`, allocating nothing; false when it is not (the
+ * caller then parses it in full). Accepts exactly what parseEntryBytes does.
+ */
+function scanEntryBytes(b: Uint8Array, start: number, end: number): boolean {
+  const s = scanned;
   let i = lit(b, start, PREFIX);
-  if (i < 0 || (i = uint(b, i, end)) < 0) return null;
-  const seq = lastValue;
-  if ((i = lit(b, i, K_COUNT)) < 0 || (i = uint(b, i, end)) < 0) return null;
-  const count = lastValue;
-  if ((i = lit(b, i, K_OFFSET)) < 0 || (i = uint(b, i, end)) < 0) return null;
-  const offset = lastValue;
-  if ((i = lit(b, i, K_LENGTH)) < 0 || (i = uint(b, i, end)) < 0) return null;
-  const length = lastValue;
-  if ((i = lit(b, i, K_KIND)) < 0) return null;
-  const kindStart = i;
+  if (i < 0 || (i = uint(b, i, end)) < 0) return false;
+  s.seq = lastValue;
+  if ((i = lit(b, i, K_COUNT)) < 0 || (i = uint(b, i, end)) < 0) return false;
+  s.count = lastValue;
+  if ((i = lit(b, i, K_OFFSET)) < 0 || (i = uint(b, i, end)) < 0) return false;
+  s.offset = lastValue;
+  if ((i = lit(b, i, K_LENGTH)) < 0 || (i = uint(b, i, end)) < 0) return false;
+  s.length = lastValue;
+  if ((i = lit(b, i, K_KIND)) < 0) return false;
+  s.kindStart = i;
   while (i < end && b[i] !== 0x22) {
     const c = b[i] as number;
-    if (c === 0x5c || c < 0x20) return null;
+    if (c === 0x5c || c < 0x20) return false;
     i++;
   }
-  const kindEnd = i;
-  if (kindEnd === kindStart) return null;
+  s.kindEnd = i;
+  if (s.kindEnd === s.kindStart) return false;
+  if ((i = lit(b, i, K_SCHEMA)) < 0 || (i = uint(b, i, end)) < 0) return false;
+  s.schema = lastValue;
+  s.group = -1;
+  if (b[i] === 0x2c) {
+    if ((i = lit(b, i, K_GROUP)) < 0 || (i = uint(b, i, end)) < 0) return false;
+    if (lastValue > s.seq) return false;
+    s.group = lastValue;
+  }
+  return b[i] === 0x7d && i + 1 === end && s.length !== 0;
+}
+
+/** Parse the canonical line b[start, end) (no newline); null when not canonical. */
+export function parseEntryBytes(b: Uint8Array, start: number, end: number): EntryLine | null {
+  if (!scanEntryBytes(b, start, end)) return null;
+  const s = scanned;
   // Kinds repeat line after line: reuse the last string when the bytes match.
   let kind: string;
-  const kb = b.subarray(kindStart, kindEnd);
+  const kb = b.subarray(s.kindStart, s.kindEnd);
   if (kb.length === lastKindBytes.length && Buffer.compare(kb, lastKindBytes) === 0) kind = lastKind;
   else {
     kind = Buffer.from(kb).toString('utf8');
     lastKind = kind;
     lastKindBytes = Buffer.from(kb);
   }
-  if ((i = lit(b, i, K_SCHEMA)) < 0 || (i = uint(b, i, end)) < 0) return null;
-  const schema = lastValue;
-  const e: EntryLine = { v: 1, seq, count, offset, length, kind, schema };
-  if (b[i] === 0x2c) {
-    if ((i = lit(b, i, K_GROUP)) < 0 || (i = uint(b, i, end)) < 0) return null;
-    if (lastValue > seq) return null;
-    e.group = lastValue;
-  }
-  if (b[i] !== 0x7d || i + 1 !== end || length === 0) return null;
+  const e: EntryLine = { v: 1, seq: s.seq, count: s.count, offset: s.offset, length: s.length, kind, schema: s.schema };
+  if (s.group >= 0) e.group = s.group;
   return e;
 }
-
-const GROUP_KEY = Buffer.from(',"group":');
 
 /**
  * A block of entry lines held as bytes, parsed lazily. The planner walks
  * tens of thousands of lines per large page but needs most of them only for
  * their seq and whether they are counted messages; those are read straight
- * from the canonical bytes. Lines in any other form fall back to a full parse.
+ * from the canonical bytes (the whole line checked, nothing allocated). Lines
+ * in any other form, or damaged, fall back to a full parse, which names the error.
  */
 export class ByteLineBlock {
   constructor(
@@ -146,30 +161,29 @@ export class ByteLineBlock {
     return this.slow(Buffer.from(b.buffer, b.byteOffset, b.byteLength).toString('utf8', s, e), this.base + s);
   }
 
-  private canonical(s: number): boolean {
-    const b = this.buf;
-    for (let k = 0; k < PREFIX.length; k++) if (b[s + k] !== PREFIX[k]) return false;
+  /** Line last checked by `canonical` (the planner asks group(k), then seq(k)), its seq and group (-1: none). */
+  private checkedK = -1;
+  private checkedSeq = 0;
+  private checkedGroup = -1;
+
+  /** Whether line k is canonical and valid (the whole line checked, nothing allocated). */
+  private canonical(k: number): boolean {
+    if (this.checkedK === k) return true;
+    if (!scanEntryBytes(this.buf, this.starts[k] as number, this.ends[k] as number)) return false;
+    this.checkedK = k;
+    this.checkedSeq = scanned.seq;
+    this.checkedGroup = scanned.group;
     return true;
   }
 
   seq(k: number): number {
-    const s = this.starts[k] as number;
-    if (this.canonical(s) && uint(this.buf, s + PREFIX.length, this.ends[k] as number) > 0) return lastValue;
+    if (this.canonical(k)) return this.checkedSeq;
     return this.entry(k).seq;
   }
 
   /** The group start when the line is a counted message, else undefined. */
   group(k: number): number | undefined {
-    const s = this.starts[k] as number;
-    const e = this.ends[k] as number;
-    if (!this.canonical(s)) return this.entry(k).group;
-    const b = this.buf;
-    if (b[e - 1] !== 0x7d) return this.entry(k).group;
-    let d = e - 2;
-    while (d > s && (b[d] as number) >= 0x30 && (b[d] as number) <= 0x39) d--;
-    // d is the last byte before the digits: ':' of either "schema" or "group".
-    const g = d + 1 - GROUP_KEY.length;
-    for (let m = 0; m < GROUP_KEY.length; m++) if (b[g + m] !== GROUP_KEY[m]) return undefined;
+    if (this.canonical(k)) return this.checkedGroup < 0 ? undefined : this.checkedGroup;
     return this.entry(k).group;
   }
 

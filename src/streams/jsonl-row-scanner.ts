@@ -163,7 +163,8 @@ function scanGaps(b: Uint8Array, i: number, end: number): number {
   else {
     for (;;) {
       i = scanInt(b, i, end);
-      if (i < 0) return -1;
+      // A "-0" gap is valid JSON but its bytes would reach the page as they are; canonical is 0.
+      if (i < 0 || (intOut === 0 && 1 / intOut < 0)) return -1;
       count++;
       sum += intOut;
       abs += intOut < 0 ? -intOut : intOut;
