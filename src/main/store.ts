@@ -19,6 +19,7 @@ import { loadSessionState, type SessionState, type SessionStatus, type StateProb
 import { SessionWriter, type AppendResult } from './session-writer.js';
 import type { CatalogEntry, FollowListener, PageBuffer, Store, StoreStats } from './store-types.js';
 import { createPagePool, runSlice, type PagePool } from './worker-pool.js';
+import { warmUpPlanner } from './planner-warmup.js';
 import { EntriesFile, EntryFormatError } from '../streams/entries-file.js';
 import type { FrameEncoding } from '../streams/frame-codec.js';
 import type { SliceTask } from '../workers/slice-protocol.js';
@@ -447,7 +448,8 @@ export class PagerStore implements Store {
    */
   async warmUp(): Promise<void> {
     const empty: SliceTask = { path: '', start: 0, end: 0, firstSeq: 0, endSeq: 0, fromSeq: 0, toSeq: 0 };
-    await Promise.all(Array.from({ length: this.threads * 2 }, () => runSlice(this.pool, empty)));
+    // The planner warms up on this thread while the workers start (see planner-warmup.ts).
+    await Promise.all([warmUpPlanner(), ...Array.from({ length: this.threads * 2 }, () => runSlice(this.pool, empty))]);
   }
 
   // -------------------------------------------------------------------------

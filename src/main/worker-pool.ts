@@ -31,6 +31,9 @@ export function createPagePool(opts: PoolOptions = {}): PagePool {
     maxThreads: threads,
     idleTimeout: 24 * 60 * 60 * 1000,
     maxQueue: opts.maxQueue ?? threads * 64,
+    // A larger young generation: a big page allocates tens of MB of short-lived
+    // buffers, and the default semi-space made the first one pay for many scavenges.
+    resourceLimits: { maxYoungGenerationSizeMb: 96 },
   });
 }
 

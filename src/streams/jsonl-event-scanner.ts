@@ -36,9 +36,9 @@ function same(b: Uint8Array, s: number, e: number, lit: Buffer): boolean {
 
 /** First index of `needle` in b[start, end), or -1. */
 function indexOf(b: Uint8Array, needle: Buffer, start: number, end: number): number {
-  const buf = Buffer.from(b.buffer, b.byteOffset, b.byteLength);
-  const at = buf.indexOf(needle, start);
-  return at >= 0 && at + needle.length <= end ? at : -1;
+  // Search the line only: Buffer#indexOf from an offset would scan to the end of the whole slice.
+  const at = Buffer.from(b.buffer, b.byteOffset + start, end - start).indexOf(needle);
+  return at < 0 ? -1 : start + at;
 }
 
 function isDigit(c: number | undefined): boolean {
