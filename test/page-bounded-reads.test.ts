@@ -11,7 +11,7 @@ import type { SessionEvent } from '../src/main/core/types.js';
 import { coveredBytes, readWholeLog, referencePage, type ReferenceLog } from '../src/main/reference-reader.js';
 import { openStore, type PagerStore } from '../src/main/store.js';
 import { ENTRY_BLOCK_BYTES, entryReadStats } from '../src/streams/entries-file.js';
-import { writeSession } from './helpers/session-builder.js';
+import { writeRandomLog } from './helpers/random-log.js';
 
 let dir: string;
 let store: PagerStore;
@@ -36,7 +36,7 @@ function bigSession(): SessionEvent[] {
 beforeAll(async () => {
   dir = mkdtempSync(join(tmpdir(), 'sp-guard-'));
   store = await openStore({ dataDir: dir, workers: 2 });
-  await writeSession(dir, 'big', bigSession(), [{ size: 3, format: 'jsonl' }]);
+  await writeRandomLog({ events: bigSession(), batches: [{ size: 3, format: 'jsonl' }] }, { dataDir: dir, id: 'big' });
   log = await readWholeLog(join(dir, 'sessions/big.events'));
   sidecarBytes = statSync(join(dir, 'sessions/index/big.entries.jsonl')).size;
   logBytes = statSync(join(dir, 'sessions/big.events')).size;

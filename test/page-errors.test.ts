@@ -10,7 +10,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { SessionEvent } from '../src/main/core/types.js';
 import { readWholeLog, referencePage } from '../src/main/reference-reader.js';
 import { openStore, type PagerStore } from '../src/main/store.js';
-import { writeSession } from './helpers/session-builder.js';
+import { writeRandomLog } from './helpers/random-log.js';
 
 let dir: string;
 let store: PagerStore;
@@ -41,7 +41,7 @@ async function rejects(p: Promise<unknown>, code: string): Promise<Record<string
 beforeAll(async () => {
   dir = mkdtempSync(join(tmpdir(), 'sp-err-'));
   store = await openStore({ dataDir: dir, workers: 2 });
-  await writeSession(dir, 'ok', conversation(20), [{ size: 6, format: 'jsonl' }]);
+  await writeRandomLog({ events: conversation(20), batches: [{ size: 6, format: 'jsonl' }] }, { dataDir: dir, id: 'ok' });
 });
 
 afterAll(async () => {
@@ -82,7 +82,7 @@ describe('request errors', () => {
 describe('damaged logs', () => {
   it('a corrupt binary frame in the middle: pages around it are served, a page covering it is corrupt_range naming its seqs', async () => {
     const events = conversation(30);
-    await writeSession(dir, 'crc', events, [{ size: 12, format: 'binary' }]);
+    await writeRandomLog({ events: events, batches: [{ size: 12, format: 'binary' }] }, { dataDir: dir, id: 'crc' });
     const entries = readFileSync(join(dir, 'sessions/index/crc.entries.jsonl'), 'utf8').trim().split('\n').map((l) => JSON.parse(l));
     const victim = entries[Math.floor(entries.length / 2)];
     const path = join(dir, 'sessions/crc.events');
@@ -102,7 +102,7 @@ describe('damaged logs', () => {
   });
 
   it('a JSONL frame that no longer decodes is corrupt_range', async () => {
-    await writeSession(dir, 'json', conversation(10), [{ size: 5, format: 'jsonl' }]);
+    await writeRandomLog({ events: conversation(10), batches: [{ size: 5, format: 'jsonl' }] }, { dataDir: dir, id: 'json' });
     const entries = readFileSync(join(dir, 'sessions/index/json.entries.jsonl'), 'utf8').trim().split('\n').map((l) => JSON.parse(l));
     const victim = entries[3];
     const path = join(dir, 'sessions/json.events');
@@ -116,7 +116,7 @@ describe('damaged logs', () => {
 
   it('a torn tail past the indexed frames is never served; the indexed prefix still is', async () => {
     const events = conversation(5);
-    await writeSession(dir, 'torn', events, [{ size: 4, format: 'jsonl' }]);
+    await writeRandomLog({ events: events, batches: [{ size: 4, format: 'jsonl' }] }, { dataDir: dir, id: 'torn' });
     const path = join(dir, 'sessions/torn.events');
     const log = await readWholeLog(path);
     appendFileSync(path, '{"type":"user/message","seq":' + events.length + ',"ti');
@@ -128,7 +128,7 @@ describe('damaged logs', () => {
   });
 
   it('a log shorter than its sidecar says is repair_required', async () => {
-    await writeSession(dir, 'short', conversation(5), [{ size: 4, format: 'jsonl' }]);
+    await writeRandomLog({ events: conversation(5), batches: [{ size: 4, format: 'jsonl' }] }, { dataDir: dir, id: 'short' });
     const path = join(dir, 'sessions/short.events');
     truncateSync(path, readFileSync(path).length - 10);
     await rejects(store.page('short'), 'repair_required');
@@ -136,7 +136,7 @@ describe('damaged logs', () => {
   });
 
   it('a missing entry sidecar is repair_required, and the catalog still lists everything', async () => {
-    await writeSession(dir, 'nosidecar', conversation(3), [{ size: 4, format: 'jsonl' }]);
+    await writeRandomLog({ events: conversation(3), batches: [{ size: 4, format: 'jsonl' }] }, { dataDir: dir, id: 'nosidecar' });
     rmSync(join(dir, 'sessions/index/nosidecar.entries.jsonl'));
     await rejects(store.page('nosidecar'), 'repair_required');
     const list = await store.list();

@@ -13,9 +13,8 @@ import { expandRecords, expandRow } from '../src/main/core/chunk-codec.js';
 import type { ChunkRow, PageParams, SessionEvent } from '../src/main/core/types.js';
 import { readWholeLog, referencePage, type ReferenceLog } from '../src/main/reference-reader.js';
 import { openStore, type PagerStore } from '../src/main/store.js';
-import { batchesArb, eventsArb } from './helpers/event-arbitrary.js';
 import { dshFixtures } from './helpers/fixtures.js';
-import { writeSession, type Batch } from './helpers/session-builder.js';
+import { randomLogArb, writeRandomLog, type BatchSpec } from './helpers/random-log.js';
 
 let dir: string;
 let store: PagerStore;
@@ -70,8 +69,7 @@ describe('page path on random logs', () => {
   it('every page equals the reference page, through both stores', async () => {
     await fc.assert(
       fc.asyncProperty(
-        eventsArb,
-        batchesArb,
+        randomLogArb(),
         fc.array(
           fc.record({
             through: fc.option(fc.double({ min: 0, max: 1, noNaN: true }), { nil: undefined }),
@@ -82,9 +80,10 @@ describe('page path on random logs', () => {
           { minLength: 1, maxLength: 6 },
         ),
         fc.integer({ min: 1, max: 4 }),
-        async (events, batches, queries, walkMessages) => {
+        async (spec, queries, walkMessages) => {
+          const { events } = spec;
           const id = `rand-${n++}`;
-          await writeSession(dir, id, events, batches);
+          await writeRandomLog(spec, { dataDir: dir, id });
           const log = await readWholeLog(join(dir, 'sessions', `${id}.events`));
           expect(log.events).toEqual(events);
           const last = events.length - 1;
@@ -108,12 +107,12 @@ describe('page path on random logs', () => {
 
 describe('page path on the dsh fixtures', () => {
   const files = dshFixtures();
-  const batchings: Batch[][] = [[{ size: 7, format: 'jsonl' }], [{ size: 3, format: 'binary' }, { size: 40, format: 'jsonl' }], [{ size: 100000, format: 'binary' }]];
+  const batchings: BatchSpec[][] = [[{ size: 7, format: 'jsonl' }], [{ size: 3, format: 'binary' }, { size: 40, format: 'jsonl' }], [{ size: 100000, format: 'binary' }]];
 
   it.each(files.map((f, i) => [basename(f), f, i] as const))('%s', async (_name, file, i) => {
     const { header, events } = eventsOf(file);
     const id = `fx-${i}`;
-    await writeSession(dir, id, events, batchings[i % batchings.length] as Batch[], { ...header, id });
+    await writeRandomLog({ events, batches: batchings[i % batchings.length] as BatchSpec[] }, { dataDir: dir, id, header });
     const log = await readWholeLog(join(dir, 'sessions', `${id}.events`));
     expect(log.events).toEqual(events);
     await expectSamePage(store, id, log, {});

@@ -18,7 +18,9 @@ import { assemblePage, parseSlice, type ParsedSlice } from '../src/main/page-ass
 import { scanJsonlRow } from '../src/streams/jsonl-row-scanner.js';
 import { decodeSlice } from '../src/workers/page-task.js';
 import type { SliceTask } from '../src/workers/slice-protocol.js';
-import { eventsArb } from './helpers/event-arbitrary.js';
+import { eventStreamArb } from './helpers/random-log.js';
+
+const eventsArb = eventStreamArb();
 
 // ---------------------------------------------------------------------------
 // JSONL written by another writer: whitespace, reordered keys, escapes.

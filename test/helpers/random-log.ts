@@ -293,13 +293,13 @@ export interface RandomLog {
 }
 
 /** Write `spec` through SessionWriter (see the file comment for how encodings are mixed). */
-export async function writeRandomLog(spec: RandomLogSpec, opts: { dataDir?: string; id?: string } = {}): Promise<RandomLog> {
+export async function writeRandomLog(spec: RandomLogSpec, opts: { dataDir?: string; id?: string; header?: Record<string, unknown> } = {}): Promise<RandomLog> {
   const own = opts.dataDir === undefined;
   const dataDir = opts.dataDir ?? mkdtempSync(join(tmpdir(), 'sp-random-log-'));
   const id = opts.id ?? 'random';
   const formatAt = (i: number): FrameEncoding => (spec.batches[i % spec.batches.length] as BatchSpec).format;
   let format = formatAt(0);
-  let writer = await SessionWriter.create(dataDir, id, { type: 'session', version: 1, id, createdAt: 1_700_000_000_000 }, { format, durable: false });
+  let writer = await SessionWriter.create(dataDir, id, { type: 'session', version: 1, createdAt: 1_700_000_000_000, ...opts.header, id }, { format, durable: false });
   try {
     let at = 0;
     for (let b = 0; at < spec.events.length; b++) {
