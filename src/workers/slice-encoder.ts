@@ -5,7 +5,7 @@
  * strings. Used by the page worker; kept apart so tests can drive it.
  */
 import { continuesRun, packableChunk, rowKey, rowMembers, type RunKey } from '../main/core/chunk-codec.js';
-import { appendMembers, fragRecords, joinedToBuffer, newFragRun, piecesToBuffer, RecordList, type FragRun } from '../main/core/fragment-run.js';
+import { appendMembers, fragRecords, joinedToBuffer, newFragRun, PieceWriter, RecordList, type FragRun } from '../main/core/fragment-run.js';
 import type { ChunkRow, SessionEvent } from '../main/core/types.js';
 import { rowGaps, rowMemberBounds, type RawRow } from '../streams/jsonl-row-scanner.js';
 import type { FragmentRunHeader, SliceHeader } from './slice-protocol.js';
@@ -116,20 +116,27 @@ export class SliceEncoder {
     }
     const head = this.head ? encodeRun(this.head) : null;
     const tail = tailRun ? encodeRun(tailRun) : null;
-    const body = piecesToBuffer(this.body.pieces);
-    const header: SliceHeader = { head: head?.header ?? null, whole, bodyBytes: body.length, tail: tail?.header ?? null, frames: this.frames, bytesRead: this.bytesRead };
+    // The body is written straight into the result buffer: no intermediate copy.
+    const body = new PieceWriter(this.body.pieces);
+    const header: SliceHeader = { head: head?.header ?? null, whole, bodyBytes: body.byteLength, tail: tail?.header ?? null, frames: this.frames, bytesRead: this.bytesRead };
     const headerBytes = Buffer.from(JSON.stringify(header), 'utf8');
-    const parts: Uint8Array[] = [headerBytes];
-    if (head) parts.push(head.dt, head.members);
-    parts.push(body);
-    if (tail) parts.push(tail.dt, tail.members);
-    let total = 4;
-    for (const p of parts) total += p.length;
+    const before: Uint8Array[] = [headerBytes];
+    if (head) before.push(head.dt, head.members);
+    const after: Uint8Array[] = [];
+    if (tail) after.push(tail.dt, tail.members);
+    let total = 4 + body.byteLength;
+    for (const p of before) total += p.length;
+    for (const p of after) total += p.length;
     const ab = new ArrayBuffer(total);
-    const out = new Uint8Array(ab);
-    new DataView(ab).setUint32(0, headerBytes.length, true);
+    const out = Buffer.from(ab);
+    out.writeUInt32LE(headerBytes.length, 0);
     let at = 4;
-    for (const p of parts) {
+    for (const p of before) {
+      out.set(p, at);
+      at += p.length;
+    }
+    at = body.writeTo(out, at);
+    for (const p of after) {
       out.set(p, at);
       at += p.length;
     }

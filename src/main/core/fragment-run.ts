@@ -106,9 +106,53 @@ export function fragRecords(run: FragRun): Piece[] {
   return out;
 }
 
-/** UTF-8 bytes of concatenated pieces. */
+/** Adjacent string pieces joined into one (one UTF-8 encode instead of many small ones). */
+function coalesce(pieces: readonly Piece[]): Piece[] {
+  const out: Piece[] = [];
+  let text = '';
+  for (const p of pieces) {
+    if (typeof p === 'string') text += p;
+    else {
+      if (text.length > 0) out.push(text);
+      text = '';
+      if (p.byteLength > 0) out.push(p);
+    }
+  }
+  if (text.length > 0) out.push(text);
+  return out;
+}
+
+/** A sequence of pieces ready to be written: its exact UTF-8 length is known. */
+export class PieceWriter {
+  readonly pieces: Piece[];
+  readonly byteLength: number;
+
+  constructor(pieces: readonly Piece[]) {
+    this.pieces = coalesce(pieces);
+    let n = 0;
+    for (const p of this.pieces) n += typeof p === 'string' ? Buffer.byteLength(p, 'utf8') : p.byteLength;
+    this.byteLength = n;
+  }
+
+  /** Write into `target` at `at`; returns the offset after. */
+  writeTo(target: Buffer, at: number): number {
+    for (const p of this.pieces) {
+      if (typeof p === 'string') at += target.write(p, at, 'utf8');
+      else {
+        target.set(p, at);
+        at += p.byteLength;
+      }
+    }
+    return at;
+  }
+}
+
+/** UTF-8 bytes of concatenated pieces, allocated once. */
 export function piecesToBuffer(pieces: readonly Piece[]): Buffer {
-  return Buffer.concat(pieces.map((p) => (typeof p === 'string' ? Buffer.from(p, 'utf8') : p)));
+  const w = new PieceWriter(pieces);
+  const out = Buffer.allocUnsafe(w.byteLength);
+  w.writeTo(out, 0);
+  return out;
 }
 
 /** UTF-8 bytes of comma-joined pieces. */
