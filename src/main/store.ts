@@ -49,7 +49,7 @@ interface SessionView {
   state: SessionState | null;
 }
 
-const DEFAULT_SPLIT_BYTES = 1024 * 1024;
+const DEFAULT_SPLIT_BYTES = 128 * 1024;
 
 /** Sizes, mtimes and inodes of a session's files: a view is reused while they are unchanged. Sync: three page-cache stats cost less than one thread-pool hop. */
 async function stamp(paths: SessionPaths): Promise<string> {
