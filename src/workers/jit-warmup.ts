@@ -22,8 +22,14 @@ function syntheticEvents(): SessionEvent[] {
     push({ type: 'assistant/chunk', data: { turn, step: 1, chunk: { type: 'block-start', index: 0, blockType: 'reasoning' } } });
     const first = out.length;
     for (let k = 0; k < 120; k++) push({ type: 'assistant/chunk', data: { turn, step: 1, chunk: { type: 'reasoning-delta', index: 0, text: ` think${k}` } } });
-    for (let k = 0; k < 120; k++) push({ type: 'assistant/chunk', data: { turn, step: 1, chunk: { type: 'text-delta', index: 1, text: k % 9 === 0 ? ' "q"\n' : ` word${k}` } } });
+    // Every escape form JSON.stringify writes (\" \\ \n \t \uXXXX) and non-ASCII text, so no
+    // branch of the string scanner is first met (and deoptimized) on a real page.
+    const odd = [' "q"\n', ' tab\there', ' \u0001ctl', ' back\\slash', ' ünï', ' 😀'];
+    for (let k = 0; k < 120; k++) push({ type: 'assistant/chunk', data: { turn, step: 1, chunk: { type: 'text-delta', index: 1, text: k % 9 === 0 ? (odd[k % odd.length] as string) : ` word${k}` } } });
     for (let k = 0; k < 40; k++) push({ type: 'assistant/chunk', data: { turn, step: 1, chunk: { type: 'tool-call-delta', index: 2, id: `call-${turn}`, name: 'bash', argumentsDelta: `{"k":${k}}` } } });
+    // Tool calls without a name, and chunks that are not deltas (copied as events).
+    for (let k = 0; k < 12; k++) push({ type: 'assistant/chunk', data: { turn, step: 1, chunk: { type: 'tool-call-delta', index: 3, id: `call-x${turn}`, argumentsDelta: `${k}` } } });
+    push({ type: 'assistant/chunk', data: { turn, step: 1, chunk: { type: 'block-end', index: 1, block: { type: 'text', text: 'word '.repeat(30) } } } });
     push({ type: 'assistant/chunk', data: { turn, step: 1, chunk: { type: 'usage', usage: { inputTokens: 10, outputTokens: 5 } } } });
     push({
       type: 'assistant/message',
