@@ -145,3 +145,13 @@ describe('damaged logs', () => {
     expect(byId.get('ok')?.status).toBe('ok');
   });
 });
+
+describe('abandoned requests', () => {
+  it('an aborted signal stops the page before any slice is queued', async () => {
+    const ac = new AbortController();
+    ac.abort();
+    const before = store.stats().pool.completed;
+    await expect(store.pageBuffer('ok', {}, ac.signal)).rejects.toMatchObject({ name: 'AbortError' });
+    expect(store.stats().pool.completed).toBe(before);
+  });
+});

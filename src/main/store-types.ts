@@ -69,6 +69,11 @@ export interface Store {
   /** Resolve once every page worker has started and optimized its decode path. */
   warmUp(): Promise<void>;
   page(id: string, params?: PageParams): Promise<Page>;
+  /**
+   * The page as prepared bytes. An aborted `signal` stops the page before its
+   * slices are queued (running decodes are never interrupted: aborting a
+   * running piscina task would kill its worker).
+   */
   pageBuffer(id: string, params?: PageParams, signal?: AbortSignal): Promise<PageBuffer>;
   /** Logical events [fromSeq, toSeq) of the indexed log (bounded by the caller). */
   readEvents(id: string, fromSeq: number, toSeq: number): Promise<SessionEvent[]>;

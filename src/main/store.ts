@@ -330,9 +330,11 @@ export class PagerStore implements Store {
     return { ...state, status: 'degraded', reasons: [...state.reasons, ...fresh.map((p) => p.message)], problems: [...state.problems, ...fresh] };
   }
 
-  async pageBuffer(id: string, params: PageParams = {}): Promise<PageBuffer> {
+  async pageBuffer(id: string, params: PageParams = {}, signal?: AbortSignal): Promise<PageBuffer> {
     this.assertOpen();
     const { view, plan } = await this.plan(id, params);
+    // The client left while we planned: queue nothing for it.
+    signal?.throwIfAborted();
     const tasks = this.slices(view.paths.events, plan.span, plan.fromSeq, plan.toSeq);
     const slices = await this.decode(id, view, tasks);
     const env = { sessionId: id, throughSeq: plan.throughSeq, fromSeq: plan.fromSeq, toSeq: plan.toSeq, hasMore: plan.hasMore };
