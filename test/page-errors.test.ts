@@ -155,3 +155,44 @@ describe('abandoned requests', () => {
     expect(store.stats().pool.completed).toBe(before);
   });
 });
+
+describe('frame-checksum projection', () => {
+  it('a wrong, shuffled or cut projection never changes a page', async () => {
+    const events = conversation(25);
+    await writeRandomLog({ events, batches: [{ size: 9, format: 'jsonl' }] }, { dataDir: dir, id: 'crcproj' });
+    const crcFile = join(dir, 'sessions/index/crcproj/frames.crc32');
+    const good = readFileSync(crcFile);
+    expect(good.length % 16).toBe(0);
+    expect(good.length / 16).toBeGreaterThan(10);
+    const log = await readWholeLog(join(dir, 'sessions/crcproj.events'));
+    const garbled = Buffer.from(good);
+    for (let i = 12; i < garbled.length; i += 16) garbled.writeUInt32LE((garbled.readUInt32LE(i) ^ 0x5a5a5a5a) >>> 0, i);
+    const shuffled = Buffer.concat([good.subarray(good.length / 2), good.subarray(0, good.length / 2)]);
+    for (const variant of [garbled, shuffled, good.subarray(0, 37), Buffer.alloc(0)]) {
+      writeFileSync(crcFile, variant);
+      for (const params of [{}, { maxMessages: 3 }, { maxMessages: 1000 }, { throughSeq: 100, maxMessages: 2 }]) {
+        expect(await store.page('crcproj', params)).toEqual(referencePage(log, 'crcproj', params));
+      }
+    }
+  });
+
+  it('a frame changed after it was written is validated in full, not trusted', async () => {
+    await writeRandomLog({ events: conversation(8), batches: [{ size: 40, format: 'jsonl' }] }, { dataDir: dir, id: 'crcedit' });
+    const path = join(dir, 'sessions/crcedit.events');
+    const bytes = readFileSync(path);
+    // Inside a packed row's member list: still valid JSON, different text. The projection's
+    // CRC no longer matches, so the page must come from a full decode of the new bytes.
+    const at = bytes.indexOf('"texts":["w0"');
+    expect(at).toBeGreaterThan(0);
+    bytes[at + 10] = 0x78; // w0 -> x0
+    writeFileSync(path, bytes);
+    const log = await readWholeLog(path);
+    const page = await store.page('crcedit', { maxMessages: 1000 });
+    expect(page).toEqual(referencePage(log, 'crcedit', { maxMessages: 1000 }));
+    expect(JSON.stringify(page)).toContain('"x0"');
+    // And a change that breaks the JSON of a member is still caught.
+    bytes[at + 11] = 0x01; // a raw control character inside the string
+    writeFileSync(path, bytes);
+    await rejects(store.page('crcedit', { maxMessages: 1000 }), 'corrupt_range');
+  });
+});

@@ -14,6 +14,7 @@ import { emptySummary, foldEvent } from './core/summary.js';
 import type { SessionEvent, SessionHeader } from './core/types.js';
 import { isRowType } from './core/types.js';
 import { acquireLock, type Lock } from './lock-file.js';
+import { CrcProjection } from './crc-projection.js';
 import { fsyncDir, writeMeta, type SessionMeta } from './meta-file.js';
 import { indexDir, sessionPaths, sessionsDir, type SessionPaths } from './paths.js';
 import { loadSessionState } from './session-state.js';
@@ -125,6 +126,7 @@ export class SessionWriter {
     private readonly lock: Lock,
     private readonly durable: boolean,
     private readonly now: () => number,
+    private readonly crc: CrcProjection,
   ) {}
 
   get id(): string {
@@ -190,7 +192,9 @@ export class SessionWriter {
       };
       await writeMeta(paths.meta, meta);
       await fsyncDir(sessionsDir(dataDir));
-      return new SessionWriter(paths, meta, log, entries, lock, opts.durable ?? true, now);
+      const crc = CrcProjection.open(paths, enc.bytes.length, true);
+      crc.append(enc.crcs);
+      return new SessionWriter(paths, meta, log, entries, lock, opts.durable ?? true, now, crc);
     } catch (err) {
       await log?.close().catch(() => undefined);
       await entries?.close().catch(() => undefined);
@@ -216,6 +220,7 @@ export class SessionWriter {
     const lock = await acquireLock(paths.lock, `session ${id}`);
     let log: FileHandle | undefined;
     let entries: FileHandle | undefined;
+    let crc: CrcProjection | undefined;
     try {
       const state = await loadSessionState(paths);
       if (state.status === 'repair_required' || state.meta === null) {
@@ -223,7 +228,8 @@ export class SessionWriter {
       }
       log = await fsp.open(paths.events, 'r+');
       entries = await fsp.open(paths.entries, 'r+');
-      const w = new SessionWriter(paths, state.meta, log, entries, lock, opts.durable ?? true, now);
+      crc = CrcProjection.open(paths, state.indexedLength, false);
+      const w = new SessionWriter(paths, state.meta, log, entries, lock, opts.durable ?? true, now, crc);
       // Both encodings may be mixed in one log: an explicit format switches new frames over.
       const switched = opts.format !== undefined && opts.format !== state.meta.format;
       if (switched) w.meta.format = opts.format as FrameEncoding;
@@ -231,6 +237,7 @@ export class SessionWriter {
       else if (state.metaStale || switched) await w.persistMeta();
       return w;
     } catch (err) {
+      crc?.close();
       await log?.close().catch(() => undefined);
       await entries?.close().catch(() => undefined);
       await lock.release();
@@ -315,6 +322,7 @@ export class SessionWriter {
       await this.entries.truncate(this.meta.entriesLength).catch(() => undefined);
       throw err;
     }
+    this.crc.append(enc.crcs);
     for (const e of events) foldEvent(this.meta, e);
     this.meta.indexedLength += enc.bytes.length;
     this.meta.entriesLength += Buffer.byteLength(enc.entries);
@@ -346,6 +354,7 @@ export class SessionWriter {
         await this.persistMeta();
       }
     } finally {
+      this.crc.close();
       await this.log.close().catch(() => undefined);
       await this.entries.close().catch(() => undefined);
       await this.lock.release();

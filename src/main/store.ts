@@ -20,6 +20,8 @@ import { SessionWriter, type AppendResult } from './session-writer.js';
 import type { CatalogEntry, FollowListener, PageBuffer, Store, StoreStats } from './store-types.js';
 import { createPagePool, runSlice, type PagePool } from './worker-pool.js';
 import { warmUpPlanner } from './planner-warmup.js';
+import { crcPath } from './crc-projection.js';
+import { readCrcRecords } from '../streams/frame-crc-file.js';
 import { EntriesFile, EntryFormatError } from '../streams/entries-file.js';
 import type { FrameEncoding } from '../streams/frame-codec.js';
 import type { SliceTask } from '../workers/slice-protocol.js';
@@ -287,6 +289,15 @@ export class PagerStore implements Store {
     });
   }
 
+  /** Attach each slice's frame-checksum records, when the session has the projection. */
+  private withChecksums(paths: SessionPaths, tasks: SliceTask[], frames: number): SliceTask[] {
+    for (const t of tasks) {
+      const crcs = readCrcRecords(crcPath(paths), t.start, t.end, frames + 1);
+      if (crcs !== null) t.crcs = crcs;
+    }
+    return tasks;
+  }
+
   /**
    * Decode slices on the pool. A frame that fails its checksum or decode
    * fails the page with `corrupt_range` naming that frame's seq range (from
@@ -335,7 +346,7 @@ export class PagerStore implements Store {
     const { view, plan } = await this.plan(id, params);
     // The client left while we planned: queue nothing for it.
     signal?.throwIfAborted();
-    const tasks = this.slices(view.paths.events, plan.span, plan.fromSeq, plan.toSeq);
+    const tasks = this.withChecksums(view.paths, this.slices(view.paths.events, plan.span, plan.fromSeq, plan.toSeq), plan.span?.count ?? 0);
     const slices = await this.decode(id, view, tasks);
     const env = { sessionId: id, throughSeq: plan.throughSeq, fromSeq: plan.fromSeq, toSeq: plan.toSeq, hasMore: plan.hasMore };
     const body = assemblePage(env, slices);
@@ -357,7 +368,7 @@ export class PagerStore implements Store {
     if (!Number.isSafeInteger(fromSeq) || fromSeq < 0) throw new PagerError('invalid_request', 'fromSeq must be a non-negative integer');
     if (to <= fromSeq) return [];
     const span = await this.withEntries(v, async (entries) => planRange(fromSeq, to, entries.backwardFrom(await this.lineEndFor(entries, v, to - 1))));
-    const slices = await this.decode(id, v, this.slices(v.paths.events, span, fromSeq, to));
+    const slices = await this.decode(id, v, this.withChecksums(v.paths, this.slices(v.paths.events, span, fromSeq, to), span?.count ?? 0));
     const body = assemblePage({ sessionId: id, throughSeq: to - 1, fromSeq, toSeq: to, hasMore: fromSeq > 0 }, slices);
     return expandRecords((JSON.parse(body.toString('utf8')) as Page).records);
   }

@@ -19,6 +19,9 @@ export interface RawEvent {
 
 const MAX_DEPTH = 512;
 const TYPE_KEY = Buffer.from('"type"');
+const TYPE_PREFIX = Buffer.from('{"type":"');
+const SEQ_PREFIX = Buffer.from(',"seq":');
+const TIME_PREFIX = Buffer.from(',"time":');
 const SEQ_KEY = Buffer.from('"seq"');
 const TIME_KEY = Buffer.from('"time"');
 const CHUNK_TYPE = Buffer.from('"assistant/chunk"');
@@ -107,7 +110,36 @@ function valueEnd(b: Uint8Array, i: number, end: number, depth: number): number 
 const rowTypeTokens = [...ROW_TYPES].map((t) => Buffer.from(JSON.stringify(t)));
 
 /** Scan the JSONL frame b[start, end) (end excludes the newline) as a non-packable event. */
-export function scanJsonlEvent(b: Uint8Array, start: number, end: number): RawEvent | null {
+/**
+ * A trusted frame (it matched the writer's CRC) written with type, seq and
+ * time first, as hosts send them: read those three and skip the rest.
+ * Undefined when the line does not start that way.
+ */
+function trustedPrefix(b: Uint8Array, start: number, end: number): RawEvent | null | undefined {
+  if (!same(b, start, start + TYPE_PREFIX.length, TYPE_PREFIX)) return undefined;
+  const vs = start + TYPE_PREFIX.length - 1;
+  let i = vs + 1;
+  while (i < end && b[i] !== 0x22 && b[i] !== 0x5c) i++;
+  if (b[i] !== 0x22) return undefined;
+  const ve = i + 1;
+  if (!same(b, ve, ve + SEQ_PREFIX.length, SEQ_PREFIX)) return undefined;
+  i = scanInt(b, ve + SEQ_PREFIX.length, end);
+  if (i < 0) return undefined;
+  const seq = lastInt();
+  if (!same(b, i, i + TIME_PREFIX.length, TIME_PREFIX)) return undefined;
+  i = scanInt(b, i + TIME_PREFIX.length, end);
+  if (i < 0 || (b[i] !== 0x2c && b[i] !== 0x7d)) return undefined;
+  const time = lastInt();
+  for (const t of rowTypeTokens) if (same(b, vs, ve, t)) return null;
+  if (same(b, vs, ve, CHUNK_TYPE) && (indexOf(b, DELTA, start, end) >= 0 || indexOf(b, UESC, start, end) >= 0)) return null;
+  return { seq, time };
+}
+
+export function scanJsonlEvent(b: Uint8Array, start: number, end: number, trusted = false): RawEvent | null {
+  if (trusted) {
+    const t = trustedPrefix(b, start, end);
+    if (t !== undefined) return t;
+  }
   let i = skipWs(b, start, end);
   if (b[i] !== 0x7b) return null;
   i = skipWs(b, i + 1, end);

@@ -24,6 +24,8 @@ export interface SliceTask {
   /** The page's event range; frames are cut to it. */
   fromSeq: number;
   toSeq: number;
+  /** Frame-checksum projection records for the slice's frames, when the session has them (frame-crc-file.ts). */
+  crcs?: Uint8Array;
 }
 
 /** An open chunk run as JSON fragments: `dt` and `members` are comma-joined JSON values without brackets. */

@@ -9,6 +9,7 @@ import { foldEvent, type SessionSummary } from './summary.js';
 import type { EntryLine, SessionEvent, StorageRecord } from './types.js';
 import { encodeFrame, RECORD_SCHEMA, type FrameEncoding } from '../../streams/frame-codec.js';
 import { encodeEntry } from '../../streams/entry-codec.js';
+import { crcRecords } from '../../streams/frame-crc-file.js';
 
 export interface EncodedBatch {
   /** The frames, concatenated, to write at `offset`. */
@@ -17,6 +18,8 @@ export interface EncodedBatch {
   entries: string;
   entryList: EntryLine[];
   frameCount: number;
+  /** Frame-checksum projection records for these frames (frame-crc-file.ts). */
+  crcs: Buffer;
 }
 
 /** The entry line of a storage record stored as a frame at `offset`. */
@@ -47,7 +50,7 @@ export function encodeRecords(records: readonly StorageRecord[], offset: number,
     entries += encodeEntry(entry);
     at += frame.length;
   }
-  return { bytes: frames.length === 1 ? (frames[0] as Buffer) : Buffer.concat(frames), entries, entryList, frameCount: frames.length };
+  return { bytes: frames.length === 1 ? (frames[0] as Buffer) : Buffer.concat(frames), entries, entryList, frameCount: frames.length, crcs: crcRecords(frames, offset) };
 }
 
 /** Pack one append batch canonically, frame it, and fold it into the summary. */
