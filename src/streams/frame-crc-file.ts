@@ -38,9 +38,13 @@ export function crcRecords(frames: readonly Uint8Array[], offset: number): Buffe
   return out;
 }
 
+function u32(b: Uint8Array, o: number): number {
+  return ((b[o] as number) | ((b[o + 1] as number) << 8) | ((b[o + 2] as number) << 16)) + (b[o + 3] as number) * 2 ** 24;
+}
+
 export function recordOffset(b: Uint8Array, i: number): number {
-  const v = new DataView(b.buffer, b.byteOffset + i * CRC_RECORD_BYTES, CRC_RECORD_BYTES);
-  return v.getUint32(0, true) + v.getUint32(4, true) * 2 ** 32;
+  const o = i * CRC_RECORD_BYTES;
+  return u32(b, o) + u32(b, o + 4) * 2 ** 32;
 }
 
 /**
@@ -103,7 +107,7 @@ export class CrcCursor {
     if (r === undefined) return false;
     while (this.i < this.n && recordOffset(r, this.i) < offset) this.i++;
     if (this.i >= this.n || recordOffset(r, this.i) !== offset) return false;
-    const v = new DataView(r.buffer, r.byteOffset + this.i * CRC_RECORD_BYTES, CRC_RECORD_BYTES);
-    return v.getUint32(8, true) === frame.length && v.getUint32(12, true) === crc32(frame);
+    const o = this.i * CRC_RECORD_BYTES;
+    return u32(r, o + 8) === frame.length && u32(r, o + 12) === crc32(frame);
   }
 }

@@ -11,7 +11,7 @@
 import { openSync, readSync, closeSync } from 'node:fs';
 import { Piscina } from 'piscina';
 import { decodeRecordFrame, frameBounds } from '../streams/frame-codec.js';
-import { scanJsonlRow } from '../streams/jsonl-row-scanner.js';
+import { scanJsonlRow, scanTrustedRow } from '../streams/jsonl-row-scanner.js';
 import { scanJsonlEvent } from '../streams/jsonl-event-scanner.js';
 import { CrcCursor } from '../streams/frame-crc-file.js';
 import { isRowType, type ChunkRow, type SessionEvent } from '../main/core/types.js';
@@ -60,7 +60,7 @@ export function decodeSlice(task: SliceTask, bytes: Buffer): SliceResult {
       length = b.length;
       // Bytes the writer wrote and nobody changed since need no per-byte validation.
       const trusted = crcs.matches(offset, bytes.subarray(pos, pos + length));
-      const raw = scanJsonlRow(bytes, pos, pos + length - 1, trusted);
+      const raw = (trusted ? scanTrustedRow(bytes, pos, pos + length - 1) : null) ?? scanJsonlRow(bytes, pos, pos + length - 1, trusted);
       if (raw !== null) {
         const count = raw.n;
         if (raw.seq0 !== seq) return corrupt(offset, seq, seq + count, `frame holds seq ${raw.seq0}, the entry sidecar says ${seq}`);
