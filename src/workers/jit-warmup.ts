@@ -4,7 +4,9 @@
  * optimized, and one large page is not enough iterations for V8 to tier up
  * early: measured here, a fresh worker spent ~500 ms of CPU on a 6 MB tail
  * page that costs ~100 ms warm, and ~220 ms after this warm-up (about 0.6 s
- * of CPU per worker, once, at pool start). So each worker decodes a small synthetic log of every frame
+ * of CPU per worker, once, at pool start). What is left of the first-page
+ * penalty did not move with a 4x longer warm-up, warm-up data from the real
+ * generator, or pre-faulted allocations (see docs/benchmarks.md). So each worker decodes a small synthetic log of every frame
  * shape (rows of each kind, cut and whole; messages; odd chunks; binary
  * frames) until its hot functions are optimized, before it takes a task.
  * Synthetic data only: no session is read.
@@ -53,7 +55,11 @@ export function warmupWork(): { bytes: Buffer; tasks: SliceTask[] }[] {
     const n = events.length;
     const whole: SliceTask = { path: '', start: 0, end: enc.bytes.length, firstSeq: 0, endSeq: n, fromSeq: 0, toSeq: n };
     const cut: SliceTask = { ...whole, fromSeq: 17, toSeq: n - 23 };
-    return { bytes: enc.bytes, tasks: [whole, cut] };
+    // With the frame-checksum records (the writer's own frames: trusted path) and without (full validation).
+    // As a structured clone delivers them: a plain Uint8Array, not a Buffer.
+    const trusted: SliceTask = { ...whole, crcs: new Uint8Array(enc.crcs) };
+    const trustedCut: SliceTask = { ...cut, crcs: new Uint8Array(enc.crcs) };
+    return { bytes: enc.bytes, tasks: [trusted, trustedCut, whole, cut] };
   });
 }
 
@@ -68,3 +74,4 @@ export function warmUpJit(decode: (task: SliceTask, bytes: Buffer) => unknown, b
   }
   return rounds;
 }
+
