@@ -90,8 +90,31 @@ export function encodeBinaryFrame(record: unknown, schema = RECORD_SCHEMA): Buff
   return frame;
 }
 
+/**
+ * What MessagePack (as msgpackr writes it) cannot keep verbatim: a lone
+ * UTF-16 surrogate in a string (MessagePack strings are UTF-8; it comes back
+ * as U+FFFD) and an own `__proto__` key (msgpackr renames it to guard
+ * against prototype pollution). JSON keeps both. The test is on the JSON
+ * text, which escapes lone surrogates; a false positive (an escaped
+ * backslash before "ud8…") only costs a JSONL frame.
+ */
+const NOT_MSGPACK_SAFE = /\\ud[89a-f][0-9a-f]{2}|"__proto__":/i;
+
+export function keepsVerbatimInMsgpack(json: string): boolean {
+  return !NOT_MSGPACK_SAFE.test(json);
+}
+
+/**
+ * Frame a record. A session's binary encoding is a preference, not a
+ * promise: a record MessagePack would alter is written as a JSONL frame
+ * instead (both encodings may be mixed in one log), so nothing is lost.
+ */
 export function encodeFrame(record: unknown, encoding: FrameEncoding): Buffer {
-  return encoding === 'binary' ? encodeBinaryFrame(record) : encodeJsonlFrame(record);
+  if (encoding === 'binary') {
+    const json = JSON.stringify(record);
+    return keepsVerbatimInMsgpack(json) ? encodeBinaryFrame(record) : Buffer.from(json + '\n', 'utf8');
+  }
+  return encodeJsonlFrame(record);
 }
 
 export interface FrameBounds {
