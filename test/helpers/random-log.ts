@@ -15,9 +15,9 @@
  * (SPEC section 3 allows both encodings in one file). So every frame of a
  * random log is still written, packed and indexed by the production writer.
  *
- * Strings stay within what both encodings keep verbatim: no lone UTF-16
- * surrogates and no `__proto__` keys (MessagePack frames lose both; reported
- * against the frame codec, see docs/decisions.md).
+ * Strings include lone UTF-16 surrogates and data objects may hold an own
+ * `__proto__` key: MessagePack cannot keep those, so the writer of a binary
+ * session stores such records as JSONL frames (see docs/decisions.md).
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -45,14 +45,14 @@ function step(time: number, g: Gap): number {
   return Number.isSafeInteger(next) ? next : time - g;
 }
 
-/** Member strings: empty, token-sized, multi-byte; never a lone surrogate. */
+/** Member strings: empty, token-sized, multi-byte, and lone surrogates (binary sessions write those as JSONL frames). */
 const memberArb = fc.oneof(
-  { weight: 6, arbitrary: fc.constantFrom('', ' the', 'x', '{"', '\n', ' café', ' 文件', '"}', '\\') },
+  { weight: 6, arbitrary: fc.constantFrom('', ' the', 'x', '{"', '\n', ' café', ' 文件', '"}', '\\', 'half \ud83d', '\udc00') },
   { weight: 2, arbitrary: fc.string({ maxLength: 6, unit: 'grapheme' }) },
 );
 
 const smallValueArb = fc.oneof(fc.integer(), fc.string({ maxLength: 8 }), fc.boolean(), fc.constant(null), fc.constant(2 ** 53 - 1), fc.constant(1.5));
-const dataArb = fc.dictionary(fc.constantFrom('a', 'b', 'text', 'meta', 'k'), smallValueArb, { maxKeys: 3, noNullPrototype: true });
+const dataArb = fc.dictionary(fc.constantFrom('a', 'b', 'text', 'meta', 'k', '__proto__'), smallValueArb, { maxKeys: 3, noNullPrototype: true });
 
 export type RunMutation = 'none' | 'name' | 'drop-name' | 'add-name' | 'id' | 'index' | 'step' | 'turn' | 'kind';
 
