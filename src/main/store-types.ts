@@ -52,7 +52,8 @@ export interface PageBuffer {
 
 export interface StoreStats {
   pool: { threads: number; queueSize: number; maxQueue: number; utilization: number; completed: number };
-  cache: { hits: number; misses: number };
+  /** hits/misses: session views; page*: prepared pages (page-cache.ts). */
+  cache: { hits: number; misses: number; pageHits: number; pageMisses: number; pageBytes: number };
   pagesServed: number;
 }
 

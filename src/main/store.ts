@@ -11,7 +11,8 @@ import { promises as fsp, statSync } from 'node:fs';
 import { expandRecords } from './core/chunk-codec.js';
 import { PagerError } from './core/errors.js';
 import { planPage, planRange, type FrameSpan, type PagePlan } from './core/page-planner.js';
-import { resolvePageParams } from './core/page-rule.js';
+import { resolvePageParams, type ResolvedParams } from './core/page-rule.js';
+import { PageCache } from './page-cache.js';
 import type { EntryLine, Page, PageParams, SessionEvent } from './core/types.js';
 import { assemblePage, parseSlice } from './page-assembler.js';
 import { assertSessionId, indexDir, sessionPaths, sessionsDir, type SessionPaths } from './paths.js';
@@ -38,6 +39,8 @@ export interface StoreOptions {
   format?: FrameEncoding;
   /** Close an in-process writer after this long without appends (ms). */
   writerIdleMs?: number;
+  /** Bytes of prepared pages kept for repeated requests (default 64 MiB; 0 turns it off). */
+  pageCacheBytes?: number;
 }
 
 /** What the page path needs to know of a session, from bounded reads only. */
@@ -49,6 +52,8 @@ interface SessionView {
   entriesSize: number;
   indexedLength: number;
   state: SessionState | null;
+  /** Changes whenever the session's files may have: keys cached pages. */
+  version: string;
 }
 
 const DEFAULT_SPLIT_BYTES = 128 * 1024;
@@ -76,6 +81,7 @@ export class PagerStore implements Store {
   private readonly listeners = new Map<string, Set<FollowListener>>();
   /** Frames found corrupt by pages, per session: the session shows degraded. */
   private readonly damage = new Map<string, StateProblem[]>();
+  private readonly pageCache: PageCache;
   private cacheHits = 0;
   private cacheMisses = 0;
   private pagesServed = 0;
@@ -88,23 +94,31 @@ export class PagerStore implements Store {
     this.splitBytes = opts.splitBytes ?? DEFAULT_SPLIT_BYTES;
     this.format = opts.format ?? 'jsonl';
     this.writerIdleMs = opts.writerIdleMs ?? 60_000;
+    this.pageCache = new PageCache(opts.pageCacheBytes ?? 64 * 1024 * 1024);
   }
 
   // -------------------------------------------------------------------------
   // Session views
 
   private async loadState(paths: SessionPaths): Promise<SessionState> {
+    return (await this.loadStamped(paths)).state;
+  }
+
+  /** The session's state and the file stamp it was read under ('' when the files moved meanwhile). */
+  private async loadStamped(paths: SessionPaths): Promise<{ state: SessionState; stamp: string }> {
     const s = await stamp(paths);
     const cached = this.views.get(paths.id);
     if (cached !== undefined && cached.stamp === s) {
       this.cacheHits++;
-      return cached.state;
+      return cached;
     }
     this.cacheMisses++;
     const state = await loadSessionState(paths);
     // Stamp again: if a file moved while we read, do not cache a mixed view.
-    if ((await stamp(paths)) === s) this.views.set(paths.id, { stamp: s, state });
-    return state;
+    if ((await stamp(paths)) !== s) return { state, stamp: '' };
+    const entry = { stamp: s, state };
+    this.views.set(paths.id, entry);
+    return entry;
   }
 
   private async view(id: string): Promise<SessionView> {
@@ -115,9 +129,10 @@ export class PagerStore implements Store {
       // The in-process writer knows exactly what is committed; no file reads needed.
       const m = writer.metadata;
       const reasons = m.issues.map((i) => i.message);
-      return { paths, status: reasons.length ? 'degraded' : 'ok', reasons, nextSeq: m.nextSeq, entriesSize: m.entriesLength, indexedLength: m.indexedLength, state: null };
+      return { paths, status: reasons.length ? 'degraded' : 'ok', reasons, nextSeq: m.nextSeq, entriesSize: m.entriesLength, indexedLength: m.indexedLength, state: null, version: `w${m.indexedLength}:${m.entriesLength}` };
     }
-    const state = this.withDamage(await this.loadState(paths));
+    const stamped = await this.loadStamped(paths);
+    const state = this.withDamage(stamped.state);
     if (state.status === 'repair_required' && state.problems[0]?.code === 'log_missing') {
       const metaExists = await fsp.access(paths.meta).then(
         () => true,
@@ -125,7 +140,7 @@ export class PagerStore implements Store {
       );
       if (!metaExists) throw new PagerError('session_not_found', `session ${id} not found`);
     }
-    return { paths, status: state.status, reasons: state.reasons, nextSeq: state.nextSeq, entriesSize: state.entriesSize, indexedLength: state.indexedLength, state };
+    return { paths, status: state.status, reasons: state.reasons, nextSeq: state.nextSeq, entriesSize: state.entriesSize, indexedLength: state.indexedLength, state, version: stamped.stamp };
   }
 
   private servable(id: string, v: SessionView): void {
@@ -260,10 +275,12 @@ export class PagerStore implements Store {
   async plan(id: string, params: PageParams = {}): Promise<{ view: SessionView; plan: PagePlan }> {
     const v = await this.view(id);
     this.servable(id, v);
-    const r = resolvePageParams(params, v.nextSeq - 1);
-    if (r.end <= 0) return { view: v, plan: { throughSeq: r.throughSeq, fromSeq: 0, toSeq: 0, hasMore: false, span: null } };
-    const plan = await this.withEntries(v, async (entries) => planPage(r, entries.backwardFrom(await this.lineEndFor(entries, v, r.end - 1))));
-    return { view: v, plan };
+    return { view: v, plan: await this.planResolved(v, resolvePageParams(params, v.nextSeq - 1)) };
+  }
+
+  private async planResolved(v: SessionView, r: ResolvedParams): Promise<PagePlan> {
+    if (r.end <= 0) return { throughSeq: r.throughSeq, fromSeq: 0, toSeq: 0, hasMore: false, span: null };
+    return this.withEntries(v, async (entries) => planPage(r, entries.backwardFrom(await this.lineEndFor(entries, v, r.end - 1))));
   }
 
   /**
@@ -343,7 +360,17 @@ export class PagerStore implements Store {
 
   async pageBuffer(id: string, params: PageParams = {}, signal?: AbortSignal): Promise<PageBuffer> {
     this.assertOpen();
-    const { view, plan } = await this.plan(id, params);
+    const view = await this.view(id);
+    this.servable(id, view);
+    const r = resolvePageParams(params, view.nextSeq - 1);
+    // A page is a function of the session's files and the resolved parameters.
+    const key = view.version === '' ? null : `${id}\n${view.version}\n${r.throughSeq}:${r.end}:${r.maxMessages}:${r.maxBytes ?? ''}`;
+    const hit = key === null ? undefined : this.pageCache.get(key);
+    if (hit !== undefined) {
+      this.pagesServed++;
+      return hit;
+    }
+    const plan = await this.planResolved(view, r);
     // The client left while we planned: queue nothing for it.
     signal?.throwIfAborted();
     const tasks = this.withChecksums(view.paths, this.slices(view.paths.events, plan.span, plan.fromSeq, plan.toSeq), plan.span?.count ?? 0);
@@ -352,7 +379,9 @@ export class PagerStore implements Store {
     const body = assemblePage(env, slices);
     this.pagesServed++;
     const logBytesRead = slices.reduce((a, s) => a + s.bytesRead, 0);
-    return { body, ...env, frames: plan.span?.count ?? 0, frameBytes: plan.span?.bytes ?? 0, logBytesRead };
+    const page: PageBuffer = { body, ...env, frames: plan.span?.count ?? 0, frameBytes: plan.span?.bytes ?? 0, logBytesRead };
+    if (key !== null) this.pageCache.set(key, page);
+    return page;
   }
 
   async page(id: string, params: PageParams = {}): Promise<Page> {
@@ -470,7 +499,7 @@ export class PagerStore implements Store {
   stats(): StoreStats {
     return {
       pool: { threads: this.threads, queueSize: this.pool.queueSize, maxQueue: this.pool.options.maxQueue, utilization: this.pool.utilization, completed: this.pool.completed },
-      cache: { hits: this.cacheHits, misses: this.cacheMisses },
+      cache: { hits: this.cacheHits, misses: this.cacheMisses, pageHits: this.pageCache.hits, pageMisses: this.pageCache.misses, pageBytes: this.pageCache.size },
       pagesServed: this.pagesServed,
     };
   }

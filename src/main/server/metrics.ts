@@ -71,6 +71,8 @@ export class ServerMetrics {
     new Gauge({ name: `${P}pool_tasks_completed`, help: 'Worker tasks completed since start', registers, collect() { this.set(stats().pool.completed); } });
     new Gauge({ name: `${P}cache_hits`, help: 'Session view cache hits since start', registers, collect() { this.set(stats().cache.hits); } });
     new Gauge({ name: `${P}cache_misses`, help: 'Session view cache misses since start', registers, collect() { this.set(stats().cache.misses); } });
+    new Gauge({ name: `${P}page_cache_hits`, help: 'Pages served from the prepared-page cache since start', registers, collect() { this.set(stats().cache.pageHits); } });
+    new Gauge({ name: `${P}page_cache_bytes`, help: 'Bytes of prepared pages held for repeated requests', registers, collect() { this.set(stats().cache.pageBytes); } });
     new Gauge({ name: `${P}store_pages_served`, help: 'Pages assembled by the store since start', registers, collect() { this.set(stats().pagesServed); } });
     new Gauge({ name: `${P}event_loop_lag_seconds`, help: 'Smoothed event-loop lag used for load shedding', registers, collect() { this.set(monitor.lagMs / 1000); } });
     new Gauge({
