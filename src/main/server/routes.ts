@@ -12,6 +12,7 @@ import { parseLastEventId } from './follow.js';
 import type { ServerMetrics } from './metrics.js';
 import type { ResolvedOptions } from './options.js';
 import { checkLoop, checkPool, type OverloadPolicy } from './overload.js';
+import { negotiate, PageEncoder } from './page-encoding.js';
 
 export interface RoutesOptions {
   store: Store;
@@ -32,6 +33,7 @@ function isObject(v: unknown): v is Record<string, unknown> {
 }
 
 export async function routes(app: FastifyInstance, o: RoutesOptions): Promise<void> {
+  const encoder = new PageEncoder(o.opts.compression);
   const { store, metrics, policy, hub } = o;
   // Shedding runs before the body is read: an overloaded server does not parse 16 MiB first.
   const shedLoop = async () => checkLoop(policy);
@@ -58,8 +60,14 @@ export async function routes(app: FastifyInstance, o: RoutesOptions): Promise<vo
     metrics.pagesServed.inc({ route: '/v1/sessions/:id/page' });
     metrics.pageEvents.observe(events);
     metrics.pageBytes.observe(pb.body.length);
-    // The prepared body goes out as it is (compressed on the way when asked); never re-serialized.
-    return reply.type('application/json; charset=utf-8').send(pb.body);
+    // The prepared body goes out as it is; never re-serialized. Compressed forms are
+    // memoized per body, so a cached page is compressed once, not per request.
+    reply.type('application/json; charset=utf-8');
+    const encoding = pb.body.length >= o.opts.compression.threshold ? negotiate(request.headers['accept-encoding']) : null;
+    if (encoding === null) return reply.send(pb.body);
+    const compressed = await encoder.encode(pb.body, encoding);
+    if (reply.sent) return reply;
+    return reply.header('content-encoding', encoding).header('vary', 'accept-encoding').send(compressed);
   });
 
   app.get('/v1/sessions/:id/follow', { onRequest: shedPool, exposeHeadRoute: false }, async (request: FastifyRequest, reply: FastifyReply) => {
