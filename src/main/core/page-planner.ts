@@ -49,17 +49,6 @@ export interface PagePlan {
 /** Every how many lines the planner parses one fully as a split candidate. */
 export const SPLIT_EVERY = 64;
 
-/** An in-memory EntryLines, for tests and small callers. */
-export function entryArray(entries: readonly EntryLine[], firstIsHeader: boolean): EntryLines {
-  return {
-    length: entries.length,
-    entry: (k) => entries[k] as EntryLine,
-    seq: (k) => (entries[k] as EntryLine).seq,
-    group: (k) => (entries[k] as EntryLine).group,
-    isFirst: (k) => firstIsHeader && k === 0,
-  };
-}
-
 /** Walks lines downwards from the source, remembering only what the plan needs. */
 class Walker {
   private block: EntryLines | null = null;
