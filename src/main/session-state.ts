@@ -18,7 +18,7 @@
  * A middle entry that is out of order is only detectable by reading every
  * line: that is `doctor --deep`'s job, not the normal path's.
  */
-import { promises as fsp } from 'node:fs';
+import { promises as fsp, readFileSync, statSync } from 'node:fs';
 import { EntriesFile, EntryFormatError, type LocatedEntry } from '../streams/entries-file.js';
 import { decodeFrame, MAX_FRAME_BYTES } from '../streams/frame-codec.js';
 import { scanFile } from '../streams/frame-scanner.js';
@@ -26,7 +26,7 @@ import { expandRow, recordSpan, validateRecord } from './core/chunk-codec.js';
 import { foldEvent } from './core/summary.js';
 import type { ChunkRow, EntryLine, SessionEvent, StorageRecord } from './core/types.js';
 import { isRowType } from './core/types.js';
-import { readMeta, type SessionMeta } from './meta-file.js';
+import { checkMetaShape, readMeta, type SessionMeta } from './meta-file.js';
 import type { SessionPaths } from './paths.js';
 
 export type SessionStatus = 'ok' | 'degraded' | 'repair_required';
@@ -319,14 +319,7 @@ export async function loadSessionState(paths: SessionPaths): Promise<SessionStat
     if (logSize > indexedLength) {
       problems.push({ code: 'unindexed_tail', message: `unindexed tail of ${logSize - indexedLength} bytes at offset ${indexedLength} is not served`, offset: indexedLength });
     }
-    for (const issue of meta.issues) {
-      const i = issue as typeof issue & { toSeq?: number };
-      const p: StateProblem = { code: issue.code === 'corrupt_frame' ? 'corrupt_frame' : 'recorded_issue', message: issue.message };
-      if (issue.offset !== undefined) p.offset = issue.offset;
-      if (issue.seq !== undefined) p.fromSeq = issue.seq;
-      if (i.toSeq !== undefined) p.toSeq = i.toSeq;
-      problems.push(p);
-    }
+    problems.push(...issueProblems(meta));
     return {
       id: paths.id,
       paths,
@@ -350,5 +343,56 @@ export async function loadSessionState(paths: SessionPaths): Promise<SessionStat
     throw err;
   } finally {
     await entries.close();
+  }
+}
+
+/** Issues recorded in the metadata (by repair/reindex) as problems. */
+function issueProblems(meta: SessionMeta): StateProblem[] {
+  return meta.issues.map((issue) => {
+    const i = issue as typeof issue & { toSeq?: number };
+    const p: StateProblem = { code: issue.code === 'corrupt_frame' ? 'corrupt_frame' : 'recorded_issue', message: issue.message };
+    if (issue.offset !== undefined) p.offset = issue.offset;
+    if (issue.seq !== undefined) p.fromSeq = issue.seq;
+    if (i.toSeq !== undefined) p.toSeq = i.toSeq;
+    return p;
+  });
+}
+
+/**
+ * The catalog's fast path: a session whose log and entry sidecar are exactly
+ * as its metadata last wrote them (log size and mtime equal the
+ * fingerprint, the log ends at the indexed length, the sidecar has the
+ * recorded length) is described by its metadata alone: one small read and
+ * two stats, so thousands of sessions list in milliseconds. Anything else
+ * returns null and takes loadSessionState's full checks. Pages never use
+ * this: their own reads of the sidecar check what they touch.
+ */
+export function catalogState(paths: SessionPaths): SessionState | null {
+  try {
+    const shaped = checkMetaShape(JSON.parse(readFileSync(paths.meta, 'utf8')));
+    if (typeof shaped === 'string') return null;
+    const meta = shaped;
+    const log = statSync(paths.events);
+    const entries = statSync(paths.entries);
+    if (log.size !== meta.fingerprint.size || log.mtimeMs !== meta.fingerprint.mtimeMs || log.size !== meta.indexedLength || entries.size !== meta.entriesLength) return null;
+    const problems = issueProblems(meta);
+    return {
+      id: paths.id,
+      paths,
+      status: problems.length > 0 ? 'degraded' : 'ok',
+      reasons: problems.map((p) => p.message),
+      problems,
+      meta,
+      metaStale: false,
+      fingerprintFresh: true,
+      entriesSize: entries.size,
+      indexedLength: meta.indexedLength,
+      nextSeq: meta.nextSeq,
+      frameCount: meta.frameCount,
+      logSize: log.size,
+      logMtimeMs: log.mtimeMs,
+    };
+  } catch {
+    return null;
   }
 }

@@ -16,7 +16,7 @@ import { PageCache } from './page-cache.js';
 import type { EntryLine, Page, PageParams, SessionEvent } from './core/types.js';
 import { assemblePage, parseSlice } from './page-assembler.js';
 import { assertSessionId, indexDir, sessionPaths, sessionsDir, type SessionPaths } from './paths.js';
-import { loadSessionState, type SessionState, type SessionStatus, type StateProblem } from './session-state.js';
+import { catalogState, loadSessionState, type SessionState, type SessionStatus, type StateProblem } from './session-state.js';
 import { SessionWriter, type AppendResult } from './session-writer.js';
 import type { CatalogEntry, FollowListener, PageBuffer, Store, StoreStats } from './store-types.js';
 import { createPagePool, runSlice, type PagePool } from './worker-pool.js';
@@ -76,6 +76,8 @@ export class PagerStore implements Store {
   private readonly format: FrameEncoding;
   private readonly writerIdleMs: number;
   private readonly views = new Map<string, { stamp: string; state: SessionState }>();
+  /** Catalog states read from metadata alone (catalogState); never used by pages. */
+  private readonly catalogViews = new Map<string, { stamp: string; state: SessionState }>();
   private readonly writers = new Map<string, Promise<SessionWriter>>();
   private readonly idleTimers = new Map<string, NodeJS.Timeout>();
   private readonly listeners = new Map<string, Set<FollowListener>>();
@@ -102,6 +104,26 @@ export class PagerStore implements Store {
 
   private async loadState(paths: SessionPaths): Promise<SessionState> {
     return (await this.loadStamped(paths)).state;
+  }
+
+  /**
+   * A session's state for the catalog: a page's view if still fresh by its
+   * stamp; else the metadata alone when the files are as it last wrote them
+   * (kept by stamp too, apart from the views pages use); else full checks.
+   */
+  private async catalogView(paths: SessionPaths): Promise<SessionState> {
+    const s = await stamp(paths);
+    const cached = this.views.get(paths.id) ?? this.catalogViews.get(paths.id);
+    if (cached !== undefined && cached.stamp === s) {
+      this.cacheHits++;
+      return cached.state;
+    }
+    const fast = catalogState(paths);
+    if (fast !== null) {
+      if ((await stamp(paths)) === s) this.catalogViews.set(paths.id, { stamp: s, state: fast });
+      return fast;
+    }
+    return this.loadState(paths);
   }
 
   /** The session's state and the file stamp it was read under ('' when the files moved meanwhile). */
@@ -205,7 +227,10 @@ export class PagerStore implements Store {
         const i = next++;
         const id = sorted[i] as string;
         try {
-          out[i] = this.catalogEntry(id, await this.loadState(sessionPaths(this.dataDir, id)));
+          const paths = sessionPaths(this.dataDir, id);
+          // A view still fresh by its stamp; else the metadata alone when the files are as it
+          // last wrote them; else the full checks.
+          out[i] = this.catalogEntry(id, await this.catalogView(paths));
         } catch (err) {
           // A bad session never fails the catalog.
           out[i] = this.catalogEntry(id, {
