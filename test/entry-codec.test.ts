@@ -13,6 +13,7 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import type { EntryLine } from '../src/main/core/types.js';
 import { ByteLineBlock, encodeEntry, parseEntry, parseEntryBytes } from '../src/streams/entry-codec.js';
+import { Rng } from '../src/main/gen/prng.js';
 
 const MAX = Number.MAX_SAFE_INTEGER;
 
@@ -121,15 +122,10 @@ function mutateBytes(b: Buffer, rnd: () => number, times: number): Buffer {
   return b;
 }
 
+/** Uniform [0, 1) from a seed: the generator's own PRNG (mulberry32). */
 function prng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
+  const r = new Rng(seed);
+  return () => r.next();
 }
 
 const attempt = <T>(f: () => T): T | 'threw' => {

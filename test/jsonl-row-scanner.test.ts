@@ -22,6 +22,7 @@ import { describe, expect, it } from 'vitest';
 import { rowKey, rowMembers, validateRow } from '../src/main/core/chunk-codec.js';
 import type { ChunkRow } from '../src/main/core/types.js';
 import { rowGaps, rowMemberBounds, scanJsonlRow, type RawRow } from '../src/streams/jsonl-row-scanner.js';
+import { Rng } from '../src/main/gen/prng.js';
 
 const MAX = Number.MAX_SAFE_INTEGER;
 const RUNS = { numRuns: 2000 };
@@ -126,15 +127,10 @@ function toAst(v: unknown): J {
 }
 
 /** Small deterministic PRNG (mulberry32), so a fast-check seed picks the noise. */
+/** Uniform [0, 1) from a seed: the generator's own PRNG (mulberry32). */
 function prng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
+  const r = new Rng(seed);
+  return () => r.next();
 }
 
 interface Noise {

@@ -19,21 +19,17 @@ import { scanJsonlRow } from '../src/streams/jsonl-row-scanner.js';
 import { decodeSlice } from '../src/workers/page-task.js';
 import type { SliceTask } from '../src/workers/slice-protocol.js';
 import { eventStreamArb } from './helpers/random-log.js';
+import { Rng } from '../src/main/gen/prng.js';
 
 const eventsArb = eventStreamArb();
 
 // ---------------------------------------------------------------------------
 // JSONL written by another writer: whitespace, reordered keys, escapes.
 
+/** Uniform [0, 1) from a seed: the generator's own PRNG (mulberry32). */
 function prng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
+  const r = new Rng(seed);
+  return () => r.next();
 }
 
 type Style = 'jsonl' | 'binary' | 'spaced' | 'reordered' | 'escaped' | 'numbers';

@@ -320,22 +320,7 @@ export async function loadSessionState(paths: SessionPaths): Promise<SessionStat
       problems.push({ code: 'unindexed_tail', message: `unindexed tail of ${logSize - indexedLength} bytes at offset ${indexedLength} is not served`, offset: indexedLength });
     }
     problems.push(...issueProblems(meta));
-    return {
-      id: paths.id,
-      paths,
-      status: problems.length > 0 ? 'degraded' : 'ok',
-      reasons: problems.map((p) => p.message),
-      problems,
-      meta,
-      metaStale,
-      fingerprintFresh,
-      entriesSize: entries.size,
-      indexedLength,
-      nextSeq,
-      frameCount: meta.frameCount,
-      logSize,
-      logMtimeMs,
-    };
+    return servable(paths, meta, problems, { metaStale, fingerprintFresh, entriesSize: entries.size, indexedLength, nextSeq, logSize, logMtimeMs });
   } catch (err) {
     if (err instanceof EntryFormatError) {
       return broken({ code: 'entries_malformed', message: `entry sidecar is malformed: ${err.message}`, offset: err.byteOffset }, meta);
@@ -344,6 +329,25 @@ export async function loadSessionState(paths: SessionPaths): Promise<SessionStat
   } finally {
     await entries.close();
   }
+}
+
+/** A servable session's state: ok, or degraded when it has problems. */
+function servable(
+  paths: SessionPaths,
+  meta: SessionMeta,
+  problems: StateProblem[],
+  f: Pick<SessionState, 'metaStale' | 'fingerprintFresh' | 'entriesSize' | 'indexedLength' | 'nextSeq' | 'logSize' | 'logMtimeMs'>,
+): SessionState {
+  return {
+    id: paths.id,
+    paths,
+    status: problems.length > 0 ? 'degraded' : 'ok',
+    reasons: problems.map((p) => p.message),
+    problems,
+    meta,
+    frameCount: meta.frameCount,
+    ...f,
+  };
 }
 
 /** Issues recorded in the metadata (by repair/reindex) as problems. */
@@ -375,23 +379,15 @@ export function catalogState(paths: SessionPaths): SessionState | null {
     const log = statSync(paths.events);
     const entries = statSync(paths.entries);
     if (log.size !== meta.fingerprint.size || log.mtimeMs !== meta.fingerprint.mtimeMs || log.size !== meta.indexedLength || entries.size !== meta.entriesLength) return null;
-    const problems = issueProblems(meta);
-    return {
-      id: paths.id,
-      paths,
-      status: problems.length > 0 ? 'degraded' : 'ok',
-      reasons: problems.map((p) => p.message),
-      problems,
-      meta,
+    return servable(paths, meta, issueProblems(meta), {
       metaStale: false,
       fingerprintFresh: true,
       entriesSize: entries.size,
       indexedLength: meta.indexedLength,
       nextSeq: meta.nextSeq,
-      frameCount: meta.frameCount,
       logSize: log.size,
       logMtimeMs: log.mtimeMs,
-    };
+    });
   } catch {
     return null;
   }
