@@ -106,6 +106,13 @@ export function decodeSlice(task: SliceTask, bytes: Buffer): SliceResult {
 
 // Optimize the hot decode path before the first real task (see jit-warmup.ts).
 // Piscina starts the worker by loading this module, so this runs at pool start, not per page.
+// First detach one ArrayBuffer, as every task's Piscina.move() will: V8 drops all
+// optimized code that assumed no buffer is ever detached the first time one is,
+// which otherwise threw the whole warm-up away at the end of the first task.
+{
+  const probe = new ArrayBuffer(8);
+  structuredClone(probe, { transfer: [probe] });
+}
 if (process.env.SESSION_PAGER_JIT_WARMUP !== '0') warmUpJit(decodeSlice);
 
 export default function pageTask(task: SliceTask): SliceResult {
