@@ -547,3 +547,79 @@ export function scanTrustedRow(b: Uint8Array, start: number, end: number): RawRo
   if (Math.abs(time0) + dtAbs > 2 ** 52 && !partialSumsSafe(b, dtStart, dtEnd, time0)) return null;
   return { key, seq0, time0, n, dtSum, buf: b, dtStart, dtEnd, membersStart, membersEnd };
 }
+
+// ---------------------------------------------------------------------------
+// Trusted delta events: an unpacked `assistant/chunk` delta the writer wrote
+// (runs cut by append batches leave one- and two-member runs as events).
+// In the canonical layout
+//   {"type":"assistant/chunk","seq":S,"time":T,"data":{"turn":U,"step":P,
+//    "chunk":{"type":"text-delta"|"reasoning-delta","index":I,"text":"…"}}}
+//   (tool calls: "type":"tool-call-delta","index":I,"id":"…"[,"name":"…"],
+//    "argumentsDelta":"…")
+// the member is the string token that ends right before the closing `}}}`.
+// Events come from clients, so unlike rows their layout is checked to the
+// end. Anything else (other key orders, extra keys) returns null: the full
+// decode decides.
+
+const D_PREFIX = Buffer.from('{"type":"assistant/chunk","seq":');
+const D_TIME = Buffer.from(',"time":');
+const D_TURN = Buffer.from(',"data":{"turn":');
+const D_CHUNK: [RunKey['kind'], Buffer][] = [
+  ['text', Buffer.from(',"chunk":{"type":"text-delta","index":')],
+  ['reasoning', Buffer.from(',"chunk":{"type":"reasoning-delta","index":')],
+  ['tool', Buffer.from(',"chunk":{"type":"tool-call-delta","index":')],
+];
+const D_TEXT = Buffer.from(',"text":');
+const D_ARGS = Buffer.from(',"argumentsDelta":');
+
+export interface RawDelta {
+  key: RunKey;
+  seq: number;
+  time: number;
+  /** The member's JSON string token. */
+  tokenStart: number;
+  tokenEnd: number;
+}
+
+export function scanTrustedDelta(b: Uint8Array, start: number, end: number): RawDelta | null {
+  if (b[end - 1] !== RBRACE || b[end - 2] !== RBRACE || b[end - 3] !== RBRACE || b[end - 4] !== Q) return null;
+  let i = at(b, start, D_PREFIX);
+  if (i < 0 || (i = scanInt(b, i, end)) < 0) return null;
+  const seq = intOut;
+  if ((i = at(b, i, D_TIME)) < 0 || (i = scanInt(b, i, end)) < 0) return null;
+  const time = intOut;
+  if ((i = at(b, i, D_TURN)) < 0 || (i = scanInt(b, i, end)) < 0) return null;
+  const turn = intOut;
+  if ((i = at(b, i, T_STEP)) < 0 || (i = scanInt(b, i, end)) < 0) return null;
+  const step = intOut;
+  let kind: RunKey['kind'] | undefined;
+  for (const [k, lit] of D_CHUNK) {
+    const j = at(b, i, lit);
+    if (j >= 0) {
+      kind = k;
+      i = j;
+      break;
+    }
+  }
+  if (kind === undefined || (i = scanInt(b, i, end)) < 0) return null;
+  const key: RunKey = { kind, turn, step, index: intOut };
+  if (kind === 'tool') {
+    if ((i = at(b, i, T_ID)) < 0) return null;
+    let e = stringEnd(b, i, end);
+    if (e < 0) return null;
+    key.id = decodeString(b, i, e);
+    i = e;
+    const n = at(b, i, T_NAME);
+    if (n >= 0) {
+      e = stringEnd(b, n, end);
+      if (e < 0) return null;
+      key.name = decodeString(b, n, e);
+      i = e;
+    }
+    if ((i = at(b, i, D_ARGS)) < 0) return null;
+  } else if ((i = at(b, i, D_TEXT)) < 0) return null;
+  // The member must be the last thing in the chunk: a client's event may carry
+  // more keys after it (then it is not packable and takes the full decode).
+  if (stringEnd(b, i, end) !== end - 3) return null;
+  return { key, seq, time, tokenStart: i, tokenEnd: end - 3 };
+}
