@@ -11,7 +11,7 @@
 import { openSync, readSync, closeSync } from 'node:fs';
 import { Piscina } from 'piscina';
 import { decodeRecordFrame, frameBounds } from '../streams/frame-codec.js';
-import { scanJsonlRow, scanTrustedDelta, scanTrustedRow } from '../streams/jsonl-row-scanner.js';
+import { scanJsonlRow, scanTrustedRow } from '../streams/jsonl-row-scanner.js';
 import { scanJsonlEvent } from '../streams/jsonl-event-scanner.js';
 import { CrcCursor } from '../streams/frame-crc-file.js';
 import { isRowType, type ChunkRow, type SessionEvent } from '../main/core/types.js';
@@ -68,15 +68,6 @@ export function decodeSlice(task: SliceTask, bytes: Buffer): SliceResult {
         const to = Math.min(task.toSeq - raw.seq0, count);
         if (from < to) enc.rawRow(raw, from, to);
         seq += count;
-        pos += length;
-        enc.frames++;
-        continue;
-      }
-      const delta = trusted ? scanTrustedDelta(bytes, pos, pos + length - 1) : null;
-      if (delta !== null) {
-        if (delta.seq !== seq) return corrupt(offset, seq, seq + 1, `frame holds seq ${delta.seq}, the entry sidecar says ${seq}`);
-        if (seq >= task.fromSeq && seq < task.toSeq) enc.rawDelta(delta, bytes);
-        seq += 1;
         pos += length;
         enc.frames++;
         continue;

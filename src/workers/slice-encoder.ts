@@ -7,7 +7,7 @@
 import { continuesRun, packableChunk, rowKey, rowMembers, type RunKey } from '../main/core/chunk-codec.js';
 import { appendMembers, fragRecords, joinedToBuffer, newFragRun, PieceWriter, RecordList, type FragRun } from '../main/core/fragment-run.js';
 import type { ChunkRow, SessionEvent } from '../main/core/types.js';
-import { rowGaps, rowMemberBounds, type RawDelta, type RawRow } from '../streams/jsonl-row-scanner.js';
+import { rowGaps, rowMemberBounds, type RawRow } from '../streams/jsonl-row-scanner.js';
 import type { FragmentRunHeader, SliceHeader } from './slice-protocol.js';
 
 function encodeRun(run: FragRun): { header: FragmentRunHeader; dt: Buffer; members: Buffer } {
@@ -67,11 +67,6 @@ export class SliceEncoder {
       return;
     }
     appendMembers(this.runFor(p.key, e.seq, e.time), e.seq, e.time, e.time, 1, null, JSON.stringify(p.member));
-  }
-
-  /** A delta event the writer wrote, read by its known layout: its member token is copied as bytes. */
-  rawDelta(d: RawDelta, bytes: Uint8Array): void {
-    appendMembers(this.runFor(d.key, d.seq, d.time), d.seq, d.time, d.time, 1, null, bytes.subarray(d.tokenStart, d.tokenEnd));
   }
 
   /** A non-packable event whose JSON line was validated by the scanner: its bytes are copied as they are. */
