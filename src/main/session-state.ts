@@ -91,7 +91,8 @@ export interface SessionState {
   logMtimeMs: number;
 }
 
-function needsRepair(paths: SessionPaths, problem: StateProblem, meta: SessionMeta | null, logSize = 0, logMtimeMs = 0): SessionState {
+/** The state of a session that cannot be served, for one reason. */
+export function needsRepair(paths: SessionPaths, problem: StateProblem, meta: SessionMeta | null, logSize = 0, logMtimeMs = 0): SessionState {
   return {
     id: paths.id,
     paths,

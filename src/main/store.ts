@@ -16,7 +16,7 @@ import { PageCache } from './page-cache.js';
 import type { EntryLine, Page, PageParams, SessionEvent } from './core/types.js';
 import { assemblePage, parseSlice } from './page-assembler.js';
 import { assertSessionId, indexDir, sessionPaths, sessionsDir, type SessionPaths } from './paths.js';
-import { catalogState, loadSessionState, type SessionState, type SessionStatus, type StateProblem } from './session-state.js';
+import { catalogState, loadSessionState, needsRepair, type SessionState, type SessionStatus, type StateProblem } from './session-state.js';
 import { SessionWriter, type AppendResult } from './session-writer.js';
 import type { CatalogEntry, FollowListener, PageBuffer, Store, StoreStats } from './store-types.js';
 import { createPagePool, runSlice, type PagePool } from './worker-pool.js';
@@ -233,22 +233,7 @@ export class PagerStore implements Store {
           out[i] = this.catalogEntry(id, await this.catalogView(paths));
         } catch (err) {
           // A bad session never fails the catalog.
-          out[i] = this.catalogEntry(id, {
-            id,
-            paths: sessionPaths(this.dataDir, id),
-            status: 'repair_required',
-            reasons: [`cannot be read: ${(err as Error).message}`],
-            problems: [{ code: 'internal', message: `cannot be read: ${(err as Error).message}` }],
-            meta: null,
-            metaStale: false,
-            fingerprintFresh: false,
-            entriesSize: 0,
-            indexedLength: 0,
-            nextSeq: 0,
-            frameCount: 0,
-            logSize: 0,
-            logMtimeMs: 0,
-          });
+          out[i] = this.catalogEntry(id, needsRepair(sessionPaths(this.dataDir, id), { code: 'internal', message: `cannot be read: ${(err as Error).message}` }, null));
         }
       }
     };
