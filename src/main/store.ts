@@ -51,7 +51,6 @@ interface SessionView {
   nextSeq: number;
   entriesSize: number;
   indexedLength: number;
-  state: SessionState | null;
   /** Changes whenever the session's files may have: keys cached pages. */
   version: string;
 }
@@ -151,7 +150,7 @@ export class PagerStore implements Store {
       // The in-process writer knows exactly what is committed; no file reads needed.
       const m = writer.metadata;
       const reasons = m.issues.map((i) => i.message);
-      return { paths, status: reasons.length ? 'degraded' : 'ok', reasons, nextSeq: m.nextSeq, entriesSize: m.entriesLength, indexedLength: m.indexedLength, state: null, version: `w${m.indexedLength}:${m.entriesLength}` };
+      return { paths, status: reasons.length ? 'degraded' : 'ok', reasons, nextSeq: m.nextSeq, entriesSize: m.entriesLength, indexedLength: m.indexedLength, version: `w${m.indexedLength}:${m.entriesLength}` };
     }
     const stamped = await this.loadStamped(paths);
     const state = this.withDamage(stamped.state);
@@ -162,7 +161,7 @@ export class PagerStore implements Store {
       );
       if (!metaExists) throw new PagerError('session_not_found', `session ${id} not found`);
     }
-    return { paths, status: state.status, reasons: state.reasons, nextSeq: state.nextSeq, entriesSize: state.entriesSize, indexedLength: state.indexedLength, state, version: stamped.stamp };
+    return { paths, status: state.status, reasons: state.reasons, nextSeq: state.nextSeq, entriesSize: state.entriesSize, indexedLength: state.indexedLength, version: stamped.stamp };
   }
 
   private servable(id: string, v: SessionView): void {
