@@ -196,3 +196,26 @@ describe('frame-checksum projection', () => {
     await rejects(store.page('crcedit', { maxMessages: 1000 }), 'corrupt_range');
   });
 });
+
+describe('binary frame index', () => {
+  it('a cut, missing or lying index never changes a page or marks the session damaged', async () => {
+    const events = conversation(25);
+    await writeRandomLog({ events, batches: [{ size: 9, format: 'jsonl' }] }, { dataDir: dir, id: 'idx' });
+    const idxFile = join(dir, 'sessions/index/idx/frames.idx');
+    const good = readFileSync(idxFile);
+    expect(good.length % 32).toBe(0);
+    const log = await readWholeLog(join(dir, 'sessions/idx.events'));
+    // Middle records that lie about their seqs: the ends still agree, so the planner uses
+    // them, the workers find the frames do not match, and the page is planned again from
+    // the sidecar.
+    const lying = Buffer.from(good);
+    for (let o = 32; o < good.length - 32; o += 32) lying.writeDoubleLE(lying.readDoubleLE(o) + 1, o);
+    for (const variant of [lying, good.subarray(0, good.length - 32), Buffer.alloc(0), good]) {
+      writeFileSync(idxFile, variant);
+      for (const params of [{}, { maxMessages: 3 }, { maxMessages: 1000 }, { throughSeq: 100, maxMessages: 2 }, { beforeSeq: 150, maxMessages: 4 }]) {
+        expect(await store.page('idx', params)).toEqual(referencePage(log, 'idx', params));
+      }
+      expect((await store.info('idx')).status).toBe('ok');
+    }
+  });
+});

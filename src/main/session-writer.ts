@@ -15,6 +15,7 @@ import type { SessionEvent, SessionHeader } from './core/types.js';
 import { isRowType } from './core/types.js';
 import { acquireLock, type Lock } from './lock-file.js';
 import { CrcProjection } from './crc-projection.js';
+import { IndexProjection } from './index-projection.js';
 import { fsyncDir, writeMeta, type SessionMeta } from './meta-file.js';
 import { indexDir, sessionPaths, sessionsDir, type SessionPaths } from './paths.js';
 import { loadSessionState } from './session-state.js';
@@ -127,6 +128,7 @@ export class SessionWriter {
     private readonly durable: boolean,
     private readonly now: () => number,
     private readonly crc: CrcProjection,
+    private readonly idx: IndexProjection,
   ) {}
 
   get id(): string {
@@ -194,7 +196,7 @@ export class SessionWriter {
       await fsyncDir(sessionsDir(dataDir));
       const crc = CrcProjection.open(paths, enc.bytes.length, true);
       crc.append(enc.crcs);
-      return new SessionWriter(paths, meta, log, entries, lock, opts.durable ?? true, now, crc);
+      return new SessionWriter(paths, meta, log, entries, lock, opts.durable ?? true, now, crc, IndexProjection.create(paths, enc.bytes.length));
     } catch (err) {
       await log?.close().catch(() => undefined);
       await entries?.close().catch(() => undefined);
@@ -221,6 +223,7 @@ export class SessionWriter {
     let log: FileHandle | undefined;
     let entries: FileHandle | undefined;
     let crc: CrcProjection | undefined;
+    let idx: IndexProjection | undefined;
     try {
       const state = await loadSessionState(paths);
       if (state.status === 'repair_required' || state.meta === null) {
@@ -229,7 +232,8 @@ export class SessionWriter {
       log = await fsp.open(paths.events, 'r+');
       entries = await fsp.open(paths.entries, 'r+');
       crc = CrcProjection.open(paths, state.indexedLength, false);
-      const w = new SessionWriter(paths, state.meta, log, entries, lock, opts.durable ?? true, now, crc);
+      idx = IndexProjection.open(paths, state.meta.frameCount, state.indexedLength);
+      const w = new SessionWriter(paths, state.meta, log, entries, lock, opts.durable ?? true, now, crc, idx);
       // Both encodings may be mixed in one log: an explicit format switches new frames over.
       const switched = opts.format !== undefined && opts.format !== state.meta.format;
       if (switched) w.meta.format = opts.format as FrameEncoding;
@@ -238,6 +242,7 @@ export class SessionWriter {
       return w;
     } catch (err) {
       crc?.close();
+      idx?.close();
       await log?.close().catch(() => undefined);
       await entries?.close().catch(() => undefined);
       await lock.release();
@@ -247,6 +252,8 @@ export class SessionWriter {
 
   /** Index the complete valid frames of an unindexed tail, or refuse if it is torn. */
   private async indexTail(start: number, end: number): Promise<void> {
+    // Frames this writer did not write: the binary index would need them too; drop it.
+    this.idx.drop();
     let entriesText = '';
     let offset = start;
     let seq = this.meta.nextSeq;
@@ -323,6 +330,7 @@ export class SessionWriter {
       throw err;
     }
     this.crc.append(enc.crcs);
+    this.idx.append(enc.index);
     for (const e of events) foldEvent(this.meta, e);
     this.meta.indexedLength += enc.bytes.length;
     this.meta.entriesLength += Buffer.byteLength(enc.entries);
@@ -355,6 +363,7 @@ export class SessionWriter {
       }
     } finally {
       this.crc.close();
+      this.idx.close();
       await this.log.close().catch(() => undefined);
       await this.entries.close().catch(() => undefined);
       await this.lock.release();

@@ -22,6 +22,8 @@ import type { CatalogEntry, FollowListener, PageBuffer, Store, StoreStats } from
 import { createPagePool, runSlice, type PagePool } from './worker-pool.js';
 import { warmUpPlanner } from './planner-warmup.js';
 import { crcPath } from './crc-projection.js';
+import { indexPath } from './index-projection.js';
+import { FrameIndexFile } from '../streams/frame-index-file.js';
 import { readCrcRecords } from '../streams/frame-crc-file.js';
 import { EntriesFile, EntryFormatError } from '../streams/entries-file.js';
 import type { FrameEncoding } from '../streams/frame-codec.js';
@@ -51,6 +53,7 @@ interface SessionView {
   nextSeq: number;
   entriesSize: number;
   indexedLength: number;
+  frameCount: number;
   /** Changes whenever the session's files may have: keys cached pages. */
   version: string;
 }
@@ -150,7 +153,7 @@ export class PagerStore implements Store {
       // The in-process writer knows exactly what is committed; no file reads needed.
       const m = writer.metadata;
       const reasons = m.issues.map((i) => i.message);
-      return { paths, status: reasons.length ? 'degraded' : 'ok', reasons, nextSeq: m.nextSeq, entriesSize: m.entriesLength, indexedLength: m.indexedLength, version: `w${m.indexedLength}:${m.entriesLength}` };
+      return { paths, status: reasons.length ? 'degraded' : 'ok', reasons, nextSeq: m.nextSeq, entriesSize: m.entriesLength, indexedLength: m.indexedLength, frameCount: m.frameCount, version: `w${m.indexedLength}:${m.entriesLength}` };
     }
     const stamped = await this.loadStamped(paths);
     const state = this.withDamage(stamped.state);
@@ -161,7 +164,7 @@ export class PagerStore implements Store {
       );
       if (!metaExists) throw new PagerError('session_not_found', `session ${id} not found`);
     }
-    return { paths, status: state.status, reasons: state.reasons, nextSeq: state.nextSeq, entriesSize: state.entriesSize, indexedLength: state.indexedLength, version: stamped.stamp };
+    return { paths, status: state.status, reasons: state.reasons, nextSeq: state.nextSeq, entriesSize: state.entriesSize, indexedLength: state.indexedLength, frameCount: state.frameCount, version: stamped.stamp };
   }
 
   private servable(id: string, v: SessionView): void {
@@ -287,8 +290,21 @@ export class PagerStore implements Store {
     return { view: v, plan: await this.planResolved(v, resolvePageParams(params, v.nextSeq - 1)) };
   }
 
-  private async planResolved(v: SessionView, r: ResolvedParams): Promise<PagePlan> {
+  /**
+   * Plan from the binary frame index when it is whole for this session
+   * (typed records, no parsing), else from the JSONL entry sidecar.
+   */
+  private async planResolved(v: SessionView, r: ResolvedParams, useIndex = true): Promise<PagePlan & { fromIndex?: boolean }> {
     if (r.end <= 0) return { throughSeq: r.throughSeq, fromSeq: 0, toSeq: 0, hasMore: false, span: null };
+    const index = useIndex ? FrameIndexFile.openIfWhole(indexPath(v.paths), v.frameCount, v.indexedLength, v.nextSeq) : null;
+    if (index !== null) {
+      try {
+        const from = r.end - 1 >= v.nextSeq - 1 ? index.records - 1 : index.findBySeq(r.end - 1);
+        return { ...(await planPage(r, index.backwardFrom(from))), fromIndex: true };
+      } finally {
+        index.close();
+      }
+    }
     return this.withEntries(v, async (entries) => planPage(r, entries.backwardFrom(await this.lineEndFor(entries, v, r.end - 1))));
   }
 
@@ -329,7 +345,7 @@ export class PagerStore implements Store {
    * fails the page with `corrupt_range` naming that frame's seq range (from
    * the entry sidecar), and marks the session degraded for the catalog.
    */
-  private async decode(id: string, v: SessionView, tasks: SliceTask[]) {
+  private async decode(id: string, v: SessionView, tasks: SliceTask[], recordDamage = true) {
     const results = await Promise.all(tasks.map((t) => runSlice(this.pool, t)));
     const out = [];
     for (const r of results) {
@@ -343,7 +359,7 @@ export class PagerStore implements Store {
       const fromSeq = entry?.entry.offset === offset ? entry.entry.seq : r.error.fromSeq;
       const toSeq = entry?.entry.offset === offset ? entry.entry.seq + Math.max(1, entry.entry.count) : r.error.toSeq;
       const message = `events [${fromSeq}, ${toSeq}) cannot be read: ${reason}`;
-      this.noteDamage(id, { code: 'corrupt_frame', message, offset, fromSeq, toSeq });
+      if (recordDamage) this.noteDamage(id, { code: 'corrupt_frame', message, offset, fromSeq, toSeq });
       throw new PagerError('corrupt_range', message, { fromSeq, toSeq, offset });
     }
     return out;
@@ -379,11 +395,20 @@ export class PagerStore implements Store {
       this.pagesServed++;
       return hit;
     }
-    const plan = await this.planResolved(view, r);
+    let plan = await this.planResolved(view, r);
     // The client left while we planned: queue nothing for it.
     signal?.throwIfAborted();
-    const tasks = this.withChecksums(view.paths, this.slices(view.paths.events, plan.span, plan.fromSeq, plan.toSeq), plan.span?.count ?? 0);
-    const slices = await this.decode(id, view, tasks);
+    const decodePlan = (p: PagePlan & { fromIndex?: boolean }) =>
+      this.decode(id, view, this.withChecksums(view.paths, this.slices(view.paths.events, p.span, p.fromSeq, p.toSeq), p.span?.count ?? 0), p.fromIndex !== true);
+    let slices;
+    try {
+      slices = await decodePlan(plan);
+    } catch (err) {
+      // A damaged binary index must never fail a page the log can serve: plan again from the sidecar.
+      if (!(plan.fromIndex === true && err instanceof PagerError && err.code === 'corrupt_range')) throw err;
+      plan = await this.planResolved(view, r, false);
+      slices = await decodePlan(plan);
+    }
     const env = { sessionId: id, throughSeq: plan.throughSeq, fromSeq: plan.fromSeq, toSeq: plan.toSeq, hasMore: plan.hasMore };
     const body = assemblePage(env, slices);
     this.pagesServed++;

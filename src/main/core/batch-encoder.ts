@@ -10,6 +10,7 @@ import type { EntryLine, SessionEvent, StorageRecord } from './types.js';
 import { encodeFrame, RECORD_SCHEMA, type FrameEncoding } from '../../streams/frame-codec.js';
 import { encodeEntry } from '../../streams/entry-codec.js';
 import { crcRecords } from '../../streams/frame-crc-file.js';
+import { indexRecords } from '../../streams/frame-index-file.js';
 
 export interface EncodedBatch {
   /** The frames, concatenated, to write at `offset`. */
@@ -20,6 +21,8 @@ export interface EncodedBatch {
   frameCount: number;
   /** Frame-checksum projection records for these frames (frame-crc-file.ts). */
   crcs: Buffer;
+  /** Binary frame-index records for these frames (frame-index-file.ts). */
+  index: Buffer;
 }
 
 /** The entry line of a storage record stored as a frame at `offset`. */
@@ -50,7 +53,7 @@ export function encodeRecords(records: readonly StorageRecord[], offset: number,
     entries += encodeEntry(entry);
     at += frame.length;
   }
-  return { bytes: frames.length === 1 ? (frames[0] as Buffer) : Buffer.concat(frames), entries, entryList, frameCount: frames.length, crcs: crcRecords(frames, offset) };
+  return { bytes: frames.length === 1 ? (frames[0] as Buffer) : Buffer.concat(frames), entries, entryList, frameCount: frames.length, crcs: crcRecords(frames, offset), index: indexRecords(entryList) };
 }
 
 /** Pack one append batch canonically, frame it, and fold it into the summary. */
