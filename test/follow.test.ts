@@ -10,9 +10,8 @@ import type { AddressInfo } from 'node:net';
 import { buildServer, type ServerOptions } from '../src/main/server/index.js';
 import { SessionWriter } from '../src/main/session-writer.js';
 import type { SessionEvent } from '../src/main/core/types.js';
-import { sessionPaths } from '../src/main/paths.js';
-import { promises as fsp } from 'node:fs';
 import { makeEvents, openSse, seedSession, sleep, tempStore, until, type SseClient, type SseEvent, type TempStore } from './server-helpers.js';
+import { damageFrame } from './helpers/damage.js';
 
 const TOKEN = 'follow-token-abcdef';
 const AUTH = { authorization: `Bearer ${TOKEN}` };
@@ -197,18 +196,7 @@ describe('follow', () => {
   it('ends the stream with an error event when catch-up reaches a damaged frame', async () => {
     await ts.store.create('dmg', {}, { format: 'binary' });
     for (let at = 0; at < 400; at += 20) await ts.store.append('dmg', makeEvents(at, 20));
-    const p = sessionPaths(ts.dir, 'dmg');
-    const entries = (await fsp.readFile(p.entries, 'utf8'))
-      .trim()
-      .split('\n')
-      .map((l) => JSON.parse(l) as { seq: number; count: number; offset: number; length: number });
-    const victim = entries.find((e) => e.seq >= 200 && e.count > 0 && e.length > 40)!;
-    const fh = await fsp.open(p.events, 'r+');
-    const b = Buffer.alloc(1);
-    await fh.read(b, 0, 1, victim.offset + 20);
-    b[0] = b[0]! ^ 0xff;
-    await fh.write(b, 0, 1, victim.offset + 20);
-    await fh.close();
+    const victim = await damageFrame(ts.dir, 'dmg', 200);
     const { base } = await listen({ follow: { catchUpChunk: 50 } });
     const c = await sse(`${base}/v1/sessions/dmg/follow`, { 'last-event-id': '9' });
     expect(c.status).toBe(200);

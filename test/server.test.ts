@@ -15,6 +15,7 @@ import type { Page } from '../src/main/core/types.js';
 import type { Store } from '../src/main/store-types.js';
 import { sessionPaths } from '../src/main/paths.js';
 import { makeEvents, seedSession, sleep, tempStore, until, type TempStore } from './server-helpers.js';
+import { damageFrame } from './helpers/damage.js';
 
 const TOKEN = 'test-token-0123456789';
 const AUTH = { authorization: `Bearer ${TOKEN}` };
@@ -356,18 +357,7 @@ describe('damaged sessions', () => {
     const store = ts.store;
     await store.create('dmg', {}, { format: 'binary' });
     for (let at = 0; at < 2000; at += 100) await store.append('dmg', makeEvents(at, 100));
-    const p = sessionPaths(ts.dir, 'dmg');
-    const entries = (await fsp.readFile(p.entries, 'utf8'))
-      .trim()
-      .split('\n')
-      .map((l) => JSON.parse(l) as { seq: number; count: number; offset: number; length: number });
-    const victim = entries.find((e) => e.seq >= 500 && e.count > 0 && e.length > 40)!;
-    const fh = await fsp.open(p.events, 'r+');
-    const b = Buffer.alloc(1);
-    await fh.read(b, 0, 1, victim.offset + 20);
-    b[0] = b[0]! ^ 0xff;
-    await fh.write(b, 0, 1, victim.offset + 20);
-    await fh.close();
+    const victim = await damageFrame(ts.dir, 'dmg', 500);
     const a = make(store);
     const bad = await a.inject({ url: `/v1/sessions/dmg/page?beforeSeq=${victim.seq + 1}&maxMessages=5`, headers: AUTH });
     expect(bad.statusCode).toBe(422);

@@ -7,7 +7,8 @@
  * open, imports, reindex) get no record, since only JSON.stringify output of
  * a validated record may skip validation.
  */
-import { closeSync, fstatSync, ftruncateSync, mkdirSync, openSync, readSync, writeSync } from 'node:fs';
+import { closeSync, fstatSync, ftruncateSync, mkdirSync, openSync, readSync } from 'node:fs';
+import { writeAllAt } from '../streams/write-at.js';
 import { join } from 'node:path';
 import { CRC_FILE_NAME, CRC_RECORD_BYTES, recordOffset } from '../streams/frame-crc-file.js';
 import type { SessionPaths } from './paths.js';
@@ -46,8 +47,7 @@ export class CrcProjection {
   append(records: Buffer): void {
     if (this.fd === null || records.length === 0) return;
     try {
-      let done = 0;
-      while (done < records.length) done += writeSync(this.fd, records, done, records.length - done, this.size + done);
+      writeAllAt(this.fd, records, this.size);
       this.size += records.length;
     } catch {
       this.close();

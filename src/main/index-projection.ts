@@ -7,7 +7,8 @@
  * open, a failed write) deletes it and pages plan from the JSONL sidecar.
  * Derived data: never fsynced.
  */
-import { closeSync, fstatSync, mkdirSync, openSync, readSync, rmSync, writeSync } from 'node:fs';
+import { closeSync, fstatSync, mkdirSync, openSync, readSync, rmSync } from 'node:fs';
+import { writeAllAt } from '../streams/write-at.js';
 import { join } from 'node:path';
 import { INDEX_FILE_NAME, INDEX_RECORD_BYTES, indexRecords } from '../streams/frame-index-file.js';
 import type { SessionPaths } from './paths.js';
@@ -61,8 +62,7 @@ export class IndexProjection {
   append(records: Buffer): void {
     if (this.fd === null || records.length === 0) return;
     try {
-      let done = 0;
-      while (done < records.length) done += writeSync(this.fd, records, done, records.length - done, this.size + done);
+      writeAllAt(this.fd, records, this.size);
       this.size += records.length;
     } catch {
       this.drop();

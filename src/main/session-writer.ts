@@ -5,7 +5,8 @@
  * sidecar. Only then is it acknowledged. One writer per session, across
  * processes (lock file); appends on one writer are serialized.
  */
-import { promises as fsp, writeSync } from 'node:fs';
+import { promises as fsp } from 'node:fs';
+import { writeAllAt } from '../streams/write-at.js';
 import type { FileHandle } from 'node:fs/promises';
 import { encodeBatch, encodeRecords } from './core/batch-encoder.js';
 import { validateEvent } from './core/chunk-codec.js';
@@ -108,9 +109,7 @@ async function writeAll(fh: FileHandle, data: Buffer | string, position: number)
  * a few hundred bytes; with two writes per append that was most of gen's time.
  */
 function writeAllSync(fh: FileHandle, data: Buffer | string, position: number): void {
-  const buf = typeof data === 'string' ? Buffer.from(data, 'utf8') : data;
-  let done = 0;
-  while (done < buf.length) done += writeSync(fh.fd, buf, done, buf.length - done, position + done);
+  writeAllAt(fh.fd, typeof data === 'string' ? Buffer.from(data, 'utf8') : data, position);
 }
 
 export class SessionWriter {
