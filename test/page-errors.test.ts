@@ -160,7 +160,7 @@ describe('frame-checksum projection', () => {
   it('a wrong, shuffled or cut projection never changes a page', async () => {
     const events = conversation(25);
     await writeRandomLog({ events, batches: [{ size: 9, format: 'jsonl' }] }, { dataDir: dir, id: 'crcproj' });
-    const crcFile = join(dir, 'sessions/index/crcproj/frames.crc32');
+    const crcFile = join(dir, 'sessions/index/crcproj/frames.crc2');
     const good = readFileSync(crcFile);
     expect(good.length % 16).toBe(0);
     expect(good.length / 16).toBeGreaterThan(10);

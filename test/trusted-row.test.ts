@@ -6,7 +6,8 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { packEvents } from '../src/main/core/chunk-codec.js';
-import { scanJsonlRow, scanTrustedRow, type RawRow } from '../src/streams/jsonl-row-scanner.js';
+import { scanJsonlRow, type RawRow } from '../src/streams/jsonl-row-scanner.js';
+import { scanTrustedRow } from '../src/streams/trusted-row-scanner.js';
 import { eventStreamArb } from './helpers/random-log.js';
 
 function view(r: RawRow | null) {

@@ -7,10 +7,10 @@
  * open, imports, reindex) get no record, since only JSON.stringify output of
  * a validated record may skip validation.
  */
-import { closeSync, fstatSync, ftruncateSync, mkdirSync, openSync, readSync } from 'node:fs';
+import { closeSync, fstatSync, ftruncateSync, mkdirSync, openSync, rmSync } from 'node:fs';
 import { writeAllAt } from '../streams/write-at.js';
 import { join } from 'node:path';
-import { CRC_FILE_NAME, CRC_RECORD_BYTES, recordOffset } from '../streams/frame-crc-file.js';
+import { chainCrcRecords, CRC_FILE_NAME, CRC_FILE_NAME_V1, CRC_RECORD_BYTES, lastCrcLink, type CrcLink } from '../streams/frame-crc-file.js';
 import type { SessionPaths } from './paths.js';
 
 export function crcPath(paths: SessionPaths): string {
@@ -21,6 +21,8 @@ export class CrcProjection {
   private constructor(
     private fd: number | null,
     private size: number,
+    /** Where the chain of records stands (frame-crc-file.ts). */
+    private link: CrcLink | null,
   ) {}
 
   /**
@@ -31,24 +33,30 @@ export class CrcProjection {
   static open(paths: SessionPaths, indexedLength: number, fresh: boolean): CrcProjection {
     try {
       mkdirSync(paths.projections, { recursive: true });
+      rmSync(join(paths.projections, CRC_FILE_NAME_V1), { force: true });
       const fd = openSync(crcPath(paths), fresh ? 'w' : 'a+');
       let size = fresh ? 0 : fstatSync(fd).size;
-      if (size % CRC_RECORD_BYTES !== 0 || (size > 0 && lastEnd(fd, size) > indexedLength)) {
+      let link = lastCrcLink(fd, size);
+      if (size % CRC_RECORD_BYTES !== 0 || (link !== null && link.end > indexedLength)) {
         ftruncateSync(fd, 0);
         size = 0;
+        link = null;
       }
       closeSync(fd);
-      return new CrcProjection(openSync(crcPath(paths), 'r+'), size);
+      return new CrcProjection(openSync(crcPath(paths), 'r+'), size, link);
     } catch {
-      return new CrcProjection(null, 0);
+      return new CrcProjection(null, 0, null);
     }
   }
 
-  append(records: Buffer): void {
-    if (this.fd === null || records.length === 0) return;
+  /** Records for frames of `lengths` bytes, laid out back to back in `bytes` from log offset `offset`. */
+  append(bytes: Uint8Array, offset: number, lengths: readonly number[]): void {
+    if (this.fd === null || lengths.length === 0) return;
     try {
+      const { records, link } = chainCrcRecords(bytes, offset, lengths, this.link);
       writeAllAt(this.fd, records, this.size);
       this.size += records.length;
+      this.link = link;
     } catch {
       this.close();
     }
@@ -58,10 +66,4 @@ export class CrcProjection {
     if (this.fd !== null) closeSync(this.fd);
     this.fd = null;
   }
-}
-
-function lastEnd(fd: number, size: number): number {
-  const rec = Buffer.alloc(CRC_RECORD_BYTES);
-  readSync(fd, rec, 0, CRC_RECORD_BYTES, size - CRC_RECORD_BYTES);
-  return recordOffset(rec, 0) + rec.readUInt32LE(8);
 }

@@ -194,7 +194,7 @@ export class SessionWriter {
       await writeMeta(paths.meta, meta);
       await fsyncDir(sessionsDir(dataDir));
       const crc = CrcProjection.open(paths, enc.bytes.length, true);
-      crc.append(enc.crcs);
+      crc.append(enc.bytes, 0, enc.lengths);
       return new SessionWriter(paths, meta, log, entries, lock, opts.durable ?? true, now, crc, IndexProjection.create(paths, enc.bytes.length));
     } catch (err) {
       await log?.close().catch(() => undefined);
@@ -328,7 +328,7 @@ export class SessionWriter {
       await this.entries.truncate(this.meta.entriesLength).catch(() => undefined);
       throw err;
     }
-    this.crc.append(enc.crcs);
+    this.crc.append(enc.bytes, this.meta.indexedLength, enc.lengths);
     this.idx.append(enc.index);
     for (const e of events) foldEvent(this.meta, e);
     this.meta.indexedLength += enc.bytes.length;

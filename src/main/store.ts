@@ -24,7 +24,7 @@ import { warmUpPlanner } from './planner-warmup.js';
 import { crcPath } from './crc-projection.js';
 import { indexPath } from './index-projection.js';
 import { FrameIndexFile } from '../streams/frame-index-file.js';
-import { readCrcRecords } from '../streams/frame-crc-file.js';
+import { readCrcRecords, sliceCrcRecords } from '../streams/frame-crc-file.js';
 import { EntriesFile, EntryFormatError } from '../streams/entries-file.js';
 import type { FrameEncoding } from '../streams/frame-codec.js';
 import type { SliceTask } from '../workers/slice-protocol.js';
@@ -331,11 +331,15 @@ export class PagerStore implements Store {
     });
   }
 
-  /** Attach each slice's frame-checksum records, when the session has the projection. */
+  /** Attach each slice's frame-checksum records (one read for the span), when the session has the projection. */
   private withChecksums(paths: SessionPaths, tasks: SliceTask[], frames: number): SliceTask[] {
+    if (tasks.length === 0) return tasks;
+    const records = readCrcRecords(crcPath(paths), (tasks[0] as SliceTask).start, (tasks[tasks.length - 1] as SliceTask).end, frames);
+    if (records === null) return tasks;
     for (const t of tasks) {
-      const crcs = readCrcRecords(crcPath(paths), t.start, t.end, frames + 1);
-      if (crcs !== null) t.crcs = crcs;
+      const crcs = sliceCrcRecords(records, t.start, t.end);
+      // A copy: a view would take its whole backing buffer along to the worker.
+      if (crcs !== null) t.crcs = new Uint8Array(crcs);
     }
     return tasks;
   }

@@ -233,7 +233,7 @@ function keyId(b: Uint8Array, start: number, stop: number): number {
   return 0;
 }
 
-function decodeString(b: Uint8Array, start: number, stop: number): string {
+export function decodeString(b: Uint8Array, start: number, stop: number): string {
   return JSON.parse(Buffer.from(b.buffer, b.byteOffset + start, stop - start).toString('utf8')) as string;
 }
 
@@ -440,7 +440,8 @@ function dataValue(b: Uint8Array, i: number, end: number, kid: number, tool: boo
   }
 }
 
-function partialSumsSafe(buf: Uint8Array, from: number, to: number, time0: number): boolean {
+/** Every running sum time0 + g1 + … of the gaps in buf[from, to) is a safe integer. */
+export function partialSumsSafe(buf: Uint8Array, from: number, to: number, time0: number): boolean {
   let t = time0;
   for (const g of rowGaps({ buf, dtStart: from, dtEnd: to } as RawRow)) {
     t += g;
@@ -470,80 +471,4 @@ export function rowMemberBounds(row: RawRow): { starts: number[]; ends: number[]
     while (i < end && (isWs(b[i] as number) || b[i] === COMMA)) i++;
   }
   return { starts, ends };
-}
-
-// ---------------------------------------------------------------------------
-// Trusted rows: a frame whose bytes match the writer's CRC is JSON.stringify
-// of a row the writer built (runToRow), so its layout is known to the byte:
-//   {"type":"<kind>-chunks","seq0":S,"time0":T,"data":{"turn":U,"step":P,
-//    "index":I[,"id":"…"[,"name":"…"]],"dt":[…],"texts"|"args":[…]}}
-// Matching those literals is much cheaper than the general scan. Anything
-// else (a row another writer laid out differently) returns null, and the
-// caller runs the general scanner.
-
-const T_TYPES: [RunKey['kind'], Buffer][] = [
-  ['text', Buffer.from('{"type":"text-chunks","seq0":')],
-  ['reasoning', Buffer.from('{"type":"reasoning-chunks","seq0":')],
-  ['tool', Buffer.from('{"type":"tool-call-chunks","seq0":')],
-];
-const T_TIME0 = Buffer.from(',"time0":');
-const T_TURN = Buffer.from(',"data":{"turn":');
-const T_STEP = Buffer.from(',"step":');
-const T_INDEX = Buffer.from(',"index":');
-const T_ID = Buffer.from(',"id":');
-const T_NAME = Buffer.from(',"name":');
-const T_DT = Buffer.from(',"dt":');
-const T_TEXTS = Buffer.from(',"texts":[');
-const T_ARGS = Buffer.from(',"args":[');
-
-function at(b: Uint8Array, i: number, lit: Buffer): number {
-  for (let k = 0; k < lit.length; k++) if (b[i + k] !== lit[k]) return -1;
-  return i + lit.length;
-}
-
-export function scanTrustedRow(b: Uint8Array, start: number, end: number): RawRow | null {
-  if (b[end - 1] !== RBRACE || b[end - 2] !== RBRACE || b[end - 3] !== RBRACK) return null;
-  let kind: RunKey['kind'] | undefined;
-  let i = -1;
-  for (const [k, lit] of T_TYPES) {
-    i = at(b, start, lit);
-    if (i >= 0) {
-      kind = k;
-      break;
-    }
-  }
-  if (kind === undefined) return null;
-  if ((i = scanInt(b, i, end)) < 0) return null;
-  const seq0 = intOut;
-  if ((i = at(b, i, T_TIME0)) < 0 || (i = scanInt(b, i, end)) < 0) return null;
-  const time0 = intOut;
-  if ((i = at(b, i, T_TURN)) < 0 || (i = scanInt(b, i, end)) < 0) return null;
-  const turn = intOut;
-  if ((i = at(b, i, T_STEP)) < 0 || (i = scanInt(b, i, end)) < 0) return null;
-  const step = intOut;
-  if ((i = at(b, i, T_INDEX)) < 0 || (i = scanInt(b, i, end)) < 0) return null;
-  const key: RunKey = { kind, turn, step, index: intOut };
-  if (kind === 'tool') {
-    if ((i = at(b, i, T_ID)) < 0) return null;
-    let e = stringEnd(b, i, end);
-    if (e < 0) return null;
-    key.id = decodeString(b, i, e);
-    i = e;
-    const n = at(b, i, T_NAME);
-    if (n >= 0) {
-      e = stringEnd(b, n, end);
-      if (e < 0) return null;
-      key.name = decodeString(b, n, e);
-      i = e;
-    }
-  }
-  if ((i = at(b, i, T_DT)) < 0 || (i = scanGaps(b, i, end)) < 0) return null;
-  const { count: dtCount, sum: dtSum, abs: dtAbs, start: dtStart, stop: dtEnd } = list;
-  if ((i = at(b, i, kind === 'tool' ? T_ARGS : T_TEXTS)) < 0) return null;
-  const membersStart = i;
-  const membersEnd = end - 3;
-  const n = dtCount + 1;
-  if (membersEnd <= membersStart || !Number.isSafeInteger(seq0 + (n - 1)) || !Number.isSafeInteger(time0 + dtSum)) return null;
-  if (Math.abs(time0) + dtAbs > 2 ** 52 && !partialSumsSafe(b, dtStart, dtEnd, time0)) return null;
-  return { key, seq0, time0, n, dtSum, buf: b, dtStart, dtEnd, membersStart, membersEnd };
 }

@@ -16,17 +16,28 @@
 import { encodeRecords } from '../main/core/batch-encoder.js';
 import { packBatch } from '../main/core/chunk-codec.js';
 import { sessionBatches } from '../main/gen/generate.js';
+import { chainCrcRecords } from '../streams/frame-crc-file.js';
 
 /** Events of the generated warm-up session: enough shapes, little memory. */
 const GEN_EVENTS = 2_000;
 import type { SessionEvent, StorageRecord } from '../main/core/types.js';
 import type { SliceTask } from './slice-protocol.js';
 
+/**
+ * Where the synthetic log pretends to sit, in seqs and bytes. Real tasks carry
+ * offsets and seqs read as float64 from the frame index, which V8 holds as heap
+ * numbers, not small integers; a warm-up on small integers only gets code that
+ * deoptimizes ("not a Smi") on the first real page, mid-way through its one long
+ * decode loop. Values past 2^31 teach the optimizer "any number" from the start.
+ */
+const SEQ_BASE = 2 ** 32;
+const OFFSET_BASE = 2 ** 33;
+
 function syntheticEvents(): SessionEvent[] {
   const out: SessionEvent[] = [];
   // Times mostly rise, sometimes step back (clock adjustments): negative gaps take their own
   // arithmetic paths in the scanners, and a path first met on a real page deoptimizes there.
-  const push = (e: Record<string, unknown>) => out.push({ ...e, seq: out.length, time: 1_700_000_000_000 + out.length * 7 - (out.length % 13 === 0 ? 40 : 0) } as SessionEvent);
+  const push = (e: Record<string, unknown>) => out.push({ ...e, seq: SEQ_BASE + out.length, time: 1_700_000_000_000 + out.length * 7 - (out.length % 13 === 0 ? 40 : 0) } as SessionEvent);
   for (let turn = 1; turn <= 6; turn++) {
     push({ type: 'user/message', data: { content: [{ type: 'text', text: `question ${turn} with "quotes", \\ and ünïcödé` }] }, surfaceOp: 'append' });
     push({ type: 'assistant/chunk', data: { turn, step: 1, chunk: { type: 'block-start', index: 0, blockType: 'reasoning' } } });
@@ -44,7 +55,7 @@ function syntheticEvents(): SessionEvent[] {
     push({
       type: 'assistant/message',
       data: { turn, step: 1, message: { role: 'assistant', content: [{ type: 'text', text: 'answer '.repeat(20) }] }, usage: { inputTokens: 10, outputTokens: 5 } },
-      sourceEventSeqs: Array.from({ length: out.length - first }, (_, i) => first + i),
+      sourceEventSeqs: Array.from({ length: out.length - first }, (_, i) => SEQ_BASE + first + i),
       surfaceOp: 'append',
     });
     push({ type: 'tool/result', data: { turn, step: 1, message: { content: [{ type: 'tool-result', isError: false, content: [{ type: 'text', text: 'ok\n'.repeat(30) }] }] }, meta: null, n: -1.5e3 }, surfaceOp: 'append' });
@@ -60,16 +71,17 @@ export function warmupWork(): { bytes: Buffer; tasks: SliceTask[] }[] {
   for (let i = 0; i < events.length; i += 30) records.push(...packBatch(events.slice(i, i + 30)));
   // Plus a small generated session in a real host's batch shapes (the generator is pure).
   const gen = sessionBatches({ id: 'warmup', events: GEN_EVENTS, tailEvents: 1_000, seed: 11 });
-  for (const batch of gen.batches) records.push(...packBatch(batch.map((e: SessionEvent) => ({ ...e, seq: e.seq + events.length }))));
+  for (const batch of gen.batches) records.push(...packBatch(batch.map((e: SessionEvent) => ({ ...e, seq: SEQ_BASE + e.seq + events.length }))));
   return (['jsonl', 'binary'] as const).map((encoding) => {
-    const enc = encodeRecords(records, 0, encoding);
-    const n = events.length + GEN_EVENTS;
-    const whole: SliceTask = { path: '', start: 0, end: enc.bytes.length, firstSeq: 0, endSeq: n, fromSeq: 0, toSeq: n };
-    const cut: SliceTask = { ...whole, fromSeq: 17, toSeq: n - 23 };
+    const enc = encodeRecords(records, OFFSET_BASE, encoding);
+    const n = SEQ_BASE + events.length + GEN_EVENTS;
+    const whole: SliceTask = { path: '', start: OFFSET_BASE, end: OFFSET_BASE + enc.bytes.length, firstSeq: SEQ_BASE, endSeq: n, fromSeq: SEQ_BASE, toSeq: n };
+    const cut: SliceTask = { ...whole, fromSeq: SEQ_BASE + 17, toSeq: n - 23 };
     // With the frame-checksum records (the writer's own frames: trusted path) and without (full validation).
     // As a structured clone delivers them: a plain Uint8Array, not a Buffer.
-    const trusted: SliceTask = { ...whole, crcs: new Uint8Array(enc.crcs) };
-    const trustedCut: SliceTask = { ...cut, crcs: new Uint8Array(enc.crcs) };
+    const crcs = new Uint8Array(chainCrcRecords(enc.bytes, OFFSET_BASE, enc.lengths, null).records);
+    const trusted: SliceTask = { ...whole, crcs };
+    const trustedCut: SliceTask = { ...cut, crcs };
     return { bytes: enc.bytes, tasks: [trusted, trustedCut, whole, cut] };
   });
 }

@@ -11,7 +11,8 @@
 import { openSync, readSync, closeSync } from 'node:fs';
 import { Piscina } from 'piscina';
 import { decodeRecordFrame, frameBounds } from '../streams/frame-codec.js';
-import { scanJsonlRow, scanTrustedRow } from '../streams/jsonl-row-scanner.js';
+import { scanJsonlRow } from '../streams/jsonl-row-scanner.js';
+import { scanTrustedRow } from '../streams/trusted-row-scanner.js';
 import { scanJsonlEvent } from '../streams/jsonl-event-scanner.js';
 import { CrcCursor } from '../streams/frame-crc-file.js';
 import { isRowType, type ChunkRow, type SessionEvent } from '../main/core/types.js';
@@ -42,11 +43,12 @@ function corrupt(offset: number, fromSeq: number, toSeq: number, why: string): S
 }
 
 const BRACE = 0x7b;
+const NEWLINE = 0x0a;
 
 export function decodeSlice(task: SliceTask, bytes: Buffer): SliceResult {
-  const enc = new SliceEncoder();
+  const enc = new SliceEncoder(bytes.length);
   enc.bytesRead = bytes.length;
-  const crcs = new CrcCursor(task.crcs);
+  const crcs = new CrcCursor(task.crcs, bytes, task.start);
   let pos = 0;
   let seq = task.firstSeq;
   const len = task.end - task.start;
@@ -55,11 +57,15 @@ export function decodeSlice(task: SliceTask, bytes: Buffer): SliceResult {
     const offset = task.start + pos;
     let length: number;
     if (bytes[pos] === BRACE) {
-      const b = frameBounds(bytes, pos, offset, len);
-      if (!b.ok) return corrupt(offset, seq, task.endSeq, b.message);
-      length = b.length;
-      // Bytes the writer wrote and nobody changed since need no per-byte validation.
-      const trusted = crcs.matches(offset, bytes.subarray(pos, pos + length));
+      // Bytes the writer wrote and nobody changed since need no per-byte validation,
+      // and their length is known without looking for the newline.
+      length = crcs.trustedLength(offset);
+      const trusted = length > 0 && pos + length <= len && bytes[pos + length - 1] === NEWLINE;
+      if (!trusted) {
+        const b = frameBounds(bytes, pos, offset, len);
+        if (!b.ok) return corrupt(offset, seq, task.endSeq, b.message);
+        length = b.length;
+      }
       const raw = (trusted ? scanTrustedRow(bytes, pos, pos + length - 1) : null) ?? scanJsonlRow(bytes, pos, pos + length - 1, trusted);
       if (raw !== null) {
         const count = raw.n;
@@ -75,7 +81,7 @@ export function decodeSlice(task: SliceTask, bytes: Buffer): SliceResult {
       const ev = scanJsonlEvent(bytes, pos, pos + length - 1, trusted);
       if (ev !== null) {
         if (ev.seq !== seq) return corrupt(offset, seq, seq + 1, `frame holds seq ${ev.seq}, the entry sidecar says ${seq}`);
-        if (seq >= task.fromSeq && seq < task.toSeq) enc.rawEvent(bytes.subarray(pos, pos + length - 1));
+        if (seq >= task.fromSeq && seq < task.toSeq) enc.rawEvent(bytes, pos, pos + length - 1);
         seq += 1;
         pos += length;
         enc.frames++;

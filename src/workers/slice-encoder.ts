@@ -1,20 +1,45 @@
 /**
  * Builds a slice result (see slice-protocol.ts) from storage records, pure.
- * Re-packs canonically with runs held as JSON fragments (fragment-run.ts):
- * members of stored rows are copied as byte ranges, never parsed into
- * strings. Used by the page worker; kept apart so tests can drive it.
+ * Re-packs canonically: members of stored rows are copied as byte ranges of
+ * the frames, never parsed into strings, straight into growable byte sinks
+ * (core/byte-sink.ts). The run open at the slice's start and the one open at
+ * its end stay separate, as the assembler may merge them with neighbouring
+ * slices. Used by the page worker; kept apart so tests can drive it.
  */
-import { continuesRun, packableChunk, rowKey, rowMembers, type RunKey } from '../main/core/chunk-codec.js';
-import { appendMembers, fragRecords, joinedToBuffer, newFragRun, PieceWriter, RecordList, type FragRun } from '../main/core/fragment-run.js';
+import { continuesRun, MIN_PACKED_RUN, packableChunk, rowKey, rowMembers, type RunKey } from '../main/core/chunk-codec.js';
+import { ByteSink } from '../main/core/byte-sink.js';
+import { PACKED_ROW_END, packedRowHead, packedRowMiddle, shortRunRecords } from '../main/core/fragment-run.js';
 import type { ChunkRow, SessionEvent } from '../main/core/types.js';
 import { rowGaps, rowMemberBounds, type RawRow } from '../streams/jsonl-row-scanner.js';
 import type { FragmentRunHeader, SliceHeader } from './slice-protocol.js';
 
-function encodeRun(run: FragRun): { header: FragmentRunHeader; dt: Buffer; members: Buffer } {
-  const dt = joinedToBuffer(run.dt);
-  const members = joinedToBuffer(run.members);
-  const { dt: _d, members: _m, ...rest } = run;
-  return { header: { ...rest, dtBytes: dt.length, memberBytes: members.length }, dt, members };
+const COMMA = 0x2c;
+
+/** A run being built: its key and extent; gaps and members live in the encoder's sinks. */
+interface OpenRun extends RunKey {
+  seq0: number;
+  time0: number;
+  lastSeq: number;
+  lastTime: number;
+  n: number;
+}
+
+/** A run kept apart for the assembler: header plus its comma-joined gaps and members. */
+interface EdgeRun {
+  run: OpenRun;
+  dt: ByteSink;
+  members: ByteSink;
+}
+
+function openRun(key: RunKey, seq: number, time: number): OpenRun {
+  const run: OpenRun = { kind: key.kind, turn: key.turn, step: key.step, index: key.index, seq0: seq, time0: time, lastSeq: seq - 1, lastTime: time, n: 0 };
+  if (key.id !== undefined) run.id = key.id;
+  if ('name' in key) run.name = key.name;
+  return run;
+}
+
+function header(e: EdgeRun): FragmentRunHeader {
+  return { ...e.run, dtBytes: e.dt.length, memberBytes: e.members.length };
 }
 
 function timeAt(time0: number, dt: readonly number[], k: number): number {
@@ -24,121 +49,173 @@ function timeAt(time0: number, dt: readonly number[], k: number): number {
 }
 
 export class SliceEncoder {
-  private open: FragRun | null = null;
-  private readonly body = new RecordList();
+  /** Settled records, comma-joined. */
+  private readonly body: ByteSink;
+  private open: OpenRun | null = null;
+  /** Gaps and members of the open run. */
+  private dt = new ByteSink();
+  private members: ByteSink;
+  /** Whether the slice's first record has begun (the first run to settle is the head). */
   private started = false;
-  private head: FragRun | null = null;
+  private head: EdgeRun | null = null;
   frames = 0;
   bytesRead = 0;
 
-  private settleRun(run: FragRun): void {
+  /** `sizeHint`: about how many bytes the slice holds (sinks start that large, so they rarely grow). */
+  constructor(sizeHint = 4096) {
+    this.body = new ByteSink(sizeHint);
+    this.members = new ByteSink(sizeHint);
+  }
+
+  private settle(): void {
+    const run = this.open;
+    if (run === null) return;
+    this.open = null;
     if (!this.started) {
+      // The head may continue the previous slice's tail: it keeps its own sinks.
       this.started = true;
-      this.head = run;
+      this.head = { run, dt: this.dt, members: this.members };
+      this.dt = new ByteSink();
+      this.members = new ByteSink(this.body.buf.length);
       return;
     }
-    this.body.add(fragRecords(run));
-  }
-
-  private flush(): void {
-    if (this.open !== null) {
-      const run = this.open;
-      this.open = null;
-      this.settleRun(run);
+    const body = this.body;
+    if (body.length > 0) body.byte(COMMA);
+    if (run.n >= MIN_PACKED_RUN) {
+      body.text(packedRowHead(run));
+      body.sink(this.dt);
+      body.ascii(packedRowMiddle(run.kind));
+      body.sink(this.members);
+      body.ascii(PACKED_ROW_END);
+    } else {
+      body.text(shortRunRecords(run, this.dt.toString(), this.members.toString()));
     }
   }
 
-  /** The run that members with `key` starting at (seq, time) extend: the open one, or a fresh one. */
-  private runFor(key: RunKey, seq: number, time: number): FragRun {
-    const open = this.open;
-    if (open !== null && continuesRun(open, key, seq, time)) return open;
-    this.flush();
-    const run = newFragRun(key, seq, time);
-    this.open = run;
-    return run;
+  /** Begin a settled record in the body. */
+  private record(): ByteSink {
+    this.settle();
+    this.started = true;
+    if (this.body.length > 0) this.body.byte(COMMA);
+    return this.body;
+  }
+
+  /**
+   * Extend the run for `key` with `count` members starting at (seq, time) and
+   * ending at `lastTime`: a fresh run unless they continue the open one.
+   * The caller then writes their gaps (gapBytes/gapNumbers) and members.
+   */
+  private extend(key: RunKey, seq: number, time: number, lastTime: number, count: number): void {
+    let run = this.open;
+    if (run === null || !continuesRun(run, key, seq, time)) {
+      this.settle();
+      run = openRun(key, seq, time);
+      this.open = run;
+      this.dt.clear();
+      this.members.clear();
+    } else {
+      // A one-member run has no gaps yet: no separator before its first.
+      if (this.dt.length > 0) this.dt.byte(COMMA);
+      this.dt.int(time - run.lastTime);
+    }
+    run.n += count;
+    run.lastSeq = seq + count - 1;
+    run.lastTime = lastTime;
+  }
+
+  private gapBytes(src: Uint8Array, start: number, end: number): void {
+    if (end <= start) return;
+    if (this.dt.length > 0) this.dt.byte(COMMA);
+    this.dt.bytes(src, start, end);
+  }
+
+  private gapNumbers(gaps: readonly number[], from: number, to: number): void {
+    for (let k = from; k < to; k++) {
+      if (this.dt.length > 0) this.dt.byte(COMMA);
+      this.dt.int(gaps[k] as number);
+    }
+  }
+
+  private memberBytes(src: Uint8Array, start: number, end: number): void {
+    if (this.members.length > 0) this.members.byte(COMMA);
+    this.members.bytes(src, start, end);
+  }
+
+  private memberText(json: string): void {
+    if (this.members.length > 0) this.members.byte(COMMA);
+    this.members.text(json);
   }
 
   event(e: SessionEvent): void {
     const p = packableChunk(e);
     if (p === null) {
-      this.flush();
-      this.started = true;
-      this.body.add([JSON.stringify({ event: e })]);
+      this.record().text(JSON.stringify({ event: e }));
       return;
     }
-    appendMembers(this.runFor(p.key, e.seq, e.time), e.seq, e.time, e.time, 1, null, JSON.stringify(p.member));
+    this.extend(p.key, e.seq, e.time, e.time, 1);
+    this.memberText(JSON.stringify(p.member));
   }
 
   /** A non-packable event whose JSON line was validated by the scanner: its bytes are copied as they are. */
-  rawEvent(json: Uint8Array): void {
-    this.flush();
-    this.started = true;
-    this.body.add(['{"event":', json, '}']);
+  rawEvent(src: Uint8Array, start: number, end: number): void {
+    const body = this.record();
+    body.ascii('{"event":');
+    body.bytes(src, start, end);
+    body.byte(0x7d);
   }
 
   /** Members [from, to) of a row scanned from a JSONL frame: member tokens are copied as bytes. */
   rawRow(row: RawRow, from: number, to: number): void {
     const seq = row.seq0 + from;
     if (from === 0 && to === row.n) {
-      const dt = row.buf.subarray(row.dtStart, row.dtEnd);
-      const members = row.buf.subarray(row.membersStart, row.membersEnd);
-      appendMembers(this.runFor(row.key, seq, row.time0), seq, row.time0, row.time0 + row.dtSum, row.n, dt, members);
+      this.extend(row.key, seq, row.time0, row.time0 + row.dtSum, row.n);
+      this.gapBytes(row.buf, row.dtStart, row.dtEnd);
+      this.memberBytes(row.buf, row.membersStart, row.membersEnd);
       return;
     }
     // Cut at a page edge (at most two rows per page): locate members and gaps.
     const gaps = rowGaps(row);
     const { starts, ends } = rowMemberBounds(row);
-    const time = timeAt(row.time0, gaps, from);
-    const last = timeAt(row.time0, gaps, to - 1);
-    const members = row.buf.subarray(starts[from] as number, ends[to - 1] as number);
-    appendMembers(this.runFor(row.key, seq, time), seq, time, last, to - from, gaps.slice(from, to - 1).join(','), members);
+    this.extend(row.key, seq, timeAt(row.time0, gaps, from), timeAt(row.time0, gaps, to - 1), to - from);
+    this.gapNumbers(gaps, from, to - 1);
+    this.memberBytes(row.buf, starts[from] as number, ends[to - 1] as number);
   }
 
   /** Members [from, to) of a decoded row (binary frames, or JSONL the scanner declined). */
   row(row: ChunkRow, from: number, to: number): void {
     const dt = row.data.dt;
-    const time = timeAt(row.time0, dt, from);
-    const last = timeAt(row.time0, dt, to - 1);
-    const seq = row.seq0 + from;
-    const members = JSON.stringify(rowMembers(row).slice(from, to)).slice(1, -1);
-    appendMembers(this.runFor(rowKey(row), seq, time), seq, time, last, to - from, dt.slice(from, to - 1).join(','), members);
+    this.extend(rowKey(row), row.seq0 + from, timeAt(row.time0, dt, from), timeAt(row.time0, dt, to - 1), to - from);
+    this.gapNumbers(dt, from, to - 1);
+    this.memberText(JSON.stringify(rowMembers(row).slice(from, to)).slice(1, -1));
   }
 
   /** The result buffer: exactly sized, freshly allocated, safe to transfer. */
   finish(): ArrayBuffer {
-    let tailRun = this.open;
+    let tail: EdgeRun | null = this.open === null ? null : { run: this.open, dt: this.dt, members: this.members };
     this.open = null;
     let whole = false;
-    if (!this.started && tailRun !== null) {
-      this.head = tailRun;
-      tailRun = null;
+    if (!this.started && tail !== null) {
+      this.head = tail;
+      tail = null;
       whole = true;
     }
-    const head = this.head ? encodeRun(this.head) : null;
-    const tail = tailRun ? encodeRun(tailRun) : null;
-    // The body is written straight into the result buffer: no intermediate copy.
-    const body = new PieceWriter(this.body.pieces);
-    const header: SliceHeader = { head: head?.header ?? null, whole, bodyBytes: body.byteLength, tail: tail?.header ?? null, frames: this.frames, bytesRead: this.bytesRead };
-    const headerBytes = Buffer.from(JSON.stringify(header), 'utf8');
-    const before: Uint8Array[] = [headerBytes];
-    if (head) before.push(head.dt, head.members);
-    const after: Uint8Array[] = [];
-    if (tail) after.push(tail.dt, tail.members);
-    let total = 4 + body.byteLength;
-    for (const p of before) total += p.length;
-    for (const p of after) total += p.length;
+    const head = this.head;
+    const sliceHeader: SliceHeader = { head: head && header(head), whole, bodyBytes: this.body.length, tail: tail && header(tail), frames: this.frames, bytesRead: this.bytesRead };
+    const headerBytes = Buffer.from(JSON.stringify(sliceHeader), 'utf8');
+    const sections: ByteSink[] = [];
+    if (head) sections.push(head.dt, head.members);
+    sections.push(this.body);
+    if (tail) sections.push(tail.dt, tail.members);
+    let total = 4 + headerBytes.length;
+    for (const s of sections) total += s.length;
     const ab = new ArrayBuffer(total);
     const out = Buffer.from(ab);
     out.writeUInt32LE(headerBytes.length, 0);
-    let at = 4;
-    for (const p of before) {
-      out.set(p, at);
-      at += p.length;
-    }
-    at = body.writeTo(out, at);
-    for (const p of after) {
-      out.set(p, at);
-      at += p.length;
+    out.set(headerBytes, 4);
+    let at = 4 + headerBytes.length;
+    for (const s of sections) {
+      out.set(s.view(), at);
+      at += s.length;
     }
     return ab;
   }

@@ -9,7 +9,6 @@ import { foldEvent, type SessionSummary } from './summary.js';
 import type { EntryLine, SessionEvent, StorageRecord } from './types.js';
 import { encodeFrame, RECORD_SCHEMA, type FrameEncoding } from '../../streams/frame-codec.js';
 import { encodeEntry } from '../../streams/entry-codec.js';
-import { crcRecords } from '../../streams/frame-crc-file.js';
 import { indexRecords } from '../../streams/frame-index-file.js';
 
 export interface EncodedBatch {
@@ -19,8 +18,8 @@ export interface EncodedBatch {
   entries: string;
   entryList: EntryLine[];
   frameCount: number;
-  /** Frame-checksum projection records for these frames (frame-crc-file.ts). */
-  crcs: Buffer;
+  /** Byte length of each frame, in order. */
+  lengths: number[];
   /** Binary frame-index records for these frames (frame-index-file.ts). */
   index: Buffer;
 }
@@ -53,7 +52,7 @@ export function encodeRecords(records: readonly StorageRecord[], offset: number,
     entries += encodeEntry(entry);
     at += frame.length;
   }
-  return { bytes: frames.length === 1 ? (frames[0] as Buffer) : Buffer.concat(frames), entries, entryList, frameCount: frames.length, crcs: crcRecords(frames, offset), index: indexRecords(entryList) };
+  return { bytes: frames.length === 1 ? (frames[0] as Buffer) : Buffer.concat(frames), entries, entryList, frameCount: frames.length, lengths: frames.map((f) => f.length), index: indexRecords(entryList) };
 }
 
 /** Pack one append batch canonically, frame it, and fold it into the summary. */

@@ -2,10 +2,11 @@
  * Chunk runs held as JSON fragments instead of arrays, pure. This is the
  * page path's representation of a run: members are JSON string tokens
  * (copied from stored rows byte for byte, or serialized once), time gaps are
- * JSON numbers, both kept as comma-joinable pieces. Workers build them,
- * the assembler merges them across slices, and both write them out as rows
- * (or as plain events when a run is shorter than MIN_PACKED_RUN), without
- * ever materializing one JS string per member.
+ * JSON numbers. Workers write them into byte sinks (slice-encoder.ts); the
+ * assembler merges the few runs that cross slice edges as lists of pieces.
+ * Both write settled runs out with the same row framing (or as plain events
+ * when a run is shorter than MIN_PACKED_RUN), without ever materializing one
+ * JS string per member.
  */
 import { chunkEvent, MIN_PACKED_RUN, rowTypeOf, type RunKey } from './chunk-codec.js';
 
@@ -24,32 +25,11 @@ export interface FragRun extends RunKey {
   members: Piece[];
 }
 
-export function newFragRun(key: RunKey, seq: number, time: number): FragRun {
-  const run: FragRun = { kind: key.kind, turn: key.turn, step: key.step, index: key.index, seq0: seq, time0: time, lastSeq: seq - 1, lastTime: time, n: 0, dt: [], members: [] };
-  if (key.id !== undefined) run.id = key.id;
-  if ('name' in key) run.name = key.name;
-  return run;
-}
-
 /** Append a comma-joinable piece; adjacent strings are joined (cheap ropes in V8) to keep piece counts low. */
 function pushPiece(pieces: Piece[], p: Piece): void {
   const last = pieces.length - 1;
   if (typeof p === 'string' && last >= 0 && typeof pieces[last] === 'string') pieces[last] = `${pieces[last] as string},${p}`;
   else pieces.push(p);
-}
-
-/**
- * Append `count` members (pieces `members`, gaps inside them `dt`) starting
- * at (seq, time) and ending at `lastTime`. The gap from the run's last
- * member is added when the run is not empty.
- */
-export function appendMembers(run: FragRun, seq: number, time: number, lastTime: number, count: number, dt: Piece | null, members: Piece): void {
-  if (run.n > 0) pushPiece(run.dt, String(time - run.lastTime));
-  if (dt !== null && (typeof dt === 'string' ? dt.length > 0 : dt.byteLength > 0)) pushPiece(run.dt, dt);
-  pushPiece(run.members, members);
-  run.n += count;
-  run.lastSeq = seq + count - 1;
-  run.lastTime = lastTime;
 }
 
 /** Append run `b` (which continues `a`) to `a`. */
@@ -75,35 +55,51 @@ function pieceText(p: Piece): string {
   return typeof p === 'string' ? p : Buffer.from(p.buffer, p.byteOffset, p.byteLength).toString('utf8');
 }
 
+/** A packed row record up to its gap list: `{"chunks":{…,"data":{…,"dt":[`. */
+export function packedRowHead(run: RunKey & { seq0: number; time0: number }): string {
+  let pre = `{"chunks":{"type":"${rowTypeOf(run.kind)}","seq0":${run.seq0},"time0":${run.time0},"data":{"turn":${run.turn},"step":${run.step},"index":${run.index}`;
+  if (run.kind === 'tool') {
+    pre += `,"id":${JSON.stringify(run.id)}`;
+    if ('name' in run) pre += `,"name":${JSON.stringify(run.name)}`;
+  }
+  return pre + ',"dt":[';
+}
+
+/** Between a packed row record's gap list and its member list. */
+export function packedRowMiddle(kind: RunKey['kind']): string {
+  return kind === 'tool' ? '],"args":[' : '],"texts":[';
+}
+
+export const PACKED_ROW_END = ']}}}';
+
+/**
+ * A settled run too short to pack (fewer than MIN_PACKED_RUN members) as
+ * comma-joined event records, from its comma-joined gaps and member tokens.
+ * Parsing them is cheap: there are at most two.
+ */
+export function shortRunRecords(run: RunKey & { seq0: number; time0: number }, dtJson: string, membersJson: string): string {
+  const dt = JSON.parse(`[${dtJson}]`) as number[];
+  const members = JSON.parse(`[${membersJson}]`) as string[];
+  const out: string[] = [];
+  let time = run.time0;
+  for (let k = 0; k < members.length; k++) {
+    if (k > 0) time += dt[k - 1] as number;
+    out.push(JSON.stringify({ event: chunkEvent(run, run.seq0 + k, time, members[k] as string) }));
+  }
+  return out.join(',');
+}
+
 /** The page records of a settled run, as output pieces (concatenate, no separators added). */
 export function fragRecords(run: FragRun): Piece[] {
   if (run.n >= MIN_PACKED_RUN) {
-    const tool = run.kind === 'tool';
-    let pre = `{"chunks":{"type":"${rowTypeOf(run.kind)}","seq0":${run.seq0},"time0":${run.time0},"data":{"turn":${run.turn},"step":${run.step},"index":${run.index}`;
-    if (tool) {
-      pre += `,"id":${JSON.stringify(run.id)}`;
-      if ('name' in run) pre += `,"name":${JSON.stringify(run.name)}`;
-    }
-    const out: Piece[] = [pre + ',"dt":['];
+    const out: Piece[] = [packedRowHead(run)];
     joined(run.dt, out);
-    out.push(tool ? '],"args":[' : '],"texts":[');
+    out.push(packedRowMiddle(run.kind));
     joined(run.members, out);
-    out.push(']}}}');
+    out.push(PACKED_ROW_END);
     return out;
   }
-  // Short runs (one or two members) become plain events; parsing them is cheap.
-  const dt = JSON.parse(`[${run.dt.map(pieceText).join(',')}]`) as number[];
-  const members = JSON.parse(`[${run.members.map(pieceText).join(',')}]`) as string[];
-  const out: Piece[] = [];
-  let time = run.time0;
-  for (let k = 0; k < members.length; k++) {
-    if (k > 0) {
-      out.push(COMMA);
-      time += dt[k - 1] as number;
-    }
-    out.push(JSON.stringify({ event: chunkEvent(run, run.seq0 + k, time, members[k] as string) }));
-  }
-  return out;
+  return [shortRunRecords(run, run.dt.map(pieceText).join(','), run.members.map(pieceText).join(','))];
 }
 
 /** Adjacent string pieces joined into one (one UTF-8 encode instead of many small ones). */
@@ -153,13 +149,6 @@ export function piecesToBuffer(pieces: readonly Piece[]): Buffer {
   const out = Buffer.allocUnsafe(w.byteLength);
   w.writeTo(out, 0);
   return out;
-}
-
-/** UTF-8 bytes of comma-joined pieces. */
-export function joinedToBuffer(pieces: Piece[]): Buffer {
-  const out: Piece[] = [];
-  joined(pieces, out);
-  return piecesToBuffer(out);
 }
 
 /** A growing list of page records as output pieces, comma-separated. */

@@ -1,0 +1,91 @@
+/**
+ * A growable byte buffer, pure. The page worker builds its whole result by
+ * copying byte ranges of the frames it read into sinks like this one: one
+ * contiguous buffer instead of a list of tens of thousands of small views,
+ * which cost more to allocate, measure and join than the copying itself.
+ */
+
+/** Copies shorter than this are a JS loop: cheaper than creating a view for TypedArray#set. */
+const SHORT_COPY = 48;
+
+export class ByteSink {
+  buf: Buffer;
+  length = 0;
+
+  constructor(capacity = 256) {
+    this.buf = Buffer.allocUnsafe(Math.max(16, capacity));
+  }
+
+  /** Make room for `n` more bytes. */
+  reserve(n: number): void {
+    const need = this.length + n;
+    if (need <= this.buf.length) return;
+    let cap = this.buf.length * 2;
+    while (cap < need) cap *= 2;
+    const next = Buffer.allocUnsafe(cap);
+    this.buf.copy(next, 0, 0, this.length);
+    this.buf = next;
+  }
+
+  byte(c: number): void {
+    if (this.length === this.buf.length) this.reserve(1);
+    this.buf[this.length++] = c;
+  }
+
+  /** Bytes src[start, end). */
+  bytes(src: Uint8Array, start: number, end: number): void {
+    const n = end - start;
+    if (n <= 0) return;
+    this.reserve(n);
+    const b = this.buf;
+    let at = this.length;
+    if (n < SHORT_COPY) {
+      for (let i = start; i < end; i++) b[at++] = src[i] as number;
+    } else {
+      // A plain Uint8Array view: Buffer#subarray costs several times more to create.
+      b.set(new Uint8Array(src.buffer, src.byteOffset + start, n), at);
+    }
+    this.length += n;
+  }
+
+  /** Everything another sink holds. */
+  sink(other: ByteSink): void {
+    this.bytes(other.buf, 0, other.length);
+  }
+
+  /** A string that is known to be ASCII (JSON punctuation, keys, numbers). */
+  ascii(s: string): void {
+    const n = s.length;
+    this.reserve(n);
+    const b = this.buf;
+    let at = this.length;
+    for (let i = 0; i < n; i++) b[at++] = s.charCodeAt(i);
+    this.length = at;
+  }
+
+  /** Any string, UTF-8 encoded. */
+  text(s: string): void {
+    this.reserve(s.length * 3);
+    this.length += this.buf.write(s, this.length, 'utf8');
+  }
+
+  /** A safe integer in JSON form. */
+  int(v: number): void {
+    if (v >= 0 && v < 10) this.byte(0x30 + v);
+    else this.ascii(String(v));
+  }
+
+  clear(): void {
+    this.length = 0;
+  }
+
+  /** The bytes written so far (a view; valid until the next write). */
+  view(): Uint8Array {
+    return this.buf.subarray(0, this.length);
+  }
+
+  /** The bytes as a string (short runs and tests only). */
+  toString(): string {
+    return this.buf.toString('utf8', 0, this.length);
+  }
+}

@@ -1,0 +1,176 @@
+/**
+ * Trusted rows: a JSONL frame whose bytes match the writer's chained CRC
+ * (frame-crc-file.ts) is JSON.stringify of a row the writer built
+ * (runToRow), so its layout is known to the byte:
+ *
+ *   {"type":"<kind>-chunks","seq0":S,"time0":T,"data":{"turn":U,"step":P,
+ *    "index":I[,"id":"…"[,"name":"…"]],"dt":[…],"texts"|"args":[…]}}
+ *
+ * Reading it is a walk over the literals and the gap digits, with no
+ * allocation for a row that continues the previous one's block: a tail page
+ * holds ~15,000 such frames, and their fixed per-frame cost (literal
+ * matching through helper calls, two objects per row) was two thirds of the
+ * scan. The member list is never read: it runs to the closing `]}}`.
+ * Anything else (a row another writer laid out differently) returns null,
+ * and the caller runs the general scanner (jsonl-row-scanner.ts), which
+ * reads every row this one reads exactly as this one does (tested).
+ */
+import type { RunKey } from '../main/core/chunk-codec.js';
+import { decodeString, partialSumsSafe, stringEnd, type RawRow } from './jsonl-row-scanner.js';
+
+const COMMA = 0x2c;
+const RBRACE = 0x7d;
+const LBRACK = 0x5b;
+const RBRACK = 0x5d;
+const MINUS = 0x2d;
+
+const TEXT = Buffer.from('{"type":"text-chunks","seq0":');
+const REASONING = Buffer.from('{"type":"reasoning-chunks","seq0":');
+const TOOL = Buffer.from('{"type":"tool-call-chunks","seq0":');
+const TIME0 = Buffer.from(',"time0":');
+const TURN = Buffer.from(',"data":{"turn":');
+const STEP = Buffer.from(',"step":');
+const INDEX = Buffer.from(',"index":');
+const ID = Buffer.from(',"id":');
+const NAME = Buffer.from(',"name":');
+const DT = Buffer.from(',"dt":[');
+const TEXTS = Buffer.from('],"texts":[');
+const ARGS = Buffer.from('],"args":[');
+
+/** b[i..] starts with `lit`. */
+function has(b: Uint8Array, i: number, lit: Buffer): boolean {
+  const n = lit.length;
+  for (let k = 0; k < n; k++) if (b[i + k] !== lit[k]) return false;
+  return true;
+}
+
+/** Digits at b[i] (JSON.stringify of a safe integer, optionally negative): value into `num`, returns the index after, -1 if none. */
+let num = 0;
+function int(b: Uint8Array, i: number): number {
+  const neg = b[i] === MINUS;
+  if (neg) i++;
+  const first = i;
+  let v = 0;
+  let c = b[i] as number;
+  while (c >= 0x30 && c <= 0x39) {
+    v = v * 10 + (c - 0x30);
+    c = b[++i] as number;
+  }
+  if (i === first || v > Number.MAX_SAFE_INTEGER) return -1;
+  num = neg ? -v : v;
+  return i;
+}
+
+/** The last key handed out: consecutive frames of one block share it (no allocation per frame). */
+let lastKey: RunKey = { kind: 'text', turn: -1, step: -1, index: -1 };
+
+function keyOf(kind: RunKey['kind'], turn: number, step: number, index: number, id: string | undefined, name: string | undefined): RunKey {
+  const k = lastKey;
+  if (k.kind === kind && k.turn === turn && k.step === step && k.index === index && k.id === id && k.name === name) return k;
+  const key: RunKey = { kind, turn, step, index };
+  if (id !== undefined) key.id = id;
+  if (name !== undefined) key.name = name;
+  lastKey = key;
+  return key;
+}
+
+/** The result, reused by every call: valid until the next call (callers consume it at once). */
+const row: RawRow = { key: lastKey, seq0: 0, time0: 0, n: 0, dtSum: 0, buf: new Uint8Array(0), dtStart: 0, dtEnd: 0, membersStart: 0, membersEnd: 0 };
+
+/** Scan the trusted JSONL frame `b[start, end)` (end excludes the newline). Null when it is not a row in the writer's layout. */
+export function scanTrustedRow(b: Uint8Array, start: number, end: number): RawRow | null {
+  if (b[end - 1] !== RBRACE || b[end - 2] !== RBRACE || b[end - 3] !== RBRACK) return null;
+  // The kind is told by the byte after {"type":" (t: text or tool-call, r: reasoning).
+  const c = b[start + 9];
+  const lit = c === 0x72 ? REASONING : c !== 0x74 ? null : b[start + 10] === 0x65 ? TEXT : TOOL;
+  if (lit === null || !has(b, start, lit)) return null;
+  const kind: RunKey['kind'] = lit === TEXT ? 'text' : lit === REASONING ? 'reasoning' : 'tool';
+  let i = int(b, start + lit.length);
+  if (i < 0) return null;
+  const seq0 = num;
+  if (!has(b, i, TIME0) || (i = int(b, i + TIME0.length)) < 0) return null;
+  const time0 = num;
+  if (!has(b, i, TURN) || (i = int(b, i + TURN.length)) < 0) return null;
+  const turn = num;
+  if (!has(b, i, STEP) || (i = int(b, i + STEP.length)) < 0) return null;
+  const step = num;
+  if (!has(b, i, INDEX) || (i = int(b, i + INDEX.length)) < 0) return null;
+  const index = num;
+  let id: string | undefined;
+  let name: string | undefined;
+  if (kind === 'tool') {
+    if (!has(b, i, ID)) return null;
+    i += ID.length;
+    let e = stringEnd(b, i, end);
+    if (e < 0) return null;
+    id = decodeString(b, i, e);
+    i = e;
+    if (has(b, i, NAME)) {
+      i += NAME.length;
+      e = stringEnd(b, i, end);
+      if (e < 0) return null;
+      name = decodeString(b, i, e);
+      i = e;
+    }
+  }
+  if (!has(b, i, DT)) return null;
+  i += DT.length;
+  // The gaps: the only per-member bytes read.
+  const dtStart = i;
+  let count = 0;
+  let sum = 0;
+  let abs = 0;
+  if (b[i] !== RBRACK) {
+    // One flat loop over the digits (a call per gap cost a third of the scan).
+    let v = 0;
+    let neg = false;
+    let digits = 0;
+    for (;;) {
+      const d = b[i++] as number;
+      if (d >= 0x30 && d <= 0x39) {
+        v = v * 10 + (d - 0x30);
+        digits++;
+        continue;
+      }
+      if (d === MINUS && digits === 0 && !neg) {
+        neg = true;
+        continue;
+      }
+      if (digits === 0 || v > Number.MAX_SAFE_INTEGER) return null;
+      count++;
+      sum += neg ? -v : v;
+      abs += v;
+      if (d === COMMA) {
+        v = 0;
+        neg = false;
+        digits = 0;
+        continue;
+      }
+      if (d !== RBRACK) return null;
+      i--;
+      break;
+    }
+  }
+  const dtEnd = i;
+  const members = kind === 'tool' ? ARGS : TEXTS;
+  if (!has(b, i, members)) return null;
+  const membersStart = i + members.length;
+  const membersEnd = end - 3;
+  const n = count + 1;
+  if (seq0 < 0 || membersEnd <= membersStart || !Number.isSafeInteger(seq0 + (n - 1)) || !Number.isSafeInteger(time0 + sum)) return null;
+  // As the general scanner: every running sum of the gaps, and every member time, must be safe
+  // (always so while the sum of |gaps| and |time0| stay small).
+  if (abs > Number.MAX_SAFE_INTEGER && !partialSumsSafe(b, dtStart, dtEnd, 0)) return null;
+  if (Math.abs(time0) + abs > 2 ** 52 && !partialSumsSafe(b, dtStart, dtEnd, time0)) return null;
+  row.key = keyOf(kind, turn, step, index, id, name);
+  row.seq0 = seq0;
+  row.time0 = time0;
+  row.n = n;
+  row.dtSum = sum;
+  row.buf = b;
+  row.dtStart = dtStart;
+  row.dtEnd = dtEnd;
+  row.membersStart = membersStart;
+  row.membersEnd = membersEnd;
+  return row;
+}

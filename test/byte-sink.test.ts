@@ -1,0 +1,57 @@
+/**
+ * The worker's growable byte buffer: whatever is written, in whatever
+ * sizes, reads back as the same bytes as one concatenation would give.
+ */
+import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
+import { ByteSink } from '../src/main/core/byte-sink.js';
+
+type Op = { k: 'bytes'; v: Uint8Array; from: number; to: number } | { k: 'ascii'; v: string } | { k: 'text'; v: string } | { k: 'int'; v: number } | { k: 'byte'; v: number } | { k: 'clear' };
+
+const opArb: fc.Arbitrary<Op> = fc.oneof(
+  fc.uint8Array({ maxLength: 300 }).chain((v) => fc.tuple(fc.nat(v.length), fc.nat(v.length)).map(([a, b]) => ({ k: 'bytes' as const, v, from: Math.min(a, b), to: Math.max(a, b) }))),
+  fc.string({ unit: fc.constantFrom(...'{}[],:"abc019'.split('')), maxLength: 40 }).map((v) => ({ k: 'ascii' as const, v })),
+  fc.string({ unit: 'grapheme', maxLength: 40 }).map((v) => ({ k: 'text' as const, v })),
+  fc.oneof(fc.integer({ min: -20, max: 20 }), fc.maxSafeInteger(), fc.maxSafeNat()).map((v) => ({ k: 'int' as const, v })),
+  fc.integer({ min: 0, max: 255 }).map((v) => ({ k: 'byte' as const, v })),
+  fc.constant({ k: 'clear' as const }),
+);
+
+describe('ByteSink', () => {
+  it('holds exactly the bytes written, across any growth', () => {
+    fc.assert(
+      fc.property(fc.integer({ min: 1, max: 64 }), fc.array(opArb, { maxLength: 60 }), (capacity, ops) => {
+        const sink = new ByteSink(capacity);
+        let want: Buffer[] = [];
+        for (const op of ops) {
+          if (op.k === 'bytes') {
+            sink.bytes(op.v, op.from, op.to);
+            want.push(Buffer.from(op.v.subarray(op.from, op.to)));
+          } else if (op.k === 'ascii') {
+            sink.ascii(op.v);
+            want.push(Buffer.from(op.v, 'latin1'));
+          } else if (op.k === 'text') {
+            sink.text(op.v);
+            want.push(Buffer.from(op.v, 'utf8'));
+          } else if (op.k === 'int') {
+            sink.int(op.v);
+            want.push(Buffer.from(JSON.stringify(op.v)));
+          } else if (op.k === 'byte') {
+            sink.byte(op.v);
+            want.push(Buffer.from([op.v]));
+          } else {
+            sink.clear();
+            want = [];
+          }
+        }
+        const all = Buffer.concat(want);
+        expect(Buffer.from(sink.view())).toEqual(all);
+        expect(sink.length).toBe(all.length);
+        const other = new ByteSink(1);
+        other.sink(sink);
+        expect(Buffer.from(other.view())).toEqual(all);
+      }),
+      { numRuns: 300 },
+    );
+  });
+});
