@@ -489,6 +489,22 @@ describe('metrics, OpenAPI, logs', () => {
     }
   });
 
+  it('times the phases of pages it builds, not of cache hits', async () => {
+    const a = make(ts.store);
+    const count = async (phase: string) => {
+      const text = (await a.inject({ url: '/metrics', headers: AUTH })).body;
+      return Number(new RegExp(`session_pager_page_phase_seconds_count\\{phase="${phase}"\\} (\\d+)`).exec(text)?.[1] ?? 0);
+    };
+    const phases = ['plan', 'read', 'decode', 'pool', 'assemble', 'total'];
+    const before = await Promise.all(phases.map(count));
+    // Parameters no other test asks for: this page is built, then served from the cache.
+    const url = '/v1/sessions/alpha/page?maxMessages=7&maxBytes=987654';
+    expect((await a.inject({ url, headers: AUTH })).statusCode).toBe(200);
+    expect(await Promise.all(phases.map(count))).toEqual(before.map((c) => c + 1));
+    expect((await a.inject({ url, headers: AUTH })).statusCode).toBe(200);
+    expect(await Promise.all(phases.map(count))).toEqual(before.map((c) => c + 1));
+  });
+
   it('serves its OpenAPI document', async () => {
     const r = await app.inject({ url: '/v1/openapi.json', headers: AUTH });
     expect(r.statusCode).toBe(200);

@@ -16,6 +16,8 @@ export interface ParsedSlice {
   tail: FragRun | null;
   frames: number;
   bytesRead: number;
+  readMs: number;
+  decodeMs: number;
 }
 
 function key(h: FragmentRunHeader): RunKey {
@@ -44,7 +46,7 @@ export function parseSlice(ab: ArrayBuffer): ParsedSlice {
   const head = run(header.head);
   const body = take(header.bodyBytes);
   const tail = run(header.tail);
-  return { head, whole: header.whole, body, tail, frames: header.frames, bytesRead: header.bytesRead };
+  return { head, whole: header.whole, body, tail, frames: header.frames, bytesRead: header.bytesRead, readMs: header.readMs, decodeMs: header.decodeMs };
 }
 
 export interface PageEnvelope {

@@ -48,6 +48,19 @@ export interface PageBuffer {
   frameBytes: number;
   /** Log bytes the workers actually read (equals frameBytes: the bounded-read guard). */
   logBytesRead: number;
+  /** Where the time went when the page was built (absent on a prepared-page cache hit). */
+  timing?: PageTiming;
+}
+
+/** Milliseconds per phase of one page (the slowest worker's for read and decode: slices run in parallel). */
+export interface PageTiming {
+  plan: number;
+  read: number;
+  decode: number;
+  /** Everything between planning and assembly the workers do not account for: queueing and messaging. */
+  pool: number;
+  assemble: number;
+  total: number;
 }
 
 export interface StoreStats {

@@ -399,7 +399,9 @@ export class PagerStore implements Store {
       this.pagesServed++;
       return hit;
     }
+    const t0 = performance.now();
     let plan = await this.planResolved(view, r);
+    const t1 = performance.now();
     // The client left while we planned: queue nothing for it.
     signal?.throwIfAborted();
     const decodePlan = (p: PagePlan & { fromIndex?: boolean }) =>
@@ -413,12 +415,21 @@ export class PagerStore implements Store {
       plan = await this.planResolved(view, r, false);
       slices = await decodePlan(plan);
     }
+    const t2 = performance.now();
     const env = { sessionId: id, throughSeq: plan.throughSeq, fromSeq: plan.fromSeq, toSeq: plan.toSeq, hasMore: plan.hasMore };
     const body = assemblePage(env, slices);
     this.pagesServed++;
+    const t3 = performance.now();
     const logBytesRead = slices.reduce((a, s) => a + s.bytesRead, 0);
-    const page: PageBuffer = { body, ...env, frames: plan.span?.count ?? 0, frameBytes: plan.span?.bytes ?? 0, logBytesRead };
-    if (key !== null) this.pageCache.set(key, page);
+    const read = Math.max(0, ...slices.map((s) => s.readMs));
+    const decode = Math.max(0, ...slices.map((s) => s.decodeMs));
+    const timing = { plan: t1 - t0, read, decode, pool: Math.max(0, t2 - t1 - Math.max(0, ...slices.map((s) => s.readMs + s.decodeMs))), assemble: t3 - t2, total: t3 - t0 };
+    const page: PageBuffer = { body, ...env, frames: plan.span?.count ?? 0, frameBytes: plan.span?.bytes ?? 0, logBytesRead, timing };
+    if (key !== null) {
+      // A cached page was not built by the request that gets it: no timing.
+      const { timing: _built, ...prepared } = page;
+      this.pageCache.set(key, prepared);
+    }
     return page;
   }
 

@@ -52,6 +52,9 @@ export interface SliceHeader {
   frames: number;
   /** Log bytes the worker read for this slice (the bounded-read guard). */
   bytesRead: number;
+  /** Milliseconds the worker spent reading the slice's bytes, and decoding them. */
+  readMs: number;
+  decodeMs: number;
 }
 
 export interface SliceFault {

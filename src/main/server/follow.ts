@@ -384,9 +384,7 @@ export class FollowHub {
         next = pb.throughSeq + 1;
         knownEnd = next;
         first = snapshotFrame(pb.throughSeq, pb.body);
-        this.metrics.pagesServed.inc({ route: '/v1/sessions/:id/follow' });
-        this.metrics.pageEvents.observe(pb.toSeq - pb.fromSeq);
-        this.metrics.pageBytes.observe(pb.body.length);
+        this.metrics.observePage('/v1/sessions/:id/follow', pb);
         if (request.pager) request.pager.page = { fromSeq: pb.fromSeq, toSeq: pb.toSeq, events: pb.toSeq - pb.fromSeq, bytes: pb.body.length, frames: pb.frames };
       }
     } catch (err) {

@@ -6,7 +6,7 @@
  */
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
-import type { Store } from '../store-types.js';
+import type { PageBuffer, Store } from '../store-types.js';
 import type { LoadMonitor } from './overload.js';
 import { globalPlugin } from './plugin.js';
 
@@ -19,6 +19,7 @@ export class ServerMetrics {
   readonly pagesServed: Counter<'route'>;
   readonly pageEvents: Histogram;
   readonly pageBytes: Histogram;
+  readonly pagePhase: Histogram<'phase'>;
   readonly errors: Counter<'code'>;
   readonly followStreams: Gauge;
   readonly followEvents: Counter;
@@ -26,6 +27,15 @@ export class ServerMetrics {
   readonly followRereads: Counter;
   readonly appendedEvents: Counter;
   readonly aborted: Counter<'route'>;
+
+  /** A page answered on `route`: count it, its size and, when it was built for this request, its phases. */
+  observePage(route: string, pb: PageBuffer): void {
+    this.pagesServed.inc({ route });
+    this.pageEvents.observe(pb.toSeq - pb.fromSeq);
+    this.pageBytes.observe(pb.body.length);
+    if (pb.timing === undefined) return;
+    for (const [phase, ms] of Object.entries(pb.timing)) this.pagePhase.observe({ phase }, ms / 1000);
+  }
 
   constructor(store: Store, monitor: LoadMonitor) {
     const registers = [this.registry];
@@ -49,6 +59,13 @@ export class ServerMetrics {
       name: `${P}page_body_bytes`,
       help: 'Uncompressed page body size',
       buckets: [1_024, 16_384, 131_072, 1_048_576, 8_388_608, 67_108_864],
+      registers,
+    });
+    this.pagePhase = new Histogram({
+      name: `${P}page_phase_seconds`,
+      help: 'Time per phase of pages built (not cache hits): plan, read and decode (slowest worker), pool (queue and messaging), assemble, total',
+      labelNames: ['phase'],
+      buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1],
       registers,
     });
     this.errors = new Counter({ name: `${P}errors_total`, help: 'Error responses by code', labelNames: ['code'], registers });

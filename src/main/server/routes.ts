@@ -57,9 +57,7 @@ export async function routes(app: FastifyInstance, o: RoutesOptions): Promise<vo
     if (reply.sent) return reply; // timed out or the client went away meanwhile
     const events = pb.toSeq - pb.fromSeq;
     if (request.pager) request.pager.page = { fromSeq: pb.fromSeq, toSeq: pb.toSeq, events, bytes: pb.body.length, frames: pb.frames };
-    metrics.pagesServed.inc({ route: '/v1/sessions/:id/page' });
-    metrics.pageEvents.observe(events);
-    metrics.pageBytes.observe(pb.body.length);
+    metrics.observePage('/v1/sessions/:id/page', pb);
     // The prepared body goes out as it is; never re-serialized. Compressed forms are
     // memoized per body, so a cached page is compressed once, not per request.
     reply.type('application/json; charset=utf-8');
