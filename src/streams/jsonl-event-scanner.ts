@@ -25,8 +25,6 @@ const TIME_PREFIX = Buffer.from(',"time":');
 const SEQ_KEY = Buffer.from('"seq"');
 const TIME_KEY = Buffer.from('"time"');
 const CHUNK_TYPE = Buffer.from('"assistant/chunk"');
-const DELTA = Buffer.from('delta');
-const UESC = Buffer.from('\\u');
 const TRUE = Buffer.from('true');
 const FALSE = Buffer.from('false');
 const NULL = Buffer.from('null');
@@ -37,11 +35,18 @@ function same(b: Uint8Array, s: number, e: number, lit: Buffer): boolean {
   return true;
 }
 
-/** First index of `needle` in b[start, end), or -1. */
-function indexOf(b: Uint8Array, needle: Buffer, start: number, end: number): number {
-  // Search the line only: Buffer#indexOf from an offset would scan to the end of the whole slice.
-  const at = Buffer.from(b.buffer, b.byteOffset + start, end - start).indexOf(needle);
-  return at < 0 ? -1 : start + at;
+/**
+ * Whether an assistant/chunk line b[start, end) may be a delta: it contains
+ * "delta", or a \u escape that could spell it. One pass, no allocation: chunk
+ * lines are short, and two Buffer#indexOf calls cost more than the scan.
+ */
+function mayBeDelta(b: Uint8Array, start: number, end: number): boolean {
+  for (let i = start; i < end; i++) {
+    const c = b[i];
+    if (c === 0x64 /* d */ && b[i + 1] === 0x65 && b[i + 2] === 0x6c && b[i + 3] === 0x74 && b[i + 4] === 0x61 && i + 5 <= end) return true;
+    if (c === 0x5c /* \ */ && b[i + 1] === 0x75 && i + 2 <= end) return true;
+  }
+  return false;
 }
 
 function isDigit(c: number | undefined): boolean {
@@ -131,7 +136,7 @@ function trustedPrefix(b: Uint8Array, start: number, end: number): RawEvent | nu
   if (i < 0 || (b[i] !== 0x2c && b[i] !== 0x7d)) return undefined;
   const time = lastInt();
   for (const t of rowTypeTokens) if (same(b, vs, ve, t)) return null;
-  if (same(b, vs, ve, CHUNK_TYPE) && (indexOf(b, DELTA, start, end) >= 0 || indexOf(b, UESC, start, end) >= 0)) return null;
+  if (same(b, vs, ve, CHUNK_TYPE) && mayBeDelta(b, start, end)) return null;
   return { seq, time };
 }
 
@@ -196,6 +201,6 @@ export function scanJsonlEvent(b: Uint8Array, start: number, end: number, truste
   // An assistant/chunk event may be packable only if its chunk type is one of the
   // *-delta types, whose bytes contain "delta" unless spelled with \u escapes.
   // Without either (block starts and ends, usage, finish) it can never join a run.
-  if (chunk && (indexOf(b, DELTA, start, end) >= 0 || indexOf(b, UESC, start, end) >= 0)) return null;
+  if (chunk && mayBeDelta(b, start, end)) return null;
   return { seq, time };
 }

@@ -61,6 +61,33 @@ function int(b: Uint8Array, i: number): number {
   return i;
 }
 
+/**
+ * A JSON string token decoded, remembering the last one per slot: a tool call's
+ * rows repeat its id and name in every frame, and decoding them (JSON.parse)
+ * was the largest cost of a tool-call row. Comparing the bytes is cheap.
+ */
+class TokenCache {
+  private raw = new Uint8Array(0);
+  private value = '';
+
+  decode(b: Uint8Array, start: number, end: number): string {
+    const n = end - start;
+    const raw = this.raw;
+    if (raw.length === n) {
+      let k = 0;
+      while (k < n && raw[k] === b[start + k]) k++;
+      if (k === n) return this.value;
+    }
+    // A copy (Buffer#slice would be a view keeping the whole slice's bytes alive).
+    this.raw = Uint8Array.prototype.slice.call(b, start, end);
+    this.value = decodeString(b, start, end);
+    return this.value;
+  }
+}
+
+const ids = new TokenCache();
+const names = new TokenCache();
+
 /** The last key handed out: consecutive frames of one block share it (no allocation per frame). */
 let lastKey: RunKey = { kind: 'text', turn: -1, step: -1, index: -1 };
 
@@ -77,13 +104,28 @@ function keyOf(kind: RunKey['kind'], turn: number, step: number, index: number, 
 /** The result, reused by every call: valid until the next call (callers consume it at once). */
 const row: RawRow = { key: lastKey, seq0: 0, time0: 0, n: 0, dtSum: 0, buf: new Uint8Array(0), dtStart: 0, dtEnd: 0, membersStart: 0, membersEnd: 0 };
 
-/** Scan the trusted JSONL frame `b[start, end)` (end excludes the newline). Null when it is not a row in the writer's layout. */
-export function scanTrustedRow(b: Uint8Array, start: number, end: number): RawRow | null {
-  if (b[end - 1] !== RBRACE || b[end - 2] !== RBRACE || b[end - 3] !== RBRACK) return null;
+const TYPE_PREFIX = Buffer.from('{"type":"');
+const ROW_TAGS = ['text-chunks', 'reasoning-chunks', 'tool-call-chunks'].map((t) => Buffer.from(`${t}"`));
+
+/** The frame starts `{"type":"<tag>"` with a tag that is no row tag: an event, not a row. */
+function isEventFrame(b: Uint8Array, start: number): boolean {
+  if (!has(b, start, TYPE_PREFIX)) return false;
+  const at = start + TYPE_PREFIX.length;
+  for (const tag of ROW_TAGS) if (has(b, at, tag)) return false;
+  return true;
+}
+
+/**
+ * Scan the trusted JSONL frame `b[start, end)` (end excludes the newline).
+ * Undefined when it is an event (its type is no row tag: no row scanner need
+ * look at it); null when it is not a row in the writer's layout.
+ */
+export function scanTrustedRow(b: Uint8Array, start: number, end: number): RawRow | null | undefined {
+  if (b[end - 1] !== RBRACE || b[end - 2] !== RBRACE || b[end - 3] !== RBRACK) return isEventFrame(b, start) ? undefined : null;
   // The kind is told by the byte after {"type":" (t: text or tool-call, r: reasoning).
   const c = b[start + 9];
   const lit = c === 0x72 ? REASONING : c !== 0x74 ? null : b[start + 10] === 0x65 ? TEXT : TOOL;
-  if (lit === null || !has(b, start, lit)) return null;
+  if (lit === null || !has(b, start, lit)) return isEventFrame(b, start) ? undefined : null;
   const kind: RunKey['kind'] = lit === TEXT ? 'text' : lit === REASONING ? 'reasoning' : 'tool';
   let i = int(b, start + lit.length);
   if (i < 0) return null;
@@ -103,13 +145,13 @@ export function scanTrustedRow(b: Uint8Array, start: number, end: number): RawRo
     i += ID.length;
     let e = stringEnd(b, i, end);
     if (e < 0) return null;
-    id = decodeString(b, i, e);
+    id = ids.decode(b, i, e);
     i = e;
     if (has(b, i, NAME)) {
       i += NAME.length;
       e = stringEnd(b, i, end);
       if (e < 0) return null;
-      name = decodeString(b, i, e);
+      name = names.decode(b, i, e);
       i = e;
     }
   }

@@ -17,13 +17,21 @@ import { scanJsonlEvent } from '../streams/jsonl-event-scanner.js';
 import { CrcCursor } from '../streams/frame-crc-file.js';
 import { isRowType, type ChunkRow, type SessionEvent } from '../main/core/types.js';
 import { rowLength } from '../main/core/chunk-codec.js';
-import { SliceEncoder } from './slice-encoder.js';
+import { newEncoderSinks, SliceEncoder, type EncoderSinks } from './slice-encoder.js';
 import { warmUpJit } from './jit-warmup.js';
 import type { SliceFault, SliceResult, SliceTask } from './slice-protocol.js';
 
+/** Buffers every task of this worker reuses: fresh memory costs a page fault per 4 KB on first touch. */
+const sinks = newEncoderSinks();
+let readBuffer = Buffer.allocUnsafe(0);
+/** Reused buffers larger than this are dropped after a task, so one huge page does not pin its memory. */
+const KEEP_BYTES = 8 * 1024 * 1024;
+
+/** The log's bytes [start, end), read into the worker's reusable buffer (valid until the next task). */
 function readRange(path: string, start: number, end: number): Buffer {
   const len = end - start;
-  const buf = Buffer.allocUnsafe(len);
+  if (readBuffer.length < len) readBuffer = Buffer.allocUnsafeSlow(len);
+  const buf = readBuffer.subarray(0, len);
   const fd = openSync(path, 'r');
   try {
     let got = 0;
@@ -45,8 +53,8 @@ function corrupt(offset: number, fromSeq: number, toSeq: number, why: string): S
 const BRACE = 0x7b;
 const NEWLINE = 0x0a;
 
-export function decodeSlice(task: SliceTask, bytes: Buffer): SliceResult {
-  const enc = new SliceEncoder(bytes.length);
+export function decodeSlice(task: SliceTask, bytes: Buffer, readMs = 0, into: EncoderSinks = newEncoderSinks()): SliceResult {
+  const enc = new SliceEncoder(into);
   enc.bytesRead = bytes.length;
   const crcs = new CrcCursor(task.crcs, bytes, task.start);
   let pos = 0;
@@ -66,7 +74,9 @@ export function decodeSlice(task: SliceTask, bytes: Buffer): SliceResult {
         if (!b.ok) return corrupt(offset, seq, task.endSeq, b.message);
         length = b.length;
       }
-      const raw = (trusted ? scanTrustedRow(bytes, pos, pos + length - 1) : null) ?? scanJsonlRow(bytes, pos, pos + length - 1, trusted);
+      const fast = trusted ? scanTrustedRow(bytes, pos, pos + length - 1) : null;
+      // Undefined: a trusted event frame, which no row scanner need look at.
+      const raw = fast === undefined ? null : (fast ?? scanJsonlRow(bytes, pos, pos + length - 1, trusted));
       if (raw !== null) {
         const count = raw.n;
         if (raw.seq0 !== seq) return corrupt(offset, seq, seq + count, `frame holds seq ${raw.seq0}, the entry sidecar says ${seq}`);
@@ -107,7 +117,7 @@ export function decodeSlice(task: SliceTask, bytes: Buffer): SliceResult {
     enc.frames++;
   }
   if (seq !== task.endSeq) return corrupt(task.end, seq, task.endSeq, `frames end at seq ${seq}, the entry sidecar says ${task.endSeq}`);
-  return enc.finish();
+  return enc.finish(readMs);
 }
 
 // Optimize the hot decode path before the first real task (see jit-warmup.ts).
@@ -119,11 +129,18 @@ export function decodeSlice(task: SliceTask, bytes: Buffer): SliceResult {
   const probe = new ArrayBuffer(8);
   structuredClone(probe, { transfer: [probe] });
 }
-if (process.env.SESSION_PAGER_JIT_WARMUP !== '0') warmUpJit(decodeSlice);
+// With the reused sinks, which it also grows (and faults in) to a typical page's size.
+if (process.env.SESSION_PAGER_JIT_WARMUP !== '0') warmUpJit((task, bytes) => decodeSlice(task, bytes, 0, sinks));
 
 export default function pageTask(task: SliceTask): SliceResult {
   // An empty slice reads nothing (the pool's warm-up sends these).
+  const t0 = performance.now();
   const bytes = task.end > task.start ? readRange(task.path, task.start, task.end) : Buffer.alloc(0);
-  const result = decodeSlice(task, bytes);
+  const result = decodeSlice(task, bytes, performance.now() - t0, sinks);
+  // The result is a copy: the sinks and the read buffer are free for the next task.
+  sinks.body.reset(KEEP_BYTES);
+  sinks.dt.reset(KEEP_BYTES);
+  sinks.members.reset(KEEP_BYTES);
+  if (readBuffer.length > KEEP_BYTES) readBuffer = Buffer.allocUnsafe(0);
   return (result instanceof ArrayBuffer ? Piscina.move(result) : result) as SliceResult;
 }

@@ -38,6 +38,23 @@ function openRun(key: RunKey, seq: number, time: number): OpenRun {
   return run;
 }
 
+/** The buffers an encoder builds in. */
+export interface EncoderSinks {
+  body: ByteSink;
+  dt: ByteSink;
+  members: ByteSink;
+}
+
+export function newEncoderSinks(): EncoderSinks {
+  return { body: new ByteSink(), dt: new ByteSink(), members: new ByteSink() };
+}
+
+function copyOf(s: ByteSink): ByteSink {
+  const c = new ByteSink(s.length);
+  c.sink(s);
+  return c;
+}
+
 function header(e: EdgeRun): FragmentRunHeader {
   return { ...e.run, dtBytes: e.dt.length, memberBytes: e.members.length };
 }
@@ -53,18 +70,27 @@ export class SliceEncoder {
   private readonly body: ByteSink;
   private open: OpenRun | null = null;
   /** Gaps and members of the open run. */
-  private dt = new ByteSink();
-  private members: ByteSink;
+  private readonly dt: ByteSink;
+  private readonly members: ByteSink;
   /** Whether the slice's first record has begun (the first run to settle is the head). */
   private started = false;
   private head: EdgeRun | null = null;
   frames = 0;
   bytesRead = 0;
+  private readonly startedAt = performance.now();
 
-  /** `sizeHint`: about how many bytes the slice holds (sinks start that large, so they rarely grow). */
-  constructor(sizeHint = 4096) {
-    this.body = new ByteSink(sizeHint);
-    this.members = new ByteSink(sizeHint);
+  /**
+   * `sinks`: buffers to build in, reused from task to task by a worker (fresh
+   * memory costs a page fault per 4 KB on first touch, several ms for a large
+   * slice); they are cleared here and nothing refers to them after finish().
+   */
+  constructor(sinks: EncoderSinks = newEncoderSinks()) {
+    this.body = sinks.body;
+    this.dt = sinks.dt;
+    this.members = sinks.members;
+    this.body.clear();
+    this.dt.clear();
+    this.members.clear();
   }
 
   private settle(): void {
@@ -72,11 +98,9 @@ export class SliceEncoder {
     if (run === null) return;
     this.open = null;
     if (!this.started) {
-      // The head may continue the previous slice's tail: it keeps its own sinks.
+      // The head may continue the previous slice's tail: it is kept apart (a copy: the sinks go on).
       this.started = true;
-      this.head = { run, dt: this.dt, members: this.members };
-      this.dt = new ByteSink();
-      this.members = new ByteSink(this.body.buf.length);
+      this.head = { run, dt: copyOf(this.dt), members: copyOf(this.members) };
       return;
     }
     const body = this.body;
@@ -189,8 +213,13 @@ export class SliceEncoder {
     this.memberText(JSON.stringify(rowMembers(row).slice(from, to)).slice(1, -1));
   }
 
-  /** The result buffer: exactly sized, freshly allocated, safe to transfer. */
-  finish(): ArrayBuffer {
+  /**
+   * The result buffer: exactly sized, freshly allocated, safe to transfer.
+   * `readMs` is reported with it. (Not a field: a field first holding 0 and
+   * then a fraction changes its representation, which deoptimized every
+   * encoder method on a worker's first real page after its warm-up.)
+   */
+  finish(readMs = 0): ArrayBuffer {
     let tail: EdgeRun | null = this.open === null ? null : { run: this.open, dt: this.dt, members: this.members };
     this.open = null;
     let whole = false;
@@ -200,7 +229,7 @@ export class SliceEncoder {
       whole = true;
     }
     const head = this.head;
-    const sliceHeader: SliceHeader = { head: head && header(head), whole, bodyBytes: this.body.length, tail: tail && header(tail), frames: this.frames, bytesRead: this.bytesRead };
+    const sliceHeader: SliceHeader = { head: head && header(head), whole, bodyBytes: this.body.length, tail: tail && header(tail), frames: this.frames, bytesRead: this.bytesRead, readMs, decodeMs: performance.now() - this.startedAt };
     const headerBytes = Buffer.from(JSON.stringify(sliceHeader), 'utf8');
     const sections: ByteSink[] = [];
     if (head) sections.push(head.dt, head.members);

@@ -79,6 +79,12 @@ export class ByteSink {
     this.length = 0;
   }
 
+  /** Empty it, and give up its buffer if it grew past `max` bytes (a reused sink must not pin one huge page's memory). */
+  reset(max: number): void {
+    this.length = 0;
+    if (this.buf.length > max) this.buf = Buffer.allocUnsafe(256);
+  }
+
   /** The bytes written so far (a view; valid until the next write). */
   view(): Uint8Array {
     return this.buf.subarray(0, this.length);
