@@ -115,12 +115,84 @@ function isEventFrame(b: Uint8Array, start: number): boolean {
   return true;
 }
 
+// A delta event the writer stored unpacked (a run shorter than 3 in its append
+// batch), in the canonical layout of chunkEvent:
+//   {"type":"assistant/chunk","seq":S,"time":T,"data":{"turn":U,"step":P,
+//    "chunk":{"type":"<kind>-delta","index":I,("text"|"id"[,"name"],"argumentsDelta"):"…"}}}
+const CHUNK = Buffer.from('{"type":"assistant/chunk","seq":');
+const TIME = Buffer.from(',"time":');
+const CHUNK_TURN = Buffer.from(',"data":{"turn":');
+const CHUNK_STEP = Buffer.from(',"step":');
+const TEXT_DELTA = Buffer.from(',"chunk":{"type":"text-delta","index":');
+const REASONING_DELTA = Buffer.from(',"chunk":{"type":"reasoning-delta","index":');
+const TOOL_DELTA = Buffer.from(',"chunk":{"type":"tool-call-delta","index":');
+const TEXT_KEY = Buffer.from(',"text":');
+const ARGS_KEY = Buffer.from(',"argumentsDelta":');
+
 /**
- * Scan the trusted JSONL frame `b[start, end)` (end excludes the newline).
- * Undefined when it is an event (its type is no row tag: no row scanner need
- * look at it); null when it is not a row in the writer's layout.
+ * A trusted delta event in the canonical layout, as a one-member row (its
+ * member token is copied like a stored row's, never parsed); null otherwise.
+ * Exactly the packable shape: the literals fix every key, and the frame
+ * must end right after the member.
+ */
+function scanTrustedDelta(b: Uint8Array, start: number, end: number): RawRow | null {
+  if (b[end - 1] !== RBRACE || b[end - 2] !== RBRACE || b[end - 3] !== RBRACE) return null;
+  let i = int(b, start + CHUNK.length);
+  if (i < 0) return null;
+  const seq = num;
+  if (!has(b, i, TIME) || (i = int(b, i + TIME.length)) < 0) return null;
+  const time = num;
+  if (!has(b, i, CHUNK_TURN) || (i = int(b, i + CHUNK_TURN.length)) < 0) return null;
+  const turn = num;
+  if (!has(b, i, CHUNK_STEP) || (i = int(b, i + CHUNK_STEP.length)) < 0) return null;
+  const step = num;
+  const lit = has(b, i, TEXT_DELTA) ? TEXT_DELTA : has(b, i, REASONING_DELTA) ? REASONING_DELTA : has(b, i, TOOL_DELTA) ? TOOL_DELTA : null;
+  if (lit === null || (i = int(b, i + lit.length)) < 0) return null;
+  const index = num;
+  const kind: RunKey['kind'] = lit === TEXT_DELTA ? 'text' : lit === REASONING_DELTA ? 'reasoning' : 'tool';
+  let id: string | undefined;
+  let name: string | undefined;
+  if (kind === 'tool') {
+    if (!has(b, i, ID)) return null;
+    i += ID.length;
+    let e = stringEnd(b, i, end);
+    if (e < 0) return null;
+    id = ids.decode(b, i, e);
+    i = e;
+    if (has(b, i, NAME)) {
+      i += NAME.length;
+      e = stringEnd(b, i, end);
+      if (e < 0) return null;
+      name = names.decode(b, i, e);
+      i = e;
+    }
+  }
+  const key = kind === 'tool' ? ARGS_KEY : TEXT_KEY;
+  if (!has(b, i, key)) return null;
+  const membersStart = i + key.length;
+  const membersEnd = stringEnd(b, membersStart, end);
+  if (membersEnd !== end - 3 || seq < 0) return null;
+  row.key = keyOf(kind, turn, step, index, id, name);
+  row.seq0 = seq;
+  row.time0 = time;
+  row.n = 1;
+  row.dtSum = 0;
+  row.buf = b;
+  row.dtStart = membersStart;
+  row.dtEnd = membersStart;
+  row.membersStart = membersStart;
+  row.membersEnd = membersEnd;
+  return row;
+}
+
+/**
+ * Scan the trusted JSONL frame `b[start, end)` (end excludes the newline):
+ * a packed row, or a delta event as a one-member row. Undefined when it is
+ * an event of another kind (no row scanner need look at it); null when it
+ * is not a row in the writer's layout.
  */
 export function scanTrustedRow(b: Uint8Array, start: number, end: number): RawRow | null | undefined {
+  if (has(b, start, CHUNK)) return scanTrustedDelta(b, start, end) ?? undefined;
   if (b[end - 1] !== RBRACE || b[end - 2] !== RBRACE || b[end - 3] !== RBRACK) return isEventFrame(b, start) ? undefined : null;
   // The kind is told by the byte after {"type":" (t: text or tool-call, r: reasoning).
   const c = b[start + 9];
