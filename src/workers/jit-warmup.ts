@@ -14,7 +14,7 @@
  * raised the process's peak RSS by 10-20 MB for no further gain.
  */
 import { encodeRecords } from '../main/core/batch-encoder.js';
-import { packBatch } from '../main/core/chunk-codec.js';
+import { continuesRun, packBatch, sameRunKey, type RunKey } from '../main/core/chunk-codec.js';
 import { sessionBatches } from '../main/gen/generate.js';
 import { chainCrcRecords } from '../streams/frame-crc-file.js';
 
@@ -87,7 +87,36 @@ export function warmupWork(): { bytes: Buffer; tasks: SliceTask[] }[] {
 }
 
 /** Decode the synthetic log until the page path's functions are optimized (bounded by time). */
+/**
+ * Run keys reach the run-continuation check in many object shapes (keys from
+ * each scanner, open runs, with and without id and name). Optimized code that
+ * saw only some of them deoptimizes at the first new shape, which on a real
+ * page came mid-way through its decode loop. Comparing keys of more shapes than
+ * V8 keeps per site (four) first makes the site generic: it never deoptimizes
+ * on a shape, and it runs once per block, where the cost does not show.
+ */
+function generalizeKeyChecks(): void {
+  const shapes: RunKey[] = [
+    { kind: 'text', turn: 1, step: 1, index: 0 },
+    { kind: 'tool', turn: 1, step: 1, index: 0, id: 'a' },
+    { kind: 'tool', turn: 1, step: 1, index: 0, id: 'a', name: 'b' },
+    { index: 0, kind: 'text', step: 1, turn: 1 },
+    { turn: 1, kind: 'reasoning', index: 0, step: 1 },
+    { step: 1, index: 0, turn: 1, kind: 'tool', id: 'a' },
+  ];
+  for (let r = 0; r < 200; r++) {
+    for (const a of shapes) {
+      for (const b of shapes) {
+        const run = { ...a, seq0: 0, time0: 0, lastSeq: 0, lastTime: 0.5, n: 1 };
+        sameRunKey(a, b);
+        continuesRun(run, b, 1, 1.5);
+      }
+    }
+  }
+}
+
 export function warmUpJit(decode: (task: SliceTask, bytes: Buffer) => unknown, budgetMs = 1000): number {
+  generalizeKeyChecks();
   const work = warmupWork();
   const t0 = performance.now();
   let rounds = 0;

@@ -31,11 +31,9 @@ interface EdgeRun {
   members: ByteSink;
 }
 
+/** One object shape for every run (id and name always present, undefined when absent): the hot path's property loads stay monomorphic. */
 function openRun(key: RunKey, seq: number, time: number): OpenRun {
-  const run: OpenRun = { kind: key.kind, turn: key.turn, step: key.step, index: key.index, seq0: seq, time0: time, lastSeq: seq - 1, lastTime: time, n: 0 };
-  if (key.id !== undefined) run.id = key.id;
-  if ('name' in key) run.name = key.name;
-  return run;
+  return { kind: key.kind, turn: key.turn, step: key.step, index: key.index, id: key.id, name: key.name, seq0: seq, time0: time, lastSeq: seq - 1, lastTime: time, n: 0 };
 }
 
 /** The buffers an encoder builds in. */
@@ -69,6 +67,8 @@ export class SliceEncoder {
   /** Settled records, comma-joined. */
   private readonly body: ByteSink;
   private open: OpenRun | null = null;
+  /** The key object the open run was started with. */
+  private openKey: RunKey | null = null;
   /** Gaps and members of the open run. */
   private readonly dt: ByteSink;
   private readonly members: ByteSink;
@@ -131,10 +131,13 @@ export class SliceEncoder {
    */
   private extend(key: RunKey, seq: number, time: number, lastTime: number, count: number): void {
     let run = this.open;
-    if (run === null || !continuesRun(run, key, seq, time)) {
+    // The trusted scanner hands out one key object per block, so consecutive frames of a
+    // run compare by identity: no key-shape-dependent property loads on the hot path.
+    if (run === null || !(key === this.openKey ? seq === run.lastSeq + 1 && Number.isSafeInteger(time - run.lastTime) : continuesRun(run, key, seq, time))) {
       this.settle();
       run = openRun(key, seq, time);
       this.open = run;
+      this.openKey = key;
       this.dt.clear();
       this.members.clear();
     } else {

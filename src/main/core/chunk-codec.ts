@@ -116,8 +116,9 @@ export function sameRunKey(a: RunKey, b: RunKey): boolean {
     a.step === b.step &&
     a.index === b.index &&
     a.id === b.id &&
-    a.name === b.name &&
-    ('name' in a) === ('name' in b)
+    // A name is a string when present, so equal values mean equal presence too
+    // (and a run may carry name: undefined to keep one object shape).
+    a.name === b.name
   );
 }
 
@@ -173,7 +174,7 @@ export function chunkEvent(key: RunKey, seq: number, time: number, member: strin
   let chunk: Record<string, unknown>;
   if (key.kind === 'tool') {
     chunk = { type: 'tool-call-delta', index: key.index, id: key.id };
-    if ('name' in key) chunk.name = key.name;
+    if (key.name !== undefined) chunk.name = key.name;
     chunk.argumentsDelta = member;
   } else {
     chunk = { type: DELTA_TYPE_OF[key.kind], index: key.index, text: member };

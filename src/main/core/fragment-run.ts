@@ -60,7 +60,7 @@ export function packedRowHead(run: RunKey & { seq0: number; time0: number }): st
   let pre = `{"chunks":{"type":"${rowTypeOf(run.kind)}","seq0":${run.seq0},"time0":${run.time0},"data":{"turn":${run.turn},"step":${run.step},"index":${run.index}`;
   if (run.kind === 'tool') {
     pre += `,"id":${JSON.stringify(run.id)}`;
-    if ('name' in run) pre += `,"name":${JSON.stringify(run.name)}`;
+    if (run.name !== undefined) pre += `,"name":${JSON.stringify(run.name)}`;
   }
   return pre + ',"dt":[';
 }
