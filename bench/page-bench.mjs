@@ -110,18 +110,26 @@ const lines = [];
 const now = new Date().toISOString();
 lines.push(`Run ${now} on ${cpus().length} × ${cpus()[0]?.model ?? 'cpu'}, ${(totalmem() / 2 ** 30).toFixed(0)} GiB, Node ${process.version}; ${workers} page workers; pager figures are medians of ${runs} fresh processes.`);
 lines.push('');
-lines.push('| session | events | page events | page bytes | reference ms | reference peak RSS MB | pager cold ms | pager cold ms incl. pool start | pager peak RSS MB | time ratio | RSS ratio | frame-read floor ms | pager / floor |');
-lines.push('|---|---|---|---|---|---|---|---|---|---|---|---|---|');
+lines.push('| session | events | page events | page bytes | reference ms | reference peak RSS MB | pager cold ms | pager cold ms incl. pool start | pager warm ms | pager peak RSS MB | time ratio cold / warm | RSS ratio | frame-read floor ms | pager / floor cold / warm |');
+lines.push('|---|---|---|---|---|---|---|---|---|---|---|---|---|---|');
 for (const s of sessions) {
   const { pager, reference } = results[s.id];
   const ms = median(pager.map((p) => p.ms));
   const msAll = median(pager.map((p) => p.msWithStartup));
   const rss = median(pager.map((p) => p.maxRssMB));
   const floor = median(pager.map((p) => p.floorMs));
+  const warmMs = median(pager.map((p) => p.warmMs));
   const p0 = pager[0];
   lines.push(
-    `| ${s.id} | ${s.events.toLocaleString('en')} | ${(p0.toSeq - p0.fromSeq).toLocaleString('en')} | ${p0.bytes.toLocaleString('en')} | ${fmt(reference?.ms, 0)} | ${fmt(reference?.maxRssMB, 0)} | ${fmt(ms)} | ${fmt(msAll)} | ${fmt(rss, 0)} | ${reference ? `${fmt(reference.ms / ms, 0)}×` : '–'} | ${reference ? `1/${fmt(reference.maxRssMB / rss, 1)}` : '–'} | ${fmt(floor, 2)} | ${fmt(ms / floor, 1)}× |`,
+    `| ${s.id} | ${s.events.toLocaleString('en')} | ${(p0.toSeq - p0.fromSeq).toLocaleString('en')} | ${p0.bytes.toLocaleString('en')} | ${fmt(reference?.ms, 0)} | ${fmt(reference?.maxRssMB, 0)} | ${fmt(ms)} | ${fmt(msAll)} | ${fmt(warmMs)} | ${fmt(rss, 0)} | ${reference ? `${fmt(reference.ms / ms, 0)}× / ${fmt(reference.ms / warmMs, 0)}×` : '–'} | ${reference ? `1/${fmt(reference.maxRssMB / rss, 1)}` : '–'} | ${fmt(floor, 2)} | ${fmt(ms / floor, 1)}× / ${fmt(warmMs / floor, 1)}× |`,
   );
+}
+const phases = (t) => (t ? Object.entries(t).map(([k, v]) => `${k} ${fmt(v)}`).join(', ') : '–');
+for (const s of sessions) {
+  const { pager } = results[s.id];
+  const mid = [...pager].sort((a, b) => a.ms - b.ms)[Math.floor(pager.length / 2)];
+  lines.push('');
+  lines.push(`${s.id}, the median cold run's phases (ms): ${phases(mid.timing)}; the next five pages of that process: ${mid.firstPagesMs.join(', ')} ms; a settled page's phases: ${phases(mid.warmTiming)}.`);
 }
 const a = results['bench-600k'].pager;
 const b = results['bench-5m'].pager;
