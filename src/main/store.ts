@@ -24,10 +24,13 @@ import { warmUpPlanner } from './planner-warmup.js';
 import { crcPath } from './crc-projection.js';
 import { indexPath } from './index-projection.js';
 import { FrameIndexFile } from '../streams/frame-index-file.js';
-import { readCrcRecords, sliceCrcRecords } from '../streams/frame-crc-file.js';
+import { readCrcRecords, readCrcRecordsAt, recordOffset, sliceCrcRecords } from '../streams/frame-crc-file.js';
 import { EntriesFile, EntryFormatError } from '../streams/entries-file.js';
 import type { FrameEncoding } from '../streams/frame-codec.js';
 import type { SliceTask } from '../workers/slice-protocol.js';
+
+/** A plan, and when it came from the binary frame index, the record number of its last frame. */
+type IndexedPlan = PagePlan & { fromIndex?: boolean; lastRecord?: number };
 
 export interface StoreOptions {
   dataDir: string;
@@ -294,13 +297,13 @@ export class PagerStore implements Store {
    * Plan from the binary frame index when it is whole for this session
    * (typed records, no parsing), else from the JSONL entry sidecar.
    */
-  private async planResolved(v: SessionView, r: ResolvedParams, useIndex = true): Promise<PagePlan & { fromIndex?: boolean }> {
+  private async planResolved(v: SessionView, r: ResolvedParams, useIndex = true): Promise<IndexedPlan> {
     if (r.end <= 0) return { throughSeq: r.throughSeq, fromSeq: 0, toSeq: 0, hasMore: false, span: null };
     const index = useIndex ? FrameIndexFile.openIfWhole(indexPath(v.paths), v.frameCount, v.indexedLength, v.nextSeq) : null;
     if (index !== null) {
       try {
         const from = r.end - 1 >= v.nextSeq - 1 ? index.records - 1 : index.findBySeq(r.end - 1);
-        return { ...(await planPage(r, index.backwardFrom(from))), fromIndex: true };
+        return { ...(await planPage(r, index.backwardFrom(from))), fromIndex: true, lastRecord: from };
       } finally {
         index.close();
       }
@@ -331,10 +334,25 @@ export class PagerStore implements Store {
     });
   }
 
-  /** Attach each slice's frame-checksum records (one read for the span), when the session has the projection. */
-  private withChecksums(paths: SessionPaths, tasks: SliceTask[], frames: number): SliceTask[] {
+  /**
+   * Attach each slice's frame-checksum records (one read for the span), when
+   * the session has the projection. A span planned from the frame index
+   * knows its record numbers, which are the projection's too when it holds
+   * one record per frame (checked on the first frame's offset); otherwise
+   * the records are found by binary search on offsets.
+   */
+  private withChecksums(paths: SessionPaths, tasks: SliceTask[], frames: number, lastRecord?: number): SliceTask[] {
     if (tasks.length === 0) return tasks;
-    const records = readCrcRecords(crcPath(paths), (tasks[0] as SliceTask).start, (tasks[tasks.length - 1] as SliceTask).end, frames);
+    const start = (tasks[0] as SliceTask).start;
+    let records: Uint8Array | null = null;
+    if (lastRecord !== undefined) {
+      // The span's records and the one before (the chain's seed).
+      const first = lastRecord - frames + 1;
+      const seed = first > 0 ? 1 : 0;
+      const byNumber = readCrcRecordsAt(crcPath(paths), first - seed, frames + seed);
+      if (byNumber !== null && recordOffset(byNumber, seed) === start) records = byNumber;
+    }
+    records ??= readCrcRecords(crcPath(paths), start, (tasks[tasks.length - 1] as SliceTask).end, frames);
     if (records === null) return tasks;
     for (const t of tasks) {
       const crcs = sliceCrcRecords(records, t.start, t.end);
@@ -404,8 +422,8 @@ export class PagerStore implements Store {
     const t1 = performance.now();
     // The client left while we planned: queue nothing for it.
     signal?.throwIfAborted();
-    const decodePlan = (p: PagePlan & { fromIndex?: boolean }) =>
-      this.decode(id, view, this.withChecksums(view.paths, this.slices(view.paths.events, p.span, p.fromSeq, p.toSeq), p.span?.count ?? 0), p.fromIndex !== true);
+    const decodePlan = (p: IndexedPlan) =>
+      this.decode(id, view, this.withChecksums(view.paths, this.slices(view.paths.events, p.span, p.fromSeq, p.toSeq), p.span?.count ?? 0, p.lastRecord), p.fromIndex !== true);
     let slices;
     try {
       slices = await decodePlan(plan);

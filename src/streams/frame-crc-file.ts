@@ -148,6 +148,30 @@ export function readCrcRecords(path: string, start: number, end: number, maxReco
 }
 
 /**
+ * Records [first, first + count) by record number, in one read: for a
+ * session whose projection has one record per frame from the header on
+ * (every session this writer created), record k is frame k's, so a span
+ * planned from the frame index needs no binary search. The caller checks
+ * that assumption against a known frame offset. Null when the file is
+ * missing or shorter.
+ */
+export function readCrcRecordsAt(path: string, first: number, count: number): Buffer | null {
+  let fd: number;
+  try {
+    fd = openSync(path, 'r');
+  } catch {
+    return null;
+  }
+  try {
+    const out = Buffer.allocUnsafe(count * CRC_RECORD_BYTES);
+    const got = readSync(fd, out, 0, out.length, first * CRC_RECORD_BYTES);
+    return got === out.length ? out : null;
+  } finally {
+    closeSync(fd);
+  }
+}
+
+/**
  * The frames of one slice that match the writer's records. Built once per
  * slice: each chain of adjacent records inside the slice is checked with one
  * CRC call over its bytes; a chain that does not match is checked frame by

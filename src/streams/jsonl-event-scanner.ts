@@ -113,12 +113,38 @@ function valueEnd(b: Uint8Array, i: number, end: number, depth: number): number 
 }
 
 const rowTypeTokens = [...ROW_TYPES].map((t) => Buffer.from(JSON.stringify(t)));
+/** Lengths of the row tags' tokens: a type token of another length is no row tag. */
+const rowTypeLengths = new Set(rowTypeTokens.map((t) => t.length));
 
-/** Scan the JSONL frame b[start, end) (end excludes the newline) as a non-packable event. */
+/** Non-negative (or, with `neg`, signed) integer digits at b[i] as JSON.stringify writes them: value into `num`, index after, or -1. */
+let num = 0;
+function digits(b: Uint8Array, i: number, end: number): number {
+  const neg = b[i] === 0x2d;
+  if (neg) i++;
+  const first = i;
+  let v = 0;
+  while (i < end) {
+    const c = b[i] as number;
+    if (c < 0x30 || c > 0x39) break;
+    v = v * 10 + (c - 0x30);
+    i++;
+  }
+  if (i === first || (i - first > 1 && b[first] === 0x30) || !Number.isSafeInteger(v)) return -1;
+  const c = b[i];
+  if (c === 0x2e || c === 0x65 || c === 0x45) return -1;
+  num = neg ? -v : v;
+  return i;
+}
+
+/** The result of the trusted fast path, reused (callers read it at once). */
+const trustedEvent: RawEvent = { seq: 0, time: 0 };
+
 /**
  * A trusted frame (it matched the writer's CRC) written with type, seq and
  * time first, as hosts send them: read those three and skip the rest.
- * Undefined when the line does not start that way.
+ * Undefined when the line does not start that way. Once per event frame of
+ * every page: no allocation, and the row-tag check only for tokens of a row
+ * tag's length.
  */
 function trustedPrefix(b: Uint8Array, start: number, end: number): RawEvent | null | undefined {
   if (!same(b, start, start + TYPE_PREFIX.length, TYPE_PREFIX)) return undefined;
@@ -128,16 +154,17 @@ function trustedPrefix(b: Uint8Array, start: number, end: number): RawEvent | nu
   if (b[i] !== 0x22) return undefined;
   const ve = i + 1;
   if (!same(b, ve, ve + SEQ_PREFIX.length, SEQ_PREFIX)) return undefined;
-  i = scanInt(b, ve + SEQ_PREFIX.length, end);
-  if (i < 0) return undefined;
-  const seq = lastInt();
+  i = digits(b, ve + SEQ_PREFIX.length, end);
+  if (i < 0 || num < 0) return undefined;
+  const seq = num;
   if (!same(b, i, i + TIME_PREFIX.length, TIME_PREFIX)) return undefined;
-  i = scanInt(b, i + TIME_PREFIX.length, end);
+  i = digits(b, i + TIME_PREFIX.length, end);
   if (i < 0 || (b[i] !== 0x2c && b[i] !== 0x7d)) return undefined;
-  const time = lastInt();
-  for (const t of rowTypeTokens) if (same(b, vs, ve, t)) return null;
+  if (rowTypeLengths.has(ve - vs)) for (const t of rowTypeTokens) if (same(b, vs, ve, t)) return null;
   if (same(b, vs, ve, CHUNK_TYPE) && mayBeDelta(b, start, end)) return null;
-  return { seq, time };
+  trustedEvent.seq = seq;
+  trustedEvent.time = num;
+  return trustedEvent;
 }
 
 export function scanJsonlEvent(b: Uint8Array, start: number, end: number, trusted = false): RawEvent | null {
