@@ -113,13 +113,7 @@ export function sliceCrcRecords(records: Uint8Array, start: number, end: number)
  * one read of the range. Null when the file is missing or yields nothing.
  */
 export function readCrcRecords(path: string, start: number, end: number, maxRecords: number): Buffer | null {
-  let fd: number;
-  try {
-    fd = openSync(path, 'r');
-  } catch {
-    return null;
-  }
-  try {
+  return withFile(path, (fd) => {
     const n = Math.floor(fstatSync(fd).size / CRC_RECORD_BYTES);
     if (n === 0) return null;
     const rec = Buffer.allocUnsafe(CRC_RECORD_BYTES);
@@ -142,9 +136,7 @@ export function readCrcRecords(path: string, start: number, end: number, maxReco
     const got = Math.floor(readSync(fd, out, 0, out.length, first * CRC_RECORD_BYTES) / CRC_RECORD_BYTES);
     const keep = recordsBelow(out.subarray(0, got * CRC_RECORD_BYTES), end);
     return keep === 0 ? null : out.subarray(0, keep * CRC_RECORD_BYTES);
-  } finally {
-    closeSync(fd);
-  }
+  });
 }
 
 /**
@@ -156,6 +148,15 @@ export function readCrcRecords(path: string, start: number, end: number, maxReco
  * missing or shorter.
  */
 export function readCrcRecordsAt(path: string, first: number, count: number): Buffer | null {
+  return withFile(path, (fd) => {
+    const out = Buffer.allocUnsafe(count * CRC_RECORD_BYTES);
+    const got = readSync(fd, out, 0, out.length, first * CRC_RECORD_BYTES);
+    return got === out.length ? out : null;
+  });
+}
+
+/** `read(fd)` on the file opened for reading, closed after; null when it cannot be opened (the projection is optional). */
+function withFile<T>(path: string, read: (fd: number) => T | null): T | null {
   let fd: number;
   try {
     fd = openSync(path, 'r');
@@ -163,9 +164,7 @@ export function readCrcRecordsAt(path: string, first: number, count: number): Bu
     return null;
   }
   try {
-    const out = Buffer.allocUnsafe(count * CRC_RECORD_BYTES);
-    const got = readSync(fd, out, 0, out.length, first * CRC_RECORD_BYTES);
-    return got === out.length ? out : null;
+    return read(fd);
   } finally {
     closeSync(fd);
   }

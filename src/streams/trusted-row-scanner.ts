@@ -88,6 +88,26 @@ class TokenCache {
 const ids = new TokenCache();
 const names = new TokenCache();
 
+/** The id and name toolIdentity read last. */
+let toolId: string | undefined;
+let toolName: string | undefined;
+
+/** A tool call's `,"id":"…"[,"name":"…"]` at b[i] into toolId and toolName: the index after it, or -1. */
+function toolIdentity(b: Uint8Array, i: number, end: number): number {
+  if (!has(b, i, ID)) return -1;
+  i += ID.length;
+  let e = stringEnd(b, i, end);
+  if (e < 0) return -1;
+  toolId = ids.decode(b, i, e);
+  i = e;
+  if (!has(b, i, NAME)) return i;
+  i += NAME.length;
+  e = stringEnd(b, i, end);
+  if (e < 0) return -1;
+  toolName = names.decode(b, i, e);
+  return e;
+}
+
 /** The last key handed out: consecutive frames of one block share it (no allocation per frame). */
 let lastKey: RunKey = { kind: 'text', turn: -1, step: -1, index: -1 };
 
@@ -150,29 +170,15 @@ function scanTrustedDelta(b: Uint8Array, start: number, end: number): RawRow | n
   if (lit === null || (i = int(b, i + lit.length)) < 0) return null;
   const index = num;
   const kind: RunKey['kind'] = lit === TEXT_DELTA ? 'text' : lit === REASONING_DELTA ? 'reasoning' : 'tool';
-  let id: string | undefined;
-  let name: string | undefined;
-  if (kind === 'tool') {
-    if (!has(b, i, ID)) return null;
-    i += ID.length;
-    let e = stringEnd(b, i, end);
-    if (e < 0) return null;
-    id = ids.decode(b, i, e);
-    i = e;
-    if (has(b, i, NAME)) {
-      i += NAME.length;
-      e = stringEnd(b, i, end);
-      if (e < 0) return null;
-      name = names.decode(b, i, e);
-      i = e;
-    }
-  }
+  toolId = undefined;
+  toolName = undefined;
+  if (kind === 'tool' && (i = toolIdentity(b, i, end)) < 0) return null;
   const key = kind === 'tool' ? ARGS_KEY : TEXT_KEY;
   if (!has(b, i, key)) return null;
   const membersStart = i + key.length;
   const membersEnd = stringEnd(b, membersStart, end);
   if (membersEnd !== end - 3 || seq < 0) return null;
-  row.key = keyOf(kind, turn, step, index, id, name);
+  row.key = keyOf(kind, turn, step, index, toolId, toolName);
   row.seq0 = seq;
   row.time0 = time;
   row.n = 1;
@@ -210,23 +216,9 @@ export function scanTrustedRow(b: Uint8Array, start: number, end: number): RawRo
   const step = num;
   if (!has(b, i, INDEX) || (i = int(b, i + INDEX.length)) < 0) return null;
   const index = num;
-  let id: string | undefined;
-  let name: string | undefined;
-  if (kind === 'tool') {
-    if (!has(b, i, ID)) return null;
-    i += ID.length;
-    let e = stringEnd(b, i, end);
-    if (e < 0) return null;
-    id = ids.decode(b, i, e);
-    i = e;
-    if (has(b, i, NAME)) {
-      i += NAME.length;
-      e = stringEnd(b, i, end);
-      if (e < 0) return null;
-      name = names.decode(b, i, e);
-      i = e;
-    }
-  }
+  toolId = undefined;
+  toolName = undefined;
+  if (kind === 'tool' && (i = toolIdentity(b, i, end)) < 0) return null;
   if (!has(b, i, DT)) return null;
   i += DT.length;
   // The gaps: the only per-member bytes read.
@@ -276,7 +268,7 @@ export function scanTrustedRow(b: Uint8Array, start: number, end: number): RawRo
   // (always so while the sum of |gaps| and |time0| stay small).
   if (abs > Number.MAX_SAFE_INTEGER && !partialSumsSafe(b, dtStart, dtEnd, 0)) return null;
   if (Math.abs(time0) + abs > 2 ** 52 && !partialSumsSafe(b, dtStart, dtEnd, time0)) return null;
-  row.key = keyOf(kind, turn, step, index, id, name);
+  row.key = keyOf(kind, turn, step, index, toolId, toolName);
   row.seq0 = seq0;
   row.time0 = time0;
   row.n = n;
