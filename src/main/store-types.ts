@@ -57,7 +57,7 @@ export interface PageTiming {
   plan: number;
   read: number;
   decode: number;
-  /** Everything between planning and assembly the workers do not account for: queueing and messaging. */
+  /** Everything between planning and assembly the workers do not account for: checksum records, queueing, messaging. */
   pool: number;
   assemble: number;
   total: number;
