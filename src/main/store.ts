@@ -21,6 +21,7 @@ import { SessionWriter, type AppendResult } from './session-writer.js';
 import type { CatalogEntry, FollowListener, PageBuffer, Store, StoreStats } from './store-types.js';
 import { createPagePool, runSlice, type PagePool } from './worker-pool.js';
 import { warmUpPlanner } from './planner-warmup.js';
+import { warmUpPagePath } from './page-path-warmup.js';
 import { crcPath } from './crc-projection.js';
 import { indexPath } from './index-projection.js';
 import { FrameIndexFile } from '../streams/frame-index-file.js';
@@ -94,9 +95,14 @@ export class PagerStore implements Store {
   private pagesServed = 0;
   private closed = false;
 
-  constructor(opts: StoreOptions) {
+  /** Whether close() ends the pool (not when it was lent by another store). */
+  private readonly ownsPool: boolean;
+
+  /** `pool`: another store's, for a store that only borrows it (the page-path warm-up's). */
+  constructor(opts: StoreOptions, pool?: PagePool) {
     this.dataDir = opts.dataDir;
-    this.pool = createPagePool({ threads: opts.workers, maxQueue: opts.maxQueue });
+    this.ownsPool = pool === undefined;
+    this.pool = pool ?? createPagePool({ threads: opts.workers, maxQueue: opts.maxQueue });
     this.threads = this.pool.options.maxThreads;
     this.splitBytes = opts.splitBytes ?? DEFAULT_SPLIT_BYTES;
     this.format = opts.format ?? 'jsonl';
@@ -552,13 +558,24 @@ export class PagerStore implements Store {
   }
 
   /**
-   * Resolve once every pool thread has started and loaded the page task (a
-   * serving process does this before it listens, so no request pays for it).
+   * Resolve once every pool thread has started and loaded the page task, and
+   * the whole page path has served a generated session's pages (a serving
+   * process does this before it listens, so no request pays for it).
+   * `SESSION_PAGER_PAGE_WARMUP=0` skips the second part.
    */
   async warmUp(): Promise<void> {
     const empty: SliceTask = { path: '', start: 0, end: 0, firstSeq: 0, endSeq: 0, fromSeq: 0, toSeq: 0 };
     // The planner warms up on this thread while the workers start (see planner-warmup.ts).
     await Promise.all([warmUpPlanner(), ...Array.from({ length: this.threads * 2 }, () => runSlice(this.pool, empty))]);
+    if (process.env.SESSION_PAGER_PAGE_WARMUP === '0') return;
+    const opts = { splitBytes: this.splitBytes, pageCacheBytes: 0 };
+    await warmUpPagePath(async (dataDir) => {
+      await fsp.mkdir(indexDir(dataDir), { recursive: true });
+      return new PagerStore({ ...opts, dataDir }, this.pool);
+    });
+    // Real entries generalized some of the planner's object shapes, which discarded its
+    // optimized code: optimize it again, now for every shape, before the first real page.
+    await warmUpPlanner();
   }
 
   // -------------------------------------------------------------------------
@@ -579,7 +596,7 @@ export class PagerStore implements Store {
     if (this.closed) return;
     this.closed = true;
     await Promise.all([...this.writers.keys()].map((id) => this.closeWriter(id)));
-    await this.pool.close();
+    if (this.ownsPool) await this.pool.close();
   }
 }
 

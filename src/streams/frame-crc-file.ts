@@ -170,62 +170,103 @@ function withFile<T>(path: string, read: (fd: number) => T | null): T | null {
   }
 }
 
+/** Whether typed arrays are little endian here (they are on every platform Node ships for but s390x). */
+const LITTLE_ENDIAN = new Uint8Array(new Uint32Array([1]).buffer)[0] === 1;
+
+/** Records as 32-bit words (offset low, offset high, length, CRC per record), without a copy when the layout allows. */
+function recordWords(records: Uint8Array): Uint32Array {
+  const words = Math.floor(records.byteLength / CRC_RECORD_BYTES) * 4;
+  if (LITTLE_ENDIAN && records.byteOffset % 4 === 0) return new Uint32Array(records.buffer, records.byteOffset, words);
+  const out = new Uint32Array(words);
+  const view = new DataView(records.buffer, records.byteOffset, records.byteLength);
+  for (let w = 0; w < words; w++) out[w] = view.getUint32(w * 4, true);
+  return out;
+}
+
+/**
+ * Flag in `ok` the records whose frames in `bytes` (read from log offset
+ * `start`) match. Usually one CRC call over the slice settles it; otherwise
+ * each chain of adjacent records inside the slice is checked with one CRC
+ * call over its bytes, and a chain that does not match frame by frame.
+ * Why the O(1) first step: this runs once per slice, so the warm-up cannot
+ * make its per-record loop hot, and on the first real page (~7,500 records
+ * a slice) that loop ran interpreted while its compilation waited for a CPU.
+ */
+function markTrusted(u: Uint32Array, ok: Uint8Array, bytes: Uint8Array, start: number): void {
+  const n = ok.length;
+  const end = start + bytes.byteLength;
+  // The common case in O(1) JS: the writer's unbroken chain over the whole slice. The last
+  // record's CRC equals one CRC of all the bytes from the first in-slice record on only if
+  // every record between continued the chain (a restart would have seeded it with 0).
+  const first = (u[0] as number) + (u[1] as number) * 2 ** 32 < start ? 1 : 0;
+  if (first < n) {
+    const from = (u[4 * first] as number) + (u[4 * first + 1] as number) * 2 ** 32;
+    const to = (u[4 * n - 4] as number) + (u[4 * n - 3] as number) * 2 ** 32 + (u[4 * n - 2] as number);
+    if (from === start && to <= end && crc32(bytes.subarray(0, to - start), chainSeed(u, first)) === u[4 * n - 1]) {
+      ok.fill(1, first, n);
+      return;
+    }
+  }
+  let i = 0;
+  while (i < n) {
+    const off = (u[4 * i] as number) + (u[4 * i + 1] as number) * 2 ** 32;
+    let stop = off + (u[4 * i + 2] as number);
+    if (off < start || stop > end) {
+      i++;
+      continue;
+    }
+    // A chain: records i..j, each frame ending where the next begins, all inside the slice.
+    let j = i;
+    while (j + 1 < n) {
+      const next = (u[4 * j + 4] as number) + (u[4 * j + 5] as number) * 2 ** 32;
+      const nextStop = next + (u[4 * j + 6] as number);
+      if (next !== stop || nextStop > end) break;
+      j++;
+      stop = nextStop;
+    }
+    if (crc32(bytes.subarray(off - start, stop - start), chainSeed(u, i)) === u[4 * j + 3]) ok.fill(1, i, j + 1);
+    else {
+      for (let k = i, o = off; k <= j; o += u[4 * k + 2] as number, k++) {
+        if (crc32(bytes.subarray(o - start, o - start + (u[4 * k + 2] as number)), chainSeed(u, k)) === u[4 * k + 3]) ok[k] = 1;
+      }
+    }
+    i = j + 1;
+  }
+}
+
+/** The CRC record k's chain starts from: its predecessor's when that frame ends where k's begins, else 0. */
+function chainSeed(u: Uint32Array, k: number): number {
+  if (k === 0) return 0;
+  const prevEnd = (u[4 * k - 4] as number) + (u[4 * k - 3] as number) * 2 ** 32 + (u[4 * k - 2] as number);
+  return prevEnd === (u[4 * k] as number) + (u[4 * k + 1] as number) * 2 ** 32 ? (u[4 * k - 1] as number) : 0;
+}
+
 /**
  * The frames of one slice that match the writer's records. Built once per
- * slice: each chain of adjacent records inside the slice is checked with one
- * CRC call over its bytes; a chain that does not match is checked frame by
- * frame. The decoder then walks its frames in order and asks
+ * slice (markTrusted); the decoder then walks its frames in order and asks
  * `trustedLength(offset)`.
  */
 export class CrcCursor {
   private i = 0;
   private readonly n: number;
+  private readonly u: Uint32Array;
   private readonly ok: Uint8Array;
 
   /** `records` from sliceCrcRecords/readCrcRecords; `bytes` the slice's frames, read from log offset `start`. */
-  constructor(
-    private readonly records: Uint8Array | undefined,
-    bytes: Uint8Array,
-    start: number,
-  ) {
-    const r = records;
-    this.n = r === undefined ? 0 : Math.floor(r.byteLength / CRC_RECORD_BYTES);
+  constructor(records: Uint8Array | undefined, bytes: Uint8Array, start: number) {
+    this.u = records === undefined ? new Uint32Array(0) : recordWords(records);
+    this.n = this.u.length >>> 2;
     this.ok = new Uint8Array(this.n);
-    if (r === undefined) return;
-    const end = start + bytes.byteLength;
-    let i = 0;
-    while (i < this.n) {
-      const off = recordOffset(r, i);
-      if (off < start || off + recordLength(r, i) > end) {
-        i++;
-        continue;
-      }
-      // A chain: records i..j, each frame ending where the next begins, all inside the slice.
-      let j = i;
-      let stop = off + recordLength(r, i);
-      while (j + 1 < this.n && recordOffset(r, j + 1) === stop && stop + recordLength(r, j + 1) <= end) {
-        j++;
-        stop += recordLength(r, j);
-      }
-      const seed = (k: number): number => (k > 0 && recordOffset(r, k - 1) + recordLength(r, k - 1) === recordOffset(r, k) ? recordCrc(r, k - 1) : 0);
-      const view = (from: number, to: number) => bytes.subarray(from - start, to - start);
-      if (crc32(view(off, stop), seed(i)) === recordCrc(r, j)) this.ok.fill(1, i, j + 1);
-      else {
-        for (let k = i; k <= j; k++) {
-          const o = recordOffset(r, k);
-          if (crc32(view(o, o + recordLength(r, k)), seed(k)) === recordCrc(r, k)) this.ok[k] = 1;
-        }
-      }
-      i = j + 1;
-    }
+    if (this.n > 0) markTrusted(this.u, this.ok, bytes, start);
   }
 
   /** The frame at `offset` (frames asked in increasing order) matches its record: its length, else -1. */
   trustedLength(offset: number): number {
-    const r = this.records;
-    if (r === undefined) return -1;
-    while (this.i < this.n && recordOffset(r, this.i) < offset) this.i++;
-    if (this.i >= this.n || this.ok[this.i] !== 1 || recordOffset(r, this.i) !== offset) return -1;
-    return recordLength(r, this.i);
+    const u = this.u;
+    let i = this.i;
+    while (i < this.n && (u[4 * i] as number) + (u[4 * i + 1] as number) * 2 ** 32 < offset) i++;
+    this.i = i;
+    if (i >= this.n || this.ok[i] !== 1 || (u[4 * i] as number) + (u[4 * i + 1] as number) * 2 ** 32 !== offset) return -1;
+    return u[4 * i + 2] as number;
   }
 }

@@ -108,17 +108,19 @@ function toolIdentity(b: Uint8Array, i: number, end: number): number {
   return e;
 }
 
+/** A run key in one object shape (id and name always present, undefined when absent), so the key checks stay monomorphic. */
+function newKey(kind: RunKey['kind'], turn: number, step: number, index: number, id: string | undefined, name: string | undefined): RunKey {
+  return { kind, turn, step, index, id, name };
+}
+
 /** The last key handed out: consecutive frames of one block share it (no allocation per frame). */
-let lastKey: RunKey = { kind: 'text', turn: -1, step: -1, index: -1 };
+let lastKey: RunKey = newKey('text', -1, -1, -1, undefined, undefined);
 
 function keyOf(kind: RunKey['kind'], turn: number, step: number, index: number, id: string | undefined, name: string | undefined): RunKey {
   const k = lastKey;
   if (k.kind === kind && k.turn === turn && k.step === step && k.index === index && k.id === id && k.name === name) return k;
-  const key: RunKey = { kind, turn, step, index };
-  if (id !== undefined) key.id = id;
-  if (name !== undefined) key.name = name;
-  lastKey = key;
-  return key;
+  lastKey = newKey(kind, turn, step, index, id, name);
+  return lastKey;
 }
 
 /** The result, reused by every call: valid until the next call (callers consume it at once). */
