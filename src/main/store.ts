@@ -566,8 +566,9 @@ export class PagerStore implements Store {
   async warmUp(): Promise<void> {
     const empty: SliceTask = { path: '', start: 0, end: 0, firstSeq: 0, endSeq: 0, fromSeq: 0, toSeq: 0 };
     // The planner warms up on this thread while the workers start (see planner-warmup.ts).
-    await Promise.all([warmUpPlanner(), ...Array.from({ length: this.threads * 2 }, () => runSlice(this.pool, empty))]);
-    if (process.env.SESSION_PAGER_PAGE_WARMUP === '0') return;
+    const pagePath = process.env.SESSION_PAGER_PAGE_WARMUP !== '0';
+    await Promise.all([warmUpPlanner(12, pagePath), ...Array.from({ length: this.threads * 2 }, () => runSlice(this.pool, empty))]);
+    if (!pagePath) return;
     const opts = { splitBytes: this.splitBytes, pageCacheBytes: 0 };
     await warmUpPagePath(async (dataDir) => {
       await fsp.mkdir(indexDir(dataDir), { recursive: true });
