@@ -26,4 +26,27 @@ describe('store warm-up', () => {
       await store.close();
     }
   }, 30_000);
+
+  it('a warm-up that cannot run is a warning, not a failure to start', async () => {
+    const dataDir = mkdtempSync(join(tmpdir(), 'warmup-data-'));
+    const store = await openStore({ dataDir, workers: 1 });
+    const saved = process.env.TMPDIR;
+    const warnings: string[] = [];
+    const onWarning = (w: Error) => warnings.push(w.message);
+    process.on('warning', onWarning);
+    // No temporary directory to write the warm-up session in.
+    process.env.TMPDIR = join(dataDir, 'missing', 'dir');
+    try {
+      await store.warmUp();
+      await new Promise((r) => setImmediate(r));
+      expect(warnings.some((m) => m.startsWith('page-path warm-up skipped: ') && m.includes('ENOENT'))).toBe(true);
+      // And the store serves as usual.
+      expect(await store.list()).toEqual([]);
+    } finally {
+      if (saved === undefined) delete process.env.TMPDIR;
+      else process.env.TMPDIR = saved;
+      process.off('warning', onWarning);
+      await store.close();
+    }
+  }, 30_000);
 });

@@ -570,10 +570,15 @@ export class PagerStore implements Store {
     await Promise.all([warmUpPlanner(12, pagePath), ...Array.from({ length: this.threads * 2 }, () => runSlice(this.pool, empty))]);
     if (!pagePath) return;
     const opts = { splitBytes: this.splitBytes, pageCacheBytes: 0 };
-    await warmUpPagePath(async (dataDir) => {
-      await fsp.mkdir(indexDir(dataDir), { recursive: true });
-      return new PagerStore({ ...opts, dataDir }, this.pool);
-    });
+    try {
+      await warmUpPagePath(async (dataDir) => {
+        await fsp.mkdir(indexDir(dataDir), { recursive: true });
+        return new PagerStore({ ...opts, dataDir }, this.pool);
+      });
+    } catch (err) {
+      // Only an optimization: serve without it (first pages slower), but say so.
+      process.emitWarning(`page-path warm-up skipped: ${(err as Error).message}`, 'SessionPagerWarning');
+    }
     // Real entries generalized some of the planner's object shapes, which discarded its
     // optimized code: optimize it again, now for every shape, before the first real page.
     await warmUpPlanner();
