@@ -116,26 +116,6 @@ const rowTypeTokens = [...ROW_TYPES].map((t) => Buffer.from(JSON.stringify(t)));
 /** Lengths of the row tags' tokens: a type token of another length is no row tag. */
 const rowTypeLengths = new Set(rowTypeTokens.map((t) => t.length));
 
-/** Non-negative (or, with `neg`, signed) integer digits at b[i] as JSON.stringify writes them: value into `num`, index after, or -1. */
-let num = 0;
-function digits(b: Uint8Array, i: number, end: number): number {
-  const neg = b[i] === 0x2d;
-  if (neg) i++;
-  const first = i;
-  let v = 0;
-  while (i < end) {
-    const c = b[i] as number;
-    if (c < 0x30 || c > 0x39) break;
-    v = v * 10 + (c - 0x30);
-    i++;
-  }
-  if (i === first || (i - first > 1 && b[first] === 0x30) || !Number.isSafeInteger(v)) return -1;
-  const c = b[i];
-  if (c === 0x2e || c === 0x65 || c === 0x45) return -1;
-  num = neg ? -v : v;
-  return i;
-}
-
 /** The result of the trusted fast path, reused (callers read it at once). */
 const trustedEvent: RawEvent = { seq: 0, time: 0 };
 
@@ -154,16 +134,17 @@ function trustedPrefix(b: Uint8Array, start: number, end: number): RawEvent | nu
   if (b[i] !== 0x22) return undefined;
   const ve = i + 1;
   if (!same(b, ve, ve + SEQ_PREFIX.length, SEQ_PREFIX)) return undefined;
-  i = digits(b, ve + SEQ_PREFIX.length, end);
-  if (i < 0 || num < 0) return undefined;
-  const seq = num;
+  i = scanInt(b, ve + SEQ_PREFIX.length, end);
+  if (i < 0 || lastInt() < 0) return undefined;
+  const seq = lastInt();
   if (!same(b, i, i + TIME_PREFIX.length, TIME_PREFIX)) return undefined;
-  i = digits(b, i + TIME_PREFIX.length, end);
+  i = scanInt(b, i + TIME_PREFIX.length, end);
   if (i < 0 || (b[i] !== 0x2c && b[i] !== 0x7d)) return undefined;
+  const time = lastInt();
   if (rowTypeLengths.has(ve - vs)) for (const t of rowTypeTokens) if (same(b, vs, ve, t)) return null;
   if (same(b, vs, ve, CHUNK_TYPE) && mayBeDelta(b, start, end)) return null;
   trustedEvent.seq = seq;
-  trustedEvent.time = num;
+  trustedEvent.time = time;
   return trustedEvent;
 }
 
