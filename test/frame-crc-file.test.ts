@@ -110,4 +110,15 @@ describe('chained frame checksums', () => {
     expect(readCrcRecordsAt(path, 4, 3)).toBeNull();
     expect(readCrcRecordsAt(join(path, 'missing'), 0, 1)).toBeNull();
   });
+
+  it('a record whose length lies is not trusted, though every CRC still matches', () => {
+    const lengths = [6, 8, 5, 7];
+    const bytes = frames(lengths);
+    const records = Buffer.from(chainCrcRecords(bytes, 0, lengths, null).records);
+    // Record 1 claims frames 1 and 2 together; the chain (over bytes only) is untouched.
+    records.writeUInt32LE(8 + 5, 1 * CRC_RECORD_BYTES + 8);
+    const cursor = new CrcCursor(records, bytes, 0);
+    const offs = offsets(lengths, 0);
+    expect(offs.map((o) => cursor.trustedLength(o))).toEqual([6, -1, 5, 7]);
+  });
 });

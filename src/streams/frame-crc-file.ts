@@ -260,13 +260,20 @@ export class CrcCursor {
     if (this.n > 0) markTrusted(this.u, this.ok, bytes, start);
   }
 
-  /** The frame at `offset` (frames asked in increasing order) matches its record: its length, else -1. */
+  /**
+   * The frame at `offset` (frames asked in increasing order) matches its
+   * record: its length, else -1. The length must also reach exactly the next
+   * record's offset: the chain's CRC covers the bytes, not the lengths, and
+   * a wrong length would cut the frame wrongly.
+   */
   trustedLength(offset: number): number {
     const u = this.u;
     let i = this.i;
     while (i < this.n && (u[4 * i] as number) + (u[4 * i + 1] as number) * 2 ** 32 < offset) i++;
     this.i = i;
     if (i >= this.n || this.ok[i] !== 1 || (u[4 * i] as number) + (u[4 * i + 1] as number) * 2 ** 32 !== offset) return -1;
-    return u[4 * i + 2] as number;
+    const len = u[4 * i + 2] as number;
+    if (i + 1 < this.n && (u[4 * i + 4] as number) + (u[4 * i + 5] as number) * 2 ** 32 !== offset + len) return -1;
+    return len;
   }
 }
