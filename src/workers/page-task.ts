@@ -5,14 +5,16 @@
  * sidecar's plan, cuts rows at the page edges and hands back the packed,
  * serialized slice as a moved ArrayBuffer.
  *
- * JSONL row frames take the byte-scanning fast path (jsonl-row-scanner.ts);
- * everything else, and any row the scanner declines, is decoded in full.
+ * JSONL frames take byte-scanning fast paths: frames that match the
+ * writer's checksums the leanest (trusted-frame-scanner.ts), others the
+ * validating scanners (jsonl-row-scanner.ts, jsonl-event-scanner.ts).
+ * Everything else, and any frame the scanners decline, is decoded in full.
  */
 import { openSync, readSync, closeSync } from 'node:fs';
 import { Piscina } from 'piscina';
 import { decodeRecordFrame, frameBounds } from '../streams/frame-codec.js';
 import { scanJsonlRow } from '../streams/jsonl-row-scanner.js';
-import { scanTrustedRow } from '../streams/trusted-row-scanner.js';
+import { OTHER_LAYOUT, scanTrustedFrame, TRUSTED_EVENT, TRUSTED_ROW, trustedEventSeq, trustedRow } from '../streams/trusted-frame-scanner.js';
 import { scanJsonlEvent } from '../streams/jsonl-event-scanner.js';
 import { CrcCursor } from '../streams/frame-crc-file.js';
 import { isRowType, type ChunkRow, type SessionEvent } from '../main/core/types.js';
@@ -74,9 +76,9 @@ export function decodeSlice(task: SliceTask, bytes: Buffer, readMs = 0, into: En
         if (!b.ok) return corrupt(offset, seq, task.endSeq, b.message);
         length = b.length;
       }
-      const fast = trusted ? scanTrustedRow(bytes, pos, pos + length - 1) : null;
-      // Undefined: a trusted event frame, which no row scanner need look at.
-      const raw = fast === undefined ? null : (fast ?? scanJsonlRow(bytes, pos, pos + length - 1, trusted));
+      // The writer's own layout (trusted-frame-scanner.ts), else the general scanners.
+      const layout = trusted ? scanTrustedFrame(bytes, pos, pos + length - 1) : OTHER_LAYOUT;
+      const raw = layout === TRUSTED_ROW ? trustedRow : layout === OTHER_LAYOUT ? scanJsonlRow(bytes, pos, pos + length - 1, trusted) : null;
       if (raw !== null) {
         const count = raw.n;
         if (raw.seq0 !== seq) return corrupt(offset, seq, seq + count, `frame holds seq ${raw.seq0}, the entry sidecar says ${seq}`);
@@ -88,9 +90,11 @@ export function decodeSlice(task: SliceTask, bytes: Buffer, readMs = 0, into: En
         enc.frames++;
         continue;
       }
-      const ev = scanJsonlEvent(bytes, pos, pos + length - 1, trusted);
-      if (ev !== null) {
-        if (ev.seq !== seq) return corrupt(offset, seq, seq + 1, `frame holds seq ${ev.seq}, the entry sidecar says ${seq}`);
+      // An event that joins no run: its bytes are copied as they are.
+      const ev = layout === TRUSTED_EVENT ? null : scanJsonlEvent(bytes, pos, pos + length - 1, trusted);
+      const evSeq = layout === TRUSTED_EVENT ? trustedEventSeq() : ev === null ? -1 : ev.seq;
+      if (evSeq >= 0) {
+        if (evSeq !== seq) return corrupt(offset, seq, seq + 1, `frame holds seq ${evSeq}, the entry sidecar says ${seq}`);
         if (seq >= task.fromSeq && seq < task.toSeq) enc.rawEvent(bytes, pos, pos + length - 1);
         seq += 1;
         pos += length;

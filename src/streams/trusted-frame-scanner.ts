@@ -1,19 +1,27 @@
 /**
- * Trusted rows: a JSONL frame whose bytes match the writer's chained CRC
- * (frame-crc-file.ts) is JSON.stringify of a row the writer built
- * (runToRow), so its layout is known to the byte:
+ * Trusted frames: a JSONL frame whose bytes match the writer's chained CRC
+ * (frame-crc-file.ts) is exactly what the writer wrote, so its layout is
+ * known to the byte. The writer frames every append through packBatch and
+ * JSON.stringify (batch-encoder.ts), which gives three shapes:
  *
- *   {"type":"<kind>-chunks","seq0":S,"time0":T,"data":{"turn":U,"step":P,
- *    "index":I[,"id":"…"[,"name":"…"]],"dt":[…],"texts"|"args":[…]}}
+ * - a packed row, built by runToRow:
+ *     {"type":"<kind>-chunks","seq0":S,"time0":T,"data":{"turn":U,"step":P,
+ *      "index":I[,"id":"…"[,"name":"…"]],"dt":[…],"texts"|"args":[…]}}
+ * - a delta event of a run too short to pack, built by chunkEvent:
+ *     {"type":"assistant/chunk","seq":S,"time":T,"data":{"turn":U,"step":P,
+ *      "chunk":{"type":"<kind>-delta","index":I,("text"|"id"[,"name"],"argumentsDelta"):"…"}}}
+ *   read as a one-member row. Every packable event takes that layout, so a
+ *   trusted `assistant/chunk` event in any other layout can join no run.
+ * - any other event, as the host sent it.
  *
- * Reading it is a walk over the literals and the gap digits, with no
- * allocation for a row that continues the previous one's block: a tail page
- * holds ~15,000 such frames, and their fixed per-frame cost (literal
- * matching through helper calls, two objects per row) was two thirds of the
- * scan. The member list is never read: it runs to the closing `]}}`.
- * Anything else (a row another writer laid out differently) returns null,
- * and the caller runs the general scanner (jsonl-row-scanner.ts), which
- * reads every row this one reads exactly as this one does (tested).
+ * Reading one is a walk over the literals, the integers and (rows) the gap
+ * digits, with no allocation for a row that continues the previous one's
+ * block: a tail page holds ~15,000 row frames, and a typical page hundreds
+ * of events, so the fixed cost per frame is what counts. Member lists and
+ * event bodies are never read. A frame in any other layout (another writer,
+ * host key orders this walk does not know) is left to the general scanners
+ * (jsonl-row-scanner.ts, jsonl-event-scanner.ts), which read every frame
+ * this one reads exactly as this one does (tested).
  */
 import type { RunKey } from '../main/core/chunk-codec.js';
 import { decodeString, partialSumsSafe, stringEnd, type RawRow } from './jsonl-row-scanner.js';
@@ -126,21 +134,7 @@ function keyOf(kind: RunKey['kind'], turn: number, step: number, index: number, 
 /** The result, reused by every call: valid until the next call (callers consume it at once). */
 const row: RawRow = { key: lastKey, seq0: 0, time0: 0, n: 0, dtSum: 0, buf: new Uint8Array(0), dtStart: 0, dtEnd: 0, membersStart: 0, membersEnd: 0 };
 
-const TYPE_PREFIX = Buffer.from('{"type":"');
-const ROW_TAGS = ['text-chunks', 'reasoning-chunks', 'tool-call-chunks'].map((t) => Buffer.from(`${t}"`));
-
-/** The frame starts `{"type":"<tag>"` with a tag that is no row tag: an event, not a row. */
-function isEventFrame(b: Uint8Array, start: number): boolean {
-  if (!has(b, start, TYPE_PREFIX)) return false;
-  const at = start + TYPE_PREFIX.length;
-  for (const tag of ROW_TAGS) if (has(b, at, tag)) return false;
-  return true;
-}
-
-// A delta event the writer stored unpacked (a run shorter than 3 in its append
-// batch), in the canonical layout of chunkEvent:
-//   {"type":"assistant/chunk","seq":S,"time":T,"data":{"turn":U,"step":P,
-//    "chunk":{"type":"<kind>-delta","index":I,("text"|"id"[,"name"],"argumentsDelta"):"…"}}}
+// The literals of a delta event in chunkEvent's layout.
 const CHUNK = Buffer.from('{"type":"assistant/chunk","seq":');
 const TIME = Buffer.from(',"time":');
 const CHUNK_TURN = Buffer.from(',"data":{"turn":');
@@ -152,34 +146,32 @@ const TEXT_KEY = Buffer.from(',"text":');
 const ARGS_KEY = Buffer.from(',"argumentsDelta":');
 
 /**
- * A trusted delta event in the canonical layout, as a one-member row (its
- * member token is copied like a stored row's, never parsed); null otherwise.
- * Exactly the packable shape: the literals fix every key, and the frame
- * must end right after the member.
+ * The rest of a delta event whose seq ended at b[i], into `row` as a
+ * one-member row (its member token is copied like a stored row's, never
+ * parsed). False when the event is in no delta layout: exactly the
+ * packable shape, as the literals fix every key and the frame must end
+ * right after the member.
  */
-function scanTrustedDelta(b: Uint8Array, start: number, end: number): RawRow | null {
-  if (b[end - 1] !== RBRACE || b[end - 2] !== RBRACE || b[end - 3] !== RBRACE) return null;
-  let i = int(b, start + CHUNK.length);
-  if (i < 0) return null;
-  const seq = num;
-  if (!has(b, i, TIME) || (i = int(b, i + TIME.length)) < 0) return null;
+function scanTrustedDelta(b: Uint8Array, i: number, seq: number, end: number): boolean {
+  if (b[end - 1] !== RBRACE || b[end - 2] !== RBRACE || b[end - 3] !== RBRACE) return false;
+  if (!has(b, i, TIME) || (i = int(b, i + TIME.length)) < 0) return false;
   const time = num;
-  if (!has(b, i, CHUNK_TURN) || (i = int(b, i + CHUNK_TURN.length)) < 0) return null;
+  if (!has(b, i, CHUNK_TURN) || (i = int(b, i + CHUNK_TURN.length)) < 0) return false;
   const turn = num;
-  if (!has(b, i, CHUNK_STEP) || (i = int(b, i + CHUNK_STEP.length)) < 0) return null;
+  if (!has(b, i, CHUNK_STEP) || (i = int(b, i + CHUNK_STEP.length)) < 0) return false;
   const step = num;
   const lit = has(b, i, TEXT_DELTA) ? TEXT_DELTA : has(b, i, REASONING_DELTA) ? REASONING_DELTA : has(b, i, TOOL_DELTA) ? TOOL_DELTA : null;
-  if (lit === null || (i = int(b, i + lit.length)) < 0) return null;
+  if (lit === null || (i = int(b, i + lit.length)) < 0) return false;
   const index = num;
   const kind: RunKey['kind'] = lit === TEXT_DELTA ? 'text' : lit === REASONING_DELTA ? 'reasoning' : 'tool';
   toolId = undefined;
   toolName = undefined;
-  if (kind === 'tool' && (i = toolIdentity(b, i, end)) < 0) return null;
+  if (kind === 'tool' && (i = toolIdentity(b, i, end)) < 0) return false;
   const key = kind === 'tool' ? ARGS_KEY : TEXT_KEY;
-  if (!has(b, i, key)) return null;
+  if (!has(b, i, key)) return false;
   const membersStart = i + key.length;
   const membersEnd = stringEnd(b, membersStart, end);
-  if (membersEnd !== end - 3 || seq < 0) return null;
+  if (membersEnd !== end - 3) return false;
   row.key = keyOf(kind, turn, step, index, toolId, toolName);
   row.seq0 = seq;
   row.time0 = time;
@@ -190,38 +182,82 @@ function scanTrustedDelta(b: Uint8Array, start: number, end: number): RawRow | n
   row.dtEnd = membersStart;
   row.membersStart = membersStart;
   row.membersEnd = membersEnd;
-  return row;
+  return true;
 }
 
+/** What scanTrustedFrame found (a small integer, so the caller's branch stays monomorphic). */
+export const OTHER_LAYOUT = 0;
+/** A row, or a delta event as a one-member row: read it from `trustedRow`. */
+export const TRUSTED_ROW = 1;
+/** An event that joins no run: its seq is `trustedEventSeq()`, its bytes are copied as they are. */
+export const TRUSTED_EVENT = 2;
+
+/** The row found by the last scanTrustedFrame that returned TRUSTED_ROW (reused: consume it at once). */
+export const trustedRow: RawRow = row;
+
+let eventSeq = 0;
+/** The seq of the event found by the last scanTrustedFrame that returned TRUSTED_EVENT. */
+export function trustedEventSeq(): number {
+  return eventSeq;
+}
+
+const TYPE_PREFIX = Buffer.from('{"type":"');
+const SEQ = Buffer.from(',"seq":');
+const QUOTE = 0x22;
+const BACKSLASH = 0x5c;
+
 /**
- * Scan the trusted JSONL frame `b[start, end)` (end excludes the newline):
- * a packed row, or a delta event as a one-member row. Undefined when it is
- * an event of another kind (no row scanner need look at it); null when it
- * is not a row in the writer's layout.
+ * Read the trusted JSONL frame `b[start, end)` (end excludes the newline)
+ * in the writer's layout: TRUSTED_ROW, TRUSTED_EVENT, or OTHER_LAYOUT when
+ * the general scanners must read it.
  */
-export function scanTrustedRow(b: Uint8Array, start: number, end: number): RawRow | null | undefined {
-  if (has(b, start, CHUNK)) return scanTrustedDelta(b, start, end) ?? undefined;
-  if (b[end - 1] !== RBRACE || b[end - 2] !== RBRACE || b[end - 3] !== RBRACK) return isEventFrame(b, start) ? undefined : null;
-  // The kind is told by the byte after {"type":" (t: text or tool-call, r: reasoning).
-  const c = b[start + 9];
-  const lit = c === 0x72 ? REASONING : c !== 0x74 ? null : b[start + 10] === 0x65 ? TEXT : TOOL;
-  if (lit === null || !has(b, start, lit)) return isEventFrame(b, start) ? undefined : null;
+export function scanTrustedFrame(b: Uint8Array, start: number, end: number): number {
+  if (!has(b, start, TYPE_PREFIX)) return OTHER_LAYOUT;
+  // The type's first letter picks the candidates: a(ssistant/chunk), r(easoning-chunks), t(ext-chunks, ool-call-chunks).
+  const c = b[start + TYPE_PREFIX.length];
+  if (c === 0x61 && has(b, start, CHUNK)) {
+    const i = int(b, start + CHUNK.length);
+    if (i < 0 || num < 0) return OTHER_LAYOUT;
+    const seq = num;
+    if (scanTrustedDelta(b, i, seq, end)) return TRUSTED_ROW;
+    if (b[i] !== COMMA && b[i] !== RBRACE) return OTHER_LAYOUT;
+    eventSeq = seq;
+    return TRUSTED_EVENT;
+  }
+  if (c === 0x72 || c === 0x74) {
+    // Row tags are reserved (no event has one): a frame starting with one is a row or another layout.
+    const lit = c === 0x72 ? REASONING : b[start + 10] === 0x65 ? TEXT : TOOL;
+    if (has(b, start, lit)) return scanRow(b, start, end, lit) ? TRUSTED_ROW : OTHER_LAYOUT;
+  }
+  // Any other event: its type (escape-free), then its seq.
+  let i = start + TYPE_PREFIX.length;
+  while (i < end && b[i] !== QUOTE && b[i] !== BACKSLASH) i++;
+  if (b[i] !== QUOTE || !has(b, i + 1, SEQ)) return OTHER_LAYOUT;
+  i = int(b, i + 1 + SEQ.length);
+  if (i < 0 || num < 0 || (b[i] !== COMMA && b[i] !== RBRACE)) return OTHER_LAYOUT;
+  eventSeq = num;
+  return TRUSTED_EVENT;
+}
+
+/** A packed row whose type literal `lit` starts at b[start], into `row`; false when it is in another layout. */
+function scanRow(b: Uint8Array, start: number, end: number, lit: Buffer): boolean {
+  if (b[end - 1] !== RBRACE || b[end - 2] !== RBRACE || b[end - 3] !== RBRACK) return false;
   const kind: RunKey['kind'] = lit === TEXT ? 'text' : lit === REASONING ? 'reasoning' : 'tool';
   let i = int(b, start + lit.length);
-  if (i < 0) return null;
+  if (i < 0) return false;
   const seq0 = num;
-  if (!has(b, i, TIME0) || (i = int(b, i + TIME0.length)) < 0) return null;
+  if (!has(b, i, TIME0) || (i = int(b, i + TIME0.length)) < 0) return false;
   const time0 = num;
-  if (!has(b, i, TURN) || (i = int(b, i + TURN.length)) < 0) return null;
+  if (!has(b, i, TURN) || (i = int(b, i + TURN.length)) < 0) return false;
   const turn = num;
-  if (!has(b, i, STEP) || (i = int(b, i + STEP.length)) < 0) return null;
+  if (!has(b, i, STEP) || (i = int(b, i + STEP.length)) < 0) return false;
   const step = num;
-  if (!has(b, i, INDEX) || (i = int(b, i + INDEX.length)) < 0) return null;
+  if (!has(b, i, INDEX) || (i = int(b, i + INDEX.length)) < 0) return false;
   const index = num;
   toolId = undefined;
   toolName = undefined;
-  if (kind === 'tool' && (i = toolIdentity(b, i, end)) < 0) return null;
-  if (!has(b, i, DT)) return null;
+  if (kind === 'tool' && (i = toolIdentity(b, i, end)) < 0) return false;
+  if (!has(b, i, DT)) return false;
   i += DT.length;
   // The gaps: the only per-member bytes read.
   const dtStart = i;
@@ -244,7 +280,7 @@ export function scanTrustedRow(b: Uint8Array, start: number, end: number): RawRo
         neg = true;
         continue;
       }
-      if (digits === 0 || v > Number.MAX_SAFE_INTEGER) return null;
+      if (digits === 0 || v > Number.MAX_SAFE_INTEGER) return false;
       count++;
       sum += neg ? -v : v;
       abs += v;
@@ -254,22 +290,22 @@ export function scanTrustedRow(b: Uint8Array, start: number, end: number): RawRo
         digits = 0;
         continue;
       }
-      if (d !== RBRACK) return null;
+      if (d !== RBRACK) return false;
       i--;
       break;
     }
   }
   const dtEnd = i;
   const members = kind === 'tool' ? ARGS : TEXTS;
-  if (!has(b, i, members)) return null;
+  if (!has(b, i, members)) return false;
   const membersStart = i + members.length;
   const membersEnd = end - 3;
   const n = count + 1;
-  if (seq0 < 0 || membersEnd <= membersStart || !Number.isSafeInteger(seq0 + (n - 1)) || !Number.isSafeInteger(time0 + sum)) return null;
+  if (seq0 < 0 || membersEnd <= membersStart || !Number.isSafeInteger(seq0 + (n - 1)) || !Number.isSafeInteger(time0 + sum)) return false;
   // As the general scanner: every running sum of the gaps, and every member time, must be safe
   // (always so while the sum of |gaps| and |time0| stay small).
-  if (abs > Number.MAX_SAFE_INTEGER && !partialSumsSafe(b, dtStart, dtEnd, 0)) return null;
-  if (Math.abs(time0) + abs > 2 ** 52 && !partialSumsSafe(b, dtStart, dtEnd, time0)) return null;
+  if (abs > Number.MAX_SAFE_INTEGER && !partialSumsSafe(b, dtStart, dtEnd, 0)) return false;
+  if (Math.abs(time0) + abs > 2 ** 52 && !partialSumsSafe(b, dtStart, dtEnd, time0)) return false;
   row.key = keyOf(kind, turn, step, index, toolId, toolName);
   row.seq0 = seq0;
   row.time0 = time0;
@@ -280,5 +316,5 @@ export function scanTrustedRow(b: Uint8Array, start: number, end: number): RawRo
   row.dtEnd = dtEnd;
   row.membersStart = membersStart;
   row.membersEnd = membersEnd;
-  return row;
+  return true;
 }
