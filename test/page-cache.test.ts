@@ -1,6 +1,7 @@
 /**
- * Repeated pages come from the prepared-page cache, and only while the
- * session is unchanged: an append (in this process or another) or a damaged
+ * Repeated pages come from the prepared-page cache (a session's newest page
+ * at once, any other once asked for again), and only while the session is
+ * unchanged: an append (in this process or another) or a damaged
  * file changes the session's stamp, so the next page is rebuilt.
  */
 import { appendFileSync, mkdtempSync, rmSync } from 'node:fs';
@@ -49,6 +50,22 @@ describe('prepared-page cache', () => {
     expect(other.body).not.toBe(first.body);
   });
 
+  it('keeps an older page only once it is asked for again', async () => {
+    await writeRandomLog({ events: turns(0, 20), batches: [{ size: 3, format: 'jsonl' }] }, { dataDir: dir, id: 'c4' });
+    const older = { beforeSeq: 20, maxMessages: 4 };
+    const built = () => store.stats().pool.completed;
+    const first = await store.pageBuffer('c4', older);
+    let done = built();
+    const second = await store.pageBuffer('c4', older);
+    expect(built()).toBeGreaterThan(done); // built again: one request is no reason to keep it
+    expect(second.body).not.toBe(first.body);
+    expect(second.body.equals(first.body)).toBe(true);
+    done = built();
+    const third = await store.pageBuffer('c4', older);
+    expect(built()).toBe(done);
+    expect(third.body).toBe(second.body);
+  });
+
   it('rebuilds after an append through the store', async () => {
     await store.create('c2', { type: 'session' });
     await store.append('c2', turns(0, 3));
@@ -71,20 +88,39 @@ describe('prepared-page cache', () => {
     expect(clean).toEqual(referencePage(log, 'c3', { maxMessages: 100 }));
   });
 
+  const page = (n: number) => ({ body: Buffer.alloc(n), sessionId: 's', throughSeq: 0, fromSeq: 0, toSeq: 0, hasMore: false, frames: 0, frameBytes: 0, logBytesRead: 0 });
+
   it('is bounded by bytes, least recently used first, and skips pages too big to keep', () => {
     const cache = new PageCache(1000);
-    const page = (n: number) => ({ body: Buffer.alloc(n), sessionId: 's', throughSeq: 0, fromSeq: 0, toSeq: 0, hasMore: false, frames: 0, frameBytes: 0, logBytesRead: 0 });
-    cache.set('a', page(200));
-    cache.set('b', page(200));
-    cache.set('huge', page(300)); // over a quarter of the bound
+    // Newest pages (true) are kept at once.
+    cache.set('a', page(200), true);
+    cache.set('b', page(200), true);
+    cache.set('huge', page(300), true); // over a quarter of the bound
     expect(cache.get('huge')).toBeUndefined();
     cache.get('a'); // a is now the most recent
-    cache.set('c', page(200));
-    cache.set('d', page(200));
-    cache.set('e', page(200)); // 1000 bytes: still fits
-    cache.set('f', page(200)); // evicts the least recently used: b
+    cache.set('c', page(200), true);
+    cache.set('d', page(200), true);
+    cache.set('e', page(200), true); // 1000 bytes: still fits
+    cache.set('f', page(200), true); // evicts the least recently used: b
     expect(cache.get('b')).toBeUndefined();
     expect(cache.get('a')).toBeDefined();
     expect(cache.size).toBeLessThanOrEqual(1000);
+  });
+
+  it('keeps any other page on its second build among the last keys built', () => {
+    const cache = new PageCache(1000, 250, 2);
+    cache.set('x', page(10));
+    expect(cache.get('x')).toBeUndefined();
+    expect(cache.size).toBe(0);
+    cache.set('x', page(10));
+    expect(cache.get('x')).toBeDefined();
+    // Only the last two keys built once are remembered: y is forgotten by the time it comes again.
+    cache.set('y', page(10));
+    cache.set('z', page(10));
+    cache.set('w', page(10));
+    cache.set('y', page(10));
+    expect(cache.get('y')).toBeUndefined();
+    cache.set('w', page(10));
+    expect(cache.get('w')).toBeDefined();
   });
 });

@@ -452,7 +452,7 @@ export class PagerStore implements Store {
     if (key !== null) {
       // A cached page was not built by the request that gets it: no timing.
       const { timing: _built, ...prepared } = page;
-      this.pageCache.set(key, prepared);
+      this.pageCache.set(key, prepared, r.throughSeq === view.nextSeq - 1 && r.end === r.throughSeq + 1);
     }
     return page;
   }
