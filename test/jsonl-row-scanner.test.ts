@@ -21,7 +21,7 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { rowKey, rowMembers, validateRow } from '../src/main/core/chunk-codec.js';
 import type { ChunkRow } from '../src/main/core/types.js';
-import { rowGaps, rowMemberBounds, scanJsonlRow, type RawRow } from '../src/streams/jsonl-row-scanner.js';
+import { decodeString, rowGaps, rowMemberBounds, scanJsonlRow, type RawRow } from '../src/streams/jsonl-row-scanner.js';
 import { Rng } from '../src/main/gen/prng.js';
 
 const MAX = Number.MAX_SAFE_INTEGER;
@@ -613,5 +613,26 @@ describe('scanJsonlRow', () => {
     expect(slow(line)).not.toBeNull();
     expect(check(Buffer.from(line))).toBeNull();
     expect(check(Buffer.from(line.replace('-0', '0')))).not.toBeNull();
+  });
+});
+
+describe('decodeString', () => {
+  it('decodes any JSON string token as JSON.parse does, in a Buffer or a plain Uint8Array', () => {
+    const tokens = fc.oneof(
+      fc.string().map((s) => JSON.stringify(s)),
+      fc.string({ unit: 'grapheme' }).map((s) => JSON.stringify(s)),
+      fc.string({ unit: 'binary' }).map((s) => JSON.stringify(s)),
+      // Escapes JSON.stringify never writes, printable ASCII between.
+      fc.array(fc.constantFrom('a', 'Z', '~', ' ', '\\/', '\\u0041', '\\u00e9', '\\"', '\\\\', '\\n')).map((parts) => `"${parts.join('')}"`),
+    );
+    fc.assert(
+      fc.property(tokens, (token) => {
+        const buf = Buffer.from(`xy${token}z`);
+        const end = 2 + Buffer.byteLength(token);
+        expect(decodeString(buf, 2, end)).toBe(JSON.parse(token));
+        expect(decodeString(new Uint8Array(buf), 2, end)).toBe(JSON.parse(token));
+      }),
+      { numRuns: 500 },
+    );
   });
 });

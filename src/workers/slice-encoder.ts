@@ -276,8 +276,9 @@ export class SliceEncoder {
     if (tail) sections.push(tail.dt, tail.members);
     let total = 4 + headerBytes.length;
     for (const s of sections) total += s.length;
-    const ab = new ArrayBuffer(total);
-    const out = Buffer.from(ab);
+    // Its own, exactly sized ArrayBuffer (transferred whole), left unzeroed: every byte is written below.
+    const out = Buffer.allocUnsafeSlow(total);
+    const ab = out.buffer as ArrayBuffer;
     out.writeUInt32LE(headerBytes.length, 0);
     out.set(headerBytes, 4);
     let at = 4 + headerBytes.length;
