@@ -13,7 +13,8 @@ import { PagerError } from './core/errors.js';
 import { planPage, planRange, type FrameSpan, type PagePlan } from './core/page-planner.js';
 import { resolvePageParams, type ResolvedParams } from './core/page-rule.js';
 import { PageCache } from './page-cache.js';
-import type { EntryLine, Page, PageParams, SessionEvent } from './core/types.js';
+import { sliceStarts } from './core/slice-cuts.js';
+import type { Page, PageParams, SessionEvent } from './core/types.js';
 import { assemblePage, parseSlice } from './page-assembler.js';
 import { assertSessionId, indexDir, sessionPaths, sessionsDir, type SessionPaths } from './paths.js';
 import { catalogState, loadSessionState, needsRepair, type SessionState, type SessionStatus, type StateProblem } from './session-state.js';
@@ -318,20 +319,13 @@ export class PagerStore implements Store {
   }
 
   /**
-   * Cut a span into slices of about equal bytes, one per worker at most,
-   * at the split candidates the planner parsed.
+   * Cut a span into slices of about equal decode cost (core/slice-cuts.ts),
+   * one per worker at most, one per `splitBytes` of stored bytes.
    */
   private slices(path: string, span: FrameSpan | null, fromSeq: number, toSeq: number): SliceTask[] {
     if (span === null) return [];
-    const { first, last, splits } = span;
-    const n = Math.max(1, Math.min(this.threads, Math.ceil(span.bytes / this.splitBytes), splits.length + 1));
-    const cuts: EntryLine[] = [first];
-    for (let s = 1; s < n; s++) {
-      const target = first.offset + (span.bytes * s) / n;
-      const prev = cuts[cuts.length - 1] as EntryLine;
-      const next = splits.find((e) => e.offset >= target && e.offset > prev.offset);
-      if (next !== undefined) cuts.push(next);
-    }
+    const { last } = span;
+    const cuts = sliceStarts(span, Math.max(1, Math.min(this.threads, Math.ceil(span.bytes / this.splitBytes))));
     const end = last.offset + last.length;
     const endSeq = last.seq + last.count;
     return cuts.map((c, i) => {

@@ -34,6 +34,8 @@ export interface FrameSpan {
   bytes: number;
   /** Frames strictly between first and last, in file order, where the span may be cut for parallel decoding. */
   splits: EntryLine[];
+  /** For each split, how many of the span's frames come before it. */
+  splitFrames: number[];
 }
 
 export interface PagePlan {
@@ -47,7 +49,7 @@ export interface PagePlan {
 }
 
 /** Every how many lines the planner parses one fully as a split candidate. */
-export const SPLIT_EVERY = 64;
+export const SPLIT_EVERY = 32;
 
 /** Walks lines downwards from the source, remembering only what the plan needs. */
 class Walker {
@@ -61,8 +63,9 @@ class Walker {
   readonly groups: number[] = [];
   lowSeq = Number.POSITIVE_INFINITY;
   last: EntryLine | null = null;
-  /** Split candidates, newest first. */
+  /** Split candidates, newest first, and how many lines were loaded when each was (itself included). */
   readonly splits: EntryLine[] = [];
+  readonly splitDepths: number[] = [];
 
   constructor(private readonly source: BackwardEntrySource) {}
 
@@ -87,7 +90,10 @@ class Walker {
     this.lowBlock = b;
     this.lowK = k;
     if (this.last === null) this.last = b.entry(k);
-    else if (this.groups.length % SPLIT_EVERY === 0) this.splits.push(b.entry(k));
+    else if (this.groups.length % SPLIT_EVERY === 0) {
+      this.splits.push(b.entry(k));
+      this.splitDepths.push(this.groups.length);
+    }
     return true;
   }
 
@@ -122,8 +128,17 @@ class Walker {
     if (this.last === null) return null;
     const first = this.low();
     const last = this.last;
-    const splits = this.splits.filter((e) => e.offset > first.offset && e.offset < last.offset).reverse();
-    return { first, last, count: this.groups.length, bytes: last.offset + last.length - first.offset, splits };
+    const count = this.groups.length;
+    const splits: EntryLine[] = [];
+    const splitFrames: number[] = [];
+    for (let j = this.splits.length - 1; j >= 0; j--) {
+      const e = this.splits[j] as EntryLine;
+      if (e.offset <= first.offset || e.offset >= last.offset) continue;
+      splits.push(e);
+      // Loaded newest first: the frames below it are those loaded after it.
+      splitFrames.push(count - (this.splitDepths[j] as number));
+    }
+    return { first, last, count, bytes: last.offset + last.length - first.offset, splits, splitFrames };
   }
 }
 
