@@ -24,7 +24,7 @@ let splitting: PagerStore;
 beforeAll(async () => {
   dir = mkdtempSync(join(tmpdir(), 'sp-page-'));
   store = await openStore({ dataDir: dir, workers: 2 });
-  splitting = await openStore({ dataDir: dir, workers: 4, splitBytes: 1 });
+  splitting = await openStore({ dataDir: dir, workers: 4, splitCost: 1 });
 });
 
 afterAll(async () => {

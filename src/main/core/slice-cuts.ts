@@ -16,6 +16,11 @@ import type { EntryLine } from './types.js';
 /** How many stored bytes decode in the time one frame's fixed cost takes. */
 export const FRAME_COST_BYTES = 2048;
 
+/** The decode cost of `frames` frames holding `bytes` stored bytes, in byte-equivalents. */
+export function decodeCost(frames: number, bytes: number): number {
+  return frames * FRAME_COST_BYTES + bytes;
+}
+
 /**
  * The first frame of each of at most `n` slices of about equal decode cost,
  * cut only at the span's split candidates, in file order (the span's first
@@ -23,9 +28,8 @@ export const FRAME_COST_BYTES = 2048;
  */
 export function sliceStarts(span: FrameSpan, n: number): EntryLine[] {
   const { first, splits, splitFrames } = span;
-  const cost = (frames: number, bytes: number) => frames * FRAME_COST_BYTES + bytes;
-  const total = cost(span.count, span.bytes);
-  const at = (j: number) => cost(splitFrames[j] as number, (splits[j] as EntryLine).offset - first.offset);
+  const total = decodeCost(span.count, span.bytes);
+  const at = (j: number) => decodeCost(splitFrames[j] as number, (splits[j] as EntryLine).offset - first.offset);
   const starts: EntryLine[] = [first];
   // Candidates from `next` on are unused (they are in file order).
   let next = 0;
