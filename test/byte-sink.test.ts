@@ -54,4 +54,36 @@ describe('ByteSink', () => {
       { numRuns: 300 },
     );
   });
+
+  it('writes the same bytes from an arena region, copying from the arena or from elsewhere, and after outgrowing its region', () => {
+    fc.assert(
+      fc.property(fc.uint8Array({ minLength: 1, maxLength: 400 }), fc.integer({ min: 1, max: 300 }), fc.array(fc.tuple(fc.nat(), fc.nat(), fc.boolean()), { maxLength: 40 }), (source, room, copies) => {
+        // The arena: the source bytes, then two sink regions of `room` bytes each.
+        const arena = Buffer.allocUnsafeSlow(source.length + 2 * room);
+        const slice = arena.subarray(0, source.length);
+        slice.set(source);
+        const a = new ByteSink();
+        const b = new ByteSink();
+        a.place(arena, source.length, room, slice);
+        b.place(arena, source.length + room, room, slice);
+        const elsewhere = Buffer.from(source);
+        const want: Buffer[] = [];
+        for (const [x, y, fromArena] of copies) {
+          const from = x % (source.length + 1);
+          const to = from + (y % (source.length - from + 1));
+          a.bytes(fromArena ? slice : elsewhere, from, to);
+          want.push(Buffer.from(source.subarray(from, to)));
+        }
+        const all = Buffer.concat(want);
+        expect(Buffer.from(a.view())).toEqual(all);
+        // Sink to sink within the arena (or out of it once either outgrew its region).
+        b.sink(a);
+        b.sink(a);
+        expect(Buffer.from(b.view())).toEqual(Buffer.concat([all, all]));
+        // The source region was never written over.
+        expect(Buffer.from(slice)).toEqual(Buffer.from(source));
+      }),
+      { numRuns: 300 },
+    );
+  });
 });

@@ -5,7 +5,8 @@
  * re-serialized with whitespace, reordered keys or escapes so the scanner
  * takes a different path or declines), the frames a page covers are cut into
  * random slices at frame boundaries, each slice goes through `decodeSlice`
- * (the worker) and `parseSlice` (the main thread), `assemblePage` joins them,
+ * (the worker; every other slice from the worker's arena, as a task reads
+ * it) and `parseSlice` (the main thread), `assemblePage` joins them,
  * and the parsed page's records must deep-equal
  * `packEvents(events.slice(fromSeq, toSeq))` (SPEC section 4).
  */
@@ -16,7 +17,7 @@ import { expandRecords, packBatch, packEvents, recordSpan, validateRecord } from
 import { isRowType, type ChunkRow, type Page, type SessionEvent, type StorageRecord } from '../src/main/core/types.js';
 import { assemblePage, parseSlice, type ParsedSlice } from '../src/main/page-assembler.js';
 import { scanJsonlRow } from '../src/streams/jsonl-row-scanner.js';
-import { decodeSlice } from '../src/workers/page-task.js';
+import { decodeInArena, decodeSlice } from '../src/workers/page-task.js';
 import type { SliceTask } from '../src/workers/slice-protocol.js';
 import { eventStreamArb } from './helpers/random-log.js';
 import { Rng } from '../src/main/gen/prng.js';
@@ -154,9 +155,11 @@ function pageOf(log: Log, fromSeq: number, toSeq: number, cut: Cut): { page: Pag
       tasks.push({ path: '(memory)', start: a.offset, end: z.offset + z.length, firstSeq: a.seq, endSeq: z.seq + z.count, fromSeq, toSeq });
     });
   }
-  const slices: ParsedSlice[] = tasks.map((t) => {
-    // A view into the log at a non-zero byteOffset, as a pooled read buffer would be.
-    const r = decodeSlice(t, log.bytes.subarray(t.start, t.end));
+  const slices: ParsedSlice[] = tasks.map((t, k) => {
+    // A view into the log at a non-zero byteOffset, as a pooled read buffer would be;
+    // or, every other slice, copied into the worker's arena as a task's read puts it.
+    const bytes = log.bytes.subarray(t.start, t.end);
+    const r = k % 2 === 0 ? decodeSlice(t, bytes) : decodeInArena(t, bytes);
     if (!(r instanceof ArrayBuffer)) throw new Error(`slice ${JSON.stringify(t)} failed: ${r.error.message}`);
     return parseSlice(r);
   });

@@ -23,17 +23,39 @@ import { newEncoderSinks, SliceEncoder, type EncoderSinks } from './slice-encode
 import { warmUpJit } from './jit-warmup.js';
 import type { SliceFault, SliceResult, SliceTask } from './slice-protocol.js';
 
-/** Buffers every task of this worker reuses: fresh memory costs a page fault per 4 KB on first touch. */
+/** The sinks every task of this worker builds in. */
 const sinks = newEncoderSinks();
-let readBuffer = Buffer.allocUnsafe(0);
-/** Reused buffers larger than this are dropped after a task, so one huge page does not pin its memory. */
+
+/**
+ * The worker's arena, reused from task to task (fresh memory costs a page
+ * fault per 4 KB on first touch): the slice's bytes, then the sinks'
+ * regions, so every copy from a frame into a sink is a copyWithin
+ * (core/byte-sink.ts). Room is reserved generously: pages never touched
+ * cost no memory, and a sink that outgrows its region moves out.
+ */
+let arena = Buffer.allocUnsafe(0);
+/** An arena larger than this, or a sink that grew out of it past KEEP_BYTES, is dropped after a task, so one huge page does not pin its memory. */
+const KEEP_ARENA_BYTES = 32 * 1024 * 1024;
 const KEEP_BYTES = 8 * 1024 * 1024;
 
-/** The log's bytes [start, end), read into the worker's reusable buffer (valid until the next task). */
+/** Room for a slice of `len` bytes and the sinks that decode it: the slice's region (valid until the next task). */
+export function arenaFor(len: number): Buffer {
+  const body = len + 4096;
+  const dt = (len >>> 2) + 1024;
+  const members = len + 1024;
+  const need = len + body + dt + members;
+  if (arena.length < need) arena = Buffer.allocUnsafeSlow(need);
+  const slice = arena.subarray(0, len);
+  sinks.body.place(arena, len, body, slice);
+  sinks.dt.place(arena, len + body, dt, slice);
+  sinks.members.place(arena, len + body + dt, members, slice);
+  return slice;
+}
+
+/** The log's bytes [start, end), read into the arena. */
 function readRange(path: string, start: number, end: number): Buffer {
   const len = end - start;
-  if (readBuffer.length < len) readBuffer = Buffer.allocUnsafeSlow(len);
-  const buf = readBuffer.subarray(0, len);
+  const buf = arenaFor(len);
   const fd = openSync(path, 'r');
   try {
     let got = 0;
@@ -46,6 +68,13 @@ function readRange(path: string, start: number, end: number): Buffer {
   } finally {
     closeSync(fd);
   }
+}
+
+/** Decode `bytes` as the worker does, from its arena (the JIT warm-up, and tests of this path). */
+export function decodeInArena(task: SliceTask, bytes: Uint8Array): SliceResult {
+  const buf = arenaFor(bytes.length);
+  buf.set(bytes);
+  return decodeSlice(task, buf, 0, sinks);
 }
 
 function corrupt(offset: number, fromSeq: number, toSeq: number, why: string): SliceFault {
@@ -134,17 +163,23 @@ export function decodeSlice(task: SliceTask, bytes: Buffer, readMs = 0, into: En
   structuredClone(probe, { transfer: [probe] });
 }
 // With the reused sinks, which it also grows (and faults in) to a typical page's size.
-if (process.env.SESSION_PAGER_JIT_WARMUP !== '0') warmUpJit((task, bytes) => decodeSlice(task, bytes, 0, sinks));
+if (process.env.SESSION_PAGER_JIT_WARMUP !== '0') warmUpJit(decodeInArena);
 
 export default function pageTask(task: SliceTask): SliceResult {
   // An empty slice reads nothing (the pool's warm-up sends these).
   const t0 = performance.now();
   const bytes = task.end > task.start ? readRange(task.path, task.start, task.end) : Buffer.alloc(0);
   const result = decodeSlice(task, bytes, performance.now() - t0, sinks);
-  // The result is a copy: the sinks and the read buffer are free for the next task.
-  sinks.body.reset(KEEP_BYTES);
-  sinks.dt.reset(KEEP_BYTES);
-  sinks.members.reset(KEEP_BYTES);
-  if (readBuffer.length > KEEP_BYTES) readBuffer = Buffer.allocUnsafe(0);
+  // The result is a copy: the sinks and the arena are free for the next task.
+  if (arena.length > KEEP_ARENA_BYTES) {
+    arena = Buffer.allocUnsafe(0);
+    sinks.body.release();
+    sinks.dt.release();
+    sinks.members.release();
+  } else {
+    sinks.body.reset(KEEP_BYTES);
+    sinks.dt.reset(KEEP_BYTES);
+    sinks.members.reset(KEEP_BYTES);
+  }
   return (result instanceof ArrayBuffer ? Piscina.move(result) : result) as SliceResult;
 }
