@@ -18,13 +18,17 @@ import { randomLogArb, writeRandomLog, type BatchSpec } from './helpers/random-l
 
 let dir: string;
 let store: PagerStore;
-/** A second store that splits every page across 4 workers, to exercise slice-edge merging. */
+/**
+ * A second store that splits every page across 4 workers, to exercise
+ * slice-edge merging, and gets every slice back as the worker's arena (then
+ * hands it back with later tasks), to exercise in-place results.
+ */
 let splitting: PagerStore;
 
 beforeAll(async () => {
   dir = mkdtempSync(join(tmpdir(), 'sp-page-'));
   store = await openStore({ dataDir: dir, workers: 2 });
-  splitting = await openStore({ dataDir: dir, workers: 4, splitCost: 1 });
+  splitting = await openStore({ dataDir: dir, workers: 4, splitCost: 1, inPlaceBytes: 0 });
 });
 
 afterAll(async () => {

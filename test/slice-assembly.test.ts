@@ -5,8 +5,8 @@
  * re-serialized with whitespace, reordered keys or escapes so the scanner
  * takes a different path or declines), the frames a page covers are cut into
  * random slices at frame boundaries, each slice goes through `decodeSlice`
- * (the worker; every other slice from the worker's arena, as a task reads
- * it) and `parseSlice` (the main thread), `assemblePage` joins them,
+ * (the worker; most slices from the worker's arena, as a task reads it,
+ * some returning the arena itself as their result) and `parseSlice` (the main thread), `assemblePage` joins them,
  * and the parsed page's records must deep-equal
  * `packEvents(events.slice(fromSeq, toSeq))` (SPEC section 4).
  */
@@ -18,7 +18,7 @@ import { isRowType, type ChunkRow, type Page, type SessionEvent, type StorageRec
 import { assemblePage, parseSlice, type ParsedSlice } from '../src/main/page-assembler.js';
 import { scanJsonlRow } from '../src/streams/jsonl-row-scanner.js';
 import { decodeInArena, decodeSlice } from '../src/workers/page-task.js';
-import type { SliceTask } from '../src/workers/slice-protocol.js';
+import { sliceTask, type SliceTask } from '../src/workers/slice-protocol.js';
 import { eventStreamArb } from './helpers/random-log.js';
 import { Rng } from '../src/main/gen/prng.js';
 
@@ -152,14 +152,15 @@ function pageOf(log: Log, fromSeq: number, toSeq: number, cut: Cut): { page: Pag
       const e = k + 1 < starts.length ? (starts[k + 1] as number) : last + 1;
       const a = log.frames[s] as Frame;
       const z = log.frames[e - 1] as Frame;
-      tasks.push({ path: '(memory)', start: a.offset, end: z.offset + z.length, firstSeq: a.seq, endSeq: z.seq + z.count, fromSeq, toSeq });
+      tasks.push(sliceTask('(memory)', a.offset, z.offset + z.length, a.seq, z.seq + z.count, fromSeq, toSeq));
     });
   }
   const slices: ParsedSlice[] = tasks.map((t, k) => {
     // A view into the log at a non-zero byteOffset, as a pooled read buffer would be;
-    // or, every other slice, copied into the worker's arena as a task's read puts it.
+    // or copied into the worker's arena as a task's read puts it, with the result
+    // copied out or (every third slice) the arena itself.
     const bytes = log.bytes.subarray(t.start, t.end);
-    const r = k % 2 === 0 ? decodeSlice(t, bytes) : decodeInArena(t, bytes);
+    const r = k % 3 === 0 ? decodeSlice(t, bytes) : decodeInArena(t, bytes, k % 3 === 2);
     if (!(r instanceof ArrayBuffer)) throw new Error(`slice ${JSON.stringify(t)} failed: ${r.error.message}`);
     return parseSlice(r);
   });

@@ -7,7 +7,7 @@
  */
 import { continuesRun, type RunKey } from './core/chunk-codec.js';
 import { fragRecords, mergeInto, piecesToBuffer, RecordList, type FragRun } from './core/fragment-run.js';
-import type { FragmentRunHeader, SliceHeader } from '../workers/slice-protocol.js';
+import { RESULT_TRAILER_BYTES, type FragmentRunHeader, type SliceHeader } from '../workers/slice-protocol.js';
 
 export interface ParsedSlice {
   head: FragRun | null;
@@ -18,6 +18,8 @@ export interface ParsedSlice {
   bytesRead: number;
   readMs: number;
   decodeMs: number;
+  /** The result buffer the views point into (free for reuse once the page is assembled). */
+  buffer: ArrayBuffer;
 }
 
 function key(h: FragmentRunHeader): RunKey {
@@ -29,24 +31,16 @@ function key(h: FragmentRunHeader): RunKey {
 
 export function parseSlice(ab: ArrayBuffer): ParsedSlice {
   const bytes = new Uint8Array(ab);
-  const headerLen = new DataView(ab).getUint32(0, true);
-  const header = JSON.parse(Buffer.from(ab, 4, headerLen).toString('utf8')) as SliceHeader;
-  let at = 4 + headerLen;
-  const take = (n: number): Uint8Array => {
-    const v = bytes.subarray(at, at + n);
-    at += n;
-    return v;
-  };
+  const trailer = new DataView(ab, ab.byteLength - RESULT_TRAILER_BYTES);
+  const header = JSON.parse(Buffer.from(ab, trailer.getUint32(0, true), trailer.getUint32(4, true)).toString('utf8')) as SliceHeader;
   const run = (h: FragmentRunHeader | null): FragRun | null => {
     if (h === null) return null;
-    const dt = take(h.dtBytes);
-    const members = take(h.memberBytes);
+    const dt = bytes.subarray(h.dtAt, h.dtAt + h.dtBytes);
+    const members = bytes.subarray(h.membersAt, h.membersAt + h.memberBytes);
     return { ...key(h), seq0: h.seq0, time0: h.time0, lastSeq: h.lastSeq, lastTime: h.lastTime, n: h.n, dt: dt.length ? [dt] : [], members: [members] };
   };
-  const head = run(header.head);
-  const body = take(header.bodyBytes);
-  const tail = run(header.tail);
-  return { head, whole: header.whole, body, tail, frames: header.frames, bytesRead: header.bytesRead, readMs: header.readMs, decodeMs: header.decodeMs };
+  const body = bytes.subarray(header.bodyAt, header.bodyAt + header.bodyBytes);
+  return { head: run(header.head), whole: header.whole, body, tail: run(header.tail), frames: header.frames, bytesRead: header.bytesRead, readMs: header.readMs, decodeMs: header.decodeMs, buffer: ab };
 }
 
 export interface PageEnvelope {

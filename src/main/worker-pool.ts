@@ -41,7 +41,8 @@ export function createPagePool(opts: PoolOptions = {}): PagePool {
 /** Run one slice; a full queue becomes `overloaded`. */
 export async function runSlice(pool: PagePool, task: SliceTask): Promise<SliceResult> {
   try {
-    return await pool.run(task);
+    // A handed-back arena is moved, not copied.
+    return await pool.run(task, task.arena === undefined ? {} : { transferList: [task.arena] });
   } catch (err) {
     if (err instanceof Error && /queue is at limit/i.test(err.message)) {
       throw new PagerError('overloaded', 'page worker queue is full, retry shortly', { retryAfter: 1 });

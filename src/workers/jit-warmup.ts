@@ -21,7 +21,7 @@ import { chainCrcRecords } from '../streams/frame-crc-file.js';
 /** Events of the generated warm-up session: enough shapes, little memory. */
 const GEN_EVENTS = 2_000;
 import type { SessionEvent, StorageRecord } from '../main/core/types.js';
-import type { SliceTask } from './slice-protocol.js';
+import { sliceTask, type SliceTask } from './slice-protocol.js';
 
 /**
  * Where the synthetic log pretends to sit, in seqs and bytes. Real tasks carry
@@ -75,13 +75,15 @@ export function warmupWork(): { bytes: Buffer; tasks: SliceTask[] }[] {
   return (['jsonl', 'binary'] as const).map((encoding) => {
     const enc = encodeRecords(records, OFFSET_BASE, encoding);
     const n = SEQ_BASE + events.length + GEN_EVENTS;
-    const whole: SliceTask = { path: '', start: OFFSET_BASE, end: OFFSET_BASE + enc.bytes.length, firstSeq: SEQ_BASE, endSeq: n, fromSeq: SEQ_BASE, toSeq: n };
-    const cut: SliceTask = { ...whole, fromSeq: SEQ_BASE + 17, toSeq: n - 23 };
+    const whole = sliceTask('', OFFSET_BASE, OFFSET_BASE + enc.bytes.length, SEQ_BASE, n, SEQ_BASE, n);
+    const cut = sliceTask('', OFFSET_BASE, OFFSET_BASE + enc.bytes.length, SEQ_BASE, n, SEQ_BASE + 17, n - 23);
     // With the frame-checksum records (the writer's own frames: trusted path) and without (full validation).
     // As a structured clone delivers them: a plain Uint8Array, not a Buffer.
     const crcs = new Uint8Array(chainCrcRecords(enc.bytes, OFFSET_BASE, enc.lengths, null).records);
-    const trusted: SliceTask = { ...whole, crcs };
-    const trustedCut: SliceTask = { ...cut, crcs };
+    const trusted = sliceTask('', OFFSET_BASE, OFFSET_BASE + enc.bytes.length, SEQ_BASE, n, SEQ_BASE, n);
+    trusted.crcs = crcs;
+    const trustedCut = sliceTask('', OFFSET_BASE, OFFSET_BASE + enc.bytes.length, SEQ_BASE, n, SEQ_BASE + 17, n - 23);
+    trustedCut.crcs = crcs;
     return { bytes: enc.bytes, tasks: [trusted, trustedCut, whole, cut] };
   });
 }

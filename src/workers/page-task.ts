@@ -19,7 +19,8 @@ import { scanJsonlEvent } from '../streams/jsonl-event-scanner.js';
 import { CrcCursor } from '../streams/frame-crc-file.js';
 import { isRowType, type ChunkRow, type SessionEvent } from '../main/core/types.js';
 import { rowLength } from '../main/core/chunk-codec.js';
-import { newEncoderSinks, SliceEncoder, type EncoderSinks } from './slice-encoder.js';
+import { ARENA_HEADER_ROOM, newEncoderSinks, SliceEncoder, type EncoderSinks } from './slice-encoder.js';
+import type { ByteSink } from '../main/core/byte-sink.js';
 import { warmUpJit } from './jit-warmup.js';
 import type { SliceFault, SliceResult, SliceTask } from './slice-protocol.js';
 
@@ -30,12 +31,18 @@ const sinks = newEncoderSinks();
  * The worker's arena, reused from task to task (fresh memory costs a page
  * fault per 4 KB on first touch): the slice's bytes, then the sinks'
  * regions, so every copy from a frame into a sink is a copyWithin
- * (core/byte-sink.ts). Room is reserved generously: pages never touched
- * cost no memory, and a sink that outgrows its region moves out.
+ * (core/byte-sink.ts), then room for a result header. Room is reserved
+ * generously: pages never touched cost no memory, and a sink that outgrows
+ * its region moves out.
+ *
+ * A large slice's result is the arena itself (slice-encoder.ts finish):
+ * copying megabytes into a fresh buffer cost a page fault per 4 KB and a
+ * pass over the bytes. The arena then goes with the result, and the main
+ * thread hands consumed results back with later tasks (`task.arena`).
  */
 let arena = Buffer.allocUnsafe(0);
 /** An arena larger than this, or a sink that grew out of it past KEEP_BYTES, is dropped after a task, so one huge page does not pin its memory. */
-const KEEP_ARENA_BYTES = 32 * 1024 * 1024;
+const KEEP_ARENA_BYTES = 64 * 1024 * 1024;
 const KEEP_BYTES = 8 * 1024 * 1024;
 
 /** Room for a slice of `len` bytes and the sinks that decode it: the slice's region (valid until the next task). */
@@ -43,13 +50,26 @@ export function arenaFor(len: number): Buffer {
   const body = len + 4096;
   const dt = (len >>> 2) + 1024;
   const members = len + 1024;
-  const need = len + body + dt + members;
+  const need = len + body + 2 * (dt + members) + ARENA_HEADER_ROOM;
   if (arena.length < need) arena = Buffer.allocUnsafeSlow(need);
   const slice = arena.subarray(0, len);
-  sinks.body.place(arena, len, body, slice);
-  sinks.dt.place(arena, len + body, dt, slice);
-  sinks.members.place(arena, len + body + dt, members, slice);
+  let at = len;
+  const place = (sink: ByteSink, room: number) => {
+    sink.place(arena, at, room, slice);
+    at += room;
+  };
+  place(sinks.body, body);
+  place(sinks.dt, dt);
+  place(sinks.members, members);
+  place(sinks.headDt, dt);
+  place(sinks.headMembers, members);
   return slice;
+}
+
+/** Let go of the arena (it went out as a result, or is too large to keep): the sinks keep small buffers of their own until the next task. */
+function dropArena(): void {
+  arena = Buffer.allocUnsafe(0);
+  for (const s of Object.values(sinks)) s.release();
 }
 
 /** The log's bytes [start, end), read into the arena. */
@@ -70,11 +90,16 @@ function readRange(path: string, start: number, end: number): Buffer {
   }
 }
 
-/** Decode `bytes` as the worker does, from its arena (the JIT warm-up, and tests of this path). */
-export function decodeInArena(task: SliceTask, bytes: Uint8Array): SliceResult {
+/**
+ * Decode `bytes` as the worker does, from its arena (the JIT warm-up, and
+ * tests of this path); `inPlace`: let the result be the arena itself.
+ */
+export function decodeInArena(task: SliceTask, bytes: Uint8Array, inPlace = false): SliceResult {
   const buf = arenaFor(bytes.length);
   buf.set(bytes);
-  return decodeSlice(task, buf, 0, sinks);
+  const result = decodeSlice(task, buf, 0, sinks, inPlace ? arena : null);
+  if (result === arena.buffer) dropArena();
+  return result;
 }
 
 function corrupt(offset: number, fromSeq: number, toSeq: number, why: string): SliceFault {
@@ -84,7 +109,8 @@ function corrupt(offset: number, fromSeq: number, toSeq: number, why: string): S
 const BRACE = 0x7b;
 const NEWLINE = 0x0a;
 
-export function decodeSlice(task: SliceTask, bytes: Buffer, readMs = 0, into: EncoderSinks = newEncoderSinks()): SliceResult {
+/** `resultArena`: the buffer `into` was placed in, when the result may be that buffer itself (see arenaFor). */
+export function decodeSlice(task: SliceTask, bytes: Buffer, readMs = 0, into: EncoderSinks = newEncoderSinks(), resultArena: Buffer | null = null): SliceResult {
   const enc = new SliceEncoder(into);
   enc.bytesRead = bytes.length;
   const crcs = new CrcCursor(task.crcs, bytes, task.start);
@@ -150,7 +176,7 @@ export function decodeSlice(task: SliceTask, bytes: Buffer, readMs = 0, into: En
     enc.frames++;
   }
   if (seq !== task.endSeq) return corrupt(task.end, seq, task.endSeq, `frames end at seq ${seq}, the entry sidecar says ${task.endSeq}`);
-  return enc.finish(readMs);
+  return enc.finish(readMs, resultArena);
 }
 
 // Optimize the hot decode path before the first real task (see jit-warmup.ts).
@@ -166,20 +192,18 @@ export function decodeSlice(task: SliceTask, bytes: Buffer, readMs = 0, into: En
 if (process.env.SESSION_PAGER_JIT_WARMUP !== '0') warmUpJit(decodeInArena);
 
 export default function pageTask(task: SliceTask): SliceResult {
+  // A consumed result handed back: our arena from now on, when larger.
+  if (task.arena !== undefined && task.arena.byteLength > arena.length) arena = Buffer.from(task.arena);
   // An empty slice reads nothing (the pool's warm-up sends these).
   const t0 = performance.now();
-  const bytes = task.end > task.start ? readRange(task.path, task.start, task.end) : Buffer.alloc(0);
-  const result = decodeSlice(task, bytes, performance.now() - t0, sinks);
-  // The result is a copy: the sinks and the arena are free for the next task.
-  if (arena.length > KEEP_ARENA_BYTES) {
-    arena = Buffer.allocUnsafe(0);
-    sinks.body.release();
-    sinks.dt.release();
-    sinks.members.release();
+  const len = task.end - task.start;
+  const bytes = len > 0 ? readRange(task.path, task.start, task.end) : Buffer.alloc(0);
+  const result = decodeSlice(task, bytes, performance.now() - t0, sinks, task.inPlace === true ? arena : null);
+  if (result === arena.buffer || arena.length > KEEP_ARENA_BYTES) {
+    dropArena();
   } else {
-    sinks.body.reset(KEEP_BYTES);
-    sinks.dt.reset(KEEP_BYTES);
-    sinks.members.reset(KEEP_BYTES);
+    // The result is a copy: the sinks and the arena are free for the next task.
+    for (const s of Object.values(sinks)) s.reset(KEEP_BYTES);
   }
   return (result instanceof ArrayBuffer ? Piscina.move(result) : result) as SliceResult;
 }

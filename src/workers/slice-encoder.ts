@@ -11,7 +11,7 @@ import { ByteSink } from '../main/core/byte-sink.js';
 import { PACKED_ROW_END, packedRowHead, packedRowMiddle } from '../main/core/fragment-run.js';
 import type { ChunkRow, SessionEvent } from '../main/core/types.js';
 import { isWs, rowGaps, rowMemberBounds, stringEnd, type RawRow } from '../streams/jsonl-row-scanner.js';
-import type { FragmentRunHeader, SliceHeader } from './slice-protocol.js';
+import { RESULT_TRAILER_BYTES, type FragmentRunHeader, type SliceHeader } from './slice-protocol.js';
 
 const COMMA = 0x2c;
 
@@ -36,21 +36,23 @@ function openRun(key: RunKey, seq: number, time: number): OpenRun {
   return { kind: key.kind, turn: key.turn, step: key.step, index: key.index, id: key.id, name: key.name, seq0: seq, time0: time, lastSeq: seq - 1, lastTime: time, n: 0 };
 }
 
-/** The buffers an encoder builds in. */
+/**
+ * Bytes an arena keeps free at its end for the result's header and trailer
+ * when the result is the arena itself (page-task.ts reserves them).
+ */
+export const ARENA_HEADER_ROOM = 64 * 1024;
+
+/** The buffers an encoder builds in: settled records, the open run's gaps and members, and the head run's once it settles. */
 export interface EncoderSinks {
   body: ByteSink;
   dt: ByteSink;
   members: ByteSink;
+  headDt: ByteSink;
+  headMembers: ByteSink;
 }
 
 export function newEncoderSinks(): EncoderSinks {
-  return { body: new ByteSink(), dt: new ByteSink(), members: new ByteSink() };
-}
-
-function copyOf(s: ByteSink): ByteSink {
-  const c = new ByteSink(s.length);
-  c.sink(s);
-  return c;
+  return { body: new ByteSink(), dt: new ByteSink(), members: new ByteSink(), headDt: new ByteSink(), headMembers: new ByteSink() };
 }
 
 /**
@@ -89,8 +91,8 @@ function shortRunChunkPrefix(run: OpenRun): string {
   return `${p},"argumentsDelta":`;
 }
 
-function header(e: EdgeRun): FragmentRunHeader {
-  return { ...e.run, dtBytes: e.dt.length, memberBytes: e.members.length };
+function header(e: EdgeRun, at: Map<ByteSink, number>): FragmentRunHeader {
+  return { ...e.run, dtAt: at.get(e.dt) as number, dtBytes: e.dt.length, membersAt: at.get(e.members) as number, memberBytes: e.members.length };
 }
 
 function timeAt(time0: number, dt: readonly number[], k: number): number {
@@ -108,6 +110,9 @@ export class SliceEncoder {
   /** Gaps and members of the open run. */
   private readonly dt: ByteSink;
   private readonly members: ByteSink;
+  /** Where the head run's gaps and members go when it settles (the open run's sinks go on). */
+  private readonly headDt: ByteSink;
+  private readonly headMembers: ByteSink;
   /** Whether the slice's first record has begun (the first run to settle is the head). */
   private started = false;
   private head: EdgeRun | null = null;
@@ -124,9 +129,13 @@ export class SliceEncoder {
     this.body = sinks.body;
     this.dt = sinks.dt;
     this.members = sinks.members;
+    this.headDt = sinks.headDt;
+    this.headMembers = sinks.headMembers;
     this.body.clear();
     this.dt.clear();
     this.members.clear();
+    this.headDt.clear();
+    this.headMembers.clear();
   }
 
   private settle(): void {
@@ -136,7 +145,9 @@ export class SliceEncoder {
     if (!this.started) {
       // The head may continue the previous slice's tail: it is kept apart (a copy: the sinks go on).
       this.started = true;
-      this.head = { run, dt: copyOf(this.dt), members: copyOf(this.members) };
+      this.headDt.sink(this.dt);
+      this.headMembers.sink(this.members);
+      this.head = { run, dt: this.headDt, members: this.headMembers };
       return;
     }
     const body = this.body;
@@ -253,12 +264,17 @@ export class SliceEncoder {
   }
 
   /**
-   * The result buffer: exactly sized, freshly allocated, safe to transfer.
-   * `readMs` is reported with it. (Not a field: a field first holding 0 and
-   * then a fraction changes its representation, which deoptimized every
-   * encoder method on a worker's first real page after its warm-up.)
+   * The result (slice-protocol.ts), safe to transfer. `arena`: the buffer
+   * the sinks were placed in (page-task.ts); when every section is still in
+   * it, the result is the arena's own ArrayBuffer, with only the header
+   * written (at its end): no copy of the slice's bytes. Otherwise (no arena,
+   * or a sink outgrew its region) the sections are copied into a fresh,
+   * exactly sized buffer. `readMs` is reported with it. (Not a field: a
+   * field first holding 0 and then a fraction changes its representation,
+   * which deoptimized every encoder method on a worker's first real page
+   * after its warm-up.)
    */
-  finish(readMs = 0): ArrayBuffer {
+  finish(readMs = 0, arena: Buffer | null = null): ArrayBuffer {
     let tail: EdgeRun | null = this.open === null ? null : { run: this.open, dt: this.dt, members: this.members };
     this.open = null;
     let whole = false;
@@ -268,24 +284,49 @@ export class SliceEncoder {
       whole = true;
     }
     const head = this.head;
-    const sliceHeader: SliceHeader = { head: head && header(head), whole, bodyBytes: this.body.length, tail: tail && header(tail), frames: this.frames, bytesRead: this.bytesRead, readMs, decodeMs: performance.now() - this.startedAt };
-    const headerBytes = Buffer.from(JSON.stringify(sliceHeader), 'utf8');
     const sections: ByteSink[] = [];
     if (head) sections.push(head.dt, head.members);
     sections.push(this.body);
     if (tail) sections.push(tail.dt, tail.members);
-    let total = 4 + headerBytes.length;
-    for (const s of sections) total += s.length;
-    // Its own, exactly sized ArrayBuffer (transferred whole), left unzeroed: every byte is written below.
-    const out = Buffer.allocUnsafeSlow(total);
-    const ab = out.buffer as ArrayBuffer;
-    out.writeUInt32LE(headerBytes.length, 0);
-    out.set(headerBytes, 4);
-    let at = 4 + headerBytes.length;
-    for (const s of sections) {
-      out.set(s.view(), at);
-      at += s.length;
+    const decodeMs = performance.now() - this.startedAt;
+    // The header for sections where they are (in place), or where a copy lays them out back to back.
+    const headerFor = (inPlace: boolean): Buffer => {
+      const at = new Map<ByteSink, number>();
+      let pos = 0;
+      for (const s of sections) {
+        at.set(s, inPlace ? s.offsetIn(arena as Buffer) : pos);
+        pos += s.length;
+      }
+      const h: SliceHeader = { head: head && header(head, at), whole, bodyAt: at.get(this.body) as number, bodyBytes: this.body.length, tail: tail && header(tail, at), frames: this.frames, bytesRead: this.bytesRead, readMs, decodeMs };
+      return Buffer.from(JSON.stringify(h), 'utf8');
+    };
+    if (arena !== null && sections.every((s) => s.offsetIn(arena) >= 0)) {
+      const headerBytes = headerFor(true);
+      if (headerBytes.length + RESULT_TRAILER_BYTES <= ARENA_HEADER_ROOM) {
+        // The arena keeps its last ARENA_HEADER_ROOM bytes free for this.
+        const headerAt = arena.length - RESULT_TRAILER_BYTES - headerBytes.length;
+        arena.set(headerBytes, headerAt);
+        arena.writeUInt32LE(headerAt, arena.length - RESULT_TRAILER_BYTES);
+        arena.writeUInt32LE(headerBytes.length, arena.length - 4);
+        return arena.buffer as ArrayBuffer;
+      }
     }
-    return ab;
+    return this.finishCopy(sections, headerFor(false));
+  }
+
+  /** The sections copied into a fresh, exactly sized buffer (its own ArrayBuffer, left unzeroed: every byte is written). */
+  private finishCopy(sections: ByteSink[], headerBytes: Buffer): ArrayBuffer {
+    let total = RESULT_TRAILER_BYTES + headerBytes.length;
+    for (const s of sections) total += s.length;
+    const out = Buffer.allocUnsafeSlow(total);
+    let pos = 0;
+    for (const s of sections) {
+      out.set(s.view(), pos);
+      pos += s.length;
+    }
+    out.set(headerBytes, pos);
+    out.writeUInt32LE(pos, total - RESULT_TRAILER_BYTES);
+    out.writeUInt32LE(headerBytes.length, total - 4);
+    return out.buffer as ArrayBuffer;
   }
 }

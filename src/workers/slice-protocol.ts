@@ -7,9 +7,13 @@
  * two edges stay open (as JSON fragments), because they may continue into
  * the neighbouring slice; the assembler merges those.
  *
- * Result layout: one freshly allocated ArrayBuffer, moved (not copied) out
- * of the worker:  [u32 header length][header JSON][byte sections...]; the
- * header lists the sections in order with their lengths.
+ * Result layout: one ArrayBuffer, moved (not copied) out of the worker:
+ * byte sections anywhere in it, the header JSON, and an 8-byte trailer at
+ * its very end, [u32 header offset][u32 header length]; the header gives
+ * every section's offset and length. A small slice's result is a fresh,
+ * exactly sized copy; a large slice's is the worker's arena itself, its
+ * sections where the worker built them (page-task.ts), and the main thread
+ * hands such buffers back with later tasks (`arena`) to be used again.
  */
 import type { RunKey } from '../main/core/chunk-codec.js';
 
@@ -25,7 +29,21 @@ export interface SliceTask {
   fromSeq: number;
   toSeq: number;
   /** Frame-checksum projection records for the slice's frames, when the session has them (frame-crc-file.ts). */
-  crcs?: Uint8Array;
+  crcs: Uint8Array | undefined;
+  /** A consumed result handed back (transferred): the worker may take it as its arena. */
+  arena: ArrayBuffer | undefined;
+  /** The result may be the worker's arena itself (large slices: no copy of their bytes). */
+  inPlace: boolean;
+}
+
+/**
+ * A task, in the one object shape every task has: all fields present, in
+ * this order. The worker's decode loop is optimized for the task shapes its
+ * warm-up showed it; a task of another shape (one that carried an arena,
+ * say) deoptimized it at the start of the first large page.
+ */
+export function sliceTask(path: string, start: number, end: number, firstSeq: number, endSeq: number, fromSeq: number, toSeq: number): SliceTask {
+  return { path, start, end, firstSeq, endSeq, fromSeq, toSeq, crcs: undefined, arena: undefined, inPlace: false };
 }
 
 /** An open chunk run as JSON fragments: `dt` and `members` are comma-joined JSON values without brackets. */
@@ -35,8 +53,10 @@ export interface FragmentRunHeader extends RunKey {
   lastSeq: number;
   lastTime: number;
   n: number;
-  /** Bytes of the comma-joined dt and member fragments that follow in the buffer. */
+  /** Where in the buffer the comma-joined dt and member fragments are, and their bytes. */
+  dtAt: number;
   dtBytes: number;
+  membersAt: number;
   memberBytes: number;
 }
 
@@ -45,7 +65,8 @@ export interface SliceHeader {
   head: FragmentRunHeader | null;
   /** The slice is one single run: `head` only, nothing else. */
   whole: boolean;
-  /** Settled records, comma-joined JSON. */
+  /** Settled records, comma-joined JSON: where in the buffer, and their bytes. */
+  bodyAt: number;
   bodyBytes: number;
   /** Run still open at the slice's end. */
   tail: FragmentRunHeader | null;
@@ -70,3 +91,6 @@ export interface SliceFault {
 }
 
 export type SliceResult = ArrayBuffer | SliceFault;
+
+/** Bytes of the trailer at the end of every result: [u32 header offset][u32 header length]. */
+export const RESULT_TRAILER_BYTES = 8;

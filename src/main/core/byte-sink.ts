@@ -75,6 +75,11 @@ export class ByteSink {
     this.length += n;
   }
 
+  /** Where its bytes start in `arena`, when it still writes into a region of it; else -1. */
+  offsetIn(arena: Buffer): number {
+    return this.arena === arena ? this.base : -1;
+  }
+
   /** Everything another sink holds. */
   sink(other: ByteSink): void {
     const n = other.length;
