@@ -3,7 +3,7 @@
 // side in one run, each measurement in a fresh child process so "cold" means
 // cold and peak RSS is that process's own (process.resourceUsage().maxRSS).
 //
-//   node bench/page-bench.mjs [--data DIR] [--runs N] [--skip-reference]
+//   node bench/page-bench.mjs [--data DIR] [--runs N] [--reference-runs N] [--skip-reference]
 //
 // Generates (once) a 5,000,000-event and a 600,000-event session, each
 // ending in a 416,000-delta in-flight message, then measures:
@@ -24,12 +24,14 @@ const { values } = parseArgs({
   options: {
     data: { type: 'string', default: '/tmp/session-pager-bench' },
     runs: { type: 'string', default: '3' },
+    'reference-runs': { type: 'string', default: '3' },
     'skip-reference': { type: 'boolean', default: false },
     workers: { type: 'string', default: '2' },
   },
 });
 const dataDir = values.data;
 const runs = Number(values.runs);
+const referenceRuns = Number(values['reference-runs']);
 const workers = Number(values.workers);
 const child = join(root, 'bench/child.mjs');
 
@@ -97,17 +99,27 @@ const fmt = (x, d = 1) => (x === undefined ? '–' : x.toFixed(d));
 
 const tail = { maxMessages: 50 };
 const results = {};
-for (const s of sessions) results[s.id] = { pager: [], reference: null };
-// The sessions' runs interleaved (5M, 600k, 5M, ...): a noisy spell on this
-// shared machine then hits both alike, not one session's runs.
-for (let i = 0; i < runs; i++) for (const s of sessions) results[s.id].pager.push(measure('pager', s.id, tail));
-if (!values['skip-reference']) for (const s of sessions) results[s.id].reference = measure('reference', s.id, tail);
+for (const s of sessions) results[s.id] = { pager: [], references: [] };
+// Runs interleaved (5M, 600k, 5M, ..., and a reference run of each after
+// every few): a noisy spell on this shared machine then hits both sessions,
+// and the pager and the reference, alike. Ratios are of medians.
+const referenceEvery = Math.max(1, Math.floor(runs / referenceRuns));
+for (let i = 0; i < runs; i++) {
+  for (const s of sessions) results[s.id].pager.push(measure('pager', s.id, tail));
+  if (!values['skip-reference'] && i % referenceEvery === 0 && results[sessions[0].id].references.length < referenceRuns) {
+    for (const s of sessions) results[s.id].references.push(measure('reference', s.id, tail));
+  }
+}
+for (const s of sessions) {
+  const refs = results[s.id].references;
+  results[s.id].reference = refs.length === 0 ? null : { ...refs[0], ms: median(refs.map((r) => r.ms)), maxRssMB: median(refs.map((r) => r.maxRssMB)) };
+}
 const warm = measure('warm', 'bench-5m', {}, { warmup: 200, iterations: 1000 });
 const typical = measure('warm', TYPICAL, {}, { warmup: 200, iterations: 1000 });
 
 const lines = [];
 const now = new Date().toISOString();
-lines.push(`Run ${now} on ${cpus().length} × ${cpus()[0]?.model ?? 'cpu'}, ${(totalmem() / 2 ** 30).toFixed(0)} GiB, Node ${process.version}; ${workers} page workers; pager figures are medians of ${runs} fresh processes.`);
+lines.push(`Run ${now} on ${cpus().length} × ${cpus()[0]?.model ?? 'cpu'}, ${(totalmem() / 2 ** 30).toFixed(0)} GiB, Node ${process.version}; ${workers} page workers; pager figures are medians of ${runs} fresh processes, reference figures of ${results[sessions[0].id].references.length}, interleaved.`);
 lines.push('');
 lines.push('| session | events | page events | page bytes | reference ms | reference peak RSS MB | pager cold ms | pager cold ms incl. pool start | pager warm ms | pager peak RSS MB | time ratio cold / warm | RSS ratio | frame-read floor ms | pager / floor cold / warm |');
 lines.push('|---|---|---|---|---|---|---|---|---|---|---|---|---|---|');
@@ -130,6 +142,8 @@ for (const s of sessions) {
   lines.push('');
   lines.push(`${s.id}, the median cold run's phases (ms): ${phases(mid.timing)}; the next five pages of that process: ${mid.firstPagesMs.join(', ')} ms; a settled page's phases: ${phases(mid.warmTiming)}.`);
 }
+lines.push('');
+lines.push(`Cold runs in order (ms): ${sessions.map((s) => `${s.id} ${results[s.id].pager.map((p) => fmt(p.ms)).join(', ')}`).join('; ')}. Reference runs (ms): ${sessions.map((s) => `${s.id} ${results[s.id].references.map((r) => fmt(r.ms, 0)).join(', ') || '–'}`).join('; ')}.`);
 const a = results['bench-600k'].pager;
 const b = results['bench-5m'].pager;
 lines.push('');
