@@ -188,7 +188,7 @@ export function decodeSlice(task: SliceTask, bytes: Buffer, readMs = 0, into: En
   const probe = new ArrayBuffer(8);
   structuredClone(probe, { transfer: [probe] });
 }
-// With the reused sinks, which it also grows (and faults in) to a typical page's size.
+// Through the arena, as tasks decode (its copy paths are the ones to optimize).
 if (process.env.SESSION_PAGER_JIT_WARMUP !== '0') warmUpJit(decodeInArena);
 
 export default function pageTask(task: SliceTask): SliceResult {
