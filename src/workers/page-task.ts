@@ -50,7 +50,12 @@ export function arenaFor(len: number): Buffer {
   const body = len + 4096;
   const dt = (len >>> 2) + 1024;
   const members = len + 1024;
-  const need = len + body + 2 * (dt + members) + ARENA_HEADER_ROOM;
+  // The head run (open at the slice's start, settled inside it) is short but for rare
+  // slices; those move it out. Room reserved, even untouched, counts in V8's external
+  // memory, whose growth schedules garbage collections.
+  const headDt = (len >>> 6) + 1024;
+  const headMembers = (len >>> 4) + 4096;
+  const need = len + body + dt + members + headDt + headMembers + ARENA_HEADER_ROOM;
   if (arena.length < need) arena = Buffer.allocUnsafeSlow(need);
   const slice = arena.subarray(0, len);
   let at = len;
@@ -61,8 +66,8 @@ export function arenaFor(len: number): Buffer {
   place(sinks.body, body);
   place(sinks.dt, dt);
   place(sinks.members, members);
-  place(sinks.headDt, dt);
-  place(sinks.headMembers, members);
+  place(sinks.headDt, headDt);
+  place(sinks.headMembers, headMembers);
   return slice;
 }
 
