@@ -166,8 +166,6 @@ const row: RawRow = { key: lastKey, seq0: 0, time0: 0, n: 0, dtSum: 0, buf: new 
 // The literals of a delta event in chunkEvent's layout.
 const CHUNK = lit('{"type":"assistant/chunk","seq":');
 const TIME = lit(',"time":');
-const CHUNK_TURN = lit(',"data":{"turn":');
-const CHUNK_STEP = lit(',"step":');
 const CHUNK_TYPE = lit(',"chunk":{"type":"');
 const TEXT_DELTA = lit('text-delta","index":');
 const REASONING_DELTA = lit('reasoning-delta","index":');
@@ -186,9 +184,9 @@ function scanTrustedDelta(b: Uint8Array, i: number, seq: number, end: number): b
   if (b[end - 1] !== RBRACE || b[end - 2] !== RBRACE || b[end - 3] !== RBRACE) return false;
   if (!has(b, i, TIME) || (i = int(b, i + TIME.length)) < 0) return false;
   const time = num;
-  if (!has(b, i, CHUNK_TURN) || (i = int(b, i + CHUNK_TURN.length)) < 0) return false;
+  if (!has(b, i, TURN) || (i = int(b, i + TURN.length)) < 0) return false;
   const turn = num;
-  if (!has(b, i, CHUNK_STEP) || (i = int(b, i + CHUNK_STEP.length)) < 0) return false;
+  if (!has(b, i, STEP) || (i = int(b, i + STEP.length)) < 0) return false;
   const step = num;
   if (!has(b, i, CHUNK_TYPE)) return false;
   i += CHUNK_TYPE.length;
@@ -344,6 +342,7 @@ function scanRow(b: Uint8Array, start: number, end: number, type: Literal): bool
   // (always so while the sum of |gaps| and |time0| stay small).
   if (abs > Number.MAX_SAFE_INTEGER && !partialSumsSafe(b, dtStart, dtEnd, 0)) return false;
   if (Math.abs(time0) + abs > 2 ** 52 && !partialSumsSafe(b, dtStart, dtEnd, time0)) return false;
+  // Field by field, not through a shared setter: one measured 5-10% slower on a tail page's rows.
   row.key = keyOf(kind, turn, step, index, toolId, toolName);
   row.seq0 = seq0;
   row.time0 = time0;
