@@ -75,16 +75,15 @@ export function warmupWork(): { bytes: Buffer; tasks: SliceTask[] }[] {
   return (['jsonl', 'binary'] as const).map((encoding) => {
     const enc = encodeRecords(records, OFFSET_BASE, encoding);
     const n = SEQ_BASE + events.length + GEN_EVENTS;
-    const whole = sliceTask('', OFFSET_BASE, OFFSET_BASE + enc.bytes.length, SEQ_BASE, n, SEQ_BASE, n);
-    const cut = sliceTask('', OFFSET_BASE, OFFSET_BASE + enc.bytes.length, SEQ_BASE, n, SEQ_BASE + 17, n - 23);
+    const task = (fromSeq: number, toSeq: number, crcs: Uint8Array | undefined): SliceTask => {
+      const t = sliceTask('', OFFSET_BASE, OFFSET_BASE + enc.bytes.length, SEQ_BASE, n, fromSeq, toSeq);
+      t.crcs = crcs;
+      return t;
+    };
     // With the frame-checksum records (the writer's own frames: trusted path) and without (full validation).
     // As a structured clone delivers them: a plain Uint8Array, not a Buffer.
     const crcs = new Uint8Array(chainCrcRecords(enc.bytes, OFFSET_BASE, enc.lengths, null).records);
-    const trusted = sliceTask('', OFFSET_BASE, OFFSET_BASE + enc.bytes.length, SEQ_BASE, n, SEQ_BASE, n);
-    trusted.crcs = crcs;
-    const trustedCut = sliceTask('', OFFSET_BASE, OFFSET_BASE + enc.bytes.length, SEQ_BASE, n, SEQ_BASE + 17, n - 23);
-    trustedCut.crcs = crcs;
-    return { bytes: enc.bytes, tasks: [trusted, trustedCut, whole, cut] };
+    return { bytes: enc.bytes, tasks: [task(SEQ_BASE, n, crcs), task(SEQ_BASE + 17, n - 23, crcs), task(SEQ_BASE, n, undefined), task(SEQ_BASE + 17, n - 23, undefined)] };
   });
 }
 
