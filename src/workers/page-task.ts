@@ -22,7 +22,7 @@ import { rowLength } from '../main/core/chunk-codec.js';
 import { ARENA_HEADER_ROOM, newEncoderSinks, SliceEncoder, type EncoderSinks } from './slice-encoder.js';
 import type { ByteSink } from '../main/core/byte-sink.js';
 import { warmUpJit } from './jit-warmup.js';
-import type { SliceFault, SliceResult, SliceTask } from './slice-protocol.js';
+import { decodeTask, type SliceFault, type SliceResult, type SliceTask } from './slice-protocol.js';
 
 /** The sinks every task of this worker builds in. */
 const sinks = newEncoderSinks();
@@ -102,7 +102,7 @@ function readRange(path: string, start: number, end: number): Buffer {
 export function decodeInArena(task: SliceTask, bytes: Uint8Array, inPlace = false): SliceResult {
   const buf = arenaFor(bytes.length);
   buf.set(bytes);
-  const result = decodeSlice(task, buf, 0, sinks, inPlace ? arena : null);
+  const result = decodeSlice(decodeTask(task), buf, 0, sinks, inPlace ? arena : null);
   if (result === arena.buffer) dropArena();
   return result;
 }
@@ -203,7 +203,7 @@ export default function pageTask(task: SliceTask): SliceResult {
   const t0 = performance.now();
   const len = task.end - task.start;
   const bytes = len > 0 ? readRange(task.path, task.start, task.end) : Buffer.alloc(0);
-  const result = decodeSlice(task, bytes, performance.now() - t0, sinks, task.inPlace === true ? arena : null);
+  const result = decodeSlice(decodeTask(task), bytes, performance.now() - t0, sinks, task.inPlace === true ? arena : null);
   if (result === arena.buffer || arena.length > KEEP_ARENA_BYTES) {
     dropArena();
   } else {

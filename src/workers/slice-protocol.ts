@@ -46,6 +46,21 @@ export function sliceTask(path: string, start: number, end: number, firstSeq: nu
   return { path, start, end, firstSeq, endSeq, fromSeq, toSeq, crcs: undefined, arena: undefined, inPlace: false };
 }
 
+/**
+ * The task as the worker's decode loop takes it: a copy made here, so every
+ * task it sees has this one object shape, whatever made the original. A
+ * task arrives as a structured clone, whose object shape is not the one
+ * `sliceTask` literals have: the first real task after the JIT warm-up
+ * deoptimized the decode loop ("wrong map"), and when that happened at the
+ * end of the warm-up, one worker's first page ran unoptimized while V8
+ * recompiled the loop beside it (30-60 ms of compile on a 2-CPU machine:
+ * the slow half of the bimodal cold tail pages, seen with --trace-opt).
+ * The handed-back arena stays with the original (the loop never reads it).
+ */
+export function decodeTask(t: SliceTask): SliceTask {
+  return { path: t.path, start: t.start, end: t.end, firstSeq: t.firstSeq, endSeq: t.endSeq, fromSeq: t.fromSeq, toSeq: t.toSeq, crcs: t.crcs, arena: undefined, inPlace: t.inPlace };
+}
+
 /** An open chunk run as JSON fragments: `dt` and `members` are comma-joined JSON values without brackets. */
 export interface FragmentRunHeader extends RunKey {
   seq0: number;

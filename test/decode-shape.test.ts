@@ -1,0 +1,24 @@
+/**
+ * Tasks reach the worker as structured clones, whose object shape differs
+ * from the tasks the JIT warm-up builds. The decode loop must see one shape
+ * either way (decodeTask): a clone that deoptimized it at the end of the
+ * warm-up left a worker's first page running unoptimized while V8
+ * recompiled it, the slow half of the cold tail pages (docs/benchmarks.md).
+ * Checked with V8's own optimization status, in a child process.
+ */
+import { execFileSync } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { dirname, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { describe, expect, it } from 'vitest';
+
+const here = dirname(fileURLToPath(import.meta.url));
+const dist = resolve(here, '../dist');
+
+describe('the decode loop and task shapes', () => {
+  it('stays optimized when tasks arrive as structured clones', () => {
+    expect(existsSync(`${dist}/workers/page-task.js`), 'dist/ is built by `npm test` (tsc) before the tests run').toBe(true);
+    const out = execFileSync(process.execPath, ['--allow-natives-syntax', resolve(here, 'helpers/decode-shape-probe.mjs'), dist], { encoding: 'utf8' });
+    expect(JSON.parse(out)).toEqual({ warmed: true, afterClones: true });
+  }, 60_000);
+});

@@ -1,0 +1,21 @@
+// Run by test/decode-shape.test.ts with --allow-natives-syntax (V8 intrinsics: not valid
+// JavaScript elsewhere, hence a file of its own). Optimizes the worker's decode loop on the
+// JIT warm-up's tasks, then decodes the same tasks as structured clones (as piscina delivers
+// them) and reports whether the loop is still optimized.
+process.env.SESSION_PAGER_JIT_WARMUP = '0';
+const dist = process.argv[2];
+const { decodeInArena, decodeSlice } = await import(`${dist}/workers/page-task.js`);
+const { warmupWork } = await import(`${dist}/workers/jit-warmup.js`);
+const work = warmupWork();
+const decodeAll = (copy) => {
+  for (const w of work) for (const t of w.tasks) decodeInArena(copy(t), w.bytes);
+};
+// Bit 4 of the status: the function runs optimized code.
+const optimized = () => (%GetOptimizationStatus(decodeSlice) & 16) !== 0;
+%PrepareFunctionForOptimization(decodeSlice);
+for (let r = 0; r < 3; r++) decodeAll((t) => t);
+%OptimizeFunctionOnNextCall(decodeSlice);
+decodeAll((t) => t);
+const warmed = optimized();
+decodeAll((t) => structuredClone(t));
+process.stdout.write(JSON.stringify({ warmed, afterClones: optimized() }));
