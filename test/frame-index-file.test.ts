@@ -1,0 +1,58 @@
+/**
+ * The binary frame index read back through the planner's interface: every
+ * field of every record, whether the block it comes in is aligned for the
+ * typed views or not (a misaligned block is copied first).
+ */
+import { describe, expect, it } from 'vitest';
+import type { EntryLine } from '../src/main/core/types.js';
+import { INDEX_RECORD_BYTES, indexBackward, indexRecords } from '../src/streams/frame-index-file.js';
+
+function entries(n: number): EntryLine[] {
+  const out: EntryLine[] = [{ v: 1, seq: 0, count: 0, offset: 0, length: 97, kind: 'frame', schema: 1 }];
+  let seq = 0;
+  let offset = 97;
+  for (let i = 1; i < n; i++) {
+    // Seqs and offsets past 2^32, lengths and counts up to 2^32 - 1: every field at its widest.
+    const e: EntryLine = { v: 1, seq: seq + 2 ** 40, count: i % 5 === 0 ? 2 ** 32 - 1 : i, offset: offset + 2 ** 41, length: i % 7 === 0 ? 2 ** 32 - 1 : 50 + i, kind: 'frame', schema: 1 };
+    if (i % 3 === 0) e.group = seq + 2 ** 40 - 4;
+    out.push(e);
+    seq += 10;
+    offset += 3_000;
+  }
+  return out;
+}
+
+async function walk(read: (first: number, n: number) => Buffer, from: number): Promise<{ entries: EntryLine[]; seqs: number[]; groups: (number | undefined)[]; first: boolean[] }> {
+  const src = indexBackward(read, from);
+  const got = { entries: [] as EntryLine[], seqs: [] as number[], groups: [] as (number | undefined)[], first: [] as boolean[] };
+  for (let b = await src.prevBlock(); b !== null; b = await src.prevBlock()) {
+    for (let k = b.length - 1; k >= 0; k--) {
+      got.entries.push(b.entry(k));
+      got.seqs.push(b.seq(k));
+      got.groups.push(b.group(k));
+      got.first.push(b.isFirst(k));
+    }
+  }
+  return got;
+}
+
+describe('frame index records', () => {
+  const es = entries(5_000);
+  const records = indexRecords(es);
+  const expected = [...es].reverse();
+
+  it.each([
+    ['aligned', 0],
+    ['misaligned', 3],
+  ])('read back exactly from %s blocks', async (_name, shift) => {
+    const backing = Buffer.alloc(records.length + 8);
+    records.copy(backing, shift);
+    const file = backing.subarray(shift, shift + records.length);
+    const read = (first: number, n: number) => file.subarray(first * INDEX_RECORD_BYTES, (first + n) * INDEX_RECORD_BYTES);
+    const got = await walk(read, es.length - 1);
+    expect(got.entries).toEqual(expected);
+    expect(got.seqs).toEqual(expected.map((e) => e.seq));
+    expect(got.groups).toEqual(expected.map((e) => e.group));
+    expect(got.first).toEqual(expected.map((_, i) => i === expected.length - 1));
+  });
+});
