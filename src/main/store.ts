@@ -613,7 +613,10 @@ export class PagerStore implements Store {
     const pagePath = process.env.SESSION_PAGER_PAGE_WARMUP !== '0';
     await Promise.all([warmUpPlanner(12, pagePath), ...Array.from({ length: this.threads * 2 }, () => runSlice(this.pool, empty))]);
     if (!pagePath) return;
-    const opts = { splitCost: this.splitCost, pageCacheBytes: 0 };
+    // Results in place from 64 KiB on: its slices then take the in-place path and hand
+    // arenas back as real large pages do (a task's arena first set on the second real
+    // page deoptimized the planner there, "code dependencies", and recompiled it beside the decode).
+    const opts = { splitCost: this.splitCost, pageCacheBytes: 0, inPlaceBytes: 64 * 1024 };
     try {
       await warmUpPagePath(async (dataDir) => {
         await fsp.mkdir(indexDir(dataDir), { recursive: true });

@@ -50,6 +50,14 @@ function syntheticEvents(): SessionEvent[] {
     for (let k = 0; k < 40; k++) push({ type: 'assistant/chunk', data: { turn, step: 1, chunk: { type: 'tool-call-delta', index: 2, id: `call-${turn}`, name: 'bash', argumentsDelta: `{"k":${k}}` } } });
     // Tool calls without a name, and chunks that are not deltas (copied as events).
     for (let k = 0; k < 12; k++) push({ type: 'assistant/chunk', data: { turn, step: 1, chunk: { type: 'tool-call-delta', index: 3, id: `call-x${turn}`, argumentsDelta: `${k}` } } });
+    // Deltas of interleaved blocks: runs of one, stored as delta events (chunkEvent's layout). A tail
+    // page holds few, so without these the trusted delta scanner was first optimized on a later real
+    // page, its compile (~30 ms) competing with the decode for the CPUs.
+    for (let k = 0; k < 60; k++) {
+      const index = 4 + (k % 2);
+      const chunk = k % 3 === 0 ? { type: 'text-delta', index, text: ` w${k}` } : k % 3 === 1 ? { type: 'reasoning-delta', index, text: ` r${k}` } : { type: 'tool-call-delta', index, id: `c${k}`, ...(k % 4 === 0 ? { name: 'bash' } : {}), argumentsDelta: `${k}` };
+      push({ type: 'assistant/chunk', data: { turn, step: 1, chunk } });
+    }
     push({ type: 'assistant/chunk', data: { turn, step: 1, chunk: { type: 'block-end', index: 1, block: { type: 'text', text: 'word '.repeat(30) } } } });
     push({ type: 'assistant/chunk', data: { turn, step: 1, chunk: { type: 'usage', usage: { inputTokens: 10, outputTokens: 5 } } } });
     push({
