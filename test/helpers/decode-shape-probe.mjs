@@ -1,7 +1,8 @@
-// Run by test/decode-shape.test.ts with --allow-natives-syntax (V8 intrinsics: not valid
-// JavaScript elsewhere, hence a file of its own). Optimizes the worker's decode loop on the
-// JIT warm-up's tasks, then decodes the same tasks as structured clones (as piscina delivers
-// them) and reports whether the loop is still optimized.
+// Run by test/decode-shape.test.ts with --allow-natives-syntax --expose-gc (V8 intrinsics:
+// not valid JavaScript elsewhere, hence a file of its own). Optimizes the worker's decode loop
+// on the JIT warm-up's tasks, then decodes the same tasks as structured clones (as piscina
+// delivers them), then collects garbage between tasks (as an idle worker's heap does), and
+// reports after each whether the loop is still optimized.
 process.env.SESSION_PAGER_JIT_WARMUP = '0';
 const dist = process.argv[2];
 const { decodeInArena, decodeSlice } = await import(`${dist}/workers/page-task.js`);
@@ -18,4 +19,6 @@ for (let r = 0; r < 3; r++) decodeAll((t) => t);
 decodeAll((t) => t);
 const warmed = optimized();
 decodeAll((t) => structuredClone(t));
-process.stdout.write(JSON.stringify({ warmed, afterClones: optimized() }));
+const afterClones = optimized();
+gc();
+process.stdout.write(JSON.stringify({ warmed, afterClones, afterGc: optimized() }));
