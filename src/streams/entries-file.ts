@@ -11,6 +11,7 @@
  */
 import { closeSync, fstatSync, openSync, readSync } from 'node:fs';
 import type { EntryLine } from '../main/core/types.js';
+import { keepShape } from '../main/core/shape-keeper.js';
 import { ByteLineBlock, parseEntry, parseEntryBytes } from './entry-codec.js';
 
 export const ENTRY_BLOCK_BYTES = 64 * 1024;
@@ -233,6 +234,7 @@ export class BackwardEntries {
     private readonly slow: (text: string, fileOffset: number) => EntryLine,
   ) {
     this.pos = end;
+    keepShape(this);
   }
 
   /** Byte offset of the lowest line returned so far. */

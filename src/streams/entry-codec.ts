@@ -3,6 +3,7 @@
  * order, carrying everything the page planner needs without payloads.
  */
 import type { EntryLine } from '../main/core/types.js';
+import { keepShape } from '../main/core/shape-keeper.js';
 
 /** Encode with the fixed key order of the spec, newline-terminated. */
 export function encodeEntry(e: EntryLine): string {
@@ -146,7 +147,9 @@ export class ByteLineBlock {
     /** File offset of buf[0]. */
     private readonly base: number,
     private readonly slow: (text: string, fileOffset: number) => EntryLine,
-  ) {}
+  ) {
+    keepShape(this);
+  }
 
   get length(): number {
     return this.starts.length;

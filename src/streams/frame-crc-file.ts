@@ -25,6 +25,7 @@
  */
 import { closeSync, fstatSync, openSync, readSync } from 'node:fs';
 import { crc32 } from 'node:zlib';
+import { keepShape } from '../main/core/shape-keeper.js';
 
 export const CRC_RECORD_BYTES = 16;
 export const CRC_FILE_NAME = 'frames.crc2';
@@ -258,6 +259,7 @@ export class CrcCursor {
     this.n = this.u.length >>> 2;
     this.ok = new Uint8Array(this.n);
     if (this.n > 0) markTrusted(this.u, this.ok, bytes, start);
+    keepShape(this);
   }
 
   /**

@@ -18,6 +18,7 @@ import { closeSync, fstatSync, openSync, readSync } from 'node:fs';
 import type { BackwardEntrySource, EntryLines } from '../main/core/page-planner.js';
 import type { EntryLine } from '../main/core/types.js';
 import { entryReadStats } from './entries-file.js';
+import { keepShape } from '../main/core/shape-keeper.js';
 
 export const INDEX_RECORD_BYTES = 32;
 export const INDEX_FILE_NAME = 'frames.idx';
@@ -77,6 +78,7 @@ class IndexLines implements EntryLines {
     const n = nativeOrder(b);
     this.f = new Float64Array(n.buffer, n.byteOffset, n.length / 8);
     this.u = new Uint32Array(n.buffer, n.byteOffset, n.length / 4);
+    keepShape(this);
   }
 
   get length(): number {

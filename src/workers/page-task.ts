@@ -114,27 +114,11 @@ function corrupt(offset: number, fromSeq: number, toSeq: number, why: string): S
 const BRACE = 0x7b;
 const NEWLINE = 0x0a;
 
-/**
- * The last task's encoder and checksum cursor, kept alive between tasks. V8
- * holds the hidden class (map) a class's instances end up with only weakly:
- * once no instance is left, the next garbage collection frees it and throws
- * away all optimized code that checks for it. These two classes' instances
- * live only during a task, so the first GC after the JIT warm-up discarded
- * the whole optimized decode path (decodeSlice and every encoder method,
- * "weak objects" in --trace-deopt), and a page then ran it unoptimized while
- * V8 compiled it again. Keeping one instance of each keeps their maps.
- * Neither holds the slice's bytes (the cursor holds its checksum records).
- */
-let lastEncoder: SliceEncoder | null = null;
-let lastCursor: CrcCursor | null = null;
-
 /** `resultArena`: the buffer `into` was placed in, when the result may be that buffer itself (see arenaFor). */
 export function decodeSlice(task: SliceTask, bytes: Buffer, readMs = 0, into: EncoderSinks = newEncoderSinks(), resultArena: Buffer | null = null): SliceResult {
   const enc = new SliceEncoder(into);
   enc.bytesRead = bytes.length;
   const crcs = new CrcCursor(task.crcs, bytes, task.start);
-  lastEncoder = enc;
-  lastCursor = crcs;
   let pos = 0;
   let seq = task.firstSeq;
   const len = task.end - task.start;

@@ -8,6 +8,7 @@
  */
 import { continuesRun, MIN_PACKED_RUN, packableChunk, rowKey, rowMembers, type RunKey } from '../main/core/chunk-codec.js';
 import { ByteSink } from '../main/core/byte-sink.js';
+import { keepShape } from '../main/core/shape-keeper.js';
 import { PACKED_ROW_END, packedRowHead, packedRowMiddle } from '../main/core/fragment-run.js';
 import type { ChunkRow, SessionEvent } from '../main/core/types.js';
 import { isWs, rowGaps, rowMemberBounds, stringEnd, type RawRow } from '../streams/jsonl-row-scanner.js';
@@ -136,6 +137,7 @@ export class SliceEncoder {
     this.members.clear();
     this.headDt.clear();
     this.headMembers.clear();
+    keepShape(this);
   }
 
   private settle(): void {

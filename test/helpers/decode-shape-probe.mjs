@@ -1,4 +1,4 @@
-// Run by test/decode-shape.test.ts with --allow-natives-syntax --expose-gc (V8 intrinsics:
+// Run by test/optimized-code.test.ts with --allow-natives-syntax --expose-gc (V8 intrinsics:
 // not valid JavaScript elsewhere, hence a file of its own). Optimizes the worker's decode loop
 // on the JIT warm-up's tasks, then decodes the same tasks as structured clones (as piscina
 // delivers them), then collects garbage between tasks (as an idle worker's heap does), and

@@ -6,6 +6,7 @@
  * most lines are only asked for their seq and whether they are counted.
  */
 import type { ResolvedParams } from './page-rule.js';
+import { keepShape } from './shape-keeper.js';
 import type { EntryLine } from './types.js';
 
 /** A block of entry lines in file order, parsed on demand. */
@@ -67,7 +68,9 @@ class Walker {
   readonly splits: EntryLine[] = [];
   readonly splitDepths: number[] = [];
 
-  constructor(private readonly source: BackwardEntrySource) {}
+  constructor(private readonly source: BackwardEntrySource) {
+    keepShape(this);
+  }
 
   /**
    * Load the next line down from the current block: true, false once the

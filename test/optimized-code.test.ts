@@ -19,10 +19,15 @@ import { describe, expect, it } from 'vitest';
 const here = dirname(fileURLToPath(import.meta.url));
 const dist = resolve(here, '../dist');
 
-describe('the decode loop and task shapes', () => {
+describe('optimized page-path code and object shapes', () => {
   it('stays optimized when tasks arrive as structured clones, and across a garbage collection between tasks', () => {
     expect(existsSync(`${dist}/workers/page-task.js`), 'dist/ is built by `npm test` (tsc) before the tests run').toBe(true);
     const out = execFileSync(process.execPath, ['--allow-natives-syntax', '--expose-gc', resolve(here, 'helpers/decode-shape-probe.mjs'), dist], { encoding: 'utf8' });
     expect(JSON.parse(out)).toEqual({ warmed: true, afterClones: true, afterGc: true });
+  }, 60_000);
+
+  it('the planner stays optimized across a garbage collection between pages', () => {
+    const out = execFileSync(process.execPath, ['--allow-natives-syntax', '--expose-gc', resolve(here, 'helpers/planner-shape-probe.mjs'), dist], { encoding: 'utf8' });
+    expect(JSON.parse(out)).toEqual({ warmed: true, afterGc: true });
   }, 60_000);
 });

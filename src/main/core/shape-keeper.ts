@@ -1,0 +1,26 @@
+/**
+ * One live instance of each class whose instances live only while one
+ * operation runs (a page's planner walk and its blocks, a slice's encoder
+ * and checksum cursor), pure.
+ *
+ * Why: V8 holds the hidden class (map) that a class's instances end up with
+ * only weakly. Once the last instance is gone, the next full garbage
+ * collection frees the map and throws away every optimized function that
+ * checks for it ("marking dependent code ... reason: weak objects" in
+ * --trace-deopt). Traced: the first full GC after the warm-ups discarded
+ * the whole optimized decode path in a worker (decodeSlice, every encoder
+ * method) and the planner on the main thread (planPage, the walk, the
+ * index and sidecar blocks); the next page then ran them unoptimized while
+ * V8 compiled them again on a helper thread, beside the decoding workers.
+ * A kept instance keeps its map, so optimized code survives collections.
+ *
+ * Cost: one map store per instance created (per plan, block, slice task),
+ * and the memory of one instance per class (a block of sidecar lines, one
+ * plan's walk state), replaced by the next one.
+ */
+const kept = new Map<unknown, object>();
+
+/** Keep `o` as its class's live instance (call at the end of the constructor). */
+export function keepShape(o: object): void {
+  kept.set(o.constructor, o);
+}

@@ -1,0 +1,14 @@
+// Run by test/optimized-code.test.ts with --allow-natives-syntax --expose-gc: optimizes the
+// planner on its warm-up's synthetic sidecar (both walks: JSONL lines and index records),
+// collects garbage once no plan is running, and reports whether planPage is still optimized.
+const dist = process.argv[2];
+const { planPage } = await import(`${dist}/main/core/page-planner.js`);
+const { warmUpPlanner } = await import(`${dist}/main/planner-warmup.js`);
+const optimized = () => (%GetOptimizationStatus(planPage) & 16) !== 0;
+%PrepareFunctionForOptimization(planPage);
+await warmUpPlanner(4);
+%OptimizeFunctionOnNextCall(planPage);
+await warmUpPlanner(1);
+const warmed = optimized();
+gc();
+process.stdout.write(JSON.stringify({ warmed, afterGc: optimized() }));
