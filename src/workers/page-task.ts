@@ -103,8 +103,19 @@ export function decodeInArena(task: SliceTask, bytes: Uint8Array, inPlace = fals
   const buf = arenaFor(bytes.length);
   buf.set(bytes);
   const result = decodeSlice(decodeTask(task), buf, 0, sinks, inPlace ? arena : null);
+  keepSmallCursor();
   if (result === arena.buffer) dropArena();
   return result;
+}
+
+const NO_BYTES = new Uint8Array(0);
+
+/**
+ * A checksum cursor over nothing, as its class's kept instance (core/shape-keeper.ts)
+ * in place of the task's, which holds the slice's checksum records (17 bytes a frame).
+ */
+function keepSmallCursor(): void {
+  new CrcCursor(undefined, NO_BYTES, 0);
 }
 
 function corrupt(offset: number, fromSeq: number, toSeq: number, why: string): SliceFault {
@@ -204,6 +215,7 @@ export default function pageTask(task: SliceTask): SliceResult {
   const len = task.end - task.start;
   const bytes = len > 0 ? readRange(task.path, task.start, task.end) : Buffer.alloc(0);
   const result = decodeSlice(decodeTask(task), bytes, performance.now() - t0, sinks, task.inPlace === true ? arena : null);
+  keepSmallCursor();
   if (result === arena.buffer || arena.length > KEEP_ARENA_BYTES) {
     dropArena();
   } else {

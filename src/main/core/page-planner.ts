@@ -127,7 +127,16 @@ class Walker {
     return (this.lowBlock as EntryLines).entry(this.lowK);
   }
 
-  span(): FrameSpan | null {
+  /** The span walked, and the walk's per-line state let go (this walker is kept alive: core/shape-keeper.ts). */
+  finish(): FrameSpan | null {
+    const span = this.span();
+    this.groups.length = 0;
+    this.splits.length = 0;
+    this.splitDepths.length = 0;
+    return span;
+  }
+
+  private span(): FrameSpan | null {
     if (this.last === null) return null;
     const first = this.low();
     const last = this.last;
@@ -174,7 +183,7 @@ export async function planPage(p: ResolvedParams, source: BackwardEntrySource): 
   }
   if (!stopped) cut = 0;
   await w.loadDownTo(cut);
-  return { throughSeq: p.throughSeq, fromSeq: cut, toSeq: end, hasMore: cut > 0, span: w.span() };
+  return { throughSeq: p.throughSeq, fromSeq: cut, toSeq: end, hasMore: cut > 0, span: w.finish() };
 }
 
 /**
@@ -186,5 +195,5 @@ export async function planRange(from: number, to: number, source: BackwardEntryS
   const w = new Walker(source);
   await w.loadOne();
   await w.loadDownTo(from);
-  return w.span();
+  return w.finish();
 }
