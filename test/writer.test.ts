@@ -195,6 +195,39 @@ describe.each<FrameEncoding>(['jsonl', 'binary'])('SessionWriter with %s frames'
   });
 });
 
+describe('SessionWriter row-metadata projection', () => {
+  const projection = (dir: string, id: string, name: string) => join(sessionPaths(dir, id).projections, name);
+  const records = (dir: string, id: string) => ({
+    crc: statSync(projection(dir, id, 'frames.crc2')).size / 16,
+    meta: existsSync(projection(dir, id, 'frames.meta')) ? statSync(projection(dir, id, 'frames.meta')).size / 40 : null,
+  });
+
+  it('keeps one record per checksum record across reopens, and drops a file that no longer lines up', async () => {
+    const dir = freshDir();
+    const events = turn(0);
+    let w = await SessionWriter.create(dir, 'm', header('m'));
+    await w.append(events.slice(0, 5));
+    await w.close();
+    w = await SessionWriter.open(dir, 'm');
+    await w.append(events.slice(5, 8));
+    await w.close();
+    // One record per frame, the header's included: as many as entry lines.
+    const lines = () => readFileSync(sessionPaths(dir, 'm').entries, 'utf8').trim().split('\n').length;
+    const frames = lines();
+    expect(records(dir, 'm')).toEqual({ crc: frames, meta: frames });
+    // One record short: removed on the next open, for good (its records would follow the wrong frames).
+    const path = projection(dir, 'm', 'frames.meta');
+    writeFileSync(path, readFileSync(path).subarray(0, (frames - 1) * 40));
+    w = await SessionWriter.open(dir, 'm');
+    await w.append(events.slice(8));
+    await w.close();
+    expect(records(dir, 'm')).toEqual({ crc: lines(), meta: null });
+    w = await SessionWriter.open(dir, 'm');
+    await w.close();
+    expect(records(dir, 'm').meta).toBeNull();
+  });
+});
+
 describe('SessionWriter refuses', () => {
   it('seq_conflict when a batch does not continue nextSeq, writing nothing', async () => {
     const dir = freshDir();

@@ -23,10 +23,11 @@ import type { CatalogEntry, FollowListener, PageBuffer, Store, StoreStats } from
 import { createPagePool, runSlice, type PagePool } from './worker-pool.js';
 import { warmUpPlanner } from './planner-warmup.js';
 import { warmUpPagePath } from './page-path-warmup.js';
-import { crcPath } from './crc-projection.js';
+import { crcPath, metaPath } from './crc-projection.js';
 import { indexPath } from './index-projection.js';
 import { FrameIndexFile } from '../streams/frame-index-file.js';
-import { readCrcRecords, readCrcRecordsAt, recordOffset, sliceCrcRecords } from '../streams/frame-crc-file.js';
+import { CRC_RECORD_BYTES, readCrcRecords, readCrcRecordsAt, recordOffset, sliceCrcRecords } from '../streams/frame-crc-file.js';
+import { META_RECORD_BYTES, readMetaRecordsAt } from '../streams/frame-meta-file.js';
 import { EntriesFile, EntryFormatError } from '../streams/entries-file.js';
 import type { FrameEncoding } from '../streams/frame-codec.js';
 import { sliceTask, type SliceTask } from '../workers/slice-protocol.js';
@@ -373,19 +374,29 @@ export class PagerStore implements Store {
     if (tasks.length === 0) return tasks;
     const start = (tasks[0] as SliceTask).start;
     let records: Uint8Array | null = null;
+    // Row metadata, record for record with the checksums: only where those are read by number.
+    let meta: Uint8Array | null = null;
     if (lastRecord !== undefined) {
       // The span's records and the one before (the chain's seed).
       const first = lastRecord - frames + 1;
       const seed = first > 0 ? 1 : 0;
       const byNumber = readCrcRecordsAt(crcPath(paths), first - seed, frames + seed);
-      if (byNumber !== null && recordOffset(byNumber, seed) === start) records = byNumber;
+      if (byNumber !== null && recordOffset(byNumber, seed) === start) {
+        records = byNumber;
+        meta = readMetaRecordsAt(metaPath(paths), first - seed, frames + seed);
+      }
     }
     records ??= readCrcRecords(crcPath(paths), start, (tasks[tasks.length - 1] as SliceTask).end, frames);
     if (records === null) return tasks;
     for (const t of tasks) {
       const crcs = sliceCrcRecords(records, t.start, t.end);
-      // A copy: a view would take its whole backing buffer along to the worker.
-      if (crcs !== null) t.crcs = new Uint8Array(crcs);
+      if (crcs === null) continue;
+      // Copies: a view would take its whole backing buffer along to the worker.
+      t.crcs = new Uint8Array(crcs);
+      if (meta !== null) {
+        const k = (crcs.byteOffset - records.byteOffset) / CRC_RECORD_BYTES;
+        t.meta = new Uint8Array(meta.subarray(k * META_RECORD_BYTES, (k + crcs.byteLength / CRC_RECORD_BYTES) * META_RECORD_BYTES));
+      }
     }
     return tasks;
   }

@@ -26,6 +26,7 @@
 import { closeSync, fstatSync, openSync, readSync } from 'node:fs';
 import { crc32 } from 'node:zlib';
 import { keepShape } from '../main/core/shape-keeper.js';
+import { META_CONTINUES, META_RECORD_BYTES, META_ROW, metaChainHolds } from './frame-meta-file.js';
 
 export const CRC_RECORD_BYTES = 16;
 export const CRC_FILE_NAME = 'frames.crc2';
@@ -171,6 +172,19 @@ function withFile<T>(path: string, read: (fd: number) => T | null): T | null {
   }
 }
 
+const NO_META = new Uint8Array(0);
+
+/**
+ * Row metadata the cursor may use: one record per checksum record, aligned
+ * for the views, on a little-endian machine, and an unbroken chain (seeded
+ * by the record before the slice when the records start with it).
+ */
+function usableMeta(meta: Uint8Array, n: number, u: Uint32Array, start: number): boolean {
+  if (!LITTLE_ENDIAN || meta.byteOffset % 8 !== 0 || meta.byteLength !== n * META_RECORD_BYTES) return false;
+  const seeded = (u[0] as number) + (u[1] as number) * 2 ** 32 < start;
+  return metaChainHolds(meta, seeded);
+}
+
 /** Whether typed arrays are little endian here (they are on every platform Node ships for but s390x). */
 const LITTLE_ENDIAN = new Uint8Array(new Uint32Array([1]).buffer)[0] === 1;
 
@@ -252,14 +266,57 @@ export class CrcCursor {
   private readonly n: number;
   private readonly u: Uint32Array;
   private readonly ok: Uint8Array;
+  /** Row metadata (frame-meta-file.ts), one record per checksum record, as float64 and uint32 views; empty when absent or broken. */
+  private readonly mf: Float64Array;
+  private readonly mu: Uint32Array;
 
-  /** `records` from sliceCrcRecords/readCrcRecords; `bytes` the slice's frames, read from log offset `start`. */
-  constructor(records: Uint8Array | undefined, bytes: Uint8Array, start: number) {
+  /**
+   * `records` from sliceCrcRecords/readCrcRecords; `bytes` the slice's
+   * frames, read from log offset `start`; `meta` the same records' row
+   * metadata, used only if its chain holds.
+   */
+  constructor(records: Uint8Array | undefined, bytes: Uint8Array, start: number, meta?: Uint8Array) {
     this.u = records === undefined ? new Uint32Array(0) : recordWords(records);
     this.n = this.u.length >>> 2;
     this.ok = new Uint8Array(this.n);
     if (this.n > 0) markTrusted(this.u, this.ok, bytes, start);
+    const m = this.n > 0 && meta !== undefined && usableMeta(meta, this.n, this.u, start) ? meta : NO_META;
+    this.mf = new Float64Array(m.buffer, m.byteOffset, m.byteLength / 8);
+    this.mu = new Uint32Array(m.buffer, m.byteOffset, m.byteLength / 4);
     keepShape(this);
+  }
+
+  /**
+   * The record of the frame trustedLength last accepted, when its row
+   * metadata holds and says it is a packed row continuing the previous
+   * frame's block; else -1. Read its values with the meta* methods.
+   */
+  continuingRow(): number {
+    const i = this.i;
+    const mu = this.mu;
+    if (10 * i + 10 > mu.length) return -1;
+    return ((mu[10 * i + 7] as number) & (META_ROW | META_CONTINUES)) === (META_ROW | META_CONTINUES) && mu[10 * i + 8] === this.u[4 * i + 3] ? i : -1;
+  }
+
+  metaTime0(i: number): number {
+    return this.mf[5 * i] as number;
+  }
+
+  metaDtSum(i: number): number {
+    return this.mf[5 * i + 1] as number;
+  }
+
+  /** Where the row's gaps start and end, and its members, in bytes from the frame's first. */
+  metaDtStart(i: number): number {
+    return this.mu[10 * i + 4] as number;
+  }
+
+  metaDtEnd(i: number): number {
+    return this.mu[10 * i + 5] as number;
+  }
+
+  metaCount(i: number): number {
+    return this.mu[10 * i + 6] as number;
   }
 
   /**

@@ -272,6 +272,32 @@ export function scanTrustedFrame(b: Uint8Array, start: number, end: number): num
   return TRUSTED_EVENT;
 }
 
+/**
+ * A trusted packed row of block `key` whose row metadata the writer recorded
+ * (frame-meta-file.ts: time0, gap sum, member count, where its gaps start
+ * and end), into `trustedRow` without reading its header or gaps: only its
+ * type literal and seq0, which the decoder checks against the sidecar.
+ * False when the frame does not start as a row of that kind.
+ */
+export function continuedRow(b: Uint8Array, start: number, end: number, key: RunKey, time0: number, dtSum: number, n: number, dtStart: number, dtEnd: number): boolean {
+  useBuffer(b);
+  const type = key.kind === 'text' ? TEXT : key.kind === 'reasoning' ? REASONING : TOOL;
+  if (!has(b, start, type)) return false;
+  const i = int(b, start + type.length);
+  if (i < 0) return false;
+  row.key = key;
+  row.seq0 = num;
+  row.time0 = time0;
+  row.n = n;
+  row.dtSum = dtSum;
+  row.buf = b;
+  row.dtStart = start + dtStart;
+  row.dtEnd = start + dtEnd;
+  row.membersStart = start + dtEnd + (key.kind === 'tool' ? ARGS.length : TEXTS.length);
+  row.membersEnd = end - 3;
+  return true;
+}
+
 /** A packed row whose type literal `type` starts at b[start], into `row`; false when it is in another layout. */
 function scanRow(b: Uint8Array, start: number, end: number, type: Literal): boolean {
   if (b[end - 1] !== RBRACE || b[end - 2] !== RBRACE || b[end - 3] !== RBRACK) return false;

@@ -16,7 +16,8 @@
 import { encodeRecords } from '../main/core/batch-encoder.js';
 import { continuesRun, packBatch, sameRunKey, type RunKey } from '../main/core/chunk-codec.js';
 import { sessionBatches } from '../main/gen/generate.js';
-import { chainCrcRecords } from '../streams/frame-crc-file.js';
+import { chainCrcRecords, CRC_RECORD_BYTES } from '../streams/frame-crc-file.js';
+import { metaRecords } from '../streams/frame-meta-file.js';
 
 /** Events of the generated warm-up session: enough shapes, little memory. */
 const GEN_EVENTS = 2_000;
@@ -83,15 +84,23 @@ export function warmupWork(): { bytes: Buffer; tasks: SliceTask[] }[] {
   return (['jsonl', 'binary'] as const).map((encoding) => {
     const enc = encodeRecords(records, OFFSET_BASE, encoding);
     const n = SEQ_BASE + events.length + GEN_EVENTS;
-    const task = (fromSeq: number, toSeq: number, crcs: Uint8Array | undefined): SliceTask => {
+    const task = (fromSeq: number, toSeq: number, crcs: Uint8Array | undefined, meta: Uint8Array | undefined): SliceTask => {
       const t = sliceTask('', OFFSET_BASE, OFFSET_BASE + enc.bytes.length, SEQ_BASE, n, fromSeq, toSeq);
       t.crcs = crcs;
+      t.meta = meta;
       return t;
     };
-    // With the frame-checksum records (the writer's own frames: trusted path) and without (full validation).
-    // As a structured clone delivers them: a plain Uint8Array, not a Buffer.
-    const crcs = new Uint8Array(chainCrcRecords(enc.bytes, OFFSET_BASE, enc.lengths, null).records);
-    return { bytes: enc.bytes, tasks: [task(SEQ_BASE, n, crcs), task(SEQ_BASE + 17, n - 23, crcs), task(SEQ_BASE, n, undefined), task(SEQ_BASE + 17, n - 23, undefined)] };
+    // With the frame-checksum records and row metadata (the writer's own frames: trusted path, rows
+    // read from their metadata), with the checksums only, and without (full validation).
+    // As a structured clone delivers them: plain Uint8Arrays, not Buffers.
+    const crcRecords = chainCrcRecords(enc.bytes, OFFSET_BASE, enc.lengths, null).records;
+    const crcs = new Uint8Array(crcRecords);
+    const frameCrcs = enc.lengths.map((_, i) => crcRecords.readUInt32LE(i * CRC_RECORD_BYTES + 12));
+    const meta = new Uint8Array(metaRecords(enc.bytes, enc.lengths, frameCrcs, { chain: null, key: null }).records);
+    return {
+      bytes: enc.bytes,
+      tasks: [task(SEQ_BASE, n, crcs, meta), task(SEQ_BASE + 17, n - 23, crcs, meta), task(SEQ_BASE, n, crcs, undefined), task(SEQ_BASE, n, undefined, undefined), task(SEQ_BASE + 17, n - 23, undefined, undefined)],
+    };
   });
 }
 

@@ -14,11 +14,11 @@ import { openSync, readSync, closeSync } from 'node:fs';
 import { Piscina } from 'piscina';
 import { decodeRecordFrame, frameBounds } from '../streams/frame-codec.js';
 import { scanJsonlRow } from '../streams/jsonl-row-scanner.js';
-import { OTHER_LAYOUT, scanTrustedFrame, TRUSTED_EVENT, TRUSTED_ROW, trustedEventSeq, trustedRow } from '../streams/trusted-frame-scanner.js';
+import { continuedRow, OTHER_LAYOUT, scanTrustedFrame, TRUSTED_EVENT, TRUSTED_ROW, trustedEventSeq, trustedRow } from '../streams/trusted-frame-scanner.js';
 import { scanJsonlEvent } from '../streams/jsonl-event-scanner.js';
 import { CrcCursor } from '../streams/frame-crc-file.js';
 import { isRowType, type ChunkRow, type SessionEvent } from '../main/core/types.js';
-import { rowLength } from '../main/core/chunk-codec.js';
+import { rowLength, type RunKey } from '../main/core/chunk-codec.js';
 import { ARENA_HEADER_ROOM, newEncoderSinks, SliceEncoder, type EncoderSinks } from './slice-encoder.js';
 import type { ByteSink } from '../main/core/byte-sink.js';
 import { warmUpJit } from './jit-warmup.js';
@@ -129,13 +129,18 @@ const NEWLINE = 0x0a;
 export function decodeSlice(task: SliceTask, bytes: Buffer, readMs = 0, into: EncoderSinks = newEncoderSinks(), resultArena: Buffer | null = null): SliceResult {
   const enc = new SliceEncoder(into);
   enc.bytesRead = bytes.length;
-  const crcs = new CrcCursor(task.crcs, bytes, task.start);
+  const crcs = new CrcCursor(task.crcs, bytes, task.start, task.meta);
+  // The block of the previous frame when it was a trusted row (or a delta event read as one):
+  // a row its metadata marks as continuing that block is read from the metadata, not scanned.
+  let prevKey: RunKey | null = null;
   let pos = 0;
   let seq = task.firstSeq;
   const len = task.end - task.start;
   if (bytes.length < len) return corrupt(task.start + bytes.length, seq, task.endSeq, `log ends at byte ${task.start + bytes.length}, before the indexed end ${task.end}`);
   while (pos < len) {
     const offset = task.start + pos;
+    const block = prevKey;
+    prevKey = null;
     let length: number;
     if (bytes[pos] === BRACE) {
       // Bytes the writer wrote and nobody changed since need no per-byte validation,
@@ -148,7 +153,13 @@ export function decodeSlice(task: SliceTask, bytes: Buffer, readMs = 0, into: En
         length = b.length;
       }
       // The writer's own layout (trusted-frame-scanner.ts), else the general scanners.
-      const layout = trusted ? scanTrustedFrame(bytes, pos, pos + length - 1) : OTHER_LAYOUT;
+      let layout = OTHER_LAYOUT;
+      if (trusted) {
+        const m = block === null ? -1 : crcs.continuingRow();
+        const known = m >= 0 && continuedRow(bytes, pos, pos + length - 1, block as RunKey, crcs.metaTime0(m), crcs.metaDtSum(m), crcs.metaCount(m), crcs.metaDtStart(m), crcs.metaDtEnd(m));
+        layout = known ? TRUSTED_ROW : scanTrustedFrame(bytes, pos, pos + length - 1);
+        if (layout === TRUSTED_ROW) prevKey = trustedRow.key;
+      }
       const raw = layout === TRUSTED_ROW ? trustedRow : layout === OTHER_LAYOUT ? scanJsonlRow(bytes, pos, pos + length - 1, trusted) : null;
       if (raw !== null) {
         const count = raw.n;

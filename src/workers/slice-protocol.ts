@@ -30,6 +30,8 @@ export interface SliceTask {
   toSeq: number;
   /** Frame-checksum projection records for the slice's frames, when the session has them (frame-crc-file.ts). */
   crcs: Uint8Array | undefined;
+  /** Row-metadata records for the same frames as `crcs`, record for record (frame-meta-file.ts), when the session has them. */
+  meta: Uint8Array | undefined;
   /** A consumed result handed back (transferred): the worker may take it as its arena. */
   arena: ArrayBuffer | undefined;
   /** The result may be the worker's arena itself (large slices: no copy of their bytes). */
@@ -43,7 +45,7 @@ export interface SliceTask {
  * say) deoptimized it at the start of the first large page.
  */
 export function sliceTask(path: string, start: number, end: number, firstSeq: number, endSeq: number, fromSeq: number, toSeq: number): SliceTask {
-  return { path, start, end, firstSeq, endSeq, fromSeq, toSeq, crcs: undefined, arena: undefined, inPlace: false };
+  return { path, start, end, firstSeq, endSeq, fromSeq, toSeq, crcs: undefined, meta: undefined, arena: undefined, inPlace: false };
 }
 
 /**
@@ -58,7 +60,7 @@ export function sliceTask(path: string, start: number, end: number, firstSeq: nu
  * The handed-back arena stays with the original (the loop never reads it).
  */
 export function decodeTask(t: SliceTask): SliceTask {
-  return { path: t.path, start: t.start, end: t.end, firstSeq: t.firstSeq, endSeq: t.endSeq, fromSeq: t.fromSeq, toSeq: t.toSeq, crcs: t.crcs, arena: undefined, inPlace: t.inPlace };
+  return { path: t.path, start: t.start, end: t.end, firstSeq: t.firstSeq, endSeq: t.endSeq, fromSeq: t.fromSeq, toSeq: t.toSeq, crcs: t.crcs, meta: t.meta, arena: undefined, inPlace: t.inPlace };
 }
 
 /** An open chunk run as JSON fragments: `dt` and `members` are comma-joined JSON values without brackets. */

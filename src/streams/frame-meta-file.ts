@@ -1,0 +1,133 @@
+/**
+ * The row-metadata projection: `sessions/index/<id>/frames.meta`, derived
+ * and rebuildable (SPEC section 3), one 40-byte record per frame, appended
+ * by the writer together with the frame's checksum record (frames.crc2):
+ * record k of both files describes the same frame.
+ *
+ *   0  8  time0 of the row (float64, little endian)
+ *   8  8  sum of its gaps (float64)
+ *  16  4  where its gaps start, in bytes from the frame's first byte
+ *  20  4  where they end (the `]` after the last gap)
+ *  24  4  its number of members
+ *  28  4  flags: ROW (a packed row in the writer's layout), CONTINUES (the
+ *         previous frame was a row or delta event of the same block)
+ *  32  4  the frame's chained CRC, as in its frames.crc2 record: binds this
+ *         record to those bytes
+ *  36  4  chain: CRC-32 (zlib.crc32) of this file's bytes from its start up
+ *         to this field
+ *
+ * Why: a tail page is ~15,000 row frames of one block, and reading each
+ * row's header and gap list was half of its decode. With this record, a row
+ * that continues the block needs none of that: its gaps and members are
+ * copied by offset. What the record says is what the trusted-frame scanner
+ * read from the frame when the writer wrote it.
+ *
+ * Integrity: the chain makes a run of records checkable with one native CRC
+ * call over their bytes (from the previous record's chain field on), and
+ * each record names its frame's CRC, so a record is used only for the
+ * frame bytes it was written for, and only once those bytes passed their
+ * own checksum. Anything that does not check out is ignored: the frames are
+ * scanned as without this file. Deleting it loses nothing.
+ */
+import { closeSync, readSync, openSync } from 'node:fs';
+import { crc32 } from 'node:zlib';
+import { sameRunKey, type RunKey } from '../main/core/chunk-codec.js';
+import { scanTrustedFrame, TRUSTED_ROW, trustedRow } from './trusted-frame-scanner.js';
+
+export const META_RECORD_BYTES = 40;
+export const META_FILE_NAME = 'frames.meta';
+/** Flags. */
+export const META_ROW = 1;
+export const META_CONTINUES = 2;
+
+/** Where the writer's meta chain stands: the last record's chain value and the run key of the last frame (null: not a row). */
+export interface MetaLink {
+  chain: number | null;
+  key: RunKey | null;
+}
+
+const BRACE = 0x7b;
+const LOWER_A = 0x61;
+
+/**
+ * Meta records for frames laid out back to back in `bytes` (lengths in
+ * `lengths`), whose chained CRCs are `frameCrcs`, continuing `prev`.
+ */
+export function metaRecords(bytes: Uint8Array, lengths: readonly number[], frameCrcs: readonly number[], prev: MetaLink): { records: Buffer; link: MetaLink } {
+  const out = Buffer.alloc(lengths.length * META_RECORD_BYTES);
+  let { chain, key } = prev;
+  let at = 0;
+  for (let i = 0; i < lengths.length; i++) {
+    const len = lengths[i] as number;
+    const o = i * META_RECORD_BYTES;
+    let nextKey: RunKey | null = null;
+    if (bytes[at] === BRACE && scanTrustedFrame(bytes, at, at + len - 1) === TRUSTED_ROW) {
+      const r = trustedRow;
+      nextKey = { ...r.key };
+      // A packed row (type text-/reasoning-/tool-call-chunks), not a delta event read as a one-member row.
+      if (bytes[at + 9] !== LOWER_A) {
+        out.writeDoubleLE(r.time0, o);
+        out.writeDoubleLE(r.dtSum, o + 8);
+        out.writeUInt32LE(r.dtStart - at, o + 16);
+        out.writeUInt32LE(r.dtEnd - at, o + 20);
+        out.writeUInt32LE(r.n, o + 24);
+        out.writeUInt32LE(META_ROW | (key !== null && sameRunKey(key, nextKey) ? META_CONTINUES : 0), o + 28);
+      }
+    }
+    out.writeUInt32LE(frameCrcs[i] as number, o + 32);
+    // Chain: the CRC of the file up to this field, i.e. on from the previous chain field (itself included).
+    let c = 0;
+    if (chain !== null) {
+      const seed = Buffer.allocUnsafe(4);
+      seed.writeUInt32LE(chain, 0);
+      c = crc32(seed, chain);
+    }
+    chain = crc32(out.subarray(o, o + 36), c);
+    out.writeUInt32LE(chain, o + 36);
+    key = nextKey;
+    at += len;
+  }
+  return { records: out, link: { chain, key } };
+}
+
+/**
+ * Whether records `m` (whole records) hold an unbroken chain: `seeded` when
+ * the first is the record before the ones of interest (its chain field then
+ * seeds the check), else the first is the file's first record.
+ */
+export function metaChainHolds(m: Uint8Array, seeded: boolean): boolean {
+  const n = Math.floor(m.byteLength / META_RECORD_BYTES);
+  if (n === 0 || (seeded && n < 2)) return false;
+  const last = readU32(m, (n - 1) * META_RECORD_BYTES + 36);
+  if (seeded) return crc32(m.subarray(36, (n - 1) * META_RECORD_BYTES + 36), readU32(m, 36)) === last;
+  return crc32(m.subarray(0, (n - 1) * META_RECORD_BYTES + 36), 0) === last;
+}
+
+function readU32(b: Uint8Array, o: number): number {
+  return ((b[o] as number) | ((b[o + 1] as number) << 8) | ((b[o + 2] as number) << 16)) + (b[o + 3] as number) * 2 ** 24;
+}
+
+/** The writer's link from the file's last record (its chain value; the last key is not stored: the next frame is then never marked as continuing). */
+export function lastMetaLink(fd: number, size: number): MetaLink {
+  if (size < META_RECORD_BYTES) return { chain: null, key: null };
+  const rec = Buffer.alloc(4);
+  readSync(fd, rec, 0, 4, size - (size % META_RECORD_BYTES) - 4);
+  return { chain: rec.readUInt32LE(0), key: null };
+}
+
+/** Records [first, first + count) by record number, in one read; null when the file is missing or shorter. */
+export function readMetaRecordsAt(path: string, first: number, count: number): Buffer | null {
+  let fd: number;
+  try {
+    fd = openSync(path, 'r');
+  } catch {
+    return null;
+  }
+  try {
+    const out = Buffer.allocUnsafe(count * META_RECORD_BYTES);
+    const got = readSync(fd, out, 0, out.length, first * META_RECORD_BYTES);
+    return got === out.length ? out : null;
+  } finally {
+    closeSync(fd);
+  }
+}
