@@ -23,9 +23,10 @@
  * frame down the fully validating path: the projection can speed pages up,
  * never change them. Deleting it loses nothing.
  */
-import { closeSync, fstatSync, openSync, readSync } from 'node:fs';
+import { fstatSync, readSync } from 'node:fs';
 import { crc32 } from 'node:zlib';
 import { keepShape } from '../main/core/shape-keeper.js';
+import { readRecordsAt, withFile } from './record-file.js';
 import { META_CONTINUES, META_RECORD_BYTES, META_ROW, metaChainHolds } from './frame-meta-file.js';
 
 export const CRC_RECORD_BYTES = 16;
@@ -150,26 +151,7 @@ export function readCrcRecords(path: string, start: number, end: number, maxReco
  * missing or shorter.
  */
 export function readCrcRecordsAt(path: string, first: number, count: number): Buffer | null {
-  return withFile(path, (fd) => {
-    const out = Buffer.allocUnsafe(count * CRC_RECORD_BYTES);
-    const got = readSync(fd, out, 0, out.length, first * CRC_RECORD_BYTES);
-    return got === out.length ? out : null;
-  });
-}
-
-/** `read(fd)` on the file opened for reading, closed after; null when it cannot be opened (the projection is optional). */
-function withFile<T>(path: string, read: (fd: number) => T | null): T | null {
-  let fd: number;
-  try {
-    fd = openSync(path, 'r');
-  } catch {
-    return null;
-  }
-  try {
-    return read(fd);
-  } finally {
-    closeSync(fd);
-  }
+  return readRecordsAt(path, CRC_RECORD_BYTES, first, count);
 }
 
 const NO_META = new Uint8Array(0);

@@ -29,9 +29,10 @@
  * own checksum. Anything that does not check out is ignored: the frames are
  * scanned as without this file. Deleting it loses nothing.
  */
-import { closeSync, readSync, openSync } from 'node:fs';
+import { readSync } from 'node:fs';
 import { crc32 } from 'node:zlib';
 import { sameRunKey, type RunKey } from '../main/core/chunk-codec.js';
+import { readRecordsAt } from './record-file.js';
 import { scanTrustedFrame, TRUSTED_ROW, trustedRow } from './trusted-frame-scanner.js';
 
 export const META_RECORD_BYTES = 40;
@@ -117,17 +118,5 @@ export function lastMetaLink(fd: number, size: number): MetaLink {
 
 /** Records [first, first + count) by record number, in one read; null when the file is missing or shorter. */
 export function readMetaRecordsAt(path: string, first: number, count: number): Buffer | null {
-  let fd: number;
-  try {
-    fd = openSync(path, 'r');
-  } catch {
-    return null;
-  }
-  try {
-    const out = Buffer.allocUnsafe(count * META_RECORD_BYTES);
-    const got = readSync(fd, out, 0, out.length, first * META_RECORD_BYTES);
-    return got === out.length ? out : null;
-  } finally {
-    closeSync(fd);
-  }
+  return readRecordsAt(path, META_RECORD_BYTES, first, count);
 }

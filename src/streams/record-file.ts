@@ -1,0 +1,30 @@
+/**
+ * Reads of fixed-size record files (the derived projections under
+ * `sessions/index/<id>/`), which are optional: a file that cannot be opened
+ * or is too short reads as null, never as an error.
+ */
+import { closeSync, openSync, readSync } from 'node:fs';
+
+/** `read(fd)` on the file opened for reading, closed after; null when it cannot be opened. */
+export function withFile<T>(path: string, read: (fd: number) => T | null): T | null {
+  let fd: number;
+  try {
+    fd = openSync(path, 'r');
+  } catch {
+    return null;
+  }
+  try {
+    return read(fd);
+  } finally {
+    closeSync(fd);
+  }
+}
+
+/** Records [first, first + count) of `recordBytes` bytes each, by record number, in one read; null when missing or shorter. */
+export function readRecordsAt(path: string, recordBytes: number, first: number, count: number): Buffer | null {
+  return withFile(path, (fd) => {
+    const out = Buffer.allocUnsafe(count * recordBytes);
+    const got = readSync(fd, out, 0, out.length, first * recordBytes);
+    return got === out.length ? out : null;
+  });
+}
