@@ -55,40 +55,38 @@ const LOWER_A = 0x61;
  * `lengths`), whose chained CRCs are `frameCrcs`, continuing `prev`.
  */
 export function metaRecords(bytes: Uint8Array, lengths: readonly number[], frameCrcs: readonly number[], prev: MetaLink): { records: Buffer; link: MetaLink } {
-  const out = Buffer.alloc(lengths.length * META_RECORD_BYTES);
+  // Four bytes ahead of the records hold the previous chain value, so that every record's chain
+  // is one CRC over the 40 bytes before its own chain field (that value, then its payload).
+  const buf = Buffer.alloc(4 + lengths.length * META_RECORD_BYTES);
   let { chain, key } = prev;
+  if (chain !== null) buf.writeUInt32LE(chain, 0);
   let at = 0;
   for (let i = 0; i < lengths.length; i++) {
     const len = lengths[i] as number;
-    const o = i * META_RECORD_BYTES;
+    const o = 4 + i * META_RECORD_BYTES;
     let nextKey: RunKey | null = null;
     if (bytes[at] === BRACE && scanTrustedFrame(bytes, at, at + len - 1) === TRUSTED_ROW) {
       const r = trustedRow;
-      nextKey = { ...r.key };
+      // Key objects are never changed once handed out (trusted-frame-scanner.ts keyOf): kept as is.
+      nextKey = r.key;
       // A packed row (type text-/reasoning-/tool-call-chunks), not a delta event read as a one-member row.
       if (bytes[at + 9] !== LOWER_A) {
-        out.writeDoubleLE(r.time0, o);
-        out.writeDoubleLE(r.dtSum, o + 8);
-        out.writeUInt32LE(r.dtStart - at, o + 16);
-        out.writeUInt32LE(r.dtEnd - at, o + 20);
-        out.writeUInt32LE(r.n, o + 24);
-        out.writeUInt32LE(META_ROW | (key !== null && sameRunKey(key, nextKey) ? META_CONTINUES : 0), o + 28);
+        buf.writeDoubleLE(r.time0, o);
+        buf.writeDoubleLE(r.dtSum, o + 8);
+        buf.writeUInt32LE(r.dtStart - at, o + 16);
+        buf.writeUInt32LE(r.dtEnd - at, o + 20);
+        buf.writeUInt32LE(r.n, o + 24);
+        buf.writeUInt32LE(META_ROW | (key !== null && sameRunKey(key, nextKey) ? META_CONTINUES : 0), o + 28);
       }
     }
-    out.writeUInt32LE(frameCrcs[i] as number, o + 32);
+    buf.writeUInt32LE(frameCrcs[i] as number, o + 32);
     // Chain: the CRC of the file up to this field, i.e. on from the previous chain field (itself included).
-    let c = 0;
-    if (chain !== null) {
-      const seed = Buffer.allocUnsafe(4);
-      seed.writeUInt32LE(chain, 0);
-      c = crc32(seed, chain);
-    }
-    chain = crc32(out.subarray(o, o + 36), c);
-    out.writeUInt32LE(chain, o + 36);
+    chain = chain === null ? crc32(buf.subarray(o, o + 36), 0) : crc32(buf.subarray(o - 4, o + 36), chain);
+    buf.writeUInt32LE(chain, o + 36);
     key = nextKey;
     at += len;
   }
-  return { records: out, link: { chain, key } };
+  return { records: buf.subarray(4), link: { chain, key } };
 }
 
 /**
