@@ -3,7 +3,7 @@
  * path's byte scanners run several times slower before V8 optimizes them, and
  * one large page is not enough iterations for V8 to tier up early. So each
  * worker decodes a small synthetic log (every frame shape: rows of each kind,
- * cut and whole, with and without frame checksums; messages; odd chunks;
+ * cut and whole, with and without frame checksums and row metadata; messages; odd chunks;
  * binary frames) plus a small generated session in real batch shapes, a few
  * rounds, before it takes a task. Synthetic data only: no session is read.
  *
