@@ -42,7 +42,13 @@ const sessions = [
 
 const { generateSession } = await import(join(root, 'dist/main/gen/generate.js'));
 for (const s of sessions) {
-  if (existsSync(join(dataDir, 'sessions', `${s.id}.events`))) continue;
+  if (existsSync(join(dataDir, 'sessions', `${s.id}.events`))) {
+    // Sessions written before the row-metadata projection page correctly but scan every row.
+    if (!existsSync(join(dataDir, 'sessions', 'index', s.id, 'frames.meta'))) {
+      process.stderr.write(`warning: ${s.id} in ${dataDir} was written by an older writer (no frames.meta): delete the data dir to regenerate it, or these numbers are not the current writer's\n`);
+    }
+    continue;
+  }
   process.stderr.write(`generating ${s.id} (${s.events} events, ${s.tail}-delta tail)...\n`);
   await generateSession(dataDir, { id: s.id, events: s.events, tailEvents: s.tail, seed: s.seed });
 }
