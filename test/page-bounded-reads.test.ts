@@ -1,6 +1,7 @@
 /**
- * Guard: the page path reads the page's frames and a bounded slice of the
- * entry sidecar, never the whole log or the whole sidecar. Counted in bytes,
+ * Guard: the page path reads the page's frames, a bounded slice of the
+ * entry sidecar and the projections' records for those frames, never the
+ * whole log, sidecar or projection. Counted in bytes,
  * so no future change can slip a full scan into a normal path.
  */
 import { mkdtempSync, rmSync, statSync } from 'node:fs';
@@ -11,6 +12,7 @@ import type { SessionEvent } from '../src/main/core/types.js';
 import { coveredBytes, readWholeLog, referencePage, type ReferenceLog } from '../src/main/reference-reader.js';
 import { openStore, type PagerStore } from '../src/main/store.js';
 import { ENTRY_BLOCK_BYTES, entryReadStats } from '../src/streams/entries-file.js';
+import { projectionReadStats } from '../src/streams/record-file.js';
 import { writeRandomLog } from './helpers/random-log.js';
 
 let dir: string;
@@ -18,6 +20,7 @@ let store: PagerStore;
 let log: ReferenceLog;
 let sidecarBytes: number;
 let logBytes: number;
+let projectionBytes: number;
 
 /** ~120k events: many turns, each a user message, a 40-delta answer (unpacked across batches) and its message. */
 function bigSession(): SessionEvent[] {
@@ -40,6 +43,7 @@ beforeAll(async () => {
   log = await readWholeLog(join(dir, 'sessions/big.events'));
   sidecarBytes = statSync(join(dir, 'sessions/index/big.entries.jsonl')).size;
   logBytes = statSync(join(dir, 'sessions/big.events')).size;
+  projectionBytes = ['frames.crc2', 'frames.meta'].reduce((a, f) => a + statSync(join(dir, 'sessions/index/big', f)).size, 0);
 });
 
 afterAll(async () => {
@@ -49,10 +53,11 @@ afterAll(async () => {
 
 async function measured(params: Record<string, number>) {
   const before = entryReadStats.bytes;
+  const projectionsBefore = projectionReadStats.bytes;
   const pb = await store.pageBuffer('big', params);
   const page = JSON.parse(pb.body.toString('utf8'));
   expect(page).toEqual(referencePage(log, 'big', params));
-  return { pb, sidecarRead: entryReadStats.bytes - before };
+  return { pb, sidecarRead: entryReadStats.bytes - before, projectionsRead: projectionReadStats.bytes - projectionsBefore };
 }
 
 describe('bounded reads on the page path', () => {
@@ -68,7 +73,7 @@ describe('bounded reads on the page path', () => {
     ['maxBytes page', { maxBytes: 4096, maxMessages: 1000 }],
   ] as const) {
     it(`${name}: workers read exactly the page's frames, the planner a bounded slice of the sidecar`, async () => {
-      const { pb, sidecarRead } = await measured(params as unknown as Record<string, number>);
+      const { pb, sidecarRead, projectionsRead } = await measured(params as unknown as Record<string, number>);
       // Log bytes: exactly the frames that hold the page's events.
       expect(pb.logBytesRead).toBe(coveredBytes(log, pb.fromSeq, pb.toSeq));
       expect(pb.logBytesRead).toBe(pb.frameBytes);
@@ -76,6 +81,10 @@ describe('bounded reads on the page path', () => {
       const bound = pb.frames * 120 + 2 * ENTRY_BLOCK_BYTES + 64 * 4096;
       expect(sidecarRead).toBeLessThanOrEqual(bound);
       expect(sidecarRead).toBeLessThan(sidecarBytes / 4);
+      // Projection records (checksums, 16 bytes, and row metadata, 40): the page's frames' and the one before, plus a binary search.
+      expect(projectionsRead).toBeGreaterThan(0);
+      expect(projectionsRead).toBeLessThanOrEqual((pb.frames + 1) * (16 + 40) + 64 * 16);
+      expect(projectionsRead).toBeLessThan(projectionBytes / 4);
     });
   }
 });

@@ -26,7 +26,7 @@
 import { fstatSync, readSync } from 'node:fs';
 import { crc32 } from 'node:zlib';
 import { keepShape } from '../main/core/shape-keeper.js';
-import { readRecordsAt, withFile } from './record-file.js';
+import { projectionReadStats, readRecordsAt, withFile } from './record-file.js';
 import { META_CONTINUES, META_RECORD_BYTES, META_ROW, metaChainHolds } from './frame-meta-file.js';
 
 export const CRC_RECORD_BYTES = 16;
@@ -121,7 +121,7 @@ export function readCrcRecords(path: string, start: number, end: number, maxReco
     if (n === 0) return null;
     const rec = Buffer.allocUnsafe(CRC_RECORD_BYTES);
     const offsetAt = (i: number): number => {
-      readSync(fd, rec, 0, CRC_RECORD_BYTES, i * CRC_RECORD_BYTES);
+      projectionReadStats.bytes += readSync(fd, rec, 0, CRC_RECORD_BYTES, i * CRC_RECORD_BYTES);
       return recordOffset(rec, 0);
     };
     // First record with offset >= start, then one back for the chain's starting value.
@@ -136,7 +136,9 @@ export function readCrcRecords(path: string, start: number, end: number, maxReco
     const count = Math.min(n - first, maxRecords + 1);
     if (count <= 0) return null;
     const out = Buffer.allocUnsafe(count * CRC_RECORD_BYTES);
-    const got = Math.floor(readSync(fd, out, 0, out.length, first * CRC_RECORD_BYTES) / CRC_RECORD_BYTES);
+    const read = readSync(fd, out, 0, out.length, first * CRC_RECORD_BYTES);
+    projectionReadStats.bytes += read;
+    const got = Math.floor(read / CRC_RECORD_BYTES);
     const keep = recordsBelow(out.subarray(0, got * CRC_RECORD_BYTES), end);
     return keep === 0 ? null : out.subarray(0, keep * CRC_RECORD_BYTES);
   });

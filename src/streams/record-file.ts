@@ -5,6 +5,9 @@
  */
 import { closeSync, openSync, readSync } from 'node:fs';
 
+/** Bytes the page path has read from projection record files (the bounded-read guard counts them). */
+export const projectionReadStats = { bytes: 0 };
+
 /** `read(fd)` on the file opened for reading, closed after; null when it cannot be opened. */
 export function withFile<T>(path: string, read: (fd: number) => T | null): T | null {
   let fd: number;
@@ -25,6 +28,7 @@ export function readRecordsAt(path: string, recordBytes: number, first: number, 
   return withFile(path, (fd) => {
     const out = Buffer.allocUnsafe(count * recordBytes);
     const got = readSync(fd, out, 0, out.length, first * recordBytes);
+    projectionReadStats.bytes += got;
     return got === out.length ? out : null;
   });
 }
