@@ -133,7 +133,7 @@ for (const s of sessions) {
   const { pager, reference } = results[s.id];
   const ms = median(pager.map((p) => p.ms));
   const msAll = median(pager.map((p) => p.msWithStartup));
-  const rss = median(pager.map((p) => p.maxRssMB));
+  const rss = median(pager.map((p) => p.maxRssPageMB));
   const floor = median(pager.map((p) => p.floorMs));
   const warmMs = median(pager.map((p) => p.warmMs));
   const p0 = pager[0];
@@ -149,11 +149,15 @@ for (const s of sessions) {
   lines.push(`${s.id}, the median cold run's phases (ms): ${phases(mid.timing)}; the next five pages of that process: ${mid.firstPagesMs.join(', ')} ms; a settled page's phases: ${phases(mid.warmTiming)}.`);
 }
 lines.push('');
+lines.push(
+  `Peak RSS (MB, medians): ${sessions.map((s) => `${s.id} ${fmt(median(results[s.id].pager.map((p) => p.maxRssMB)), 0)} after the page alone (the table's figure, as the reference's is after its page alone), ${fmt(median(results[s.id].pager.map((p) => p.maxRssMB)), 0)} once the floor read's buffer was added too, ${fmt(median(results[s.id].pager.map((p) => p.maxRssAfterRepeatsMB)), 0)} after ten more pages`).join('; ')}.`,
+);
+lines.push('');
 lines.push(`Cold runs in order (ms): ${sessions.map((s) => `${s.id} ${results[s.id].pager.map((p) => fmt(p.ms)).join(', ')}`).join('; ')}. Reference runs (ms): ${sessions.map((s) => `${s.id} ${results[s.id].references.map((r) => fmt(r.ms, 0)).join(', ') || '–'}`).join('; ')}.`);
 const a = results['bench-600k'].pager;
 const b = results['bench-5m'].pager;
 lines.push('');
-lines.push(`Size independence (same 50-message tail page): 600k → ${fmt(median(a.map((p) => p.ms)))} ms / ${fmt(median(a.map((p) => p.maxRssMB)), 0)} MB; 5M → ${fmt(median(b.map((p) => p.ms)))} ms / ${fmt(median(b.map((p) => p.maxRssMB)), 0)} MB; time ratio ${fmt(median(b.map((p) => p.ms)) / median(a.map((p) => p.ms)), 2)}, RSS ratio ${fmt(median(b.map((p) => p.maxRssMB)) / median(a.map((p) => p.maxRssMB)), 2)}.`);
+lines.push(`Size independence (same 50-message tail page): 600k → ${fmt(median(a.map((p) => p.ms)))} ms / ${fmt(median(a.map((p) => p.maxRssPageMB)), 0)} MB; 5M → ${fmt(median(b.map((p) => p.ms)))} ms / ${fmt(median(b.map((p) => p.maxRssPageMB)), 0)} MB; time ratio ${fmt(median(b.map((p) => p.ms)) / median(a.map((p) => p.ms)), 2)}, RSS ratio ${fmt(median(b.map((p) => p.maxRssPageMB)) / median(a.map((p) => p.maxRssPageMB)), 2)}.`);
 lines.push('');
 lines.push(`Typical 50-message pages from the middle of the 5M session, warm (200 warm-up pages, 1000 measured, mean ${warm.meanBytes.toLocaleString('en')} bytes): p50 ${fmt(warm.p50, 2)} ms, p90 ${fmt(warm.p90, 2)} ms, p99 ${fmt(warm.p99, 2)} ms; peak RSS ${fmt(warm.maxRssMB, 0)} MB.`);
 lines.push('');
