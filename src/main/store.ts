@@ -57,6 +57,12 @@ export interface StoreOptions {
   inPlaceBytes?: number;
   /** Bytes of prepared pages kept for repeated requests (default 64 MiB; 0 turns it off). */
   pageCacheBytes?: number;
+  /**
+   * Only read: do not create the data directory's layout on open (a command
+   * that reads one page must not leave directories behind, say under a
+   * mistyped --data). Writes through such a store still create what they need.
+   */
+  readOnly?: boolean;
 }
 
 /** What the page path needs to know of a session, from bounded reads only. */
@@ -665,6 +671,6 @@ export class PagerStore implements Store {
 }
 
 export async function openStore(opts: StoreOptions): Promise<PagerStore> {
-  await fsp.mkdir(indexDir(opts.dataDir), { recursive: true });
+  if (opts.readOnly !== true) await fsp.mkdir(indexDir(opts.dataDir), { recursive: true });
   return new PagerStore(opts);
 }
