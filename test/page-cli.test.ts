@@ -10,25 +10,13 @@ import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { SessionEvent } from '../src/main/core/types.js';
 import { readWholeLog, referencePage, type ReferenceLog } from '../src/main/reference-reader.js';
+import { conversation } from './helpers/maint.js';
 import { writeRandomLog } from './helpers/random-log.js';
 
 const bin = resolve(dirname(fileURLToPath(import.meta.url)), '../bin/session-pager.js');
 let dir: string;
 let log: ReferenceLog;
-
-function conversation(turns: number): SessionEvent[] {
-  const out: SessionEvent[] = [];
-  const push = (e: Record<string, unknown>) => out.push({ ...e, seq: out.length, time: 1_000 + out.length } as SessionEvent);
-  for (let t = 0; t < turns; t++) {
-    push({ type: 'user/message', data: { text: `q${t}` }, surfaceOp: 'append' });
-    const first = out.length;
-    for (let k = 0; k < 12; k++) push({ type: 'assistant/chunk', data: { turn: t, step: 0, chunk: { type: 'text-delta', index: 0, text: `w${k}` } } });
-    push({ type: 'assistant/message', data: { text: 'a' }, surfaceOp: 'append', sourceEventSeqs: Array.from({ length: 12 }, (_, i) => first + i) });
-  }
-  return out;
-}
 
 function page(...args: string[]) {
   return spawnSync(process.execPath, [bin, 'page', ...args], { encoding: 'utf8' });
@@ -36,7 +24,7 @@ function page(...args: string[]) {
 
 beforeAll(async () => {
   dir = mkdtempSync(join(tmpdir(), 'sp-page-cli-'));
-  await writeRandomLog({ events: conversation(20), batches: [{ size: 5, format: 'jsonl' }, { size: 7, format: 'binary' }] }, { dataDir: dir, id: 'talk' });
+  await writeRandomLog({ events: conversation(0, 30), batches: [{ size: 5, format: 'jsonl' }, { size: 7, format: 'binary' }] }, { dataDir: dir, id: 'talk' });
   log = await readWholeLog(join(dir, 'sessions/talk.events'));
 });
 

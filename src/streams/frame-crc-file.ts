@@ -26,7 +26,7 @@
 import { fstatSync, readSync } from 'node:fs';
 import { crc32 } from 'node:zlib';
 import { keepShape } from '../main/core/shape-keeper.js';
-import { projectionReadStats, readRecordsAt, withFile } from './record-file.js';
+import { LITTLE_ENDIAN, projectionReadStats, readRecordsAt, u32, withFile } from './record-file.js';
 import { META_CONTINUES, META_RECORD_BYTES, META_ROW, metaChainHolds } from './frame-meta-file.js';
 
 export const CRC_RECORD_BYTES = 16;
@@ -61,10 +61,6 @@ export function chainCrcRecords(bytes: Uint8Array, offset: number, lengths: read
     at += len;
   });
   return { records: out, link };
-}
-
-function u32(b: Uint8Array, o: number): number {
-  return ((b[o] as number) | ((b[o + 1] as number) << 8) | ((b[o + 2] as number) << 16)) + (b[o + 3] as number) * 2 ** 24;
 }
 
 export function recordOffset(b: Uint8Array, i: number): number {
@@ -168,9 +164,6 @@ function usableMeta(meta: Uint8Array, n: number, u: Uint32Array, start: number):
   const seeded = (u[0] as number) + (u[1] as number) * 2 ** 32 < start;
   return metaChainHolds(meta, seeded);
 }
-
-/** Whether typed arrays are little endian here (they are on every platform Node ships for but s390x). */
-const LITTLE_ENDIAN = new Uint8Array(new Uint32Array([1]).buffer)[0] === 1;
 
 /** Records as 32-bit words (offset low, offset high, length, CRC per record), without a copy when the layout allows. */
 function recordWords(records: Uint8Array): Uint32Array {

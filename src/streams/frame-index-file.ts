@@ -19,6 +19,7 @@ import type { BackwardEntrySource, EntryLines } from '../main/core/page-planner.
 import type { EntryLine } from '../main/core/types.js';
 import { entryReadStats } from './entries-file.js';
 import { keepShape } from '../main/core/shape-keeper.js';
+import { LITTLE_ENDIAN } from './record-file.js';
 
 export const INDEX_RECORD_BYTES = 32;
 export const INDEX_FILE_NAME = 'frames.idx';
@@ -37,9 +38,6 @@ export function indexRecords(entries: readonly Pick<EntryLine, 'seq' | 'offset' 
   });
   return out;
 }
-
-/** Whether this machine stores numbers little endian, as the file does (typed views read it directly then). */
-const LITTLE_ENDIAN = new Uint8Array(new Uint16Array([1]).buffer)[0] === 1;
 
 /**
  * Records as typed views can read them: 8-byte aligned (Buffer's pool aligns

@@ -32,7 +32,7 @@
 import { readSync } from 'node:fs';
 import { crc32 } from 'node:zlib';
 import { sameRunKey, type RunKey } from '../main/core/chunk-codec.js';
-import { readRecordsAt } from './record-file.js';
+import { readRecordsAt, u32 } from './record-file.js';
 import { scanTrustedFrame, TRUSTED_ROW, trustedRow } from './trusted-frame-scanner.js';
 
 export const META_RECORD_BYTES = 40;
@@ -97,13 +97,9 @@ export function metaRecords(bytes: Uint8Array, lengths: readonly number[], frame
 export function metaChainHolds(m: Uint8Array, seeded: boolean): boolean {
   const n = Math.floor(m.byteLength / META_RECORD_BYTES);
   if (n === 0 || (seeded && n < 2)) return false;
-  const last = readU32(m, (n - 1) * META_RECORD_BYTES + 36);
-  if (seeded) return crc32(m.subarray(36, (n - 1) * META_RECORD_BYTES + 36), readU32(m, 36)) === last;
+  const last = u32(m, (n - 1) * META_RECORD_BYTES + 36);
+  if (seeded) return crc32(m.subarray(36, (n - 1) * META_RECORD_BYTES + 36), u32(m, 36)) === last;
   return crc32(m.subarray(0, (n - 1) * META_RECORD_BYTES + 36), 0) === last;
-}
-
-function readU32(b: Uint8Array, o: number): number {
-  return ((b[o] as number) | ((b[o + 1] as number) << 8) | ((b[o + 2] as number) << 16)) + (b[o + 3] as number) * 2 ** 24;
 }
 
 /** The writer's link from the file's last record (its chain value; the last key is not stored: the next frame is then never marked as continuing). */

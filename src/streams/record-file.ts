@@ -5,6 +5,14 @@
  */
 import { closeSync, openSync, readSync } from 'node:fs';
 
+/** Whether typed arrays are little endian here, as the record files are (every platform Node ships for but s390x): typed views then read records in place. */
+export const LITTLE_ENDIAN = new Uint8Array(new Uint32Array([1]).buffer)[0] === 1;
+
+/** The unsigned 32-bit little-endian integer at b[o] (any alignment, any byte order of the machine). */
+export function u32(b: Uint8Array, o: number): number {
+  return ((b[o] as number) | ((b[o + 1] as number) << 8) | ((b[o + 2] as number) << 16)) + (b[o + 3] as number) * 2 ** 24;
+}
+
 /** Bytes the page path has read from projection record files (the bounded-read guard counts them). */
 export const projectionReadStats = { bytes: 0 };
 

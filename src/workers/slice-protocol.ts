@@ -60,7 +60,11 @@ export function sliceTask(path: string, start: number, end: number, firstSeq: nu
  * The handed-back arena stays with the original (the loop never reads it).
  */
 export function decodeTask(t: SliceTask): SliceTask {
-  return { path: t.path, start: t.start, end: t.end, firstSeq: t.firstSeq, endSeq: t.endSeq, fromSeq: t.fromSeq, toSeq: t.toSeq, crcs: t.crcs, meta: t.meta, arena: undefined, inPlace: t.inPlace };
+  const c = sliceTask(t.path, t.start, t.end, t.firstSeq, t.endSeq, t.fromSeq, t.toSeq);
+  c.crcs = t.crcs;
+  c.meta = t.meta;
+  c.inPlace = t.inPlace;
+  return c;
 }
 
 /** An open chunk run as JSON fragments: `dt` and `members` are comma-joined JSON values without brackets. */
