@@ -63,7 +63,7 @@ if (!existsSync(join(dataDir, 'sessions', `${TYPICAL}.events`))) {
   const { readdirSync, readFileSync } = await import('node:fs');
   const { expandRow } = await import(join(root, 'dist/main/core/chunk-codec.js'));
   const { SessionWriter } = await import(join(root, 'dist/main/session-writer.js'));
-  const fixtures = join(root, '../shared/fixtures/dsh');
+  const fixtures = join(root, 'test/fixtures/dsh');
   const convs = readdirSync(fixtures).filter((f) => f.endsWith('.jsonl')).sort().map((f) => {
     const out = [];
     for (const line of readFileSync(join(fixtures, f), 'utf8').split('\n').slice(1)) {

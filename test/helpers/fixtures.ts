@@ -3,8 +3,8 @@ import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 const here = dirname(fileURLToPath(import.meta.url));
-/** `../shared/fixtures` beside the repository (CI lays a copy there too). */
-export const FIXTURES = resolve(here, '../../../shared/fixtures');
+/** The dsh fixtures, copied into the repository (test/fixtures/README.md: provenance, licence). */
+export const FIXTURES = resolve(here, '../fixtures');
 export const DSH_DIR = join(FIXTURES, 'dsh');
 export const DSH_ZSTD_DIR = join(FIXTURES, 'dsh-zstd');
 
