@@ -6,7 +6,7 @@
  */
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { encodeRecords } from '../src/main/core/batch-encoder.js';
+import { encodeRecords } from '../src/streams/batch-encoder.js';
 import { packBatch } from '../src/main/core/chunk-codec.js';
 import type { SessionEvent } from '../src/main/core/types.js';
 import { chainCrcRecords, CRC_RECORD_BYTES, CrcCursor } from '../src/streams/frame-crc-file.js';

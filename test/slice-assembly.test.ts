@@ -12,7 +12,7 @@
  */
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { encodeRecords } from '../src/main/core/batch-encoder.js';
+import { encodeRecords } from '../src/streams/batch-encoder.js';
 import { expandRecords, packBatch, packEvents, recordSpan, validateRecord } from '../src/main/core/chunk-codec.js';
 import { isRowType, type ChunkRow, type Page, type SessionEvent, type StorageRecord } from '../src/main/core/types.js';
 import { assemblePage, parseSlice, type ParsedSlice } from '../src/main/page-assembler.js';

@@ -1,51 +1,25 @@
 /**
- * Where a session's files live under a data directory (SPEC section 3), and
- * the session-id rule checked before any path is built from an id.
+ * A session's objects as paths under a local data directory: the layout of
+ * storage/layout.ts joined to the directory, for the code that still works
+ * on files directly (maintenance, the CLI, tests).
  */
 import { join } from 'node:path';
-import { PagerError } from './core/errors.js';
+import { assertSessionId, INDEX, isValidSessionId, SESSIONS, sessionKeys, type SessionKeys } from '../storage/layout.js';
 
-const ID_RE = /^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/;
+export { assertSessionId, isValidSessionId };
 
-export function isValidSessionId(id: unknown): id is string {
-  return typeof id === 'string' && ID_RE.test(id) && !id.includes('..');
-}
-
-export function assertSessionId(id: unknown): string {
-  if (!isValidSessionId(id)) {
-    throw new PagerError('invalid_request', 'session id must match ^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$ and not contain ".."', { param: 'id' });
-  }
-  return id;
-}
-
-export interface SessionPaths {
-  id: string;
-  events: string;
-  meta: string;
-  entries: string;
-  projections: string;
-  lock: string;
-}
+/** The same fields as SessionKeys, as absolute (or data-directory-relative) paths. */
+export type SessionPaths = SessionKeys;
 
 export function sessionsDir(dataDir: string): string {
-  return join(dataDir, 'sessions');
+  return join(dataDir, SESSIONS);
 }
 
 export function indexDir(dataDir: string): string {
-  return join(dataDir, 'sessions', 'index');
+  return join(dataDir, INDEX);
 }
 
 export function sessionPaths(dataDir: string, id: string): SessionPaths {
-  assertSessionId(id);
-  const sessions = sessionsDir(dataDir);
-  const index = indexDir(dataDir);
-  return {
-    id,
-    events: join(sessions, `${id}.events`),
-    meta: join(index, `${id}.index.json`),
-    entries: join(index, `${id}.entries.jsonl`),
-    projections: join(index, id),
-    // The writer's lock lives beside the log; it is not data and never indexed.
-    lock: join(sessions, `${id}.lock`),
-  };
+  const k = sessionKeys(id);
+  return { id, events: join(dataDir, k.events), meta: join(dataDir, k.meta), entries: join(dataDir, k.entries), projections: join(dataDir, k.projections), lock: join(dataDir, k.lock) };
 }

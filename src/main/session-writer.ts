@@ -8,13 +8,14 @@
 import { promises as fsp } from 'node:fs';
 import { writeAllAt } from '../streams/write-at.js';
 import type { FileHandle } from 'node:fs/promises';
-import { encodeBatch, encodeRecords } from './core/batch-encoder.js';
+import { encodeBatch, encodeRecords } from '../streams/batch-encoder.js';
 import { validateEvent } from './core/chunk-codec.js';
 import { PagerError } from './core/errors.js';
 import { emptySummary, foldEvent } from './core/summary.js';
 import type { SessionEvent, SessionHeader } from './core/types.js';
 import { isRowType } from './core/types.js';
-import { acquireLock, type Lock } from './lock-file.js';
+import { localFiles } from '../storage/local/local-backend.js';
+import type { Lease } from '../storage/backend.js';
 import { CrcProjection } from './crc-projection.js';
 import { IndexProjection } from './index-projection.js';
 import { fsyncDir, writeMeta, type SessionMeta } from './meta-file.js';
@@ -22,7 +23,7 @@ import { indexDir, sessionPaths, sessionsDir, type SessionPaths } from './paths.
 import { loadSessionState } from './session-state.js';
 import { scanFile } from '../streams/frame-scanner.js';
 import { validateRecord, recordSpan, expandRow } from './core/chunk-codec.js';
-import { entryFor } from './core/batch-encoder.js';
+import { entryFor } from '../streams/batch-encoder.js';
 import { encodeEntry } from '../streams/entry-codec.js';
 import type { FrameEncoding } from '../streams/frame-codec.js';
 import type { ChunkRow, StorageRecord } from './core/types.js';
@@ -123,7 +124,7 @@ export class SessionWriter {
     private meta: SessionMeta,
     private readonly log: FileHandle,
     private readonly entries: FileHandle,
-    private readonly lock: Lock,
+    private readonly lock: Lease,
     private readonly durable: boolean,
     private readonly now: () => number,
     private readonly crc: CrcProjection,
@@ -155,7 +156,7 @@ export class SessionWriter {
     const h = checkHeader(id, header, now());
     const format = opts.format ?? 'jsonl';
     await fsp.mkdir(indexDir(dataDir), { recursive: true });
-    const lock = await acquireLock(paths.lock, `session ${id}`);
+    const lock = await localFiles.lease(paths.lock, `session ${id}`);
     let log: FileHandle | undefined;
     let entries: FileHandle | undefined;
     try {
@@ -218,7 +219,7 @@ export class SessionWriter {
     } catch {
       throw new PagerError('session_not_found', `session ${id} not found`);
     }
-    const lock = await acquireLock(paths.lock, `session ${id}`);
+    const lock = await localFiles.lease(paths.lock, `session ${id}`);
     let log: FileHandle | undefined;
     let entries: FileHandle | undefined;
     let crc: CrcProjection | undefined;

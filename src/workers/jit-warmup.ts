@@ -13,9 +13,9 @@
  * small log keep the worker's heap small: twenty rounds or a larger log
  * raised the process's peak RSS by 10-20 MB for no further gain.
  */
-import { encodeRecords } from '../main/core/batch-encoder.js';
+import { encodeRecords } from '../streams/batch-encoder.js';
 import { continuesRun, packBatch, sameRunKey, type RunKey } from '../main/core/chunk-codec.js';
-import { sessionBatches } from '../main/gen/generate.js';
+import { sessionBatches } from '../main/gen/session-batches.js';
 import { chainCrcRecords, CRC_RECORD_BYTES } from '../streams/frame-crc-file.js';
 import { metaRecords } from '../streams/frame-meta-file.js';
 

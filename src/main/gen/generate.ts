@@ -4,29 +4,11 @@
  * framed, packed and indexed exactly as served ones. The library entry point
  * for the CLI, tests and benchmarks.
  */
-import type { SessionEvent } from '../core/types.js';
 import { SessionWriter } from '../session-writer.js';
-import type { FrameEncoding } from '../../streams/frame-codec.js';
-import { windowBatches } from './batcher.js';
-import { Rng } from './prng.js';
-import { SessionScript } from './script.js';
+import { sessionBatches, type GenerateOptions } from './session-batches.js';
 
 export { minEventsFor } from './script.js';
-
-export interface GenerateOptions {
-  /** Session id; default `gen-<seed>-<stream>`. */
-  id?: string;
-  /** Logical events in the session, exactly. */
-  events: number;
-  /** Deltas of the in-flight message that ends the session (default 0). */
-  tailEvents?: number;
-  seed?: number;
-  /** Index of this session within a run (picks its PRNG stream). */
-  stream?: number;
-  format?: FrameEncoding;
-  /** Called after each batch with the number of events written so far. */
-  onProgress?: (written: number) => void;
-}
+export { sessionBatches, type GenerateOptions };
 
 export interface GenerateResult {
   id: string;
@@ -35,15 +17,6 @@ export interface GenerateResult {
   bytes: number;
   frames: number;
   batches: number;
-}
-
-/** The append batches of a session, lazily: what `generateSession` writes. */
-export function sessionBatches(opts: GenerateOptions): { header: SessionScript['header']; batches: Generator<SessionEvent[]> } {
-  const seed = opts.seed ?? 1;
-  const stream = opts.stream ?? 0;
-  const id = opts.id ?? `gen-${seed}-${stream}`;
-  const script = new SessionScript({ id, events: opts.events, tailEvents: opts.tailEvents ?? 0, seed, stream });
-  return { header: script.header, batches: windowBatches(script.run(), new Rng(SessionScript.batchSeed(seed, stream))) };
 }
 
 export async function generateSession(dataDir: string, opts: GenerateOptions): Promise<GenerateResult> {

@@ -22,7 +22,7 @@
 import type { FileHandle } from 'node:fs/promises';
 import { promises as fsp } from 'node:fs';
 import { expandRow, recordSpan, validateRecord } from '../core/chunk-codec.js';
-import { entryFor } from '../core/batch-encoder.js';
+import { entryFor } from '../../streams/batch-encoder.js';
 import { emptySummary, foldEvent, type SessionSummary } from '../core/summary.js';
 import type { ChunkRow, EntryLine, SessionEvent, SessionHeader, StorageRecord } from '../core/types.js';
 import { isRowType } from '../core/types.js';

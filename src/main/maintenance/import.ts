@@ -24,7 +24,7 @@
 import { createReadStream, promises as fsp } from 'node:fs';
 import { basename, dirname } from 'node:path';
 import { Decompress } from 'fzstd';
-import { entryFor } from '../core/batch-encoder.js';
+import { entryFor } from '../../streams/batch-encoder.js';
 import { expandRow, recordSpan, validateRecord } from '../core/chunk-codec.js';
 import { PagerError } from '../core/errors.js';
 import { emptySummary, foldEvent, type SessionSummary } from '../core/summary.js';
@@ -32,7 +32,7 @@ import type { ChunkRow, SessionEvent, SessionHeader, StorageRecord } from '../co
 import { isRowType } from '../core/types.js';
 import { encodeEntry } from '../../streams/entry-codec.js';
 import { encodeFrame, MAX_FRAME_BYTES, RECORD_SCHEMA, type FrameEncoding } from '../../streams/frame-codec.js';
-import { acquireLock } from '../lock-file.js';
+import { localFiles } from '../../storage/local/local-backend.js';
 import { fsyncDir, writeMeta, type SessionMeta } from '../meta-file.js';
 import { assertSessionId, indexDir, sessionPaths, sessionsDir } from '../paths.js';
 import { sessionExists, tempPathFor } from './reindex.js';
@@ -133,7 +133,7 @@ export async function importSession(dataDir: string, file: string, opts: ImportO
   const paths = sessionPaths(dataDir, id);
   if (await sessionExists(paths)) throw new PagerError('session_exists', `session ${id} already exists`);
   await fsp.mkdir(indexDir(dataDir), { recursive: true });
-  const lock = await acquireLock(paths.lock, `session ${id}`);
+  const lock = await localFiles.lease(paths.lock, `session ${id}`);
   const tmpLog = tempPathFor(paths.events);
   const tmpEntries = tempPathFor(paths.entries);
   const logFh = await fsp.open(tmpLog, 'wx');

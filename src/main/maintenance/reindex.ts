@@ -16,7 +16,8 @@ import { promises as fsp } from 'node:fs';
 import { basename, dirname, join } from 'node:path';
 import { PagerError } from '../core/errors.js';
 import { encodeEntry } from '../../streams/entry-codec.js';
-import { acquireLock, type Lock } from '../lock-file.js';
+import { localFiles } from '../../storage/local/local-backend.js';
+import type { Lease } from '../../storage/backend.js';
 import { checkMetaShape, fsyncDir, readMeta, writeMeta, type RecordedIssue, type SessionMeta } from '../meta-file.js';
 import type { SessionPaths } from '../paths.js';
 import { analyzeLog, type CorruptRange, type LogAnalysis } from './analyze.js';
@@ -72,8 +73,8 @@ export function tempPathFor(path: string): string {
 
 export async function reindexSession(paths: SessionPaths, opts: ReindexOptions = {}): Promise<ReindexResult> {
   if (!(await sessionExists(paths))) throw new PagerError('session_not_found', `session ${paths.id} not found`);
-  let lock: Lock | null = null;
-  if (!opts.locked) lock = await acquireLock(paths.lock, `session ${paths.id}`);
+  let lock: Lease | null = null;
+  if (!opts.locked) lock = await localFiles.lease(paths.lock, `session ${paths.id}`);
   try {
     return await reindexLocked(paths, opts);
   } finally {

@@ -18,7 +18,8 @@
 import { constants as fsc, promises as fsp } from 'node:fs';
 import { dirname } from 'node:path';
 import { PagerError } from '../core/errors.js';
-import { acquireLock, type Lock } from '../lock-file.js';
+import { localFiles } from '../../storage/local/local-backend.js';
+import type { Lease } from '../../storage/backend.js';
 import { fsyncDir } from '../meta-file.js';
 import type { SessionPaths } from '../paths.js';
 import { loadSessionState, type SessionState } from '../session-state.js';
@@ -143,7 +144,7 @@ export async function repairSession(paths: SessionPaths, opts: RepairOptions = {
     return { plan, dryRun: true, done: [], after: plan.before, reindex: null };
   }
   if (!(await sessionExists(paths))) throw new PagerError('session_not_found', `session ${paths.id} not found`);
-  const lock: Lock = await acquireLock(paths.lock, `session ${paths.id}`);
+  const lock: Lease = await localFiles.lease(paths.lock, `session ${paths.id}`);
   try {
     const plan = await planRepair(paths, opts);
     const done: RepairStep[] = [];

@@ -1,10 +1,12 @@
 /**
- * One writer per session, across processes: an exclusive lock file holding
- * the owner's pid. A lock whose pid is gone is stale and taken over, so a
- * crashed writer never blocks a session forever.
+ * The local backend's lease: an exclusive lock file holding the owner's
+ * pid (one writer per session, across processes). A lock whose pid is gone
+ * is stale and taken over, so a crashed writer never blocks a session
+ * forever.
  */
 import { promises as fsp } from 'node:fs';
-import { PagerError } from './core/errors.js';
+import { PagerError } from '../../main/core/errors.js';
+import type { Lease } from '../backend.js';
 
 function alive(pid: number): boolean {
   try {
@@ -15,11 +17,7 @@ function alive(pid: number): boolean {
   }
 }
 
-export interface Lock {
-  release(): Promise<void>;
-}
-
-export async function acquireLock(path: string, what: string): Promise<Lock> {
+export async function takePidLease(path: string, what: string): Promise<Lease> {
   for (let attempt = 0; attempt < 3; attempt++) {
     try {
       const fh = await fsp.open(path, 'wx');

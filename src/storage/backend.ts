@@ -1,0 +1,130 @@
+/**
+ * The storage seam: the one interface through which every read and write of
+ * a session's log, sidecars and projections goes (in the spirit of LevelDB's
+ * `Env` and abstract-level's backends). The layers above name objects by key
+ * (`storage/layout.ts`: `sessions/<id>.events`, ...) and never see a file
+ * system; a backend maps keys to files (`local/`), to memory (`memory/`) or,
+ * later, to objects of a network store.
+ *
+ * Every operation returns a promise, so a backend whose reads are network
+ * round trips fits; a backend whose operations are cheap and synchronous
+ * (the local one: page-cache reads cost less than a thread-pool hop) simply
+ * resolves at once. Every backend passes the same compliance suite
+ * (test/storage-compliance.test.ts), from raw operations up to pages equal
+ * to the reference reader's.
+ */
+
+/** What a stat says of an object. `version` changes whenever its content may have (local: size, mtime and inode; a network store: its ETag). */
+export interface ObjectStat {
+  size: number;
+  mtimeMs: number;
+  version: string;
+}
+
+/** Errors a backend raises carry these codes (the local backend's are the system's own). */
+export type StorageErrorCode = 'ENOENT' | 'EEXIST' | 'EIO';
+
+export class StorageError extends Error {
+  constructor(
+    readonly code: StorageErrorCode,
+    message: string,
+  ) {
+    super(message);
+    this.name = 'StorageError';
+  }
+}
+
+/** Whether `err` says the object (or its folder) does not exist. */
+export function isNotFound(err: unknown): boolean {
+  return (err as { code?: unknown } | null)?.code === 'ENOENT';
+}
+
+/** Whether `err` says the object exists already (an exclusive create). */
+export function isExists(err: unknown): boolean {
+  return (err as { code?: unknown } | null)?.code === 'EEXIST';
+}
+
+/** Positional reads of one object, opened once (LevelDB's RandomAccessFile). */
+export interface RandomReader {
+  /** The object's size when it was opened. */
+  readonly size: number;
+  /** Bytes [pos, pos + len), fewer at the object's end. */
+  read(pos: number, len: number): Promise<Buffer>;
+  close(): Promise<void>;
+}
+
+/**
+ * How an object is opened for writing:
+ * - `create`: a new object; fails with EEXIST when it exists;
+ * - `truncate`: a new or emptied object;
+ * - `existing`: as it is; fails with ENOENT when missing;
+ * - `existing-or-create`: as it is, created empty when missing.
+ */
+export type WriteMode = 'create' | 'truncate' | 'existing' | 'existing-or-create';
+
+/** An object opened for positional writes (the log, the entry sidecar, the projections). */
+export interface WritableFile {
+  /** Its size now (after the writes made through this handle). */
+  readonly size: number;
+  /** Write all of `data` at `pos`. Not durable until `sync()`. */
+  write(data: Uint8Array, pos: number): Promise<void>;
+  /** Bytes [pos, pos + len) as they are now, fewer at the end. */
+  read(pos: number, len: number): Promise<Buffer>;
+  /** Make every write so far durable (fsync; for a new object, its name too). */
+  sync(): Promise<void>;
+  truncate(len: number): Promise<void>;
+  stat(): Promise<ObjectStat>;
+  close(): Promise<void>;
+}
+
+/** An exclusive hold on a name (one writer per session, across processes). */
+export interface Lease {
+  release(): Promise<void>;
+}
+
+/**
+ * How a page worker reaches a log's bytes without being handed them:
+ * `{scheme, root}` names a reader every worker can open by itself (the
+ * local backend: positional reads of the file under its data directory).
+ * A backend without one (memory) reads a slice's bytes on the calling
+ * thread and hands them to the worker.
+ */
+export interface WorkerSource {
+  scheme: 'file';
+  root: string;
+}
+
+/** Writes (openWritable, replace, lease) create the folders of their key as needed. */
+export interface StorageBackend {
+  /** Short name for messages and metrics ('local', 'memory'). */
+  readonly kind: string;
+  /** Where workers read slices themselves, or null: slices are read here and handed over. */
+  readonly workerSource: WorkerSource | null;
+
+  /** Stat of an object; null when it does not exist. */
+  stat(key: string): Promise<ObjectStat | null>;
+  /** Open for positional reads; ENOENT when missing. `size`: the caller's trusted size (no stat). */
+  openReader(key: string, size?: number): Promise<RandomReader>;
+  /** One ranged read: bytes [start, end), fewer at the end; null when the object does not exist. */
+  read(key: string, start: number, end: number): Promise<Buffer | null>;
+  /** The whole object; null when it does not exist (small objects only: metadata, lock). */
+  readAll(key: string): Promise<Buffer | null>;
+  /** Names (the last key segment) of the objects directly under folder `prefix`; empty when none. */
+  list(prefix: string): Promise<string[]>;
+  /** Open for positional writes (creating folders as needed). */
+  openWritable(key: string, mode: WriteMode): Promise<WritableFile>;
+  /** Atomically replace an object with `data`, durably: readers see the old or the new one, never half. */
+  replace(key: string, data: Uint8Array): Promise<void>;
+  /** Remove an object (nothing when it does not exist). */
+  remove(key: string): Promise<void>;
+  /** Remove every object under folder `prefix`. */
+  removeAll(prefix: string): Promise<void>;
+  /** Make sure folder `prefix` exists (a no-op for stores without folders). */
+  ensureFolder(prefix: string): Promise<void>;
+  /**
+   * Take the exclusive lease `key` (one holder at a time, across processes
+   * for a shared backend); a holder that is gone (a crashed process) loses
+   * it. Fails with `session_busy` naming `what` while held.
+   */
+  lease(key: string, what: string): Promise<Lease>;
+}
