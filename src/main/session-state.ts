@@ -28,6 +28,7 @@ import type { ChunkRow, EntryLine, SessionEvent, StorageRecord } from './core/ty
 import { isRowType } from './core/types.js';
 import { checkMetaShape, readMeta, type SessionMeta } from './meta-file.js';
 import type { SessionPaths } from './paths.js';
+import { findInterruptedCreate } from './interrupted-create.js';
 
 export type SessionStatus = 'ok' | 'degraded' | 'repair_required';
 
@@ -36,6 +37,7 @@ export const CATCH_UP_MAX_BYTES = 64 * 1024 * 1024;
 
 export type ProblemCode =
   | 'log_missing'
+  | 'create_interrupted'
   | 'log_unreadable'
   | 'meta_missing'
   | 'meta_invalid'
@@ -221,6 +223,10 @@ export async function loadSessionState(paths: SessionPaths): Promise<SessionStat
 
   const metaOrReason = await readMeta(paths.meta);
   if (typeof metaOrReason === 'string') {
+    if (metaOrReason === 'metadata sidecar is missing') {
+      const interrupted = await findInterruptedCreate(paths);
+      if (interrupted !== null) return broken({ code: 'create_interrupted', message: interrupted.message });
+    }
     return broken({ code: metaOrReason === 'metadata sidecar is missing' ? 'meta_missing' : 'meta_invalid', message: metaOrReason });
   }
   let meta = metaOrReason;

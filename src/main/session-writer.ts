@@ -18,7 +18,9 @@ import { localFiles } from '../storage/local/local-backend.js';
 import type { Lease } from '../storage/backend.js';
 import { CrcProjection } from './crc-projection.js';
 import { IndexProjection } from './index-projection.js';
-import { fsyncDir, writeMeta, type SessionMeta } from './meta-file.js';
+import { fsyncDir, writeFileAtomic, writeMeta, type SessionMeta } from './meta-file.js';
+import { findInterruptedCreate } from './interrupted-create.js';
+import { createTempPath, existsPath, removeCreateTemps } from './create-temp.js';
 import { indexDir, sessionPaths, sessionsDir, type SessionPaths } from './paths.js';
 import { loadSessionState } from './session-state.js';
 import { scanFile } from '../streams/frame-scanner.js';
@@ -149,7 +151,14 @@ export class SessionWriter {
     return () => this.listeners.delete(fn);
   }
 
-  /** Create a new session: header frame, header entry, metadata; all synced. */
+  /**
+   * Create a new session, atomically (docs/decisions.md, "Creates are
+   * atomic"): the header frame is written and fsynced under a temp name and
+   * hard-linked into place (a log never appears empty or half-written), then
+   * the entry sidecar and last the metadata, which acknowledges the create.
+   * A crash before that leaves an interrupted create (interrupted-create.ts),
+   * whose id a new create takes over.
+   */
   static async create(dataDir: string, id: string, header: unknown, opts: WriterOptions = {}): Promise<SessionWriter> {
     const now = opts.now ?? Date.now;
     const paths = sessionPaths(dataDir, id);
@@ -159,21 +168,40 @@ export class SessionWriter {
     const lock = await localFiles.lease(paths.lock, `session ${id}`);
     let log: FileHandle | undefined;
     let entries: FileHandle | undefined;
+    let tmpLog: string | undefined;
     try {
+      const takeOver = await existsPath(paths.events);
+      if (takeOver && (await findInterruptedCreate(paths)) === null) throw new PagerError('session_exists', `session ${id} already exists`);
+      // Temp logs of creates of this id that crashed: no one else writes them while we hold its lock.
+      await removeCreateTemps(dataDir, id);
+      const enc = encodeRecords([h as unknown as StorageRecord], 0, format);
+      // The header entry: seq 0, count 0, kind "session".
+      const headerEntry = encodeEntry({ v: 1, seq: 0, count: 0, offset: 0, length: enc.bytes.length, kind: 'session', schema: 1 });
+      tmpLog = createTempPath(dataDir, id);
+      const tmp = await fsp.open(tmpLog, 'wx');
       try {
-        log = await fsp.open(paths.events, 'wx+');
+        await writeAll(tmp, enc.bytes, 0);
+        await tmp.sync();
+      } finally {
+        await tmp.close();
+      }
+      if (takeOver) {
+        // Never acknowledged: drop it and what it left. link() below still fails if someone else placed a log meanwhile.
+        await fsp.rm(paths.events, { force: true });
+        await fsp.rm(paths.projections, { recursive: true, force: true });
+      }
+      try {
+        await fsp.link(tmpLog, paths.events);
       } catch (err) {
         if ((err as NodeJS.ErrnoException).code === 'EEXIST') throw new PagerError('session_exists', `session ${id} already exists`);
         throw err;
       }
-      const enc = encodeRecords([h as unknown as StorageRecord], 0, format);
-      // The header entry: seq 0, count 0, kind "session".
-      const headerEntry = encodeEntry({ v: 1, seq: 0, count: 0, offset: 0, length: enc.bytes.length, kind: 'session', schema: 1 });
-      await writeAll(log, enc.bytes, 0);
-      await log.sync();
-      entries = await fsp.open(paths.entries, 'w+');
-      await writeAll(entries, headerEntry, 0);
-      await entries.sync();
+      await fsp.rm(tmpLog, { force: true });
+      tmpLog = undefined;
+      await fsyncDir(sessionsDir(dataDir));
+      await writeFileAtomic(paths.entries, headerEntry);
+      log = await fsp.open(paths.events, 'r+');
+      entries = await fsp.open(paths.entries, 'r+');
       const st = await log.stat();
       const t = now();
       const meta: SessionMeta = {
@@ -193,11 +221,11 @@ export class SessionWriter {
         issues: [],
       };
       await writeMeta(paths.meta, meta);
-      await fsyncDir(sessionsDir(dataDir));
       const crc = CrcProjection.open(paths, enc.bytes.length, true);
       crc.append(enc.bytes, 0, enc.lengths);
       return new SessionWriter(paths, meta, log, entries, lock, opts.durable ?? true, now, crc, IndexProjection.create(paths, enc.bytes.length));
     } catch (err) {
+      if (tmpLog !== undefined) await fsp.rm(tmpLog, { force: true }).catch(() => undefined);
       await log?.close().catch(() => undefined);
       await entries?.close().catch(() => undefined);
       await lock.release();

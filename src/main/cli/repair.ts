@@ -20,6 +20,8 @@ function describeStep(s: RepairStep): string {
       return `cut ${s.bytes} bytes at offset ${s.from} (${s.reason})`;
     case 'reindex':
       return `rebuild the sidecars (${s.reason})`;
+    case 'remove':
+      return `remove the log and its sidecars (${s.reason})`;
   }
 }
 
@@ -42,13 +44,15 @@ export async function run(argv: string[]): Promise<number> {
   }
   for (const k of plan.kept) lines.push(`  keep ${k} (pages covering it fail with corrupt_range)`);
   for (const u of plan.unfixable) lines.push(`  cannot fix: ${u}`);
-  if (!dryRun) lines.push(`  status: ${out.after.status}${out.after.status === 'ok' ? '' : ` (${out.after.reasons.join('; ')})`}`);
+  const removed = !dryRun && out.done.some((s) => s.kind === 'remove');
+  if (removed) lines.push(`  status: removed (session ${id} was never created; the id is free)`);
+  else if (!dryRun) lines.push(`  status: ${out.after.status}${out.after.status === 'ok' ? '' : ` (${out.after.reasons.join('; ')})`}`);
   process.stdout.write(lines.join('\n') + '\n');
   if (plan.unfixable.length > 0) {
     process.stderr.write(`session-pager repair: session ${id} still needs attention: ${plan.unfixable.join('; ')}\n`);
     return 1;
   }
-  if (!dryRun && out.after.status === 'repair_required') {
+  if (!dryRun && !removed && out.after.status === 'repair_required') {
     process.stderr.write(`session-pager repair: session ${id} still needs repair: ${out.after.reasons.join('; ')}\n`);
     return 1;
   }

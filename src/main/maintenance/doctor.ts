@@ -70,7 +70,7 @@ function fromProblem(p: StateProblem, severity: Severity): DoctorIssue {
 function sidecarState(s: SessionState): SidecarState {
   if (s.status === 'repair_required') {
     const code = s.problems[0]?.code;
-    return code === 'entries_missing' || code === 'meta_missing' ? 'missing' : 'broken';
+    return code === 'entries_missing' || code === 'meta_missing' || code === 'create_interrupted' ? 'missing' : 'broken';
   }
   return s.fingerprintFresh ? 'fresh' : 'stale';
 }
@@ -95,7 +95,8 @@ export async function diagnoseSession(paths: SessionPaths, opts: DoctorOptions =
   if (repairNeeded) {
     const d = await discoverSession(paths);
     report.createdAt = d.createdAt;
-    if (d.reason !== undefined && state.problems[0]?.code !== 'log_missing') {
+    const code = state.problems[0]?.code;
+    if (d.reason !== undefined && code !== 'log_missing' && code !== 'create_interrupted') {
       report.issues.push({ code: 'header_invalid', severity: 'repair_required', message: d.reason, offset: 0 });
     }
   }
@@ -115,7 +116,8 @@ export async function diagnoseSession(paths: SessionPaths, opts: DoctorOptions =
   report.frameCount = a.frameCount;
   report.lastGoodOffset = a.lastGoodOffset;
   if (a.header === null) {
-    add({ code: 'header_invalid', severity: 'repair_required', message: a.headerFault ?? 'no header frame', offset: 0 });
+    // An interrupted create has no header yet by nature: its own issue says so.
+    if (state.problems[0]?.code !== 'create_interrupted') add({ code: 'header_invalid', severity: 'repair_required', message: a.headerFault ?? 'no header frame', offset: 0 });
   } else {
     const recorded = new Set((state.meta?.issues ?? []).map((i) => i.offset));
     for (const c of a.corrupt) {

@@ -12,6 +12,9 @@
  * - Reindex when the log was cut, or the sidecars do not agree with the scan
  *   (missing, malformed, stale, not matching line by line, metadata issues
  *   differing from the corrupt ranges found).
+ * - An interrupted create (no metadata, the log at most a header frame cut
+ *   short) is removed, after a backup of its bytes: the id is free again. One
+ *   with a complete header frame is reindexed into an empty session.
  * - Nothing to do when none of that applies: a second run changes nothing
  *   and makes no second backup.
  */
@@ -25,12 +28,15 @@ import type { SessionPaths } from '../paths.js';
 import { loadSessionState, type SessionState } from '../session-state.js';
 import { analyzeLog, type LogAnalysis } from './analyze.js';
 import { SidecarComparer, type SidecarComparison } from './compare.js';
+import { findInterruptedCreate } from '../interrupted-create.js';
 import { corruptIssue, reindexSession, sessionExists, type ReindexResult } from './reindex.js';
 
 export type RepairStep =
   | { kind: 'backup'; path: string }
   | { kind: 'truncate'; from: number; to: number; bytes: number; reason: string }
-  | { kind: 'reindex'; reason: string };
+  | { kind: 'reindex'; reason: string }
+  /** An interrupted create with no complete header (interrupted-create.ts): the log and what it left go, the id is free. */
+  | { kind: 'remove'; reason: string };
 
 export interface RepairPlan {
   id: string;
@@ -97,11 +103,18 @@ export async function planRepair(paths: SessionPaths, opts: RepairOptions = {}):
   const analysis = await analyzeLog(paths.events, { onProgress: opts.onProgress, onEntry: (e, corrupt) => comparer.check(e, corrupt) });
   const sidecar = await comparer.finish();
   const plan: RepairPlan = { id: paths.id, steps: [], kept: [], unfixable: [], before, analysis, sidecar };
+  const now = opts.now ?? Date.now;
+  const interrupted = before.problems[0]?.code === 'create_interrupted' && analysis.header === null ? await findInterruptedCreate(paths) : null;
+  if (interrupted !== null) {
+    // Nothing was ever acknowledged; bytes of a cut header are still backed up, an empty file is not.
+    if (interrupted.logSize > 0) plan.steps.push({ kind: 'backup', path: backupPath(paths, now()) });
+    plan.steps.push({ kind: 'remove', reason: interrupted.message });
+    return plan;
+  }
   if (analysis.header === null) {
     plan.unfixable.push(analysis.headerFault ?? 'the log has no header frame');
     return plan;
   }
-  const now = opts.now ?? Date.now;
   const tail = analysis.tail;
   let cut = false;
   if (tail !== null && tail.clearlyInvalid) {
@@ -128,6 +141,14 @@ async function backupLog(src: string, dest: string): Promise<void> {
   await fsyncDir(dirname(dest));
 }
 
+async function removeSession(paths: SessionPaths): Promise<void> {
+  // The log first: without it nothing is left that could look like a session.
+  await fsp.rm(paths.events, { force: true });
+  await fsyncDir(dirname(paths.events));
+  await fsp.rm(paths.entries, { force: true });
+  await fsp.rm(paths.projections, { recursive: true, force: true });
+}
+
 async function truncateLog(path: string, to: number): Promise<void> {
   const fh = await fsp.open(path, 'r+');
   try {
@@ -152,6 +173,7 @@ export async function repairSession(paths: SessionPaths, opts: RepairOptions = {
     for (const step of plan.steps) {
       if (step.kind === 'backup') await backupLog(paths.events, step.path);
       else if (step.kind === 'truncate') await truncateLog(paths.events, step.from);
+      else if (step.kind === 'remove') await removeSession(paths);
       else reindex = await reindexSession(paths, { locked: true, onProgress: opts.onProgress });
       done.push(step);
     }
