@@ -191,8 +191,8 @@ describe('pages', () => {
 
   it('rejects a request target over the length limit', async () => {
     const r = await app.inject({ url: `/v1/sessions/alpha/page?x=${'y'.repeat(5000)}`, headers: AUTH });
-    expect(r.statusCode).toBe(400);
-    expect(json(r).error.code).toBe('invalid_request');
+    expect(r.statusCode).toBe(414);
+    expect(json(r).error.code).toBe('uri_too_long');
   });
 
   it('answers unknown routes with a JSON 404', async () => {
@@ -307,14 +307,19 @@ describe('create and append', () => {
       { payload: '{"events":{}}' },
       { payload: JSON.stringify({ events: [{ type: 'x', seq: 0 }] }) },
       { payload: JSON.stringify({ events: [{ type: 'text-chunks', seq: 0, time: 1 }] }) },
-      { payload: 'events', type: 'text/plain' },
-      { payload: '<events/>', type: 'application/xml' },
     ];
     for (const c of cases) {
       const r = await app.inject({ method: 'POST', url: '/v1/sessions/app3/events', headers: { ...AUTH, 'content-type': c.type ?? 'application/json' }, payload: c.payload });
       expect(r.statusCode, c.payload).toBe(400);
       expect(json(r).error.code, c.payload).toBe('invalid_request');
     }
+    // A body that is not JSON is refused by its media type before it is read.
+    for (const c of [{ payload: 'events', type: 'text/plain' }, { payload: '<events/>', type: 'application/xml' }]) {
+      const r = await app.inject({ method: 'POST', url: '/v1/sessions/app3/events', headers: { ...AUTH, 'content-type': c.type }, payload: c.payload });
+      expect(r.statusCode, c.type).toBe(415);
+      expect(json(r).error.code, c.type).toBe('unsupported_media_type');
+    }
+    expect((await ts.store.info('app3')).nextSeq).toBe(0);
     const nf = await app.inject({ method: 'POST', url: '/v1/sessions/ghost/events', headers: AUTH, payload: { events: makeEvents(0, 1) } });
     expect(nf.statusCode).toBe(404);
     expect(json(nf).error.code).toBe('session_not_found');

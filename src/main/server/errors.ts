@@ -2,12 +2,16 @@
  * Errors on the wire (SPEC section 6): every failure leaves as
  * `{"error":{"code","message",...details}}` with the status of its code.
  * Fastify's own errors (body limit, bad JSON, unsupported media type,
- * handler timeout) are mapped onto the same codes here, in one place.
+ * handler timeout) are mapped onto the same codes here, in one place; no
+ * route is `404 not_found`, a route under another method
+ * `405 method_not_allowed` with `Allow`. Errors raised before fastify has
+ * a request (node's parser, the router) are in framework-errors.ts.
  */
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { ERROR_STATUS, PagerError, isPagerError, type ErrorCode } from '../core/errors.js';
 import type { ServerMetrics } from './metrics.js';
 import { globalPlugin } from './plugin.js';
+import type { RouteTable } from './route-table.js';
 
 interface ErrorLike {
   code?: unknown;
@@ -29,10 +33,24 @@ export function toPagerError(err: unknown): PagerError {
   const status = typeof e.statusCode === 'number' ? e.statusCode : 500;
   if (e.code === 'FST_ERR_HANDLER_TIMEOUT') return new PagerError('overloaded', 'the request took too long; retry shortly');
   if (e.code === 'FST_ERR_CTP_BODY_TOO_LARGE' || status === 413) return new PagerError('payload_too_large', 'request body is larger than the limit');
+  if (e.code === 'FST_ERR_CTP_INVALID_MEDIA_TYPE' || status === 415) {
+    return new PagerError('unsupported_media_type', 'request bodies must be application/json (Content-Type)');
+  }
   if (status === 503) return new PagerError('overloaded', message);
+  const byStatus = STATUS_CODE[status];
+  if (byStatus !== undefined) return new PagerError(byStatus, message);
   if (status >= 400 && status < 500) return new PagerError('invalid_request', message);
   return new PagerError('internal', 'internal error');
 }
+
+/** 4xx statuses that have a code of their own (the rest are invalid_request). */
+const STATUS_CODE: Partial<Record<number, ErrorCode>> = {
+  404: 'not_found',
+  405: 'method_not_allowed',
+  408: 'request_timeout',
+  414: 'uri_too_long',
+  431: 'header_too_large',
+};
 
 export function sendError(reply: FastifyReply, pe: PagerError, retryAfterSeconds: number): FastifyReply {
   if (pe.code === 'overloaded') {
@@ -45,6 +63,8 @@ export function sendError(reply: FastifyReply, pe: PagerError, retryAfterSeconds
 
 export interface ErrorsPluginOptions {
   metrics: ServerMetrics;
+  /** Every route, for 405 + Allow. */
+  routes: RouteTable;
   retryAfterSeconds: number;
 }
 
@@ -58,10 +78,17 @@ export const errorsPlugin = globalPlugin('session-pager-errors', async (app: Fas
     return sendError(reply, pe, opts.retryAfterSeconds);
   });
   app.setNotFoundHandler((request: FastifyRequest, reply: FastifyReply) => {
-    opts.metrics.errors.inc({ code: 'not_found' });
-    return reply
-      .code(404)
-      .type('application/json; charset=utf-8')
-      .send(JSON.stringify({ error: { code: 'not_found', message: `no route ${request.method} ${request.url.split('?')[0]}` } }));
+    const path = (request.raw.url ?? '/').split('?')[0] as string;
+    const shown = JSON.stringify(path.length > 200 ? `${path.slice(0, 200)}…` : path);
+    const allow = opts.routes.allowed(path);
+    let pe: PagerError;
+    if (allow.length > 0 && !allow.includes(request.method)) {
+      reply.header('allow', allow.join(', '));
+      pe = new PagerError('method_not_allowed', `${request.method} is not allowed on ${shown}; allowed: ${allow.join(', ')}`);
+    } else {
+      pe = new PagerError('not_found', `no route ${request.method} ${shown}`);
+    }
+    opts.metrics.errors.inc({ code: pe.code });
+    return sendError(reply, pe, opts.retryAfterSeconds);
   });
 });

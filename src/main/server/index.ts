@@ -12,11 +12,14 @@
 import { constants as zc } from 'node:zlib';
 import compress from '@fastify/compress';
 import Fastify, { LogController, type FastifyInstance, type FastifyRequest } from 'fastify';
-import { randomUUID } from 'node:crypto';
 import { PagerError } from '../core/errors.js';
 import type { Store } from '../store-types.js';
 import { addAuth } from './auth.js';
 import { errorsPlugin } from './errors.js';
+import { clientErrorHandler, frameworkErrors, refuseConnect } from './framework-errors.js';
+import { addRequestDecoding } from './request-decoding.js';
+import { genReqId, REQUEST_ID_HEADER } from './request-id.js';
+import { RouteTable } from './route-table.js';
 import { FollowHub } from './follow.js';
 import { ServerMetrics, metricsPlugin, metricsRoute } from './metrics.js';
 import { openapiRoute } from './openapi.js';
@@ -46,16 +49,30 @@ export function buildServer(store: Store, options: ServerOptions = {}): FastifyI
     logger: o.logger,
     // One line per request, written by the metrics hooks, with session and page facts.
     logController: new LogController({ disableRequestLogging: true }),
-    genReqId: () => randomUUID().slice(0, 8),
+    // The client's x-request-id when it is a plain token, else a fresh UUID (request-id.ts).
+    requestIdHeader: false,
+    genReqId,
+    // Answers given before a route runs, in the SPEC's error shape (framework-errors.ts).
+    clientErrorHandler: clientErrorHandler(o.maxUrlLength),
+    frameworkErrors,
     bodyLimit: o.bodyLimit,
     requestTimeout: o.requestTimeoutMs,
     keepAliveTimeout: o.keepAliveTimeoutMs,
     connectionTimeout: 0, // follow streams are long-lived; request and keep-alive timeouts bound the rest
     forceCloseConnections: 'idle',
-    return503OnClosing: true,
-    routerOptions: { maxParamLength: 256 },
+    // Requests arriving while closing get `overloaded` from the hook below, in the SPEC's shape.
+    return503OnClosing: false,
+    // An over-long id is an invalid id (400, param named), not a router error; the URL limit bounds it.
+    routerOptions: { maxParamLength: o.maxUrlLength },
   });
   app.server.maxConnections = o.maxConnections;
+  // Node would answer these itself with an empty body: a missing Host (checked in a hook below),
+  // an unknown Expect (ignored: RFC 9110 lets a server proceed), CONNECT (refused).
+  (app.server as { requireHostHeader?: boolean }).requireHostHeader = false;
+  app.server.on('checkExpectation', (req, res) => app.server.emit('request', req, res));
+  refuseConnect(app.server);
+  const routeTable = new RouteTable();
+  app.addHook('onRoute', (route) => routeTable.add(route.method, route.url ?? route.path));
 
   const monitor = new LoadMonitor(o.lagSampleMs);
   monitor.start();
@@ -64,20 +81,28 @@ export function buildServer(store: Store, options: ServerOptions = {}): FastifyI
   const policy: OverloadPolicy = { monitor, store, maxLagMs: o.maxEventLoopLagMs, maxPoolQueue: o.maxPoolQueue, retryAfterSeconds: o.retryAfterSeconds };
   app.decorate('pagerState', { options: o, metrics, hub, monitor });
 
-  app.register(errorsPlugin, { metrics, retryAfterSeconds: o.retryAfterSeconds });
+  app.register(errorsPlugin, { metrics, retryAfterSeconds: o.retryAfterSeconds, routes: routeTable });
   app.register(metricsPlugin, { metrics });
+  let closing = false;
   app.addHook('onRequest', async (request: FastifyRequest) => {
+    if (closing) throw new PagerError('overloaded', 'the server is shutting down; retry shortly');
     if ((request.raw.url ?? '').length > o.maxUrlLength) {
-      throw new PagerError('invalid_request', `request target is longer than ${o.maxUrlLength} characters`);
+      throw new PagerError('uri_too_long', `request target is longer than ${o.maxUrlLength} characters`);
+    }
+    if (request.raw.httpVersion === '1.1' && request.headers.host === undefined) {
+      throw new PagerError('invalid_request', 'an HTTP/1.1 request needs a Host header');
     }
   });
-  let closing = false;
+  // Bodies are JSON; fastify's default text/plain parser would hand a string to the routes.
+  app.removeContentTypeParser('text/plain');
   app.addHook('onSend', async (request, reply) => {
-    reply.header('x-request-id', request.id);
+    reply.header(REQUEST_ID_HEADER, request.id);
     // Responses finishing during shutdown close their connection, so the
     // server does not wait out keep-alive timeouts before it can stop.
     if (closing) reply.header('connection', 'close');
   });
+  // Before @fastify/compress: request bodies are decoded by request-decoding.ts, not by it.
+  addRequestDecoding(app, { bodyLimit: o.bodyLimit, drainLimit: o.bodyLimit });
   app.register(compress, {
     global: true,
     threshold: o.compression.threshold,

@@ -1,0 +1,112 @@
+/**
+ * Answers that node's HTTP parser or fastify's router give before any route
+ * or hook runs, in the SPEC's error shape like every other error:
+ *
+ * - node's parser (`clientError`): headers over node's limit are
+ *   `431 header_too_large`, or `414 uri_too_long` when the request line
+ *   alone is over the URL limit (node counts the request line as header
+ *   bytes); malformed requests (a raw non-ASCII byte in the path, a bad
+ *   method token, bad chunked framing) are `400 invalid_request`; chunk
+ *   extensions over node's limit `413 payload_too_large`; a request not
+ *   received within `requestTimeout` is `408 request_timeout`.
+ * - fastify's router (`frameworkErrors`): a malformed percent-escape in the
+ *   path is `400 invalid_request`; a path segment over the router's limit
+ *   `414 uri_too_long`.
+ * - `CONNECT` (this is not a proxy): `400 invalid_request`; node would
+ *   otherwise drop the connection without a word.
+ *
+ * These answers close the connection: the parser's state is unknown after
+ * a parse error.
+ */
+import { STATUS_CODES, type IncomingMessage, type Server } from 'node:http';
+import type { Socket } from 'node:net';
+import type { Duplex } from 'node:stream';
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import { ERROR_STATUS, PagerError, type ErrorCode } from '../core/errors.js';
+import { REQUEST_ID_HEADER, requestIdOf } from './request-id.js';
+
+/** A complete HTTP/1.1 error response, for writing straight to a socket. */
+export function rawErrorResponse(code: ErrorCode, message: string, requestId: string = requestIdOf(undefined)): string {
+  const status = ERROR_STATUS[code];
+  const body = JSON.stringify({ error: { code, message } });
+  return (
+    `HTTP/1.1 ${status} ${STATUS_CODES[status] ?? ''}\r\n` +
+    `content-type: application/json; charset=utf-8\r\n` +
+    `content-length: ${Buffer.byteLength(body)}\r\n` +
+    `${REQUEST_ID_HEADER}: ${requestId}\r\n` +
+    `connection: close\r\n\r\n${body}`
+  );
+}
+
+interface ParserError extends Error {
+  code?: string;
+  rawPacket?: unknown;
+}
+
+/** Length of the request line at the start of `packet`, or its whole length when it holds no line end. */
+function requestLineLength(packet: unknown): number {
+  if (!Buffer.isBuffer(packet)) return 0;
+  const lf = packet.indexOf(0x0a);
+  return lf === -1 ? packet.length : lf;
+}
+
+/** What a parser error answers. */
+export function parserErrorAnswer(err: ParserError, maxUrlLength: number): { code: ErrorCode; message: string } {
+  switch (err.code) {
+    case 'HPE_HEADER_OVERFLOW':
+      // A request line over the URL limit is what overflowed when its start holds no line end yet.
+      if (requestLineLength(err.rawPacket) > maxUrlLength + 16) {
+        return { code: 'uri_too_long', message: `request target is longer than ${maxUrlLength} characters` };
+      }
+      return { code: 'header_too_large', message: 'request headers are larger than the server accepts' };
+    case 'HPE_CHUNK_EXTENSIONS_OVERFLOW':
+      return { code: 'payload_too_large', message: 'chunk extensions are larger than the server accepts' };
+    case 'ERR_HTTP_REQUEST_TIMEOUT':
+      return { code: 'request_timeout', message: 'the request was not received in time' };
+    default: {
+      const reason = typeof err.message === 'string' ? err.message.replace(/^Parse Error: /, '') : 'parse error';
+      // llhttp's reasons are fixed ASCII phrases; never echo request bytes.
+      return { code: 'invalid_request', message: `malformed HTTP request: ${reason.replace(/[^\x20-\x7e]/g, '?').slice(0, 120)}` };
+    }
+  }
+}
+
+/** fastify's `clientErrorHandler`: the SPEC shape where node would answer its own. */
+export function clientErrorHandler(maxUrlLength: number): (err: ParserError, socket: Socket) => void {
+  return (err, socket) => {
+    if (err.code === 'ECONNRESET' || err.code === 'EPIPE' || socket.destroyed) return;
+    const inFlight = (socket as Socket & { _httpMessage?: { headersSent?: boolean } })._httpMessage;
+    // A response already under way cannot be followed by another one on this socket.
+    if (socket.writable && !(inFlight?.headersSent === true)) {
+      const { code, message } = parserErrorAnswer(err, maxUrlLength);
+      socket.end(rawErrorResponse(code, message));
+      // Give the answer a moment to leave before the socket goes, without waiting on a peer that never reads.
+      setTimeout(() => socket.destroy(), 1000).unref();
+      return;
+    }
+    socket.destroy();
+  };
+}
+
+/** fastify's `frameworkErrors`: router errors raised before any hook runs. */
+export function frameworkErrors(err: Error & { code?: string }, request: FastifyRequest, reply: FastifyReply): void {
+  let pe: PagerError;
+  if (err.code === 'FST_ERR_BAD_URL') pe = new PagerError('invalid_request', 'the request path holds a malformed percent-escape');
+  else if (err.code === 'FST_ERR_MAX_PARAM_LENGTH') pe = new PagerError('uri_too_long', 'a path segment is longer than the server accepts');
+  else pe = new PagerError('internal', 'internal error');
+  if (pe.code === 'internal') request.log.error({ err }, 'internal error');
+  void reply
+    .code(pe.statusCode)
+    .header(REQUEST_ID_HEADER, request.id)
+    .type('application/json; charset=utf-8')
+    .send(JSON.stringify(pe.toJSON()));
+}
+
+/** Node hands CONNECT to 'connect' listeners and drops the socket when there are none. */
+export function refuseConnect(server: Server): void {
+  server.on('connect', (req: IncomingMessage, socket: Duplex) => {
+    socket.on('error', () => undefined);
+    socket.end(rawErrorResponse('invalid_request', 'CONNECT is not supported: this server is not a proxy', requestIdOf(req.headers[REQUEST_ID_HEADER])));
+    setTimeout(() => socket.destroy(), 1000).unref();
+  });
+}
