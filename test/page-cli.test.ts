@@ -52,7 +52,7 @@ describe('session-pager page', () => {
     ['a throughSeq past the last committed seq', ['talk', '--through-seq', '100000'], 'session-pager page: invalid_request: '],
     ['maxMessages out of range', ['talk', '--max-messages', '1001'], 'session-pager page: invalid_request: '],
     ['a flag that is not an integer', ['talk', '--before-seq', 'x1'], 'session-pager page: --before-seq must be a non-negative integer'],
-    ['no session id', [], 'session-pager page: usage: session-pager page <id>'],
+    ['no session id', [], 'session-pager page: missing <id>; usage: session-pager page <id>'],
   ])('%s: non-zero exit, one line on stderr naming the error, nothing on stdout', (_what, args, line) => {
     const r = page(...(args as string[]), '--data', dir);
     expect(r.status).not.toBe(0);

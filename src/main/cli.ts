@@ -1,53 +1,75 @@
 /**
- * `session-pager` command dispatcher (SPEC section 7). Each command lives in
- * its own module under cli/ and is loaded only when asked for, so `page`
- * does not pay for fastify and `serve` does not pay for the generator.
+ * `session-pager` command dispatcher (SPEC section 7). Commands are declared
+ * in cli/<name>.ts (see cli/command.ts) and listed in cli/registry.ts.
+ *
+ * Exit codes: 0 success; 1 failure (one-line reason on stderr); 2 usage
+ * error (unknown command or flag, bad flag value; the usage hint on stderr);
+ * some commands add their own (doctor: 3 degraded, 4 repair required).
  */
-import { CliError, type CommandModule } from './cli/common.js';
+import { CliError } from './cli/common.js';
+import { HelpRequested, type Command } from './cli/command.js';
+import { COMMANDS, loadAllCommands, loadCommand } from './cli/registry.js';
 import { isPagerError } from './core/errors.js';
+import { packageVersion } from './version.js';
+import { quoteInput, safeLine } from './core/excerpt.js';
 
-const COMMANDS: Record<string, { summary: string; load: () => Promise<CommandModule> }> = {
-  serve: { summary: 'serve the HTTP API (SPEC section 6)', load: () => import('./cli/serve.js') },
-  import: { summary: 'import a dsh session.jsonl or session.jsonl.zstd', load: () => import('./cli/import.js') },
-  gen: { summary: 'generate synthetic sessions', load: () => import('./cli/gen.js') },
-  page: { summary: 'print one page as JSON', load: () => import('./cli/page.js') },
-  doctor: { summary: 'diagnose sessions (reads, never writes)', load: () => import('./cli/doctor.js') },
-  reindex: { summary: 'rebuild sidecars from the canonical log', load: () => import('./cli/reindex.js') },
-  repair: { summary: 'back up, cut an invalid tail, reindex', load: () => import('./cli/repair.js') },
-};
-
-function usage(): string {
-  const lines = ['usage: session-pager <command> [options]', '', 'commands:'];
-  for (const [name, c] of Object.entries(COMMANDS)) lines.push(`  ${name.padEnd(8)} ${c.summary}`);
-  lines.push('', 'common options: --data DIR (default ./data)');
+export async function topLevelHelp(): Promise<string> {
+  const cmds = await loadAllCommands();
+  const w = Math.max(...cmds.map((c) => c.name.length));
+  const lines = [
+    'usage: session-pager <command> [options]',
+    '       session-pager <command> --help',
+    '       session-pager --version',
+    '',
+    'commands:',
+    ...cmds.map((c) => `  ${c.name.padEnd(w)}  ${c.summary}`),
+    '',
+    'Exit codes: 0 success, 1 failure (one line on stderr), 2 usage error.',
+  ];
   return lines.join('\n') + '\n';
 }
 
+const TOP_HINT = `usage: session-pager <command> [options]; commands: ${Object.keys(COMMANDS).join(', ')} (session-pager --help)`;
+
 /** Run the CLI; resolves to the process exit code. Errors become one line on stderr. */
-export async function main(argv: string[]): Promise<number> {
+export async function main(argv: string[], env: NodeJS.ProcessEnv = process.env): Promise<number> {
   const [name, ...rest] = argv;
-  if (name === undefined || name === '--help' || name === '-h' || name === 'help') {
-    process.stdout.write(usage());
-    return name === undefined ? 2 : 0;
+  if (name === '--help' || name === '-h' || name === 'help') {
+    if (name === 'help' && rest[0] !== undefined) return main([rest[0], '--help'], env);
+    process.stdout.write(await topLevelHelp());
+    return 0;
   }
-  const cmd = COMMANDS[name];
+  if (name === '--version' || name === '-V' || name === '-v') {
+    process.stdout.write(`${packageVersion()}\n`);
+    return 0;
+  }
+  if (name === undefined) {
+    process.stderr.write(`session-pager: no command given; ${TOP_HINT}\n`);
+    return 2;
+  }
+  const cmd: Command | undefined = name.startsWith('-') ? undefined : await loadCommand(name);
   if (cmd === undefined) {
-    process.stderr.write(`session-pager: unknown command ${JSON.stringify(name)} (try --help)\n`);
+    const what = name.startsWith('-') ? 'unknown option' : 'unknown command';
+    process.stderr.write(`session-pager: ${what} ${quoteInput(name)}; ${TOP_HINT}\n`);
     return 2;
   }
   try {
-    const mod = await cmd.load();
-    return await mod.run(rest);
+    return await cmd.run(cmd.parse(rest, env), env);
   } catch (err) {
+    if (err instanceof HelpRequested) {
+      process.stdout.write(err.text);
+      return 0;
+    }
+    // safeLine: whatever a message holds, the error stays one line without control characters.
     if (err instanceof CliError) {
-      process.stderr.write(`session-pager ${name}: ${err.message}\n`);
+      process.stderr.write(`session-pager ${name}: ${safeLine(err.message)}\n`);
       return err.exitCode;
     }
     if (isPagerError(err)) {
-      process.stderr.write(`session-pager ${name}: ${err.code}: ${err.message}\n`);
+      process.stderr.write(`session-pager ${name}: ${err.code}: ${safeLine(err.message)}\n`);
       return 1;
     }
-    process.stderr.write(`session-pager ${name}: ${(err as Error)?.message ?? String(err)}\n`);
+    process.stderr.write(`session-pager ${name}: ${safeLine((err as Error)?.message ?? String(err))}\n`);
     return 1;
   }
 }

@@ -8,6 +8,7 @@ import { dirname, basename, join } from 'node:path';
 import type { FrameEncoding } from '../streams/frame-codec.js';
 import type { SessionSummary } from './core/summary.js';
 import type { SessionHeader } from './core/types.js';
+import { quoteValue } from './core/excerpt.js';
 
 export interface Fingerprint {
   size: number;
@@ -87,7 +88,7 @@ export async function readMeta(path: string): Promise<SessionMeta | string> {
 export function checkMetaShape(m: unknown): SessionMeta | string {
   if (typeof m !== 'object' || m === null) return 'metadata sidecar is not an object';
   const o = m as Record<string, unknown>;
-  if (o.v !== 1) return `metadata sidecar version ${String(o.v)} is not 1`;
+  if (o.v !== 1) return `metadata sidecar version ${quoteValue(o.v)} is not 1`;
   for (const k of ['nextSeq', 'frameCount', 'indexedLength', 'entriesLength'] as const) {
     if (!Number.isSafeInteger(o[k]) || (o[k] as number) < 0) return `metadata sidecar field ${k} is invalid`;
   }

@@ -29,6 +29,7 @@ import { isRowType } from './core/types.js';
 import { checkMetaShape, readMeta, type SessionMeta } from './meta-file.js';
 import type { SessionPaths } from './paths.js';
 import { findInterruptedCreate } from './interrupted-create.js';
+import { quoteValue } from './core/excerpt.js';
 
 export type SessionStatus = 'ok' | 'degraded' | 'repair_required';
 
@@ -231,7 +232,7 @@ export async function loadSessionState(paths: SessionPaths): Promise<SessionStat
   }
   let meta = metaOrReason;
   if (meta.id !== undefined && meta.id !== paths.id) {
-    return broken({ code: 'meta_mismatch', message: `metadata sidecar names session ${JSON.stringify(meta.id)}, not ${JSON.stringify(paths.id)}` }, meta);
+    return broken({ code: 'meta_mismatch', message: `metadata sidecar names session ${quoteValue(meta.id)}, not ${quoteValue(paths.id)}` }, meta);
   }
 
   let entries: EntriesFile;
@@ -255,7 +256,7 @@ export async function loadSessionState(paths: SessionPaths): Promise<SessionStat
     const fe = first.entry;
     if (fe.offset !== 0 || fe.kind !== 'session' || fe.count !== 0 || fe.seq !== 0) {
       return broken(
-        { code: 'entries_bad_first', message: `entry sidecar's first entry is not the session header at offset 0 (kind ${JSON.stringify(fe.kind)}, seq ${fe.seq}, count ${fe.count}, offset ${fe.offset})`, offset: 0 },
+        { code: 'entries_bad_first', message: `entry sidecar's first entry is not the session header at offset 0 (kind ${quoteValue(fe.kind)}, seq ${fe.seq}, count ${fe.count}, offset ${fe.offset})`, offset: 0 },
         meta,
       );
     }
@@ -266,7 +267,7 @@ export async function loadSessionState(paths: SessionPaths): Promise<SessionStat
     if (last.start > 0) {
       // More than one line: the last must lie after the header frame and not be a header itself.
       if (le.offset < fe.length || le.kind === 'session' || le.count === 0) {
-        return broken({ code: 'entries_out_of_order', message: `entry sidecar's last entry (${describe(le)}, kind ${JSON.stringify(le.kind)}) does not follow the header entry`, offset: last.start }, meta);
+        return broken({ code: 'entries_out_of_order', message: `entry sidecar's last entry (${describe(le)}, kind ${quoteValue(le.kind)}) does not follow the header entry`, offset: last.start }, meta);
       }
     }
     if (indexedLength > logSize) {

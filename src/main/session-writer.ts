@@ -29,6 +29,7 @@ import { entryFor } from '../streams/batch-encoder.js';
 import { encodeEntry } from '../streams/entry-codec.js';
 import type { FrameEncoding } from '../streams/frame-codec.js';
 import type { ChunkRow, StorageRecord } from './core/types.js';
+import { quoteValue } from './core/excerpt.js';
 
 export interface WriterOptions {
   /** fsync every append before acknowledging it (default true). `gen` turns it off and syncs once at close. */
@@ -60,7 +61,7 @@ function checkHeader(id: string, header: unknown, now: number): SessionHeader {
   if (h.type === undefined) h.type = 'session';
   if (h.type !== 'session') throw new PagerError('invalid_request', 'session header type must be "session"');
   if (h.id === undefined) h.id = id;
-  if (h.id !== id) throw new PagerError('invalid_request', `session header id ${JSON.stringify(h.id)} does not match ${JSON.stringify(id)}`);
+  if (h.id !== id) throw new PagerError('invalid_request', `session header id ${quoteValue(h.id)} does not match ${quoteValue(id)}`);
   if (h.createdAt === undefined) h.createdAt = now;
   if (!Number.isSafeInteger(h.createdAt)) throw new PagerError('invalid_request', 'session header createdAt must be a safe integer');
   // Key order: type, version, id, createdAt first, as dsh writes them.
@@ -86,7 +87,7 @@ export function checkBatch(events: unknown, nextSeq: number): SessionEvent[] {
       throw new PagerError('invalid_request', `events[${i}]: ${(err as Error).message}`, { index: i });
     }
     if (isRowType(e.type) || e.type === 'session') {
-      throw new PagerError('invalid_request', `events[${i}]: type ${JSON.stringify(e.type)} is reserved for storage records`, { index: i });
+      throw new PagerError('invalid_request', `events[${i}]: type ${quoteValue(e.type)} is reserved for storage records`, { index: i });
     }
     if (e.seq !== nextSeq + i) {
       throw new PagerError('seq_conflict', `events[${i}] has seq ${e.seq}, expected ${nextSeq + i}`, { expectedSeq: nextSeq + i, index: i });

@@ -4,6 +4,7 @@
  */
 import type { EntryLine } from '../main/core/types.js';
 import { keepShape } from '../main/core/shape-keeper.js';
+import { quoteValue } from '../main/core/excerpt.js';
 
 /** Encode with the fixed key order of the spec, newline-terminated. */
 export function encodeEntry(e: EntryLine): string {
@@ -26,7 +27,7 @@ export function parseEntry(line: string): EntryLine | string {
   }
   if (typeof o !== 'object' || o === null || Array.isArray(o)) return 'entry line is not an object';
   const e = o as Record<string, unknown>;
-  if (e.v !== 1) return `entry version ${String(e.v)} is not 1`;
+  if (e.v !== 1) return `entry version ${quoteValue(e.v)} is not 1`;
   for (const k of ['seq', 'count', 'offset', 'length', 'schema'] as const) {
     if (!isUint(e[k])) return `entry ${k} is not a non-negative safe integer`;
   }

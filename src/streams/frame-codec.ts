@@ -20,6 +20,7 @@ import { Packr } from 'msgpackr';
 import { RecordError } from '../main/core/errors.js';
 import { validateRecord } from '../main/core/chunk-codec.js';
 import type { StorageRecord } from '../main/core/types.js';
+import { jsonErrorReason, safeLine } from '../main/core/excerpt.js';
 
 export const BINARY_MAGIC = Buffer.from('SPF2', 'latin1');
 export const BINARY_HEADER_BYTES = 16;
@@ -173,7 +174,7 @@ export function decodeFrame(buf: Uint8Array, pos: number, fileOffset: number, en
     try {
       value = JSON.parse(bytes.toString('utf8', pos, pos + b.length - 1));
     } catch (err) {
-      return fault(fileOffset, 'bad_payload', `invalid JSON: ${(err as Error).message}`, b.length);
+      return fault(fileOffset, 'bad_payload', `invalid JSON: ${jsonErrorReason(err)}`, b.length);
     }
     if (typeof value !== 'object' || value === null || Array.isArray(value)) return fault(fileOffset, 'bad_payload', 'JSON line is not an object', b.length);
     return { ok: true, offset: fileOffset, length: b.length, encoding: 'jsonl', schema: RECORD_SCHEMA, record: value };
@@ -189,7 +190,7 @@ export function decodeFrame(buf: Uint8Array, pos: number, fileOffset: number, en
   try {
     value = packr.unpack(payload);
   } catch (err) {
-    return fault(fileOffset, 'bad_payload', `invalid MessagePack: ${(err as Error).message}`, b.length);
+    return fault(fileOffset, 'bad_payload', `invalid MessagePack: ${safeLine((err as Error).message)}`, b.length);
   }
   if (typeof value !== 'object' || value === null || Array.isArray(value)) return fault(fileOffset, 'bad_payload', 'payload is not a map', b.length);
   return { ok: true, offset: fileOffset, length: b.length, encoding: 'binary', schema, record: value };

@@ -1,13 +1,7 @@
 /**
- * Shared pieces of the CLI commands: argument parsing with clear errors,
- * integer flags, and a progress line on terminals only.
+ * Shared pieces of the CLI commands: the one-line error, and a progress
+ * line on terminals only. (Options are declared and parsed in command.ts.)
  */
-import { parseArgs, type ParseArgsConfig } from 'node:util';
-
-export interface CommandModule {
-  run(argv: string[]): Promise<number>;
-}
-
 /** A usage or input error: printed as one line, exit code 2 by default. */
 export class CliError extends Error {
   constructor(
@@ -18,32 +12,6 @@ export class CliError extends Error {
     this.name = 'CliError';
   }
 }
-
-export interface ParsedArgs {
-  values: Record<string, string | boolean | undefined>;
-  positionals: string[];
-}
-
-export function parse(argv: string[], options: NonNullable<ParseArgsConfig['options']>, allowPositionals = true): ParsedArgs {
-  try {
-    const r = parseArgs({ args: argv, options, allowPositionals, strict: true });
-    return { values: r.values as ParsedArgs['values'], positionals: r.positionals };
-  } catch (err) {
-    // parseArgs explains some errors over several lines; the CLI contract is one line.
-    throw new CliError((err as Error).message.replace(/\s*\n\s*/g, ' ').trim());
-  }
-}
-
-/** A non-negative integer flag, or undefined when absent. */
-export function intFlag(name: string, raw: string | undefined, min = 0): number | undefined {
-  if (raw === undefined) return undefined;
-  if (!/^[0-9]+$/.test(raw)) throw new CliError(`--${name} must be a non-negative integer, got ${JSON.stringify(raw)}`);
-  const n = Number(raw);
-  if (!Number.isSafeInteger(n) || n < min) throw new CliError(`--${name} must be an integer >= ${min}`);
-  return n;
-}
-
-export const DATA_OPTION = { data: { type: 'string', default: './data' } } as const;
 
 /**
  * A progress line on stderr, redrawn at most every 100 ms, only when stderr

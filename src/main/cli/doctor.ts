@@ -1,6 +1,6 @@
 /**
- * `session-pager doctor [id] [--deep] [--json] [--data DIR]`: diagnose
- * sessions; reads, never writes (not even a lock file).
+ * `session-pager doctor [id]`: diagnose sessions; reads, never writes (not
+ * even a lock file).
  *
  * Exit codes: 0 every session ok; 3 the worst is degraded; 4 at least one
  * needs repair; 2 usage error; 1 other failure (e.g. unknown session).
@@ -8,7 +8,8 @@
 import { PagerError } from '../core/errors.js';
 import { diagnose, type DoctorReport } from '../maintenance/doctor.js';
 import { assertSessionId, sessionPaths } from '../paths.js';
-import { CliError, DATA_OPTION, parse, Progress } from './common.js';
+import { DATA_DIR, defineCommand } from './command.js';
+import { Progress } from './common.js';
 import { promises as fsp } from 'node:fs';
 
 export const EXIT_DEGRADED = 3;
@@ -35,18 +36,27 @@ export function formatTable(reports: DoctorReport[]): string {
   return out.join('\n') + '\n';
 }
 
-export async function run(argv: string[]): Promise<number> {
-  const { values, positionals } = parse(argv, { ...DATA_OPTION, deep: { type: 'boolean', default: false }, json: { type: 'boolean', default: false } });
-  if (positionals.length > 1) throw new CliError('doctor takes at most one session id');
-  const dataDir = values.data as string;
-  const id = positionals[0];
+export const command = defineCommand({
+  name: 'doctor',
+  summary: 'diagnose sessions: status, sidecars, issues (reads, never writes)',
+  positionals: [{ name: 'id', required: false, describe: 'one session', }],
+  options: {
+    data: DATA_DIR,
+    deep: { type: 'boolean', describe: 'also scan every log frame by frame (maintenance; reads whole logs)' },
+    json: { type: 'boolean', describe: 'print one JSON document instead of the table' },
+  },
+  exitCodes: ['3  the worst session is degraded', '4  at least one session needs repair'],
+  examples: ['session-pager doctor --deep --data ./data'],
+  run: ({ values, positionals }) => doctor(values.data, positionals[0], values.deep, values.json),
+});
+
+async function doctor(dataDir: string, id: string | undefined, deep: boolean, json: boolean): Promise<number> {
   if (id !== undefined) {
     assertSessionId(id);
     const p = sessionPaths(dataDir, id);
     const any = await Promise.all([p.events, p.meta, p.entries].map((f) => fsp.access(f).then(() => true, () => false)));
     if (!any.some(Boolean)) throw new PagerError('session_not_found', `session ${id} not found`);
   }
-  const deep = values.deep === true;
   let bar: { id: string; p: Progress } | null = null;
   const reports = await diagnose(dataDir, id, {
     deep,
@@ -61,7 +71,7 @@ export async function run(argv: string[]): Promise<number> {
   (bar as { p: Progress } | null)?.p.done();
   const counts = { ok: 0, degraded: 0, repair_required: 0 };
   for (const r of reports) counts[r.status]++;
-  if (values.json === true) process.stdout.write(JSON.stringify({ sessions: reports, summary: counts }) + '\n');
+  if (json) process.stdout.write(JSON.stringify({ sessions: reports, summary: counts }) + '\n');
   else process.stdout.write(reports.length === 0 ? 'no sessions\n' : formatTable(reports));
   if (counts.repair_required > 0 || counts.degraded > 0) {
     process.stderr.write(`session-pager doctor: ${counts.repair_required} session(s) need repair, ${counts.degraded} degraded, ${counts.ok} ok\n`);

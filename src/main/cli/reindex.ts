@@ -1,5 +1,5 @@
 /**
- * `session-pager reindex [id] [--data DIR]`: rebuild sidecars from the
+ * `session-pager reindex [id]`: rebuild sidecars from the
  * canonical log (one session, or every session of the data directory).
  * Exit 0 when every session was reindexed; 1 when one could not be (the
  * others are still done), with a one-line reason on stderr.
@@ -8,14 +8,20 @@ import { reindexSession } from '../maintenance/reindex.js';
 import { listSessionIds } from '../maintenance/doctor.js';
 import { loadSessionState } from '../session-state.js';
 import { assertSessionId, sessionPaths } from '../paths.js';
-import { CliError, DATA_OPTION, parse, Progress } from './common.js';
+import { DATA_DIR, defineCommand } from './command.js';
+import { Progress } from './common.js';
 import { promises as fsp } from 'node:fs';
 
-export async function run(argv: string[]): Promise<number> {
-  const { values, positionals } = parse(argv, { ...DATA_OPTION });
-  if (positionals.length > 1) throw new CliError('reindex takes at most one session id');
-  const dataDir = values.data as string;
-  const one = positionals[0];
+export const command = defineCommand({
+  name: 'reindex',
+  summary: 'rebuild the sidecars of one or every session from the canonical log',
+  positionals: [{ name: 'id', required: false, describe: 'one session', }],
+  options: { data: DATA_DIR },
+  examples: ['session-pager reindex my-session --data ./data'],
+  run: ({ values, positionals }) => reindex(values.data, positionals[0]),
+});
+
+async function reindex(dataDir: string, one: string | undefined): Promise<number> {
   const ids = one === undefined ? await listSessionIds(dataDir) : [assertSessionId(one)];
   const failures: string[] = [];
   for (const id of ids) {

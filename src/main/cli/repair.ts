@@ -1,5 +1,5 @@
 /**
- * `session-pager repair <id> [--dry-run] [--data DIR]`: back the log up, cut
+ * `session-pager repair <id>`: back the log up, cut
  * only a clearly invalid tail, reindex (see maintenance/repair.ts). Prints
  * the plan; `--dry-run` writes nothing.
  *
@@ -9,7 +9,8 @@
  */
 import { repairSession, type RepairStep } from '../maintenance/repair.js';
 import { assertSessionId, sessionPaths } from '../paths.js';
-import { CliError, DATA_OPTION, parse, Progress } from './common.js';
+import { DATA_DIR, defineCommand } from './command.js';
+import { Progress } from './common.js';
 import { promises as fsp } from 'node:fs';
 
 function describeStep(s: RepairStep): string {
@@ -25,12 +26,21 @@ function describeStep(s: RepairStep): string {
   }
 }
 
-export async function run(argv: string[]): Promise<number> {
-  const { values, positionals } = parse(argv, { ...DATA_OPTION, 'dry-run': { type: 'boolean', default: false } });
-  if (positionals.length !== 1) throw new CliError('usage: repair <id> [--dry-run] [--data DIR]');
-  const id = assertSessionId(positionals[0]);
-  const paths = sessionPaths(values.data as string, id);
-  const dryRun = values['dry-run'] === true;
+export const command = defineCommand({
+  name: 'repair',
+  summary: 'back the log up, cut only a clearly invalid tail, reindex',
+  positionals: [{ name: 'id', describe: 'the session to repair' }],
+  options: {
+    data: DATA_DIR,
+    'dry-run': { type: 'boolean', describe: 'print the plan, write nothing' },
+  },
+  examples: ['session-pager repair my-session --dry-run --data ./data'],
+  run: ({ values, positionals }) => repair(values.data, positionals[0] as string, values['dry-run']),
+});
+
+async function repair(dataDir: string, rawId: string, dryRun: boolean): Promise<number> {
+  const id = assertSessionId(rawId);
+  const paths = sessionPaths(dataDir, id);
   const size = await fsp.stat(paths.events).then((s) => s.size, () => 0);
   const bar = new Progress(`repair ${id}`, size, ' bytes');
   const out = await repairSession(paths, { dryRun, onProgress: (b) => bar.update(Math.min(b, size)) });

@@ -1,9 +1,6 @@
 /**
  * `session-pager serve`: the HTTP API of SPEC section 6 on fastify.
  *
- *   serve [--data DIR] [--host 127.0.0.1] [--port 8080] [--token T]
- *         [--workers N] [--demo] [--log-level info]
- *
  * The token comes from --token or SESSION_PAGER_TOKEN. Without one, the
  * server only listens on loopback (auth off); on any other address it
  * refuses to start. --demo serves the demo corpus (generated into
@@ -16,19 +13,10 @@ import { DEMO_DATA_DIR, demoToken, ensureDemoCorpus, DEMO_PLAN, type DemoSession
 import { buildServer, shutdown, type ServerOptions } from '../server/index.js';
 import { openStore } from '../store.js';
 import type { Store } from '../store-types.js';
-import { CliError, intFlag, parse, Progress } from './common.js';
+import { defineCommand, type OptionsDecl, type OptionValues } from './command.js';
+import { CliError, Progress } from './common.js';
 
-const OPTIONS = {
-  data: { type: 'string' },
-  host: { type: 'string', default: '127.0.0.1' },
-  port: { type: 'string', default: '8080' },
-  token: { type: 'string' },
-  workers: { type: 'string' },
-  demo: { type: 'boolean', default: false },
-  'log-level': { type: 'string', default: 'info' },
-} as const;
-
-const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
+const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
 
 export interface ServeConfig {
   dataDir: string;
@@ -51,20 +39,39 @@ export function isLoopback(host: string): boolean {
   return false;
 }
 
+const OPTIONS = {
+  data: { type: 'string', arg: 'DIR', describe: 'data directory', defaultText: './data (./.demo-data with --demo)' },
+  host: { type: 'string', arg: 'HOST', default: '127.0.0.1', describe: 'address to listen on' },
+  port: { type: 'int', max: 65535, default: 8080, describe: 'TCP port (0 picks a free one)' },
+  token: { type: 'string', arg: 'T', env: 'SESSION_PAGER_TOKEN', describe: 'bearer token required on every route but the health checks and OpenAPI', defaultText: 'none' },
+  workers: { type: 'int', min: 1, describe: 'page worker threads', defaultText: 'one per core, at most 8' },
+  demo: { type: 'boolean', describe: 'serve the demo corpus (generated on first start) and make a token if none is given' },
+  'log-level': { type: 'string', arg: 'LEVEL', choices: LOG_LEVELS, default: 'info', describe: 'JSON log level on stdout' },
+} as const satisfies OptionsDecl;
+
+export const command = defineCommand({
+  name: 'serve',
+  summary: 'serve the HTTP API (SPEC section 6)',
+  description: 'Without a token the server listens on loopback only (auth off); on any other address it refuses to start.\nSIGTERM / SIGINT finish in-flight requests, then exit.',
+  options: OPTIONS,
+  examples: ['session-pager serve --demo', 'SESSION_PAGER_TOKEN=secret session-pager serve --host 0.0.0.0 --port 8080 --data ./data'],
+  run: ({ values }) => serve(configFrom(values)),
+});
+
+type ServeValues = OptionValues<typeof OPTIONS>;
+
 export function parseServeArgs(argv: string[], env: NodeJS.ProcessEnv = process.env): ServeConfig {
-  const { values } = parse(argv, OPTIONS, false);
-  const demo = values.demo === true;
-  const host = values.host as string;
-  const port = intFlag('port', values.port as string) as number;
-  if (port > 65535) throw new CliError('--port must be at most 65535');
-  const workers = intFlag('workers', values.workers as string | undefined, 1);
-  const logLevel = values['log-level'] as string;
-  if (!LOG_LEVELS.includes(logLevel)) throw new CliError(`--log-level must be one of ${LOG_LEVELS.join(', ')}`);
-  const rawToken = (values.token as string | undefined) ?? env.SESSION_PAGER_TOKEN;
-  if (rawToken !== undefined && rawToken.trim() === '' && values.token !== undefined) throw new CliError('--token must not be empty');
-  const token = rawToken !== undefined && rawToken.trim() !== '' ? rawToken.trim() : null;
+  return configFrom(command.parse(argv, env).values);
+}
+
+function configFrom(values: ServeValues): ServeConfig {
+  const { demo, host, port, workers } = values;
+  const logLevel = values['log-level'];
+  const rawToken = values.token;
+  if (rawToken !== undefined && rawToken.trim() === '') throw new CliError('--token must not be empty');
+  const token = rawToken !== undefined ? rawToken.trim() : null;
   if (token !== null && /\s/.test(token)) throw new CliError('the token must not contain whitespace');
-  const dataDir = (values.data as string | undefined) ?? (demo ? DEMO_DATA_DIR : './data');
+  const dataDir = values.data ?? (demo ? DEMO_DATA_DIR : './data');
   if (token === null && !demo && !isLoopback(host)) {
     throw new CliError(`refusing to listen on non-loopback address ${host} without a token: pass --token or set SESSION_PAGER_TOKEN`);
   }
@@ -143,8 +150,7 @@ export async function startServe(cfg: ServeConfig, extra: ServerOptions = {}, ou
   };
 }
 
-export async function run(argv: string[]): Promise<number> {
-  const cfg = parseServeArgs(argv);
+async function serve(cfg: ServeConfig): Promise<number> {
   const server = await startServe(cfg);
   await new Promise<void>((resolve) => {
     let signals = 0;

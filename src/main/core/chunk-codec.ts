@@ -12,6 +12,7 @@
 import { RecordError } from './errors.js';
 import type { ChunkRow, PageRecord, RowType, SessionEvent, StorageRecord, TextRowData, ToolRowData } from './types.js';
 import { isRowType } from './types.js';
+import { showToken } from './excerpt.js';
 
 export type ChunkKind = 'text' | 'reasoning' | 'tool';
 
@@ -339,12 +340,13 @@ export function packBatch(events: Iterable<SessionEvent>): StorageRecord[] {
 // ---------------------------------------------------------------------------
 // Validation of decoded storage records.
 
-function fail(rule: string, where: string, message: string): never {
-  throw new RecordError(rule, `${where}: ${message}`);
+// `where` is built only on failure: it quotes the input (cut and escaped, core/excerpt.ts).
+function fail(rule: string, where: string | (() => string), message: string): never {
+  throw new RecordError(rule, `${typeof where === 'string' ? where : where()}: ${message}`);
 }
 
 function describeRow(row: Record<string, unknown>): string {
-  return `row ${String(row.type)} at seq0 ${String(row.seq0)}`;
+  return `row ${showToken(row.type)} at seq0 ${showToken(row.seq0)}`;
 }
 
 /**
@@ -353,7 +355,7 @@ function describeRow(row: Record<string, unknown>): string {
  */
 export function validateRow(value: unknown): ChunkRow {
   if (!isPlainObject(value)) fail('row-object', 'row', 'is not an object');
-  const where = describeRow(value);
+  const where = (): string => describeRow(value);
   if (!isRowType(value.type)) fail('row-type', where, 'has an unknown row type');
   if (!hasExactKeys(value, ['type', 'seq0', 'time0', 'data'])) fail('row-keys', where, 'keys must be exactly type, seq0, time0, data');
   const { seq0, time0, data } = value;
@@ -392,7 +394,7 @@ export function validateRow(value: unknown): ChunkRow {
 /** Validate a stored event record: kept verbatim, but seq and time must be sound. */
 export function validateEvent(value: unknown): SessionEvent {
   if (!isPlainObject(value)) fail('event-object', 'event', 'is not an object');
-  const where = `event ${String(value.type)} at seq ${String(value.seq)}`;
+  const where = (): string => `event ${showToken(value.type)} at seq ${showToken(value.seq)}`;
   if (typeof value.type !== 'string' || value.type.length === 0) fail('event-type', where, 'type must be a non-empty string');
   if (!isSafe(value.seq) || (value.seq as number) < 0) fail('event-seq', where, 'seq must be a non-negative safe integer');
   if (!isSafe(value.time)) fail('event-time', where, 'time must be a safe integer');

@@ -29,6 +29,7 @@ import { isRowType } from '../core/types.js';
 import { RECORD_SCHEMA, type FaultReason, type FrameEncoding } from '../../streams/frame-codec.js';
 import { scanFrames } from '../../streams/frame-scanner.js';
 import { IO_BLOCK_BYTES } from './io.js';
+import { quoteValue } from '../core/excerpt.js';
 
 /** Kind of the entry line of a frame that cannot be decoded. */
 export const CORRUPT_KIND = 'corrupt';
@@ -163,7 +164,7 @@ export async function analyzeHandle(fh: FileHandle, opts: AnalyzeOptions = {}): 
       }
       const h = f.record as Record<string, unknown>;
       if (h.type !== 'session') {
-        a.headerFault = `frame 0 is not a session header (type ${JSON.stringify(h.type)})`;
+        a.headerFault = `frame 0 is not a session header (type ${quoteValue(h.type)})`;
         return a;
       }
       a.header = h as SessionHeader;

@@ -6,6 +6,7 @@
 import type { EntryLine } from '../core/types.js';
 import { parseEntry } from '../../streams/entry-codec.js';
 import { FileLineReader } from './io.js';
+import { quoteValue } from '../core/excerpt.js';
 
 export interface SidecarComparison {
   /** The entry sidecar exists. */
@@ -29,7 +30,7 @@ export interface SidecarComparison {
 function same(a: EntryLine, b: EntryLine, corrupt: boolean): string | null {
   const keys: (keyof EntryLine)[] = corrupt ? ['seq', 'offset', 'length'] : ['v', 'seq', 'count', 'offset', 'length', 'kind', 'schema', 'group'];
   for (const k of keys) {
-    if (a[k] !== b[k]) return `${k} is ${JSON.stringify(b[k])}, the log says ${JSON.stringify(a[k])}`;
+    if (a[k] !== b[k]) return `${k} is ${quoteValue(b[k])}, the log says ${quoteValue(a[k])}`;
   }
   return null;
 }

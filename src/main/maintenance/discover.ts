@@ -8,6 +8,7 @@ import { promises as fsp } from 'node:fs';
 import { decodeFrame, frameBounds } from '../../streams/frame-codec.js';
 import type { SessionHeader } from '../core/types.js';
 import type { SessionPaths } from '../paths.js';
+import { quoteValue } from '../core/excerpt.js';
 
 /** Most bytes discovery reads: a header frame larger than this is reported, not read. */
 export const DISCOVERY_MAX_BYTES = 1024 * 1024;
@@ -74,7 +75,7 @@ export async function discoverSession(paths: SessionPaths): Promise<Discovery> {
     }
     const rec = f.record as Record<string, unknown>;
     if (rec.type !== 'session') {
-      out.reason = `frame 0 is not a session header (type ${JSON.stringify(rec.type)})`;
+      out.reason = `frame 0 is not a session header (type ${quoteValue(rec.type)})`;
       return out;
     }
     out.header = rec as SessionHeader;

@@ -37,6 +37,7 @@ import { fsyncDir, writeMeta, type SessionMeta } from '../meta-file.js';
 import { assertSessionId, indexDir, sessionPaths, sessionsDir } from '../paths.js';
 import { sessionExists, tempPathFor } from './reindex.js';
 import { BufferedWriter, LineSplitter } from './io.js';
+import { jsonErrorReason, quoteInput, quoteValue } from '../core/excerpt.js';
 
 const ZSTD_MAGIC = Buffer.from([0x28, 0xb5, 0x2f, 0xfd]);
 const READ_CHUNK = 64 * 1024;
@@ -162,7 +163,7 @@ export async function importSession(dataDir: string, file: string, opts: ImportO
       try {
         value = JSON.parse(text);
       } catch (err) {
-        throw new ImportError(file, lineNo, `invalid JSON: ${(err as Error).message}`);
+        throw new ImportError(file, lineNo, `invalid JSON: ${jsonErrorReason(err)} (the line starts ${quoteInput(line)})`);
       }
       if (typeof value !== 'object' || value === null || Array.isArray(value)) throw new ImportError(file, lineNo, 'is not a JSON object');
       // Keep the line as it is when it is a valid JSONL frame on its own; else re-encode.
@@ -171,7 +172,7 @@ export async function importSession(dataDir: string, file: string, opts: ImportO
       const frameOf = (rec: unknown): Buffer => (keep ? Buffer.concat([line, Buffer.from('\n')]) : encodeFrame(rec, format));
       if (acc.header === null) {
         const h = value as Record<string, unknown>;
-        if (h.type !== 'session') throw new ImportError(file, lineNo, `the first line must be the session header (type "session"), got type ${JSON.stringify(h.type)}`);
+        if (h.type !== 'session') throw new ImportError(file, lineNo, `the first line must be the session header (type "session"), got type ${quoteValue(h.type)}`);
         acc.header = h as SessionHeader;
         acc.summary = emptySummary(acc.header);
         const frame = frameOf(acc.header);
