@@ -5,7 +5,7 @@
  * README's command block is what the declarations say.
  */
 import { spawnSync } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
@@ -131,5 +131,25 @@ describe('README command block', () => {
       expect(block).toContain(`session-pager ${c.name}`);
       for (const flag of Object.keys(c.options)) expect(block, `${c.name} --${flag}`).toContain(`--${flag}`);
     }
+  });
+});
+
+describe('commands on existing sessions refuse a --data folder that does not exist', () => {
+  it.each([
+    ['page', ['some-id']],
+    ['doctor', []],
+    ['doctor', ['some-id']],
+    ['doctor', ['--deep', '--json']],
+    ['reindex', []],
+    ['reindex', ['some-id']],
+    ['repair', ['some-id']],
+    ['repair', ['some-id', '--dry-run']],
+  ])('%s %j: one line naming the folder, exit 1, nothing created (a real process)', (name, args) => {
+    const missing = resolve(root, 'no-such-data-dir');
+    const r = cli(name, ...(args as string[]), '--data', missing);
+    expect(r.status).toBe(1);
+    expect(r.stdout).toBe('');
+    expect(r.stderr).toBe(`session-pager ${name}: data directory "${missing}" does not exist (check --data)\n`);
+    expect(existsSync(missing)).toBe(false);
   });
 });

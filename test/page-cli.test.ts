@@ -61,11 +61,11 @@ describe('session-pager page', () => {
     expect(r.stderr.trimEnd().split('\n')).toHaveLength(1);
   });
 
-  it('a data dir that does not exist: session_not_found, and no directory is created', () => {
+  it('a data dir that does not exist: says so (not session_not_found), exit 1, and no directory is created', () => {
     const missing = join(dir, 'no-such-dir');
     const r = page('talk', '--data', missing);
     expect(r.status).toBe(1);
-    expect(r.stderr).toMatch(/^session-pager page: session_not_found: /);
+    expect(r.stderr).toBe(`session-pager page: data directory "${missing}" does not exist (check --data)\n`);
     expect(existsSync(missing)).toBe(false);
   });
 });

@@ -8,6 +8,7 @@
  */
 import { CliError } from './cli/common.js';
 import { HelpRequested, type Command } from './cli/command.js';
+import { assertDataDirExists } from './cli/data-dir.js';
 import { COMMANDS, loadAllCommands, loadCommand } from './cli/registry.js';
 import { isPagerError } from './core/errors.js';
 import { packageVersion } from './version.js';
@@ -54,7 +55,9 @@ export async function main(argv: string[], env: NodeJS.ProcessEnv = process.env)
     return 2;
   }
   try {
-    return await cmd.run(cmd.parse(rest, env), env);
+    const args = cmd.parse(rest, env);
+    if (cmd.existingDir !== undefined) await assertDataDirExists(args.values[cmd.existingDir] as string);
+    return await cmd.run(args, env);
   } catch (err) {
     if (err instanceof HelpRequested) {
       process.stdout.write(err.text);

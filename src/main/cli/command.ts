@@ -68,6 +68,11 @@ export interface CommandDecl<O extends OptionsDecl> {
   /** More positionals than declared are refused unless this is set (name of the rest). */
   options: O;
   examples: readonly string[];
+  /**
+   * Name of the option holding a data directory that must exist (commands
+   * on existing sessions): the dispatcher refuses a missing one with exit 1.
+   */
+  existingDir?: string;
   /** Exit codes beyond 0 / 1 / 2 worth knowing (shown in --help). */
   exitCodes?: readonly string[];
   run(args: Parsed<O>, env: NodeJS.ProcessEnv): Promise<number>;

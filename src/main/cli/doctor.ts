@@ -46,6 +46,7 @@ export const command = defineCommand({
     json: { type: 'boolean', describe: 'print one JSON document instead of the table' },
   },
   exitCodes: ['3  the worst session is degraded', '4  at least one session needs repair'],
+  existingDir: 'data',
   examples: ['session-pager doctor --deep --data ./data'],
   run: ({ values, positionals }) => doctor(values.data, positionals[0], values.deep, values.json),
 });

@@ -18,6 +18,7 @@ export const command = defineCommand({
     'max-bytes': { type: 'int', describe: 'soft target for the stored bytes the page covers', defaultText: 'none' },
     workers: { type: 'int', min: 1, describe: 'worker threads', defaultText: 'one per core, at most 8' },
   },
+  existingDir: 'data',
   examples: ['session-pager page demo-long --max-messages 5 --data ./.demo-data'],
   async run({ values, positionals }) {
     const params: PageParams = {};

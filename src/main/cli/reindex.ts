@@ -17,6 +17,7 @@ export const command = defineCommand({
   summary: 'rebuild the sidecars of one or every session from the canonical log',
   positionals: [{ name: 'id', required: false, describe: 'one session', }],
   options: { data: DATA_DIR },
+  existingDir: 'data',
   examples: ['session-pager reindex my-session --data ./data'],
   run: ({ values, positionals }) => reindex(values.data, positionals[0]),
 });

@@ -34,6 +34,7 @@ export const command = defineCommand({
     data: DATA_DIR,
     'dry-run': { type: 'boolean', describe: 'print the plan, write nothing' },
   },
+  existingDir: 'data',
   examples: ['session-pager repair my-session --dry-run --data ./data'],
   run: ({ values, positionals }) => repair(values.data, positionals[0] as string, values['dry-run']),
 });
