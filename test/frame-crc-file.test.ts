@@ -7,7 +7,7 @@
 import { describe, expect, it } from 'vitest';
 import { crc32 } from 'node:zlib';
 import fc from 'fast-check';
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { chainCrcRecords, CRC_RECORD_BYTES, CrcCursor, readCrcRecords, readCrcRecordsAt, recordOffset, sliceCrcRecords } from '../src/streams/frame-crc-file.js';
@@ -98,17 +98,22 @@ describe('chained frame checksums', () => {
     const lengths = [4, 7, 5, 9, 3];
     const bytes = frames(lengths);
     const { records } = chainCrcRecords(bytes, 0, lengths, null);
-    const path = join(mkdtempSync(join(tmpdir(), 'crc-')), 'frames.crc2');
-    writeFileSync(path, records);
-    const offs = offsets(lengths, 0);
-    // Frames 2..3 by number, with frame 1's record as the seed: the same bytes the offset search finds.
-    const byNumber = readCrcRecordsAt(path, 1, 3);
-    expect(byNumber).toEqual(records.subarray(1 * CRC_RECORD_BYTES, 4 * CRC_RECORD_BYTES));
-    expect(readCrcRecords(path, offs[2] as number, offs[4] as number, 2)).toEqual(byNumber);
-    expect(recordOffset(byNumber as Buffer, 1)).toBe(offs[2]);
-    // Past the end: nothing, so the caller falls back to the search.
-    expect(readCrcRecordsAt(path, 4, 3)).toBeNull();
-    expect(readCrcRecordsAt(join(path, 'missing'), 0, 1)).toBeNull();
+    const dir = mkdtempSync(join(tmpdir(), 'crc-'));
+    try {
+      const path = join(dir, 'frames.crc2');
+      writeFileSync(path, records);
+      const offs = offsets(lengths, 0);
+      // Frames 2..3 by number, with frame 1's record as the seed: the same bytes the offset search finds.
+      const byNumber = readCrcRecordsAt(path, 1, 3);
+      expect(byNumber).toEqual(records.subarray(1 * CRC_RECORD_BYTES, 4 * CRC_RECORD_BYTES));
+      expect(readCrcRecords(path, offs[2] as number, offs[4] as number, 2)).toEqual(byNumber);
+      expect(recordOffset(byNumber as Buffer, 1)).toBe(offs[2]);
+      // Past the end: nothing, so the caller falls back to the search.
+      expect(readCrcRecordsAt(path, 4, 3)).toBeNull();
+      expect(readCrcRecordsAt(join(path, 'missing'), 0, 1)).toBeNull();
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 
   it('a record whose length lies is not trusted, though every CRC still matches', () => {

@@ -3,7 +3,7 @@
  * page path before the first request, and leaves nothing behind: not in the
  * store's data directory, not in the temporary directory.
  */
-import { mkdtempSync, readdirSync } from 'node:fs';
+import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
@@ -24,6 +24,7 @@ describe('store warm-up', () => {
       expect(leftovers().filter((f) => !before.has(f))).toEqual([]);
     } finally {
       await store.close();
+      rmSync(dataDir, { recursive: true, force: true });
     }
   }, 30_000);
 
@@ -47,6 +48,7 @@ describe('store warm-up', () => {
       else process.env.TMPDIR = saved;
       process.off('warning', onWarning);
       await store.close();
+      rmSync(dataDir, { recursive: true, force: true });
     }
   }, 30_000);
 });
