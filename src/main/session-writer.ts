@@ -11,6 +11,7 @@ import type { FileHandle } from 'node:fs/promises';
 import { encodeBatch, encodeRecords } from '../streams/batch-encoder.js';
 import { validateEvent } from './core/chunk-codec.js';
 import { PagerError } from './core/errors.js';
+import { nestingMessage, valueNestingExceeds } from './core/nesting.js';
 import { emptySummary, foldEvent } from './core/summary.js';
 import type { SessionEvent, SessionHeader } from './core/types.js';
 import { isRowType } from './core/types.js';
@@ -57,6 +58,7 @@ function checkHeader(id: string, header: unknown, now: number): SessionHeader {
   if (typeof header !== 'object' || header === null || Array.isArray(header)) {
     throw new PagerError('invalid_request', 'session header must be a JSON object');
   }
+  if (valueNestingExceeds(header)) throw new PagerError('invalid_request', nestingMessage('session header'));
   const h = { ...(header as Record<string, unknown>) };
   if (h.type === undefined) h.type = 'session';
   if (h.type !== 'session') throw new PagerError('invalid_request', 'session header type must be "session"');
@@ -81,6 +83,7 @@ export function checkBatch(events: unknown, nextSeq: number): SessionEvent[] {
   const out: SessionEvent[] = new Array(events.length);
   for (let i = 0; i < events.length; i++) {
     let e: SessionEvent;
+    if (valueNestingExceeds(events[i])) throw new PagerError('invalid_request', `events[${i}]: ${nestingMessage('event')}`, { index: i });
     try {
       e = validateEvent(events[i]);
     } catch (err) {

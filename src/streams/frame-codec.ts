@@ -19,6 +19,8 @@ import { crc32 } from 'node:zlib';
 import { Packr } from 'msgpackr';
 import { RecordError } from '../main/core/errors.js';
 import { validateRecord } from '../main/core/chunk-codec.js';
+import { jsonNestingExceeds, nestingMessage } from '../main/core/nesting.js';
+import { msgpackJsonFault } from './msgpack-check.js';
 import type { StorageRecord } from '../main/core/types.js';
 import { jsonErrorReason, safeLine } from '../main/core/excerpt.js';
 
@@ -36,8 +38,11 @@ const MAGIC0 = 0x53; // 'S'
 
 export type FrameEncoding = 'jsonl' | 'binary';
 
-/** Plain MessagePack maps, no record extension: any MessagePack decoder can read a payload. */
-const packr = new Packr({ useRecords: false, mapsAsObjects: true, variableMapSize: true });
+/**
+ * Plain MessagePack maps, no record extension: any MessagePack decoder can read a payload.
+ * 64-bit integers decode as numbers: msgpackJsonFault has already refused those past the safe integers.
+ */
+const packr = new Packr({ useRecords: false, mapsAsObjects: true, variableMapSize: true, int64AsType: 'number' });
 
 export type FaultReason =
   | 'torn' // the frame runs past the end of the available bytes
@@ -170,6 +175,8 @@ export function decodeFrame(buf: Uint8Array, pos: number, fileOffset: number, en
   if (!b.ok) return b;
   const bytes = Buffer.isBuffer(buf) ? buf : Buffer.from(buf.buffer, buf.byteOffset, buf.byteLength);
   if (b.encoding === 'jsonl') {
+    // Before anything recursive meets it (core/nesting.ts).
+    if (jsonNestingExceeds(bytes, pos, pos + b.length - 1)) return fault(fileOffset, 'bad_payload', nestingMessage('JSON line'), b.length);
     let value: unknown;
     try {
       value = JSON.parse(bytes.toString('utf8', pos, pos + b.length - 1));
@@ -186,6 +193,9 @@ export function decodeFrame(buf: Uint8Array, pos: number, fileOffset: number, en
   if (actual !== expected) {
     return fault(fileOffset, 'bad_checksum', `CRC-32 mismatch (stored ${expected.toString(16)}, computed ${actual.toString(16)})`, b.length);
   }
+  // Only what JSON can hold (msgpack-check.ts): else msgpackr would hand out BigInts, Dates, Buffers, NaN.
+  const notJson = msgpackJsonFault(payload);
+  if (notJson !== null) return fault(fileOffset, 'bad_payload', notJson, b.length);
   let value: unknown;
   try {
     value = packr.unpack(payload);

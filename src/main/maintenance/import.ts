@@ -26,6 +26,7 @@ import { basename, dirname } from 'node:path';
 import { Decompress } from 'fzstd';
 import { entryFor } from '../../streams/batch-encoder.js';
 import { expandRow, recordSpan, validateRecord } from '../core/chunk-codec.js';
+import { jsonNestingExceeds, nestingMessage } from '../core/nesting.js';
 import { PagerError } from '../core/errors.js';
 import { emptySummary, foldEvent, type SessionSummary } from '../core/summary.js';
 import type { ChunkRow, SessionEvent, SessionHeader, StorageRecord } from '../core/types.js';
@@ -159,6 +160,8 @@ export async function importSession(dataDir: string, file: string, opts: ImportO
         verbatim = false;
         return;
       }
+      // Before anything recursive meets it (core/nesting.ts).
+      if (jsonNestingExceeds(line)) throw new ImportError(file, lineNo, nestingMessage('the record'));
       let value: unknown;
       try {
         value = JSON.parse(text);

@@ -4,6 +4,7 @@
  */
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { PagerError } from '../core/errors.js';
+import { MAX_NESTING_DEPTH, nestingMessage, valueNestingExceeds } from '../core/nesting.js';
 import { MAX_MAX_MESSAGES, parsePageQuery } from '../core/page-rule.js';
 import { assertSessionId } from '../paths.js';
 import type { Store } from '../store-types.js';
@@ -98,6 +99,8 @@ export async function routes(app: FastifyInstance, o: RoutesOptions): Promise<vo
     const id = sessionId(request);
     const body = request.body;
     if (!isObject(body) || !('events' in body)) throw new PagerError('invalid_request', 'body must be {"events":[...]}');
+    // The events are checked one by one (session-writer.ts); this bounds what else the body holds.
+    if (valueNestingExceeds(body, MAX_NESTING_DEPTH + 2)) throw new PagerError('invalid_request', nestingMessage('request body', MAX_NESTING_DEPTH + 2));
     // Resolves only after the batch is durable (fsync).
     const r = await store.append(id, body.events);
     if (request.pager) request.pager.append = { fromSeq: r.fromSeq, toSeq: r.toSeq };
