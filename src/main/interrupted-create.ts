@@ -8,9 +8,10 @@
  * or removes it (no complete header), and the catalog and doctor say so.
  *
  * Bounded: one stat of the metadata, one of the log, and a read of at most
- * DISCOVERY_MAX_BYTES of the log. Never writes, never throws for damage.
+ * INTERRUPTED_CREATE_MAX_BYTES of the log, through the reads its caller
+ * passes (this module does no I/O of its own). Never writes, never throws
+ * for damage.
  */
-import { promises as fsp } from 'node:fs';
 import { decodeFrame, frameBounds } from '../streams/frame-codec.js';
 import type { SessionHeader } from './core/types.js';
 import type { SessionPaths } from './paths.js';
@@ -40,23 +41,22 @@ export function classifyHeaderOnly(bytes: Uint8Array): Omit<InterruptedCreate, '
   return { logSize: bytes.length, headerComplete: true, header: h as SessionHeader };
 }
 
-async function exists(path: string): Promise<boolean> {
-  try {
-    await fsp.lstat(path);
-    return true;
-  } catch (err) {
-    return (err as NodeJS.ErrnoException).code !== 'ENOENT';
-  }
+/** The reads findInterruptedCreate needs (session-state.ts passes the file system's). */
+export interface InterruptedCreateReads {
+  /** Whether anything is at `path`. */
+  exists(path: string): Promise<boolean>;
+  /** Size of the regular file at `path`, or null when it is none. */
+  fileSize(path: string): Promise<number | null>;
+  readFile(path: string): Promise<Uint8Array>;
 }
 
-export async function findInterruptedCreate(paths: SessionPaths): Promise<InterruptedCreate | null> {
+export async function findInterruptedCreate(paths: SessionPaths, io: InterruptedCreateReads): Promise<InterruptedCreate | null> {
   try {
     // Any metadata file at all, even a damaged one, means the create was acknowledged once.
-    if (await exists(paths.meta)) return null;
-    const st = await fsp.stat(paths.events);
-    if (!st.isFile() || st.size > INTERRUPTED_CREATE_MAX_BYTES) return null;
-    const bytes = await fsp.readFile(paths.events);
-    const c = classifyHeaderOnly(bytes);
+    if (await io.exists(paths.meta)) return null;
+    const size = await io.fileSize(paths.events);
+    if (size === null || size > INTERRUPTED_CREATE_MAX_BYTES) return null;
+    const c = classifyHeaderOnly(await io.readFile(paths.events));
     if (c === null) return null;
     const what = c.headerComplete
       ? `the log holds only its header frame (${c.logSize} bytes)`

@@ -28,7 +28,7 @@ import type { ChunkRow, EntryLine, SessionEvent, StorageRecord } from './core/ty
 import { isRowType } from './core/types.js';
 import { checkMetaShape, readMeta, type SessionMeta } from './meta-file.js';
 import type { SessionPaths } from './paths.js';
-import { findInterruptedCreate } from './interrupted-create.js';
+import { findInterruptedCreate, type InterruptedCreate } from './interrupted-create.js';
 import { quoteValue } from './core/excerpt.js';
 
 export type SessionStatus = 'ok' | 'degraded' | 'repair_required';
@@ -204,6 +204,18 @@ async function catchUp(paths: SessionPaths, entries: EntriesFile, meta: SessionM
   return caught;
 }
 
+/** What a create cut by a crash left of this session, if that is all there is (interrupted-create.ts). */
+export function interruptedCreate(paths: SessionPaths): Promise<InterruptedCreate | null> {
+  return findInterruptedCreate(paths, {
+    exists: (p) => fsp.lstat(p).then(
+      () => true,
+      (err: NodeJS.ErrnoException) => err.code !== 'ENOENT',
+    ),
+    fileSize: (p) => fsp.stat(p).then((st) => (st.isFile() ? st.size : null)),
+    readFile: (p) => fsp.readFile(p),
+  });
+}
+
 async function statLog(path: string): Promise<{ size: number; mtimeMs: number } | StateProblem> {
   try {
     const st = await fsp.stat(path);
@@ -225,7 +237,7 @@ export async function loadSessionState(paths: SessionPaths): Promise<SessionStat
   const metaOrReason = await readMeta(paths.meta);
   if (typeof metaOrReason === 'string') {
     if (metaOrReason === 'metadata sidecar is missing') {
-      const interrupted = await findInterruptedCreate(paths);
+      const interrupted = await interruptedCreate(paths);
       if (interrupted !== null) return broken({ code: 'create_interrupted', message: interrupted.message });
     }
     return broken({ code: metaOrReason === 'metadata sidecar is missing' ? 'meta_missing' : 'meta_invalid', message: metaOrReason });

@@ -6,6 +6,7 @@
  * processes (lock file); appends on one writer are serialized.
  */
 import { promises as fsp } from 'node:fs';
+import { join } from 'node:path';
 import { writeAllAt } from '../streams/write-at.js';
 import type { FileHandle } from 'node:fs/promises';
 import { encodeBatch, encodeRecords } from '../streams/batch-encoder.js';
@@ -20,10 +21,8 @@ import type { Lease } from '../storage/backend.js';
 import { CrcProjection } from './crc-projection.js';
 import { IndexProjection } from './index-projection.js';
 import { fsyncDir, writeFileAtomic, writeMeta, type SessionMeta } from './meta-file.js';
-import { findInterruptedCreate } from './interrupted-create.js';
-import { createTempPath, existsPath, removeCreateTemps } from './create-temp.js';
 import { indexDir, sessionPaths, sessionsDir, type SessionPaths } from './paths.js';
-import { loadSessionState } from './session-state.js';
+import { interruptedCreate, loadSessionState } from './session-state.js';
 import { scanFile } from '../streams/frame-scanner.js';
 import { validateRecord, recordSpan, expandRow } from './core/chunk-codec.js';
 import { entryFor } from '../streams/batch-encoder.js';
@@ -119,6 +118,39 @@ function writeAllSync(fh: FileHandle, data: Buffer | string, position: number): 
   writeAllAt(fh.fd, typeof data === 'string' ? Buffer.from(data, 'utf8') : data, position);
 }
 
+/*
+ * Temp names of the header frame a create writes before it links the log
+ * into place. They live beside the logs, start with a dot and do not end in
+ * `.events`, so nothing lists them as sessions.
+ */
+const SUFFIX = '.creating';
+
+function createTempPath(dataDir: string, id: string): string {
+  return join(sessionsDir(dataDir), `.${id}.events.${process.pid}.${Date.now()}${SUFFIX}`);
+}
+
+/** Remove temp logs of earlier creates of `id` (call under the session's lock). */
+async function removeCreateTemps(dataDir: string, id: string): Promise<void> {
+  const dir = sessionsDir(dataDir);
+  const prefix = `.${id}.events.`;
+  const names = await fsp.readdir(dir).catch(() => [] as string[]);
+  for (const n of names) {
+    if (n.startsWith(prefix) && n.endsWith(SUFFIX) && /^\d+\.\d+$/.test(n.slice(prefix.length, -SUFFIX.length))) {
+      await fsp.rm(join(dir, n), { force: true });
+    }
+  }
+}
+
+async function existsPath(path: string): Promise<boolean> {
+  try {
+    await fsp.lstat(path);
+    return true;
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return false;
+    throw err;
+  }
+}
+
 export class SessionWriter {
   private queue: Promise<unknown> = Promise.resolve();
   private listeners = new Set<AppendListener>();
@@ -175,7 +207,7 @@ export class SessionWriter {
     let tmpLog: string | undefined;
     try {
       const takeOver = await existsPath(paths.events);
-      if (takeOver && (await findInterruptedCreate(paths)) === null) throw new PagerError('session_exists', `session ${id} already exists`);
+      if (takeOver && (await interruptedCreate(paths)) === null) throw new PagerError('session_exists', `session ${id} already exists`);
       // Temp logs of creates of this id that crashed: no one else writes them while we hold its lock.
       await removeCreateTemps(dataDir, id);
       const enc = encodeRecords([h as unknown as StorageRecord], 0, format);

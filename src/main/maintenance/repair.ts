@@ -25,10 +25,9 @@ import { localFiles } from '../../storage/local/local-backend.js';
 import type { Lease } from '../../storage/backend.js';
 import { fsyncDir } from '../meta-file.js';
 import type { SessionPaths } from '../paths.js';
-import { loadSessionState, type SessionState } from '../session-state.js';
+import { interruptedCreate, loadSessionState, type SessionState } from '../session-state.js';
 import { analyzeLog, type LogAnalysis } from './analyze.js';
 import { SidecarComparer, type SidecarComparison } from './compare.js';
-import { findInterruptedCreate } from '../interrupted-create.js';
 import { corruptIssue, reindexSession, sessionExists, type ReindexResult } from './reindex.js';
 
 export type RepairStep =
@@ -104,7 +103,7 @@ export async function planRepair(paths: SessionPaths, opts: RepairOptions = {}):
   const sidecar = await comparer.finish();
   const plan: RepairPlan = { id: paths.id, steps: [], kept: [], unfixable: [], before, analysis, sidecar };
   const now = opts.now ?? Date.now;
-  const interrupted = before.problems[0]?.code === 'create_interrupted' && analysis.header === null ? await findInterruptedCreate(paths) : null;
+  const interrupted = before.problems[0]?.code === 'create_interrupted' && analysis.header === null ? await interruptedCreate(paths) : null;
   if (interrupted !== null) {
     // Nothing was ever acknowledged; bytes of a cut header are still backed up, an empty file is not.
     if (interrupted.logSize > 0) plan.steps.push({ kind: 'backup', path: backupPath(paths, now()) });
