@@ -200,6 +200,8 @@ describe('serve command', () => {
     const cfg = { ...parseServeArgs(['--demo', '--data', dir, '--port', '0', '--log-level', 'silent'], {}), demoPlan: plan };
     const s1 = await startServe(cfg, {}, sink);
     try {
+      // It listens first; the demo corpus is made during the warm-up.
+      await s1.ready;
       expect(s1.token).toMatch(/^[A-Za-z0-9_-]{24,}$/);
       expect(out).toContain(`listening on ${s1.url}`);
       expect(out).toContain(`token: ${s1.token}`);
@@ -219,6 +221,7 @@ describe('serve command', () => {
     out = '';
     const s2 = await startServe(cfg, {}, sink);
     try {
+      await s2.ready;
       expect(out).toMatch(/demo corpus: 2 sessions, 3,300 events/);
       expect(s2.token).toBe(s1.token);
       expect((await (await fetch(`${s2.url}/v1/sessions`, { headers: { authorization: `Bearer ${s2.token}` } })).json()) as unknown).toMatchObject({ sessions: [{ id: 'demo-a' }, { id: 'demo-b' }] });
@@ -243,6 +246,8 @@ describe('serve command', () => {
     child.stderr.on('data', (d: Buffer) => (out += d.toString()));
     const exited = new Promise<number | null>((r) => child.on('exit', r));
     const url = await until('the banner', () => /listening on (http:\/\/127\.0\.0\.1:\d+)/.exec(out)?.[1], 20_000);
+    // A server past its warm-up (shutting down during the warm-up waits for it).
+    await until('ready', async () => (await rawRequest(`${url}/readyz`)).status === 200, 60_000, 100);
     const s = await openSse(`${url}/v1/sessions/wire/follow?maxMessages=1`, AUTH);
     await s.waitFor('snapshot', (e) => e.length === 1);
     const page = await rawRequest(`${url}/v1/sessions/wire/page`, { headers: AUTH });

@@ -62,10 +62,12 @@ function json(res: { body: string }): any {
 }
 
 describe('auth', () => {
-  it('leaves /healthz open and requires the bearer token everywhere else', async () => {
-    const h = await app.inject({ url: '/healthz' });
-    expect(h.statusCode).toBe(200);
-    expect(json(h)).toEqual({ status: 'ok' });
+  it('leaves /healthz, /livez and /readyz open and requires the bearer token everywhere else', async () => {
+    for (const url of ['/healthz', '/livez', '/readyz']) {
+      const h = await app.inject({ url });
+      expect(h.statusCode, url).toBe(200);
+      expect(json(h)).toEqual({ status: 'ok' });
+    }
     for (const url of ['/v1/sessions', '/v1/sessions/alpha', '/v1/sessions/alpha/page', '/v1/sessions/alpha/follow', '/metrics', '/v1/openapi.json']) {
       const missing = await app.inject({ url });
       expect(missing.statusCode, url).toBe(401);
@@ -516,7 +518,7 @@ describe('metrics, OpenAPI, logs', () => {
     const doc = json(r);
     expect(doc.openapi).toMatch(/^3\./);
     expect(Object.keys(doc.paths).sort()).toEqual(
-      ['/healthz', '/metrics', '/v1/openapi.json', '/v1/sessions', '/v1/sessions/{id}', '/v1/sessions/{id}/events', '/v1/sessions/{id}/follow', '/v1/sessions/{id}/page'].sort(),
+      ['/healthz', '/livez', '/readyz', '/metrics', '/v1/openapi.json', '/v1/sessions', '/v1/sessions/{id}', '/v1/sessions/{id}/events', '/v1/sessions/{id}/follow', '/v1/sessions/{id}/page'].sort(),
     );
     expect(doc.components.schemas.Error.properties.error.properties.code.enum).toEqual(expect.arrayContaining(['invalid_request', 'unauthorized', 'session_not_found', 'seq_conflict', 'repair_required', 'corrupt_range', 'payload_too_large', 'overloaded', 'internal']));
   });

@@ -70,6 +70,19 @@ export interface StoreStats {
   pagesServed: number;
 }
 
+/**
+ * What validates a session's pages without building one (HTTP ETags, 304s):
+ * a page is a function of the events up to its cut, its parameters and the
+ * log it was read from, so the next seq and the log's identity are enough.
+ */
+export interface PageVersion {
+  nextSeq: number;
+  /** Changes when the log is replaced (deleted and created again, restored); never on append. */
+  incarnation: string;
+  /** False when pages would fail with `repair_required`. */
+  servable: boolean;
+}
+
 export type FollowListener = (events: readonly SessionEvent[]) => void;
 
 export interface Store {
@@ -89,6 +102,8 @@ export interface Store {
    * running piscina task would kill its worker).
    */
   pageBuffer(id: string, params?: PageParams, signal?: AbortSignal): Promise<PageBuffer>;
+  /** See PageVersion; a backend without a cheap log identity may leave it out (pages are then validated by their bytes). */
+  pageVersion?(id: string): Promise<PageVersion>;
   /** Logical events [fromSeq, toSeq) of the indexed log (bounded by the caller). */
   readEvents(id: string, fromSeq: number, toSeq: number): Promise<SessionEvent[]>;
   create(id: string, header: unknown, opts?: { format?: FrameEncoding }): Promise<CatalogEntry>;

@@ -19,7 +19,7 @@ import { assemblePage, parseSlice, type ParsedSlice } from './page-assembler.js'
 import { assertSessionId, indexDir, sessionPaths, sessionsDir, type SessionPaths } from './paths.js';
 import { catalogState, loadSessionState, needsRepair, type SessionState, type SessionStatus, type StateProblem } from './session-state.js';
 import { SessionWriter, type AppendResult } from './session-writer.js';
-import type { CatalogEntry, FollowListener, PageBuffer, Store, StoreStats } from './store-types.js';
+import type { CatalogEntry, FollowListener, PageBuffer, PageVersion, Store, StoreStats } from './store-types.js';
 import { createPagePool, runSlice, type PagePool } from './worker-pool.js';
 import { warmUpPlanner } from './planner-warmup.js';
 import { warmUpPagePath } from './page-path-warmup.js';
@@ -515,6 +515,14 @@ export class PagerStore implements Store {
       this.pageCache.set(key, prepared, r.throughSeq === view.nextSeq - 1 && r.end === r.throughSeq + 1);
     }
     return page;
+  }
+
+  async pageVersion(id: string): Promise<PageVersion> {
+    this.assertOpen();
+    const v = await this.view(id);
+    // Inode and birth time: a log made anew (even at a reused inode) is another log.
+    const s = statSync(v.paths.events, { throwIfNoEntry: false });
+    return { nextSeq: v.nextSeq, servable: v.status !== 'repair_required', incarnation: s === undefined ? '' : `${s.ino}:${s.birthtimeMs}` };
   }
 
   async page(id: string, params: PageParams = {}): Promise<Page> {

@@ -2,7 +2,8 @@
  * The HTTP service (SPEC section 6): `buildServer(store, opts)` returns a
  * fastify instance made of encapsulated plugins:
  *
- *   root      error handling, metrics/log hooks, URL-length limit, compression, /healthz
+ *   root      error handling, metrics/log hooks, URL-length limit, compression,
+ *             /livez, /readyz, /healthz (readiness.ts)
  *   └─ api    bearer auth, load shedding, /v1 routes, follow (SSE), /metrics, OpenAPI
  *
  * The app does not own the store: `shutdown(app, store)` closes the app
@@ -15,6 +16,7 @@ import Fastify, { LogController, type FastifyInstance, type FastifyRequest } fro
 import { PagerError } from '../core/errors.js';
 import type { Store } from '../store-types.js';
 import { addAuth } from './auth.js';
+import { registerCors } from './cors.js';
 import { errorsPlugin } from './errors.js';
 import { clientErrorHandler, frameworkErrors, refuseConnect } from './framework-errors.js';
 import { addRequestDecoding } from './request-decoding.js';
@@ -25,6 +27,7 @@ import { ServerMetrics, metricsPlugin, metricsRoute } from './metrics.js';
 import { openapiRoute } from './openapi.js';
 import { resolveOptions, type ResolvedOptions, type ServerOptions } from './options.js';
 import { LoadMonitor, type OverloadPolicy } from './overload.js';
+import { readinessRoutes } from './readiness.js';
 import { routes } from './routes.js';
 
 export type { ServerOptions } from './options.js';
@@ -76,13 +79,14 @@ export function buildServer(store: Store, options: ServerOptions = {}): FastifyI
 
   const monitor = new LoadMonitor(o.lagSampleMs);
   monitor.start();
-  const metrics = new ServerMetrics(store, monitor);
+  const metrics = new ServerMetrics(store, monitor, o.readiness);
   const hub = new FollowHub(store, o.follow, metrics);
-  const policy: OverloadPolicy = { monitor, store, maxLagMs: o.maxEventLoopLagMs, maxPoolQueue: o.maxPoolQueue, retryAfterSeconds: o.retryAfterSeconds };
+  const policy: OverloadPolicy = { monitor, store, maxLagMs: o.maxEventLoopLagMs, maxPoolQueue: o.maxPoolQueue, retryAfterSeconds: o.retryAfterSeconds, readiness: o.readiness };
   app.decorate('pagerState', { options: o, metrics, hub, monitor });
 
   app.register(errorsPlugin, { metrics, retryAfterSeconds: o.retryAfterSeconds, routes: routeTable });
   app.register(metricsPlugin, { metrics });
+  if (o.corsOrigin !== null) registerCors(app, o.corsOrigin);
   let closing = false;
   app.addHook('onRequest', async (request: FastifyRequest) => {
     if (closing) throw new PagerError('overloaded', 'the server is shutting down; retry shortly');
@@ -111,7 +115,7 @@ export function buildServer(store: Store, options: ServerOptions = {}): FastifyI
     zlibOptions: { level: o.compression.gzipLevel },
   });
 
-  app.get('/healthz', async () => ({ status: 'ok' }));
+  readinessRoutes(app, o.readiness, o.retryAfterSeconds);
 
   // Everything else: authenticated, encapsulated.
   app.register(async (api) => {

@@ -8,6 +8,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 import type { PageBuffer, Store } from '../store-types.js';
 import type { LoadMonitor } from './overload.js';
+import type { Readiness } from './readiness.js';
 import { globalPlugin } from './plugin.js';
 
 const P = 'session_pager_';
@@ -27,6 +28,7 @@ export class ServerMetrics {
   readonly followRereads: Counter;
   readonly appendedEvents: Counter;
   readonly aborted: Counter<'route'>;
+  readonly notModified: Counter<'route'>;
 
   /** A page answered on `route`: count it, its size and, when it was built for this request, its phases. */
   observePage(route: string, pb: PageBuffer): void {
@@ -37,7 +39,7 @@ export class ServerMetrics {
     for (const [phase, ms] of Object.entries(pb.timing)) this.pagePhase.observe({ phase }, ms / 1000);
   }
 
-  constructor(store: Store, monitor: LoadMonitor) {
+  constructor(store: Store, monitor: LoadMonitor, readiness?: Readiness) {
     const registers = [this.registry];
     collectDefaultMetrics({ register: this.registry, prefix: P });
     this.httpDuration = new Histogram({
@@ -78,6 +80,7 @@ export class ServerMetrics {
       registers,
     });
     this.aborted = new Counter({ name: `${P}http_aborted_total`, help: 'Requests whose client went away before the response was complete', labelNames: ['route'], registers });
+    this.notModified = new Counter({ name: `${P}not_modified_total`, help: 'Conditional requests answered 304 (If-None-Match) without building the page', labelNames: ['route'], registers });
     this.appendedEvents = new Counter({ name: `${P}appended_events_total`, help: 'Events appended over HTTP (durable)', registers });
 
     // Store-side numbers are read when scraped.
@@ -91,6 +94,7 @@ export class ServerMetrics {
     new Gauge({ name: `${P}page_cache_hits`, help: 'Pages served from the prepared-page cache since start', registers, collect() { this.set(stats().cache.pageHits); } });
     new Gauge({ name: `${P}page_cache_bytes`, help: 'Bytes of prepared pages held for repeated requests', registers, collect() { this.set(stats().cache.pageBytes); } });
     new Gauge({ name: `${P}store_pages_served`, help: 'Pages assembled by the store since start', registers, collect() { this.set(stats().pagesServed); } });
+    new Gauge({ name: `${P}ready`, help: '1 once the warm-up is done (what /readyz says), else 0', registers, collect() { this.set(readiness === undefined || readiness.state === 'ready' ? 1 : 0); } });
     new Gauge({ name: `${P}event_loop_lag_seconds`, help: 'Smoothed event-loop lag used for load shedding', registers, collect() { this.set(monitor.lagMs / 1000); } });
     new Gauge({
       name: `${P}event_loop_delay_seconds`,
@@ -157,7 +161,7 @@ export const metricsPlugin = globalPlugin('session-pager-metrics', async (app: F
       if (out <= 0) out = Number(reply.getHeader('content-length') ?? 0) || 0;
       m.bytesOut.inc({ route }, out);
     }
-    const level = route === '/healthz' || route === '/metrics' ? 'debug' : 'info';
+    const level = route === '/healthz' || route === '/livez' || route === '/readyz' || route === '/metrics' ? 'debug' : 'info';
     request.log[level](
       {
         method: request.method,

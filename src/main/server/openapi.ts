@@ -29,7 +29,7 @@ export const OPENAPI = {
     title: 'session-pager',
     version: '1',
     description:
-      'Pages of very long agent-session event logs, served from sidecar indexes. Every route but /healthz needs `Authorization: Bearer <token>` when the server has a token. Responses are gzip or brotli compressed when the client accepts it.',
+      'Pages of very long agent-session event logs, served from sidecar indexes. Every route but /livez, /readyz and /healthz needs `Authorization: Bearer <token>` when the server has a token. Responses are gzip or brotli compressed when the client accepts it.',
   },
   servers: [{ url: '/' }],
   security: [{ bearer: [] }],
@@ -127,8 +127,14 @@ export const OPENAPI = {
     },
   },
   paths: {
+    '/livez': {
+      get: { summary: 'Liveness: 200 as soon as the server listens (no auth)', security: [], responses: { 200: { description: 'ok', content: { 'application/json': { schema: { type: 'object' } } } } } },
+    },
+    '/readyz': {
+      get: { summary: 'Readiness: 503 overloaded while warming up, then 200 (no auth)', security: [], responses: { 200: { description: 'ready', content: { 'application/json': { schema: { type: 'object' } } } }, 503: E[503] } },
+    },
     '/healthz': {
-      get: { summary: 'Liveness (no auth)', security: [], responses: { 200: { description: 'ok', content: { 'application/json': { schema: { type: 'object' } } } } } },
+      get: { summary: 'Readiness, as /readyz (no auth)', security: [], responses: { 200: { description: 'ready', content: { 'application/json': { schema: { type: 'object' } } } }, 503: E[503] } },
     },
     '/metrics': {
       get: { summary: 'Prometheus metrics', responses: { 200: { description: 'Prometheus text format', content: { 'text/plain': {} } }, 401: E[401] } },

@@ -4,6 +4,7 @@
  * knobs.
  */
 import type { FastifyServerOptions } from 'fastify';
+import { Readiness } from './readiness.js';
 
 export interface FollowOptions {
   /** Comment line every this many ms so proxies and clients see a live stream (default 15 s). */
@@ -67,6 +68,10 @@ export interface ServerOptions {
     gzipLevel?: number;
   };
   follow?: FollowOptions;
+  /** CORS: allowed origin(s), comma-separated, or `*`; null or absent: CORS off (default). */
+  corsOrigin?: string | null;
+  /** What /readyz and /healthz report (default: ready at once; `serve` passes one that is warming up). */
+  readiness?: Readiness;
 }
 
 export interface ResolvedFollowOptions extends Required<FollowOptions> {}
@@ -86,6 +91,8 @@ export interface ResolvedOptions {
   retryAfterSeconds: number;
   compression: { threshold: number; brotliQuality: number; gzipLevel: number };
   follow: ResolvedFollowOptions;
+  readiness: Readiness;
+  corsOrigin: string | null;
 }
 
 export function resolveOptions(o: ServerOptions = {}): ResolvedOptions {
@@ -115,5 +122,7 @@ export function resolveOptions(o: ServerOptions = {}): ResolvedOptions {
       maxStreams: f.maxStreams ?? 512,
       retryMs: f.retryMs ?? 2_000,
     },
+    readiness: o.readiness ?? new Readiness(true),
+    corsOrigin: o.corsOrigin ? o.corsOrigin : null,
   };
 }

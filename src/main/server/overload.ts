@@ -10,6 +10,7 @@
 import { monitorEventLoopDelay, type IntervalHistogram } from 'node:perf_hooks';
 import { PagerError } from '../core/errors.js';
 import type { Store } from '../store-types.js';
+import type { Readiness } from './readiness.js';
 
 export class LoadMonitor {
   private timer: NodeJS.Timeout | undefined;
@@ -66,11 +67,13 @@ export interface OverloadPolicy {
   /** undefined: half the pool's own queue bound, so we answer 503 before the pool refuses. */
   maxPoolQueue: number | undefined;
   retryAfterSeconds: number;
+  /** While warming up, the lag is the warm-up's own (JIT warm-up on this thread): requests are served, not shed for it. */
+  readiness?: Readiness;
 }
 
 /** Throw `overloaded` when the event loop lags (all guarded routes). */
 export function checkLoop(p: OverloadPolicy): void {
-  if (p.maxLagMs > 0) {
+  if (p.maxLagMs > 0 && (p.readiness === undefined || p.readiness.state === 'ready')) {
     const lag = p.monitor.lagMs;
     if (lag > p.maxLagMs) {
       throw new PagerError('overloaded', `server is overloaded (event-loop lag ${Math.round(lag)} ms); retry shortly`, { retryAfter: p.retryAfterSeconds });

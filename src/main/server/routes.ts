@@ -5,7 +5,7 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { PagerError } from '../core/errors.js';
 import { MAX_NESTING_DEPTH, nestingMessage, valueNestingExceeds } from '../core/nesting.js';
-import { MAX_MAX_MESSAGES, parsePageQuery } from '../core/page-rule.js';
+import { MAX_MAX_MESSAGES, parsePageQuery, resolvePageParams } from '../core/page-rule.js';
 import { assertSessionId } from '../paths.js';
 import type { Store } from '../store-types.js';
 import type { FollowHub } from './follow.js';
@@ -13,6 +13,7 @@ import { parseLastEventId } from './follow.js';
 import type { ServerMetrics } from './metrics.js';
 import type { ResolvedOptions } from './options.js';
 import { checkLoop, checkPool, type OverloadPolicy } from './overload.js';
+import { bodyDigest, etagFor, noneMatch, pageDigest, setPageCaching } from './page-caching.js';
 import { negotiate, PageEncoder } from './page-encoding.js';
 
 export interface RoutesOptions {
@@ -51,22 +52,43 @@ export async function routes(app: FastifyInstance, o: RoutesOptions): Promise<vo
     return store.info(sessionId(request));
   });
 
-  app.get('/v1/sessions/:id/page', { onRequest: shedPool, handlerTimeout: o.opts.pageTimeoutMs }, async (request: FastifyRequest, reply: FastifyReply) => {
+  app.get('/v1/sessions/:id/page', { onRequest: shedPool, handlerTimeout: o.opts.pageTimeoutMs, compress: false }, async (request: FastifyRequest, reply: FastifyReply) => {
     const id = sessionId(request);
     const params = parsePageQuery(request.query as Record<string, unknown>);
+    // The coding depends on Accept-Encoding alone (not on the page's size): the tag is known before the page.
+    const encoding = negotiate(request.headers['accept-encoding']);
+    const pinned = params.throughSeq !== undefined;
+    const version = store.pageVersion === undefined ? undefined : await store.pageVersion(id);
+    if (version !== undefined && version.servable) {
+      const etag = etagFor(pageDigest(id, version.incarnation, resolvePageParams(params, version.nextSeq - 1)), encoding);
+      if (noneMatch(request.headers['if-none-match'], etag)) {
+        // Not built, not read: the client's copy is this very representation.
+        metrics.notModified.inc({ route: '/v1/sessions/:id/page' });
+        setPageCaching(reply, etag, pinned);
+        return reply.code(304).send();
+      }
+    }
     const pb = await store.pageBuffer(id, params, request.signal);
     if (reply.sent) return reply; // timed out or the client went away meanwhile
     const events = pb.toSeq - pb.fromSeq;
     if (request.pager) request.pager.page = { fromSeq: pb.fromSeq, toSeq: pb.toSeq, events, bytes: pb.body.length, frames: pb.frames };
     metrics.observePage('/v1/sessions/:id/page', pb);
+    // The tag of what was built: an append since the check above moved an unpinned cut.
+    const digest = version !== undefined ? pageDigest(id, version.incarnation, resolvePageParams(params, pb.throughSeq)) : bodyDigest(pb.body);
+    const etag = etagFor(digest, encoding);
+    if (version === undefined && noneMatch(request.headers['if-none-match'], etag)) {
+      metrics.notModified.inc({ route: '/v1/sessions/:id/page' });
+      setPageCaching(reply, etag, pinned);
+      return reply.code(304).send();
+    }
+    setPageCaching(reply, etag, pinned);
     // The prepared body goes out as it is; never re-serialized. Compressed forms are
     // memoized per body, so a cached page is compressed once, not per request.
     reply.type('application/json; charset=utf-8');
-    const encoding = pb.body.length >= o.opts.compression.threshold ? negotiate(request.headers['accept-encoding']) : null;
     if (encoding === null) return reply.send(pb.body);
     const compressed = await encoder.encode(pb.body, encoding);
     if (reply.sent) return reply;
-    return reply.header('content-encoding', encoding).header('vary', 'accept-encoding').send(compressed);
+    return reply.header('content-encoding', encoding).send(compressed);
   });
 
   app.get('/v1/sessions/:id/follow', { onRequest: shedPool, exposeHeadRoute: false }, async (request: FastifyRequest, reply: FastifyReply) => {

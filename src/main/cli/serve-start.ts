@@ -1,0 +1,149 @@
+/**
+ * Starting the server of `session-pager serve`, in the order that makes a
+ * bad start fail fast and a good one visible at once:
+ *
+ *   1. open the store (its worker threads start in the background);
+ *   2. build the app and listen: a port clash fails here, in milliseconds,
+ *      before any warm-up; /livez answers from now on;
+ *   3. print the banner (stderr: stdout carries only the JSON log lines);
+ *   4. warm up (demo corpus on first start, workers, the page path's JIT
+ *      warm-up) while already serving; /readyz turns 200 when done.
+ *
+ * A token the user gave (flag or environment) is never printed; only one
+ * the server made itself (the demo's) is.
+ */
+import type { FastifyInstance } from 'fastify';
+import { DEMO_DATA_DIR, DEMO_PLAN, demoToken, ensureDemoCorpus, type DemoSessionPlan } from '../demo.js';
+import { buildServer, shutdown, type ServerOptions } from '../server/index.js';
+import { Readiness } from '../server/readiness.js';
+import { openStore } from '../store.js';
+import type { Store } from '../store-types.js';
+import { CliError, Progress } from './common.js';
+
+/** Where the token came from: only a token the server made (`demo`) may be printed. */
+export type TokenSource = 'flag' | 'env' | 'demo' | null;
+
+export interface ServeConfig {
+  dataDir: string;
+  host: string;
+  port: number;
+  token: string | null;
+  tokenSource: TokenSource;
+  workers: number | undefined;
+  demo: boolean;
+  logLevel: string;
+  /** Origin allowed by CORS (null: CORS off). */
+  corsOrigin: string | null;
+  /** The demo corpus to make (tests use a small one); default DEMO_PLAN. */
+  demoPlan?: readonly DemoSessionPlan[];
+}
+
+export interface RunningServer {
+  app: FastifyInstance;
+  store: Store;
+  url: string;
+  token: string | null;
+  /** Resolves when the warm-up is done (/readyz 200); rejects if it failed. */
+  ready: Promise<void>;
+  close(): Promise<void>;
+}
+
+function authHeader(token: string | null, source: TokenSource): string {
+  if (token === null) return '';
+  if (source === 'demo') return ` -H 'Authorization: Bearer ${token}'`;
+  // The user's own token stays theirs: the lines show where to put it.
+  return source === 'env' ? ` -H "Authorization: Bearer $SESSION_PAGER_TOKEN"` : ` -H 'Authorization: Bearer <your --token>'`;
+}
+
+function tokenLine(token: string | null, source: TokenSource): string {
+  if (token === null) return 'auth: off (loopback only; set --token or SESSION_PAGER_TOKEN to require one)';
+  if (source === 'demo') return `token: ${token}`;
+  return `auth: bearer token from ${source === 'env' ? 'SESSION_PAGER_TOKEN' : '--token'} (not shown)`;
+}
+
+/** Listen at once, then warm up while serving. Used by `run` and by the tests. */
+export async function startServe(cfg: ServeConfig, extra: ServerOptions = {}, out: NodeJS.WritableStream = process.stderr): Promise<RunningServer> {
+  let token = cfg.token;
+  let source = cfg.tokenSource;
+  if (cfg.demo && token === null) {
+    token = await demoToken(cfg.dataDir);
+    source = 'demo';
+  }
+  const store = await openStore({ dataDir: cfg.dataDir, workers: cfg.workers });
+  const readiness = new Readiness(false);
+  const app = buildServer(store, {
+    logger: { level: cfg.logLevel },
+    ...(cfg.corsOrigin !== null ? { corsOrigin: cfg.corsOrigin } : {}),
+    ...extra,
+    token,
+    readiness,
+  });
+  let url: string;
+  try {
+    url = await app.listen({ host: cfg.host, port: cfg.port });
+  } catch (err) {
+    await shutdown(app, store).catch(() => undefined);
+    const e = err as NodeJS.ErrnoException;
+    if (e.code === 'EADDRINUSE') throw new CliError(`${cfg.host}:${cfg.port} is already in use (pick another --port or SESSION_PAGER_PORT)`, 1);
+    if (e.code === 'EADDRNOTAVAIL' || e.code === 'ENOTFOUND') throw new CliError(`cannot listen on ${cfg.host}: ${e.code}`, 1);
+    if (e.code === 'EACCES') throw new CliError(`not allowed to listen on ${cfg.host}:${cfg.port} (EACCES)`, 1);
+    throw err;
+  }
+  const auth = authHeader(token, source);
+  const sample = cfg.demo ? ((cfg.demoPlan ?? DEMO_PLAN).at(-1)?.id ?? 'demo-long') : ((await store.list().catch(() => []))[0]?.id ?? '<id>');
+  out.write(
+    [
+      `session-pager listening on ${url} (data: ${cfg.dataDir}); warming up, /readyz says when done`,
+      tokenLine(token, source),
+      ...(cfg.corsOrigin !== null ? [`cors: allowed origin ${cfg.corsOrigin}`] : []),
+      'try:',
+      `  curl -s --compressed${auth} '${url}/v1/sessions'`,
+      `  curl -s --compressed${auth} '${url}/v1/sessions/${sample}/page?maxMessages=5'`,
+      `  curl -sN${auth} '${url}/v1/sessions/${sample}/follow?maxMessages=1'`,
+      `docs: ${url}/v1/openapi.json, docs/api.md`,
+    ].join('\n') + '\n',
+  );
+  const t0 = performance.now();
+  const ready = readiness.follow(
+    (async () => {
+      if (cfg.demo) await makeDemo(cfg, out);
+      // Workers start and optimize their decode path; pages asked meanwhile are served, slower.
+      await store.warmUp();
+      // Held a while longer on request (tests watch the warming state through it).
+      const hold = Number(process.env.SESSION_PAGER_READY_DELAY_MS ?? 0);
+      if (Number.isFinite(hold) && hold > 0) await new Promise((r) => setTimeout(r, Math.min(hold, 600_000)).unref());
+    })(),
+  );
+  ready.then(
+    () => {
+      out.write(`ready in ${((performance.now() - t0) / 1000).toFixed(1)} s\n`);
+      app.log.info({ readyMs: Math.round(performance.now() - t0) }, 'ready');
+    },
+    (err: unknown) => app.log.error({ err }, 'warm-up failed'),
+  );
+  let closing: Promise<void> | undefined;
+  return { app, store, url, token, ready, close: () => (closing ??= shutdown(app, store)) };
+}
+
+async function makeDemo(cfg: ServeConfig, out: NodeJS.WritableStream): Promise<void> {
+  const bar = new Map<string, Progress>();
+  const corpus = await ensureDemoCorpus(cfg.dataDir, {
+    replace: cfg.dataDir === DEMO_DATA_DIR,
+    ...(cfg.demoPlan ? { plan: cfg.demoPlan } : {}),
+    onProgress: (id, done, total) => {
+      let p = bar.get(id);
+      if (p === undefined) {
+        p = new Progress(`generating demo ${id}`, total, ' events');
+        bar.set(id, p);
+      }
+      p.update(done);
+      if (done >= total) p.done();
+    },
+  });
+  const events = corpus.sessions.reduce((a, s) => a + s.events, 0);
+  out.write(
+    (corpus.created
+      ? `demo corpus: generated ${corpus.sessions.length} sessions, ${events.toLocaleString('en')} events in ${(corpus.ms / 1000).toFixed(1)} s`
+      : `demo corpus: ${corpus.sessions.length} sessions, ${events.toLocaleString('en')} events`) + '\n',
+  );
+}

@@ -1,0 +1,178 @@
+/**
+ * `session-pager serve` as a real process: it listens before its warm-up
+ * (/livez 200 at once, /readyz and /healthz 503 until warmed, pages served
+ * meanwhile), a port clash fails at once with one line, configuration comes
+ * from the environment as well as flags (flags win), a token given by the
+ * environment is never printed, the banner goes to stderr and stdout holds
+ * only JSON log lines.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { createServer, type AddressInfo, type Server } from 'node:net';
+import { existsSync } from 'node:fs';
+import { join, resolve } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { CliError } from '../src/main/cli/common.js';
+import { parseServeArgs } from '../src/main/cli/serve.js';
+import { rawRequest, seedSession, tempStore, until, type TempStore } from './server-helpers.js';
+
+const ROOT = resolve(import.meta.dirname, '..');
+const BIN = join(ROOT, 'bin', 'session-pager.js');
+const SECRET = 'env-secret-token-5f1c9a7e';
+
+let ts: TempStore;
+const children: ChildProcess[] = [];
+
+interface Proc {
+  child: ChildProcess;
+  out: () => string;
+  err: () => string;
+  exited: Promise<number | null>;
+}
+
+/** Environment without any SESSION_PAGER_* of the machine running the tests. */
+function cleanEnv(extra: Record<string, string>): NodeJS.ProcessEnv {
+  const env: NodeJS.ProcessEnv = {};
+  for (const [k, v] of Object.entries(process.env)) if (!k.startsWith('SESSION_PAGER_')) env[k] = v;
+  return { ...env, ...extra };
+}
+
+function serve(args: string[], env: Record<string, string>): Proc {
+  const child = spawn(process.execPath, [BIN, 'serve', ...args], { env: cleanEnv(env), stdio: ['ignore', 'pipe', 'pipe'] });
+  children.push(child);
+  let out = '';
+  let err = '';
+  child.stdout!.on('data', (d: Buffer) => (out += d.toString()));
+  child.stderr!.on('data', (d: Buffer) => (err += d.toString()));
+  const exited = new Promise<number | null>((r) => child.on('exit', (code) => r(code)));
+  return { child, out: () => out, err: () => err, exited };
+}
+
+async function stop(p: Proc): Promise<number | null> {
+  p.child.kill('SIGTERM');
+  return p.exited;
+}
+
+beforeAll(async () => {
+  expect(existsSync(join(ROOT, 'dist', 'main', 'cli', 'serve-start.js'))).toBe(true);
+  ts = await tempStore(1);
+  await seedSession(ts.store, 'p', 600, 300);
+  await ts.store.close();
+});
+
+afterAll(async () => {
+  for (const c of children) if (c.exitCode === null && c.signalCode === null) c.kill('SIGKILL');
+  await ts.cleanup();
+});
+
+describe('readiness', () => {
+  it('answers /livez at once, /readyz and /healthz 503 while warming (pages served meanwhile), then 200', async () => {
+    // The warm-up is held 4 s longer, so the warming state is there to be seen on any machine.
+    const p = serve(['--data', ts.dir, '--port', '0', '--log-level', 'warn'], { SESSION_PAGER_READY_DELAY_MS: '4000' });
+    const url = await until('the banner', () => /listening on (http:\/\/127\.0\.0\.1:\d+)/.exec(p.err())?.[1] ?? undefined, 30_000);
+    const live = await rawRequest(`${url}/livez`);
+    expect(live.status).toBe(200);
+    expect(JSON.parse(live.body.toString())).toEqual({ status: 'ok' });
+    for (const path of ['/readyz', '/healthz']) {
+      const r = await rawRequest(`${url}${path}`);
+      expect(r.status, path).toBe(503);
+      expect(r.headers['retry-after']).toBe('1');
+      expect(JSON.parse(r.body.toString())).toMatchObject({ error: { code: 'overloaded', status: 'warming' } });
+    }
+    // Served, not refused, while warming.
+    const page = await rawRequest(`${url}/v1/sessions/p/page?maxMessages=5`);
+    expect(page.status).toBe(200);
+    expect(JSON.parse(page.body.toString())).toMatchObject({ sessionId: 'p', throughSeq: 599, toSeq: 600 });
+    expect((await rawRequest(`${url}/readyz`)).status).toBe(503);
+    expect((await rawRequest(`${url}/metrics`)).body.toString()).toMatch(/^session_pager_ready 0$/m);
+    await until('ready', async () => (await rawRequest(`${url}/readyz`)).status === 200, 60_000, 100);
+    expect(JSON.parse((await rawRequest(`${url}/healthz`)).body.toString())).toEqual({ status: 'ok' });
+    expect((await rawRequest(`${url}/metrics`)).body.toString()).toMatch(/^session_pager_ready 1$/m);
+    expect(p.err()).toMatch(/^ready in \d+\.\d s$/m);
+    expect(await stop(p)).toBe(0);
+  });
+
+  it('fails at once on a port clash: one line on stderr, exit 1, no banner, no warm-up', async () => {
+    const blocker: Server = createServer();
+    await new Promise<void>((r) => blocker.listen(0, '127.0.0.1', r));
+    const port = (blocker.address() as AddressInfo).port;
+    try {
+      const p = serve(['--data', ts.dir, '--port', String(port)], {});
+      expect(await p.exited).toBe(1);
+      const lines = p.err().trim().split('\n');
+      expect(lines).toHaveLength(1);
+      expect(lines[0]).toBe(`session-pager serve: 127.0.0.1:${port} is already in use (pick another --port or SESSION_PAGER_PORT)`);
+      expect(p.out()).toBe('');
+    } finally {
+      await new Promise((r) => blocker.close(r));
+    }
+  });
+});
+
+describe('configuration', () => {
+  it('takes every setting from SESSION_PAGER_*; never prints the token; banner on stderr, stdout pure JSON lines', async () => {
+    const p = serve([], {
+      SESSION_PAGER_HOST: '127.0.0.1',
+      SESSION_PAGER_PORT: '0',
+      SESSION_PAGER_DATA: ts.dir,
+      SESSION_PAGER_TOKEN: SECRET,
+      SESSION_PAGER_LOG_LEVEL: 'debug',
+      SESSION_PAGER_WORKERS: '1',
+      SESSION_PAGER_CORS_ORIGIN: 'https://ui.example.com',
+      SESSION_PAGER_READY_DELAY_MS: '0',
+    });
+    const url = await until('the banner', () => /listening on (http:\/\/127\.0\.0\.1:\d+) \(data: ([^)]+)\)/.exec(p.err()) ?? undefined, 30_000);
+    expect(url[2]).toBe(ts.dir);
+    const base = url[1]!;
+    expect(p.err()).toContain('auth: bearer token from SESSION_PAGER_TOKEN (not shown)');
+    expect(p.err()).toContain(`-H "Authorization: Bearer $SESSION_PAGER_TOKEN"`);
+    // The token from the environment is the one required.
+    expect((await rawRequest(`${base}/v1/sessions`)).status).toBe(401);
+    expect((await rawRequest(`${base}/v1/sessions`, { headers: { authorization: 'Bearer wrong' } })).status).toBe(401);
+    const ok = await rawRequest(`${base}/v1/sessions`, { headers: { authorization: `Bearer ${SECRET}` } });
+    expect(ok.status).toBe(200);
+    const metrics = (await rawRequest(`${base}/metrics`, { headers: { authorization: `Bearer ${SECRET}` } })).body.toString();
+    expect(metrics).toMatch(/^session_pager_pool_threads 1$/m);
+    // CORS from the environment: a preflight for a request with Authorization.
+    const pre = await rawRequest(`${base}/v1/sessions/p/page`, {
+      method: 'OPTIONS',
+      headers: { origin: 'https://ui.example.com', 'access-control-request-method': 'GET', 'access-control-request-headers': 'authorization' },
+    });
+    expect(pre.status).toBe(204);
+    expect(pre.headers['access-control-allow-origin']).toBe('https://ui.example.com');
+    await until('ready', async () => (await rawRequest(`${base}/readyz`)).status === 200, 60_000, 100);
+    expect(await stop(p)).toBe(0);
+    const all = p.out() + p.err();
+    expect(all).not.toContain(SECRET);
+    // Debug level from the environment: the probes' request lines are logged.
+    const lines = p.out().split('\n').filter((l) => l !== '');
+    expect(lines.length).toBeGreaterThan(3);
+    for (const l of lines) expect(() => JSON.parse(l), l).not.toThrow();
+    expect(lines.map((l) => JSON.parse(l) as { url?: string }).some((l) => l.url === '/readyz')).toBe(true);
+    expect(p.out()).not.toContain('listening on http');
+  });
+
+  it('lets flags win over the environment, and names the variable in a bad value', () => {
+    const env = { SESSION_PAGER_PORT: '9001', SESSION_PAGER_HOST: '127.0.0.2', SESSION_PAGER_DATA: '/from/env', SESSION_PAGER_LOG_LEVEL: 'warn', SESSION_PAGER_WORKERS: '3', SESSION_PAGER_TOKEN: 'envtok' };
+    expect(parseServeArgs([], env)).toMatchObject({ port: 9001, host: '127.0.0.2', dataDir: '/from/env', logLevel: 'warn', workers: 3, token: 'envtok', tokenSource: 'env' });
+    expect(parseServeArgs(['--port', '9002', '--host', '127.0.0.3', '--data', '/flag', '--log-level', 'error', '--workers', '2', '--token', 'flagtok'], env)).toMatchObject({
+      port: 9002,
+      host: '127.0.0.3',
+      dataDir: '/flag',
+      logLevel: 'error',
+      workers: 2,
+      token: 'flagtok',
+      tokenSource: 'flag',
+    });
+    // An empty variable counts as unset.
+    expect(parseServeArgs([], { SESSION_PAGER_PORT: '', SESSION_PAGER_TOKEN: '' })).toMatchObject({ port: 8080, token: null, tokenSource: null });
+    expect(() => parseServeArgs([], { SESSION_PAGER_PORT: 'http' })).toThrow(/^SESSION_PAGER_PORT must be a non-negative integer/);
+    expect(() => parseServeArgs([], { SESSION_PAGER_PORT: '70000' })).toThrow(/^SESSION_PAGER_PORT must be at most 65535/);
+    expect(() => parseServeArgs([], { SESSION_PAGER_WORKERS: '0' })).toThrow(/^SESSION_PAGER_WORKERS must be an integer >= 1/);
+    expect(() => parseServeArgs([], { SESSION_PAGER_LOG_LEVEL: 'loud' })).toThrow(/^SESSION_PAGER_LOG_LEVEL must be one of/);
+    expect(() => parseServeArgs([], { SESSION_PAGER_CORS_ORIGIN: 'ui.example.com' })).toThrow(CliError);
+    expect(() => parseServeArgs(['--cors-origin', 'https://a.example/path'], {})).toThrow(/--cors-origin must be an origin/);
+    expect(parseServeArgs(['--cors-origin', 'https://a.example, http://localhost:5173'], {}).corsOrigin).toBe('https://a.example,http://localhost:5173');
+    expect(parseServeArgs([], { SESSION_PAGER_HOST: '0.0.0.0', SESSION_PAGER_TOKEN: 'x' }).host).toBe('0.0.0.0');
+    expect(() => parseServeArgs([], { SESSION_PAGER_HOST: '0.0.0.0' })).toThrow(/refusing to listen on non-loopback address 0\.0\.0\.0 without a token/);
+  });
+});
