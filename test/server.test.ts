@@ -491,9 +491,10 @@ describe('metrics, OpenAPI, logs', () => {
     expect(text).toMatch(/session_pager_errors_total\{code="unauthorized"\} 1/);
     expect(text).toMatch(/session_pager_errors_total\{code="session_not_found"\} 1/);
     expect(text).toMatch(/session_pager_http_response_bytes_total\{route="\/v1\/sessions\/:id\/page"\} [1-9]/);
-    for (const name of ['pool_queue_size', 'pool_utilization', 'pool_threads', 'cache_hits', 'cache_misses', 'page_events_bucket', 'page_body_bytes_bucket', 'event_loop_delay_seconds', 'follow_streams', 'process_cpu_user_seconds_total']) {
+    for (const name of ['pool_queue_size', 'pool_utilization', 'pool_threads', 'cache_hits_total', 'cache_misses_total', 'page_events_bucket', 'page_body_bytes_bucket', 'event_loop_lag_seconds', 'follow_streams', 'ready']) {
       expect(text, name).toContain(`session_pager_${name}`);
     }
+    expect(text).toMatch(/^process_cpu_user_seconds_total /m);
   });
 
   it('times the phases of pages it builds, not of cache hits', async () => {

@@ -2,7 +2,9 @@
  * Prometheus metrics on a registry of the server's own (never prom-client's
  * global one, so several servers in one process, e.g. tests, do not mix).
  * Request latency by route, bytes out, pages served and their sizes, errors
- * by code, the store's pool and cache, follow streams, event-loop delay.
+ * by code, the store's pool and cache, follow streams, readiness, and
+ * prom-client's default process_* and nodejs_* metrics. The text passes
+ * `promtool check metrics` (test/metrics-promtool.test.ts).
  */
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
@@ -41,7 +43,11 @@ export class ServerMetrics {
 
   constructor(store: Store, monitor: LoadMonitor, readiness?: Readiness) {
     const registers = [this.registry];
-    collectDefaultMetrics({ register: this.registry, prefix: P });
+    // prom-client's process and Node.js metrics under their standard names (process_*, nodejs_*),
+    // so stock dashboards work; less the three gauges it names *_total, which are not counters
+    // (promtool refuses them; nodejs_active_handles etc. carry the same numbers by type).
+    collectDefaultMetrics({ register: this.registry });
+    for (const name of ['nodejs_active_handles_total', 'nodejs_active_requests_total', 'nodejs_active_resources_total']) this.registry.removeSingleMetric(name);
     this.httpDuration = new Histogram({
       name: `${P}http_request_duration_seconds`,
       help: 'Request latency by route (follow streams: time to the snapshot)',
@@ -88,26 +94,25 @@ export class ServerMetrics {
     new Gauge({ name: `${P}pool_queue_size`, help: 'Page tasks waiting for a worker', registers, collect() { this.set(stats().pool.queueSize); } });
     new Gauge({ name: `${P}pool_utilization`, help: 'Worker pool utilization (0..1)', registers, collect() { this.set(stats().pool.utilization); } });
     new Gauge({ name: `${P}pool_threads`, help: 'Worker threads', registers, collect() { this.set(stats().pool.threads); } });
-    new Gauge({ name: `${P}pool_tasks_completed`, help: 'Worker tasks completed since start', registers, collect() { this.set(stats().pool.completed); } });
-    new Gauge({ name: `${P}cache_hits`, help: 'Session view cache hits since start', registers, collect() { this.set(stats().cache.hits); } });
-    new Gauge({ name: `${P}cache_misses`, help: 'Session view cache misses since start', registers, collect() { this.set(stats().cache.misses); } });
-    new Gauge({ name: `${P}page_cache_hits`, help: 'Pages served from the prepared-page cache since start', registers, collect() { this.set(stats().cache.pageHits); } });
+    // Counts since start are counters (`_total`), read from the store when scraped.
+    const counter = (name: string, help: string, read: () => number) =>
+      new Counter({
+        name: `${P}${name}_total`,
+        help,
+        registers,
+        collect() {
+          this.reset();
+          this.inc(read());
+        },
+      });
+    counter('pool_tasks_completed', 'Worker tasks completed', () => stats().pool.completed);
+    counter('cache_hits', 'Session view cache hits', () => stats().cache.hits);
+    counter('cache_misses', 'Session view cache misses', () => stats().cache.misses);
+    counter('page_cache_hits', 'Pages served from the prepared-page cache', () => stats().cache.pageHits);
+    counter('store_pages_served', 'Pages answered by the store (built or from its cache)', () => stats().pagesServed);
     new Gauge({ name: `${P}page_cache_bytes`, help: 'Bytes of prepared pages held for repeated requests', registers, collect() { this.set(stats().cache.pageBytes); } });
-    new Gauge({ name: `${P}store_pages_served`, help: 'Pages assembled by the store since start', registers, collect() { this.set(stats().pagesServed); } });
     new Gauge({ name: `${P}ready`, help: '1 once the warm-up is done (what /readyz says), else 0', registers, collect() { this.set(readiness === undefined || readiness.state === 'ready' ? 1 : 0); } });
     new Gauge({ name: `${P}event_loop_lag_seconds`, help: 'Smoothed event-loop lag used for load shedding', registers, collect() { this.set(monitor.lagMs / 1000); } });
-    new Gauge({
-      name: `${P}event_loop_delay_seconds`,
-      help: 'Event-loop delay since the previous scrape',
-      labelNames: ['quantile'],
-      registers,
-      collect() {
-        const d = monitor.delaySeconds();
-        this.set({ quantile: '0.5' }, d.p50);
-        this.set({ quantile: '0.99' }, d.p99);
-        this.set({ quantile: '1' }, d.max);
-      },
-    });
   }
 }
 

@@ -5,9 +5,7 @@
  * - event-loop lag: a timer that should fire every `sampleMs` measures how
  *   late it fires; the lag is smoothed (it halves each quiet tick), so one
  *   long stall sheds for a few ticks and sustained lag sheds until it clears.
- * A perf_hooks histogram of the loop delay is kept as well, for /metrics.
  */
-import { monitorEventLoopDelay, type IntervalHistogram } from 'node:perf_hooks';
 import { PagerError } from '../core/errors.js';
 import type { Store } from '../store-types.js';
 import type { Readiness } from './readiness.js';
@@ -16,15 +14,10 @@ export class LoadMonitor {
   private timer: NodeJS.Timeout | undefined;
   private last = 0;
   private smoothed = 0;
-  private readonly histogram: IntervalHistogram;
-
-  constructor(private readonly sampleMs: number) {
-    this.histogram = monitorEventLoopDelay({ resolution: 10 });
-  }
+  constructor(private readonly sampleMs: number) {}
 
   start(): void {
     if (this.timer !== undefined) return;
-    this.histogram.enable();
     this.last = performance.now();
     this.timer = setInterval(() => this.tick(), this.sampleMs);
     this.timer.unref();
@@ -44,18 +37,9 @@ export class LoadMonitor {
     return Math.max(this.smoothed, pending);
   }
 
-  /** Event-loop delay percentiles since the last reset, seconds. */
-  delaySeconds(): { p50: number; p99: number; max: number } {
-    const h = this.histogram;
-    const out = { p50: h.percentile(50) / 1e9, p99: h.percentile(99) / 1e9, max: h.max / 1e9 };
-    h.reset();
-    return out;
-  }
-
   stop(): void {
     clearInterval(this.timer);
     this.timer = undefined;
-    this.histogram.disable();
   }
 }
 

@@ -22,7 +22,7 @@
  * comparison, as RFC 9110 13.1.2 says for If-None-Match).
  */
 import { createHash } from 'node:crypto';
-import { readFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
 import type { FastifyReply } from 'fastify';
 import type { ResolvedParams } from '../core/page-rule.js';
 import type { PageEncoding } from './page-encoding.js';
@@ -33,7 +33,7 @@ const PAGE_BYTES_REVISION = 1;
 function packageVersion(): string {
   try {
     // src/main/server and dist/main/server are both three levels below the package root.
-    return String((JSON.parse(readFileSync(new URL('../../../package.json', import.meta.url), 'utf8')) as { version?: unknown }).version ?? '0');
+    return String((createRequire(import.meta.url)('../../../package.json') as { version?: unknown }).version ?? '0');
   } catch {
     return '0';
   }
