@@ -9,6 +9,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { createServer, type AddressInfo, type Server } from 'node:net';
 import { existsSync } from 'node:fs';
+import { mkdir, readdir } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { CliError } from '../src/main/cli/common.js';
@@ -20,6 +21,7 @@ const BIN = join(ROOT, 'bin', 'session-pager.js');
 const SECRET = 'env-secret-token-5f1c9a7e';
 
 let ts: TempStore;
+let tmp = '';
 const children: ChildProcess[] = [];
 
 interface Proc {
@@ -37,7 +39,8 @@ function cleanEnv(extra: Record<string, string>): NodeJS.ProcessEnv {
 }
 
 function serve(args: string[], env: Record<string, string>): Proc {
-  const child = spawn(process.execPath, [BIN, 'serve', ...args], { env: cleanEnv(env), stdio: ['ignore', 'pipe', 'pipe'] });
+  // Its own temp folder: the warm-up's temp session never shows in the one other tests watch.
+  const child = spawn(process.execPath, [BIN, 'serve', ...args], { env: cleanEnv({ TMPDIR: tmp, ...env }), stdio: ['ignore', 'pipe', 'pipe'] });
   children.push(child);
   let out = '';
   let err = '';
@@ -57,11 +60,18 @@ beforeAll(async () => {
   ts = await tempStore(1);
   await seedSession(ts.store, 'p', 600, 300);
   await ts.store.close();
+  tmp = join(ts.dir, 'tmp');
+  await mkdir(tmp);
 });
 
 afterAll(async () => {
   for (const c of children) if (c.exitCode === null && c.signalCode === null) c.kill('SIGKILL');
   await ts.cleanup();
+});
+
+it('leaves nothing in its temp folder (the warm-ups removed their sessions)', async () => {
+  // Runs last in this file: every server above has exited.
+  expect(await readdir(tmp)).toEqual([]);
 });
 
 describe('readiness', () => {

@@ -1,0 +1,227 @@
+#!/usr/bin/env node
+/**
+ * Overload suite (issue 16 item 8): how admitted latency and goodput hold as
+ * offered load grows, with clients that ignore Retry-After and with clients
+ * that honour it.
+ *
+ * The server is a real `session-pager serve` child process on 127.0.0.1
+ * (ephemeral port) over a generated corpus in a temp dir (removed after);
+ * the load comes from this process:
+ *   - ignore:  autocannon, which sends the next request on a connection as
+ *              soon as the previous answer arrives, 503 or not;
+ *   - honour:  the same closed loop on keep-alive node:http connections,
+ *              but a connection that gets 503 waits Retry-After seconds.
+ * Bounded: each run lasts --duration seconds (max 30), at most 512
+ * connections, and the server is killed at the end whatever happens.
+ *
+ *   npm run build && node loadtest/overload.mjs [--connections 1,4,16,64,256]
+ *        [--modes ignore,honour] [--duration 5] [--scenario tail|older]
+ *        [--events 300000] [--tail 100000] [--workers N] [--json]
+ *        [--server-env K=V,...]
+ *
+ * Scenarios: `tail` asks the newest page of a session whose last answer is
+ * a long streamed one (the tail page covers it: ~1 MB, built once, then
+ * served from the prepared-page cache, so the cost is sending it); `older`
+ * asks pages at random cuts (every one built by the worker pool).
+ *
+ * Per run: goodput (2xx/s), admitted (2xx) latency p50/p99/max, 503s/s,
+ * other statuses and errors. Capacity is the best goodput of the session's
+ * runs; goodput is also printed as a share of it. --json prints one JSON
+ * document instead of the table (test/overload.test.ts reads it).
+ */
+import autocannon from 'autocannon';
+import { spawn } from 'node:child_process';
+import { Agent, request } from 'node:http';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { parseArgs } from 'node:util';
+import { randomBytes } from 'node:crypto';
+
+const ROOT = new URL('..', import.meta.url).pathname;
+const { generateSession } = await import(new URL('dist/main/gen/generate.js', new URL('..', import.meta.url)).href);
+
+const { values } = parseArgs({
+  options: {
+    connections: { type: 'string', default: '1,4,16,64,256' },
+    modes: { type: 'string', default: 'ignore,honour' },
+    duration: { type: 'string', default: '5' },
+    scenario: { type: 'string', default: 'tail' },
+    events: { type: 'string', default: '300000' },
+    tail: { type: 'string', default: '100000' },
+    workers: { type: 'string' },
+    json: { type: 'boolean', default: false },
+    'server-env': { type: 'string', default: '' },
+  },
+});
+const int = (v, lo, hi, name) => {
+  const n = Number(v);
+  if (!Number.isSafeInteger(n) || n < lo || n > hi) throw new Error(`--${name} must be an integer in [${lo}, ${hi}]`);
+  return n;
+};
+const levels = values.connections.split(',').map((c) => int(c, 1, 512, 'connections'));
+const modes = values.modes.split(',');
+for (const m of modes) if (m !== 'ignore' && m !== 'honour') throw new Error(`--modes: ignore and/or honour, got ${m}`);
+const duration = int(values.duration, 1, 30, 'duration');
+const events = int(values.events, 10_000, 5_000_000, 'events');
+const tail = int(values.tail, 0, Math.floor(events / 2), 'tail');
+const workers = values.workers === undefined ? undefined : int(values.workers, 1, 64, 'workers');
+if (values.scenario !== 'tail' && values.scenario !== 'older') throw new Error('--scenario: tail or older');
+const serverEnv = Object.fromEntries(values['server-env'].split(',').filter(Boolean).map((kv) => kv.split('=')));
+const log = values.json ? () => undefined : (s) => process.stdout.write(s + '\n');
+
+function percentile(sorted, p) {
+  if (sorted.length === 0) return null;
+  return sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)];
+}
+
+function summarize(conns, mode, seconds, lat, counts) {
+  lat.sort((a, b) => a - b);
+  const r2 = (x) => (x === null ? null : Math.round(x * 100) / 100);
+  return {
+    connections: conns,
+    mode,
+    seconds: r2(seconds),
+    ok: counts.ok,
+    goodput: r2(counts.ok / seconds),
+    shed: counts.shed,
+    shedPerSecond: r2(counts.shed / seconds),
+    other: counts.other,
+    errors: counts.errors,
+    p50: r2(percentile(lat, 50)),
+    p99: r2(percentile(lat, 99)),
+    max: r2(lat.at(-1) ?? null),
+  };
+}
+
+/** Clients that ignore Retry-After: autocannon's closed loop. */
+async function runIgnore(base, headers, pathFor, conns) {
+  const lat = [];
+  const counts = { ok: 0, shed: 0, other: 0, errors: 0 };
+  const t0 = performance.now();
+  const instance = autocannon({
+    url: base,
+    connections: conns,
+    duration,
+    headers,
+    timeout: 30,
+    requests: [{ setupRequest: (req) => ({ ...req, path: pathFor() }) }],
+  });
+  instance.on('response', (_client, status, _bytes, ms) => {
+    if (status >= 200 && status < 300) {
+      counts.ok++;
+      lat.push(ms);
+    } else if (status === 503) counts.shed++;
+    else counts.other++;
+  });
+  instance.on('reqError', () => counts.errors++);
+  await instance;
+  return summarize(conns, 'ignore', (performance.now() - t0) / 1000, lat, counts);
+}
+
+/** Clients that honour Retry-After: the same closed loop, pausing a connection for Retry-After on 503. */
+async function runHonour(base, headers, pathFor, conns) {
+  const agent = new Agent({ keepAlive: true, maxSockets: conns });
+  const lat = [];
+  const counts = { ok: 0, shed: 0, other: 0, errors: 0 };
+  const t0 = performance.now();
+  const end = t0 + duration * 1000;
+  const one = () =>
+    new Promise((resolve) => {
+      const start = performance.now();
+      const req = request(`${base}${pathFor()}`, { agent, headers, timeout: 30_000 }, (res) => {
+        res.on('data', () => undefined);
+        res.on('end', () => resolve({ status: res.statusCode, ms: performance.now() - start, retryAfter: Number(res.headers['retry-after'] ?? 1) }));
+        res.on('error', () => resolve({ status: 0 }));
+      });
+      req.on('error', () => resolve({ status: 0 }));
+      req.on('timeout', () => req.destroy());
+      req.end();
+    });
+  const loop = async () => {
+    while (performance.now() < end) {
+      const r = await one();
+      if (performance.now() > end + 50) break; // answers after the end do not count
+      if (r.status >= 200 && r.status < 300) {
+        counts.ok++;
+        lat.push(r.ms);
+      } else if (r.status === 503) {
+        counts.shed++;
+        const wait = Math.min(Math.max(0, r.retryAfter) * 1000, end - performance.now());
+        if (wait > 0) await new Promise((res) => setTimeout(res, wait));
+      } else if (r.status === 0) counts.errors++;
+      else counts.other++;
+    }
+  };
+  await Promise.all(Array.from({ length: conns }, loop));
+  agent.destroy();
+  return summarize(conns, 'honour', Math.min(duration, (performance.now() - t0) / 1000), lat, counts);
+}
+
+const dir = await mkdtemp(join(tmpdir(), 'sp-overload-'));
+let server;
+const out = { scenario: values.scenario, duration, events, tail, workers: workers ?? null, serverEnv, runs: [] };
+try {
+  const t = Date.now();
+  const long = await generateSession(dir, { id: 'ov-long', events, tailEvents: tail, seed: 7 });
+  log(`corpus: ${long.events.toLocaleString('en')} events (${tail.toLocaleString('en')}-event streamed tail) in ${Date.now() - t} ms`);
+
+  const token = randomBytes(18).toString('base64url');
+  const args = ['bin/session-pager.js', 'serve', '--data', dir, '--port', '0', '--log-level', 'warn', ...(workers ? ['--workers', String(workers)] : [])];
+  server = spawn(process.execPath, args, { cwd: ROOT, env: { ...process.env, SESSION_PAGER_TOKEN: token, ...serverEnv }, stdio: ['ignore', 'ignore', 'pipe'] });
+  let err = '';
+  server.stderr.on('data', (d) => (err += d));
+  const exited = new Promise((r) => server.on('exit', r));
+  const base = await new Promise((resolve, reject) => {
+    const timer = setInterval(() => {
+      const m = /listening on (http:\/\/127\.0\.0\.1:\d+)/.exec(err);
+      if (m) {
+        clearInterval(timer);
+        resolve(m[1]);
+      }
+    }, 20);
+    exited.then((code) => reject(new Error(`server exited (${code}): ${err.trim()}`)));
+  });
+  for (;;) {
+    const r = await fetch(`${base}/readyz`).catch(() => null);
+    if (r?.status === 200) break;
+    await new Promise((res) => setTimeout(res, 100));
+  }
+  const headers = { authorization: `Bearer ${token}` };
+  const last = long.events - 1;
+  const pathFor =
+    values.scenario === 'tail'
+      ? () => '/v1/sessions/ov-long/page?maxMessages=50'
+      : () => `/v1/sessions/ov-long/page?throughSeq=${last}&beforeSeq=${1 + Math.floor(Math.random() * last)}&maxMessages=50`;
+  // One warm request so the first run does not pay for the first build.
+  await fetch(`${base}${pathFor()}`, { headers });
+  log(`server ${base}, scenario ${values.scenario}, ${duration} s per run`);
+  log('conns  mode     goodput/s  share   p50 ms   p99 ms   max ms   503/s  other errors');
+  for (const conns of levels) {
+    for (const mode of modes) {
+      const r = mode === 'ignore' ? await runIgnore(base, headers, pathFor, conns) : await runHonour(base, headers, pathFor, conns);
+      out.runs.push(r);
+      log(
+        `${String(conns).padStart(5)}  ${mode.padEnd(7)} ${String(r.goodput).padStart(10)}  ${'     '}  ${String(r.p50).padStart(7)}  ${String(r.p99).padStart(7)}  ${String(r.max).padStart(7)}  ${String(r.shedPerSecond).padStart(6)}  ${String(r.other).padStart(5)} ${String(r.errors).padStart(6)}`,
+      );
+      // Let queued work and Retry-After pauses drain between runs.
+      await new Promise((res) => setTimeout(res, 1500));
+    }
+  }
+  const capacity = Math.max(...out.runs.map((r) => r.goodput));
+  out.capacity = capacity;
+  for (const r of out.runs) r.share = Math.round((r.goodput / capacity) * 100) / 100;
+  const unloaded = out.runs.find((r) => r.connections === Math.min(...levels) && r.mode === modes[0]);
+  out.unloadedP99 = unloaded?.p99 ?? null;
+  log(`capacity (best goodput): ${capacity}/s; unloaded p99 (${unloaded?.connections} conn): ${out.unloadedP99} ms`);
+  for (const r of out.runs) log(`  ${String(r.connections).padStart(4)} ${r.mode.padEnd(7)} goodput ${Math.round(r.share * 100)}% of capacity, p99 ${out.unloadedP99 ? (r.p99 / out.unloadedP99).toFixed(1) : '-'}x unloaded`);
+  if (values.json) process.stdout.write(JSON.stringify(out) + '\n');
+} finally {
+  if (server && server.exitCode === null) {
+    server.kill('SIGTERM');
+    const t = setTimeout(() => server.kill('SIGKILL'), 10_000);
+    await new Promise((r) => server.on('exit', r));
+    clearTimeout(t);
+  }
+  await rm(dir, { recursive: true, force: true });
+}

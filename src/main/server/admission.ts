@@ -1,0 +1,142 @@
+/**
+ * Admission of page requests, bounded by what the server can finish
+ * (issue 16 item 8). Without it every request was accepted and queued
+ * (in the worker pool, on the event loop, in socket buffers), so the latency
+ * of the ones answered grew with the offered load: 0.1 s at 4 connections,
+ * 7 s at 256, with goodput falling as the event loop drowned.
+ *
+ * - At most `maxInFlight` page requests are in flight at once, from
+ *   admission until their response is written (building a page is the
+ *   pool's work, sending a cached 1 MB page is the event loop's: both count).
+ * - The others wait in one FIFO queue, bounded in time: a request is
+ *   answered `overloaded` (503 + Retry-After) at once when the wait it would
+ *   face (its place in the queue times the smoothed in-flight time, over
+ *   `maxInFlight`) is past the bound, and when it has waited the bound
+ *   without being admitted.
+ * - The bound is `queueFactor` times the smoothed in-flight time (so it
+ *   follows what pages cost here), within [minQueueMs, maxQueueMs]; an
+ *   admitted request's latency is then about (1 + queueFactor) times the
+ *   time of one page, whatever the offered load.
+ */
+import { PagerError } from '../core/errors.js';
+
+export interface AdmissionOptions {
+  /** Page requests in flight at once. */
+  maxInFlight: number;
+  /** Queue bound, in units of the smoothed in-flight time. */
+  queueFactor: number;
+  /** The queue bound never goes below this, ms. */
+  minQueueMs: number;
+  /** Nor above this, ms. */
+  maxQueueMs: number;
+  /** Most requests waiting at once, whatever the time bound says. */
+  maxQueue: number;
+  retryAfterSeconds: number;
+}
+
+interface Waiter {
+  resolve: (release: () => void) => void;
+  reject: (err: Error) => void;
+  timer: NodeJS.Timeout;
+  done: boolean;
+}
+
+/** Weight of one sample in the smoothed in-flight time. */
+const ALPHA = 0.1;
+
+export class Admission {
+  private inFlight = 0;
+  private readonly queue: Waiter[] = [];
+  private head = 0;
+  /** Live waiters (timed-out ones stay in the array until passed over). */
+  private waiting = 0;
+  /** Smoothed in-flight time of admitted requests, ms (starts at the floor's share). */
+  private smoothedMs: number;
+  admitted = 0;
+  shed = 0;
+
+  constructor(private readonly o: AdmissionOptions) {
+    this.smoothedMs = o.minQueueMs / Math.max(o.queueFactor, 1e-9);
+  }
+
+  get queued(): number {
+    return this.waiting;
+  }
+
+  get running(): number {
+    return this.inFlight;
+  }
+
+  /** The current time bound of the queue, ms. */
+  get boundMs(): number {
+    return Math.min(this.o.maxQueueMs, Math.max(this.o.minQueueMs, this.o.queueFactor * this.smoothedMs));
+  }
+
+  /** Smoothed in-flight time, ms. */
+  get serviceMs(): number {
+    return this.smoothedMs;
+  }
+
+  private overloaded(why: string): PagerError {
+    this.shed++;
+    return new PagerError('overloaded', `server is overloaded (${why}); retry shortly`, { retryAfter: this.o.retryAfterSeconds });
+  }
+
+  /**
+   * Resolves with a release function once admitted (call it exactly when the
+   * response is done), or rejects with `overloaded`.
+   */
+  acquire(): Promise<() => void> {
+    if (this.inFlight < this.o.maxInFlight && this.queued === 0) return Promise.resolve(this.admit());
+    const bound = this.boundMs;
+    const expected = ((this.queued + 1) * this.smoothedMs) / this.o.maxInFlight;
+    if (this.queued >= this.o.maxQueue || expected > bound) {
+      return Promise.reject(this.overloaded(`${this.queued} pages waiting, about ${Math.round(expected)} ms to wait`));
+    }
+    return new Promise((resolve, reject) => {
+      const w: Waiter = {
+        resolve,
+        reject,
+        done: false,
+        timer: setTimeout(() => {
+          if (w.done) return;
+          w.done = true;
+          this.waiting--;
+          reject(this.overloaded(`waited ${Math.round(bound)} ms without a free slot`));
+        }, bound),
+      };
+      this.queue.push(w);
+      this.waiting++;
+    });
+  }
+
+  private admit(): () => void {
+    this.inFlight++;
+    this.admitted++;
+    const t0 = performance.now();
+    let released = false;
+    return () => {
+      if (released) return;
+      released = true;
+      this.inFlight--;
+      this.smoothedMs += ALPHA * (performance.now() - t0 - this.smoothedMs);
+      this.next();
+    };
+  }
+
+  private next(): void {
+    while (this.inFlight < this.o.maxInFlight && this.head < this.queue.length) {
+      const w = this.queue[this.head++] as Waiter;
+      if (w.done) continue;
+      w.done = true;
+      this.waiting--;
+      clearTimeout(w.timer);
+      w.resolve(this.admit());
+    }
+    // Drop the consumed prefix now and then (amortized O(1) per request).
+    if (this.head > 1024 && this.head * 2 > this.queue.length) {
+      this.queue.splice(0, this.head);
+      this.head = 0;
+    }
+  }
+}
