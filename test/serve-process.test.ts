@@ -69,10 +69,6 @@ afterAll(async () => {
   await ts.cleanup();
 });
 
-it('leaves nothing in its temp folder (the warm-ups removed their sessions)', async () => {
-  // Runs last in this file: every server above has exited.
-  expect(await readdir(tmp)).toEqual([]);
-});
 
 describe('readiness', () => {
   it('answers /livez at once, /readyz and /healthz 503 while warming (pages served meanwhile), then 200', async () => {
@@ -185,4 +181,9 @@ describe('configuration', () => {
     expect(parseServeArgs([], { SESSION_PAGER_HOST: '0.0.0.0', SESSION_PAGER_TOKEN: 'x' }).host).toBe('0.0.0.0');
     expect(() => parseServeArgs([], { SESSION_PAGER_HOST: '0.0.0.0' })).toThrow(/refusing to listen on non-loopback address 0\.0\.0\.0 without a token/);
   });
+});
+
+it('leaves nothing in its temp folder (the warm-ups removed their sessions)', async () => {
+  // Defined last, so it runs last in this file: every server above has exited.
+  expect(await readdir(tmp)).toEqual([]);
 });

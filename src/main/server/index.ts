@@ -79,6 +79,8 @@ export function buildServer(store: Store, options: ServerOptions = {}): FastifyI
 
   const monitor = new LoadMonitor(o.lagSampleMs);
   monitor.start();
+  // The warm-up's own stalls are not load: shedding starts from a clean slate once ready.
+  o.readiness.onReady(() => monitor.reset());
   const metrics = new ServerMetrics(store, monitor, o.readiness);
   const hub = new FollowHub(store, o.follow, metrics);
   const policy: OverloadPolicy = { monitor, store, maxLagMs: o.maxEventLoopLagMs, maxPoolQueue: o.maxPoolQueue, retryAfterSeconds: o.retryAfterSeconds, readiness: o.readiness };

@@ -30,6 +30,12 @@ export class LoadMonitor {
     this.smoothed = Math.max(lag, this.smoothed / 2);
   }
 
+  /** Forget the lag seen so far (the warm-up's, once it is done). */
+  reset(): void {
+    this.smoothed = 0;
+    this.last = performance.now();
+  }
+
   /** Smoothed event-loop lag, ms. */
   get lagMs(): number {
     // A stall still in progress (no tick yet) counts too.

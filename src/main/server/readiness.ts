@@ -21,6 +21,7 @@ export class Readiness {
   private readonly since = performance.now();
   /** Milliseconds from construction to ready (null until then). */
   readyAfterMs: number | null = null;
+  private readonly listeners: (() => void)[] = [];
 
   /** `ready`: true for a server that has nothing to warm up (the library default). */
   constructor(ready = true) {
@@ -42,6 +43,13 @@ export class Readiness {
     this.current = 'ready';
     this.why = '';
     this.readyAfterMs = performance.now() - this.since;
+    for (const fn of this.listeners.splice(0)) fn();
+  }
+
+  /** Call `fn` once ready (at once if it is). */
+  onReady(fn: () => void): void {
+    if (this.current === 'ready') fn();
+    else this.listeners.push(fn);
   }
 
   markFailed(reason: string): void {
