@@ -61,6 +61,22 @@ function tokenLine(token: string | null, source: TokenSource): string {
   return `auth: bearer token from ${source === 'env' ? 'SESSION_PAGER_TOKEN' : '--token'} (not shown)`;
 }
 
+/**
+ * Admission tuning from the environment, for operators and comparison runs
+ * (loadtest/overload.mjs): SESSION_PAGER_ADMISSION=off admits every page (the
+ * unbounded behaviour), SESSION_PAGER_MAX_IN_FLIGHT=N and
+ * SESSION_PAGER_QUEUE_FACTOR=X tune it.
+ */
+function admissionFromEnv(env: NodeJS.ProcessEnv): ServerOptions {
+  if (env.SESSION_PAGER_ADMISSION === 'off') return { admission: false };
+  const n = Number(env.SESSION_PAGER_MAX_IN_FLIGHT ?? '');
+  const f = Number(env.SESSION_PAGER_QUEUE_FACTOR ?? '');
+  const a: { maxInFlight?: number; queueFactor?: number } = {};
+  if (Number.isSafeInteger(n) && n >= 1) a.maxInFlight = n;
+  if (Number.isFinite(f) && f > 0) a.queueFactor = f;
+  return Object.keys(a).length > 0 ? { admission: a } : {};
+}
+
 /** Listen at once, then warm up while serving. Used by `run` and by the tests. */
 export async function startServe(cfg: ServeConfig, extra: ServerOptions = {}, out: NodeJS.WritableStream = process.stderr): Promise<RunningServer> {
   let token = cfg.token;
@@ -73,6 +89,7 @@ export async function startServe(cfg: ServeConfig, extra: ServerOptions = {}, ou
   const readiness = new Readiness(false);
   const app = buildServer(store, {
     logger: { level: cfg.logLevel },
+    ...admissionFromEnv(process.env),
     ...(cfg.corsOrigin !== null ? { corsOrigin: cfg.corsOrigin } : {}),
     ...extra,
     token,

@@ -50,13 +50,14 @@ export class Admission {
   private head = 0;
   /** Live waiters (timed-out ones stay in the array until passed over). */
   private waiting = 0;
-  /** Smoothed in-flight time of admitted requests, ms (starts at the floor's share). */
+  /** Smoothed in-flight time of admitted requests, ms. */
   private smoothedMs: number;
   admitted = 0;
   shed = 0;
 
   constructor(private readonly o: AdmissionOptions) {
-    this.smoothedMs = o.minQueueMs / Math.max(o.queueFactor, 1e-9);
+    // Until pages are timed, assume they are quick: the time bound still caps every wait.
+    this.smoothedMs = 1;
   }
 
   get queued(): number {

@@ -4,7 +4,7 @@
  *
  *   root      error handling, metrics/log hooks, URL-length limit, compression,
  *             /livez, /readyz, /healthz (readiness.ts)
- *   └─ api    bearer auth, load shedding, /v1 routes, follow (SSE), /metrics, OpenAPI
+ *   └─ api    bearer auth, page admission (admission.ts), load shedding, /v1 routes, follow (SSE), /metrics, OpenAPI
  *
  * The app does not own the store: `shutdown(app, store)` closes the app
  * (stop accepting, end follow streams, finish in-flight pages and appends)
@@ -15,6 +15,7 @@ import compress from '@fastify/compress';
 import Fastify, { LogController, type FastifyInstance, type FastifyRequest } from 'fastify';
 import { PagerError } from '../core/errors.js';
 import type { Store } from '../store-types.js';
+import { Admission } from './admission.js';
 import { addAuth } from './auth.js';
 import { registerCors } from './cors.js';
 import { errorsPlugin } from './errors.js';
@@ -38,6 +39,7 @@ export interface PagerServerState {
   metrics: ServerMetrics;
   hub: FollowHub;
   monitor: LoadMonitor;
+  admission: Admission | null;
 }
 
 declare module 'fastify' {
@@ -81,10 +83,13 @@ export function buildServer(store: Store, options: ServerOptions = {}): FastifyI
   monitor.start();
   // The warm-up's own stalls are not load: shedding starts from a clean slate once ready.
   o.readiness.onReady(() => monitor.reset());
-  const metrics = new ServerMetrics(store, monitor, o.readiness);
+  const metrics = new ServerMetrics(store, monitor, o.readiness, () => admission);
   const hub = new FollowHub(store, o.follow, metrics);
+  const threads = store.stats().pool.threads;
+  const admission =
+    o.admission === null ? null : new Admission({ ...o.admission, maxInFlight: o.admission.maxInFlight ?? 2 * threads, retryAfterSeconds: o.retryAfterSeconds });
   const policy: OverloadPolicy = { monitor, store, maxLagMs: o.maxEventLoopLagMs, maxPoolQueue: o.maxPoolQueue, retryAfterSeconds: o.retryAfterSeconds, readiness: o.readiness };
-  app.decorate('pagerState', { options: o, metrics, hub, monitor });
+  app.decorate('pagerState', { options: o, metrics, hub, monitor, admission });
 
   app.register(errorsPlugin, { metrics, retryAfterSeconds: o.retryAfterSeconds, routes: routeTable });
   app.register(metricsPlugin, { metrics });
@@ -122,7 +127,7 @@ export function buildServer(store: Store, options: ServerOptions = {}): FastifyI
   // Everything else: authenticated, encapsulated.
   app.register(async (api) => {
     addAuth(api, o.token);
-    await api.register(routes, { store, opts: o, metrics, policy, hub });
+    await api.register(routes, { store, opts: o, metrics, policy, hub, admission });
     await api.register(metricsRoute, { metrics });
     await api.register(openapiRoute);
   });

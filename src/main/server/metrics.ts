@@ -11,6 +11,7 @@ import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom
 import type { PageBuffer, Store } from '../store-types.js';
 import type { LoadMonitor } from './overload.js';
 import type { Readiness } from './readiness.js';
+import type { Admission } from './admission.js';
 import { globalPlugin } from './plugin.js';
 
 const P = 'session_pager_';
@@ -41,7 +42,7 @@ export class ServerMetrics {
     for (const [phase, ms] of Object.entries(pb.timing)) this.pagePhase.observe({ phase }, ms / 1000);
   }
 
-  constructor(store: Store, monitor: LoadMonitor, readiness?: Readiness) {
+  constructor(store: Store, monitor: LoadMonitor, readiness?: Readiness, admission: () => Admission | null = () => null) {
     const registers = [this.registry];
     // prom-client's process and Node.js metrics under their standard names (process_*, nodejs_*),
     // so stock dashboards work; less the three gauges it names *_total, which are not counters
@@ -111,6 +112,10 @@ export class ServerMetrics {
     counter('page_cache_hits', 'Pages served from the prepared-page cache', () => stats().cache.pageHits);
     counter('store_pages_served', 'Pages answered by the store (built or from its cache)', () => stats().pagesServed);
     new Gauge({ name: `${P}page_cache_bytes`, help: 'Bytes of prepared pages held for repeated requests', registers, collect() { this.set(stats().cache.pageBytes); } });
+    new Gauge({ name: `${P}admission_in_flight`, help: 'Page requests admitted and not yet answered', registers, collect() { this.set(admission()?.running ?? 0); } });
+    new Gauge({ name: `${P}admission_queued`, help: 'Page requests waiting for admission', registers, collect() { this.set(admission()?.queued ?? 0); } });
+    new Gauge({ name: `${P}admission_queue_bound_seconds`, help: 'Longest a page request may wait for admission now', registers, collect() { this.set((admission()?.boundMs ?? 0) / 1000); } });
+    counter('admission_shed', 'Page requests answered overloaded by admission (queue full or waited too long)', () => admission()?.shed ?? 0);
     new Gauge({ name: `${P}ready`, help: '1 once the warm-up is done (what /readyz says), else 0', registers, collect() { this.set(readiness === undefined || readiness.state === 'ready' ? 1 : 0); } });
     new Gauge({ name: `${P}event_loop_lag_seconds`, help: 'Smoothed event-loop lag used for load shedding', registers, collect() { this.set(monitor.lagMs / 1000); } });
   }

@@ -59,6 +59,15 @@ export interface ServerOptions {
   lagSampleMs?: number;
   /** Retry-After on `overloaded`, seconds (default 1). */
   retryAfterSeconds?: number;
+  /**
+   * Admission of page requests (admission.ts): at most `maxInFlight` at once
+   * (default 2 per worker thread), the others wait at most `queueFactor`
+   * (default 1) times the smoothed time of one, within [minQueueMs,
+   * maxQueueMs] (default 20 ms, 2 s), `maxQueue` (default 1024) at most;
+   * past that `overloaded`. `false` admits every page (the old behaviour,
+   * for comparison runs only).
+   */
+  admission?: false | { maxInFlight?: number; queueFactor?: number; minQueueMs?: number; maxQueueMs?: number; maxQueue?: number };
   compression?: {
     /** Responses smaller than this are sent as they are (default 1024 bytes). */
     threshold?: number;
@@ -90,6 +99,8 @@ export interface ResolvedOptions {
   lagSampleMs: number;
   retryAfterSeconds: number;
   compression: { threshold: number; brotliQuality: number; gzipLevel: number };
+  /** null: admission off. maxInFlight null: 2 per worker thread (known once the store is). */
+  admission: null | { maxInFlight: number | null; queueFactor: number; minQueueMs: number; maxQueueMs: number; maxQueue: number };
   follow: ResolvedFollowOptions;
   readiness: Readiness;
   corsOrigin: string | null;
@@ -111,6 +122,16 @@ export function resolveOptions(o: ServerOptions = {}): ResolvedOptions {
     maxEventLoopLagMs: o.maxEventLoopLagMs ?? 500,
     lagSampleMs: o.lagSampleMs ?? 100,
     retryAfterSeconds: o.retryAfterSeconds ?? 1,
+    admission:
+      o.admission === false
+        ? null
+        : {
+            maxInFlight: o.admission?.maxInFlight ?? null,
+            queueFactor: o.admission?.queueFactor ?? 1,
+            minQueueMs: o.admission?.minQueueMs ?? 20,
+            maxQueueMs: o.admission?.maxQueueMs ?? 2_000,
+            maxQueue: o.admission?.maxQueue ?? 1024,
+          },
     compression: { threshold: c.threshold ?? 1024, brotliQuality: c.brotliQuality ?? 4, gzipLevel: c.gzipLevel ?? 6 },
     follow: {
       heartbeatMs: f.heartbeatMs ?? 15_000,

@@ -8,6 +8,7 @@ import { MAX_NESTING_DEPTH, nestingMessage, valueNestingExceeds } from '../core/
 import { MAX_MAX_MESSAGES, parsePageQuery, resolvePageParams } from '../core/page-rule.js';
 import { assertSessionId } from '../paths.js';
 import type { Store } from '../store-types.js';
+import type { Admission } from './admission.js';
 import type { FollowHub } from './follow.js';
 import { parseLastEventId } from './follow.js';
 import type { ServerMetrics } from './metrics.js';
@@ -22,6 +23,8 @@ export interface RoutesOptions {
   metrics: ServerMetrics;
   policy: OverloadPolicy;
   hub: FollowHub;
+  /** null: every page admitted. */
+  admission: Admission | null;
 }
 
 function sessionId(request: FastifyRequest): string {
@@ -43,6 +46,19 @@ export async function routes(app: FastifyInstance, o: RoutesOptions): Promise<vo
     checkLoop(policy);
     checkPool(policy);
   };
+  // Pages are admitted by what the server can finish; the slot is held until the response is done.
+  const admitPage = async (request: FastifyRequest, reply: FastifyReply) => {
+    await shedPool();
+    if (o.admission === null) return;
+    const release = await o.admission.acquire();
+    releases.set(request, release);
+    // Released when the response is done (onResponse below), or the connection closed before.
+    reply.raw.once('close', release);
+    // The client left while it waited: free the slot for the next one at once.
+    if (request.raw.destroyed) release();
+  };
+  const releases = new WeakMap<FastifyRequest, () => void>();
+  const releasePage = async (request: FastifyRequest) => releases.get(request)?.();
 
   app.get('/v1/sessions', { onRequest: shedLoop }, async () => {
     return { sessions: await store.list() };
@@ -52,7 +68,7 @@ export async function routes(app: FastifyInstance, o: RoutesOptions): Promise<vo
     return store.info(sessionId(request));
   });
 
-  app.get('/v1/sessions/:id/page', { onRequest: shedPool, handlerTimeout: o.opts.pageTimeoutMs, compress: false }, async (request: FastifyRequest, reply: FastifyReply) => {
+  app.get('/v1/sessions/:id/page', { onRequest: admitPage, onResponse: releasePage, handlerTimeout: o.opts.pageTimeoutMs, compress: false }, async (request: FastifyRequest, reply: FastifyReply) => {
     const id = sessionId(request);
     const params = parsePageQuery(request.query as Record<string, unknown>);
     // The coding depends on Accept-Encoding alone (not on the page's size): the tag is known before the page.

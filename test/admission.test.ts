@@ -1,0 +1,166 @@
+/**
+ * Admission of page requests (issue 16 item 8): a concurrency limit and a
+ * FIFO queue bounded in time; shed requests get 503 `overloaded` with
+ * Retry-After in the SPEC's error shape. The figures under load are
+ * loadtest/overload.mjs's and test/overload.test.ts's.
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { FastifyInstance } from 'fastify';
+import { Admission } from '../src/main/server/admission.js';
+import { buildServer } from '../src/main/server/index.js';
+import type { Store } from '../src/main/store-types.js';
+import { seedSession, sleep, tempStore, until, type TempStore } from './server-helpers.js';
+
+const TOKEN = 'admission-token-0123456789';
+const AUTH = { authorization: `Bearer ${TOKEN}` };
+
+function admission(over: Partial<ConstructorParameters<typeof Admission>[0]> = {}): Admission {
+  return new Admission({ maxInFlight: 2, queueFactor: 1, minQueueMs: 50, maxQueueMs: 1000, maxQueue: 100, retryAfterSeconds: 2, ...over });
+}
+
+describe('Admission', () => {
+  it('admits up to the limit at once, then in arrival order as slots free', async () => {
+    const a = admission({ minQueueMs: 5000, maxQueueMs: 5000 });
+    const r1 = await a.acquire();
+    const r2 = await a.acquire();
+    expect(a.running).toBe(2);
+    const order: number[] = [];
+    const w3 = a.acquire().then((r) => (order.push(3), r));
+    const w4 = a.acquire().then((r) => (order.push(4), r));
+    await sleep(10);
+    expect(a.queued).toBe(2);
+    expect(order).toEqual([]);
+    r1();
+    r1(); // a second release is ignored
+    const r3 = await w3;
+    expect(order).toEqual([3]);
+    expect(a.running).toBe(2);
+    r2();
+    (await w4)();
+    r3();
+    expect(a.running).toBe(0);
+    expect(a.queued).toBe(0);
+    expect(a.admitted).toBe(4);
+  });
+
+  it('sheds a request that waited the bound, with overloaded and Retry-After', async () => {
+    const a = admission({ maxInFlight: 1, minQueueMs: 40, maxQueueMs: 40 });
+    const r1 = await a.acquire();
+    const t0 = performance.now();
+    const err = await a.acquire().then(
+      () => null,
+      (e: unknown) => e,
+    );
+    expect(performance.now() - t0).toBeGreaterThanOrEqual(35);
+    expect(err).toMatchObject({ code: 'overloaded', statusCode: 503, details: { retryAfter: 2 } });
+    expect(a.queued).toBe(0);
+    expect(a.shed).toBe(1);
+    r1();
+    // The slot is free again for the next one.
+    (await a.acquire())();
+  });
+
+  it('sheds at once when the wait it would face is past the bound, or the queue is full', async () => {
+    const a = admission({ maxInFlight: 1, queueFactor: 1.5, minQueueMs: 1, maxQueueMs: 10_000, maxQueue: 100 });
+    // Teach it that a page takes ~20 ms: the bound becomes ~1.5 x the smoothed time.
+    for (let i = 0; i < 10; i++) {
+      const r = await a.acquire();
+      const t = performance.now();
+      while (performance.now() - t < 20) {
+        // a page being built
+      }
+      r();
+    }
+    expect(a.serviceMs).toBeGreaterThan(8);
+    expect(a.boundMs).toBeCloseTo(1.5 * a.serviceMs, 5);
+    const hold = await a.acquire();
+    // The first waiter would wait ~1 page: within the bound.
+    const first = a.acquire();
+    first.catch(() => undefined);
+    expect(a.queued).toBe(1);
+    // The second would wait ~2 pages, past 1.5: shed at once, not after waiting.
+    const t0 = performance.now();
+    await expect(a.acquire()).rejects.toMatchObject({ code: 'overloaded', details: { retryAfter: 2 } });
+    expect(performance.now() - t0).toBeLessThan(5);
+    expect(a.queued).toBe(1);
+    hold();
+    (await first)();
+
+    const b = admission({ maxInFlight: 1, minQueueMs: 10_000, maxQueueMs: 10_000, maxQueue: 2 });
+    const h = await b.acquire();
+    const q = [b.acquire(), b.acquire()];
+    await expect(b.acquire()).rejects.toMatchObject({ code: 'overloaded' });
+    h();
+    for (const p of q) (await p)();
+  });
+});
+
+describe('page route admission', () => {
+  let ts: TempStore;
+  let app: FastifyInstance;
+  let gate: Promise<void> = Promise.resolve();
+  let entered = 0;
+
+  beforeAll(async () => {
+    ts = await tempStore(1);
+    await seedSession(ts.store, 'a', 300, 300);
+    // Workers started and the page path warm: the first page below is quick.
+    for (const m of [3, 5, 6]) await ts.store.pageBuffer('a', { maxMessages: m });
+    const slow: Store = new Proxy(ts.store, {
+      get(target, prop) {
+        if (prop === 'pageBuffer') {
+          return async (...args: Parameters<Store['pageBuffer']>) => {
+            entered++;
+            await gate;
+            return target.pageBuffer(...args);
+          };
+        }
+        const v = Reflect.get(target, prop, target) as unknown;
+        return typeof v === 'function' ? (v as (...a: unknown[]) => unknown).bind(target) : v;
+      },
+    });
+    app = buildServer(slow, { token: TOKEN, maxEventLoopLagMs: 0, admission: { maxInFlight: 1, minQueueMs: 600, maxQueueMs: 600 }, retryAfterSeconds: 3 });
+    await app.ready();
+  });
+
+  afterAll(async () => {
+    await app.close();
+    await ts.cleanup();
+  });
+
+  it('holds one page in flight, queues the next within the bound, sheds past it in the SPEC shape', async () => {
+    let open!: () => void;
+    gate = new Promise((r) => (open = r));
+    const first = app.inject({ url: '/v1/sessions/a/page?maxMessages=3', headers: AUTH });
+    await until('the first page in the store', () => entered === 1);
+    // Waits its 600 ms, never admitted while the first holds the slot: shed.
+    const second = await app.inject({ url: '/v1/sessions/a/page?maxMessages=4', headers: AUTH });
+    expect(second.statusCode).toBe(503);
+    expect(second.headers['retry-after']).toBe('3');
+    expect(JSON.parse(second.body)).toMatchObject({ error: { code: 'overloaded', message: expect.stringMatching(/overloaded/) } });
+    expect(entered).toBe(1);
+    // One that arrives now waits, and is admitted when the first is answered.
+    const third = app.inject({ url: '/v1/sessions/a/page?maxMessages=5', headers: AUTH });
+    await sleep(50);
+    expect(entered).toBe(1);
+    open();
+    expect((await first).statusCode).toBe(200);
+    expect((await third).statusCode).toBe(200);
+    expect(entered).toBe(2);
+    expect(app.pagerState.admission?.running).toBe(0);
+    const m = (await app.inject({ url: '/metrics', headers: AUTH })).body;
+    expect(m).toMatch(/^session_pager_admission_shed_total 1$/m);
+    expect(m).toMatch(/^session_pager_admission_in_flight 0$/m);
+  });
+
+  it('other routes are not admitted through it', async () => {
+    let open!: () => void;
+    gate = new Promise((r) => (open = r));
+    const page = app.inject({ url: '/v1/sessions/a/page?maxMessages=6', headers: AUTH });
+    await until('the page in the store', () => app.pagerState.admission?.running === 1);
+    expect((await app.inject({ url: '/v1/sessions/a', headers: AUTH })).statusCode).toBe(200);
+    expect((await app.inject({ url: '/readyz' })).statusCode).toBe(200);
+    open();
+    expect((await page).statusCode).toBe(200);
+  });
+});
