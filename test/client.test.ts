@@ -127,6 +127,7 @@ describe('follow', () => {
     const appender = (async () => {
       for (let at = 200; at < 400; at += 25) await client.append('live-1', makeEvents(at, 25));
     })();
+    appender.catch(() => undefined); // awaited below; never unhandled if the test fails first
     const { events, items } = await take(f, (ev) => ev.at(-1)?.seq === 399);
     await appender;
     expect(items[0]?.kind).toBe('snapshot');
@@ -158,6 +159,7 @@ describe('follow', () => {
           await new Promise((r) => setTimeout(r, 30));
         }
       })();
+      appender.catch(() => undefined); // awaited below; never unhandled if the test fails first
       while (events.at(-1)!.seq < 599) {
         const r = await it.next();
         if (r.done) throw new Error(`follower ended: ${f.lastReconnectReason}`);
@@ -185,6 +187,7 @@ describe('follow', () => {
       const appender = (async () => {
         for (let at = 50; at < 150; at += 10) await client.append('live-gap', makeEvents(at, 10));
       })();
+      appender.catch(() => undefined); // awaited below; never unhandled if the test fails first
       const { events, items } = await take(f, (ev) => ev.at(-1)?.seq === 149);
       await appender;
       expect(proxy.dropped).toBe(5);
@@ -216,6 +219,7 @@ describe('follow', () => {
             await new Promise((r) => setTimeout(r, 15));
           }
         })();
+        appender.catch(() => undefined); // awaited below; never unhandled if the test fails first
         const { events } = await take(f, (ev) => ev.at(-1)?.seq === target);
         await appender;
         expect(proxy.resumes).toBeGreaterThanOrEqual(1);
@@ -234,6 +238,7 @@ describe('follow', () => {
       await new Promise((r) => setTimeout(r, 100));
       await client.append('live-empty', makeEvents(0, 12));
     })();
+    appender.catch(() => undefined); // awaited below; never unhandled if the test fails first
     const { events, items } = await take(f, (ev) => ev.length === 12);
     await appender;
     expect(items[0]).toMatchObject({ kind: 'snapshot', cursor: -1, events: [] });

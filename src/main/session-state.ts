@@ -228,7 +228,23 @@ async function statLog(path: string): Promise<{ size: number; mtimeMs: number } 
   }
 }
 
+/** Problems an append in flight can show to one read (it writes the log, then the entry lines, then the metadata). */
+const APPEND_RACE = new Set(['entries_past_log', 'entries_partial_line']);
+
 export async function loadSessionState(paths: SessionPaths): Promise<SessionState> {
+  for (let attempt = 0; ; attempt++) {
+    const s = await loadSessionStateOnce(paths);
+    if (s.status !== 'repair_required' || attempt >= 3) return s;
+    // The log is stat'ed before the sidecars are read, so an append landing in
+    // between looks like sidecars ahead of the log: read again before calling it damage.
+    const now = await statLog(paths.events);
+    const moved = !('code' in now) && now.size !== s.logSize;
+    if (!moved && !s.problems.some((p) => APPEND_RACE.has(p.code))) return s;
+    await new Promise((r) => setTimeout(r, 2 * (attempt + 1)));
+  }
+}
+
+async function loadSessionStateOnce(paths: SessionPaths): Promise<SessionState> {
   const st = await statLog(paths.events);
   if ('code' in st) return needsRepair(paths, st, null);
   const { size: logSize, mtimeMs: logMtimeMs } = st;
