@@ -23,6 +23,8 @@ import { clientErrorHandler, frameworkErrors, refuseConnect } from './framework-
 import { addRequestDecoding } from './request-decoding.js';
 import { genReqId, REQUEST_ID_HEADER } from './request-id.js';
 import { RouteTable } from './route-table.js';
+import { SHARED_SCHEMAS } from './schemas.js';
+import { addValidation, AJV_OPTIONS } from './validation.js';
 import { FollowHub } from './follow.js';
 import { ServerMetrics, metricsPlugin, metricsRoute } from './metrics.js';
 import { openapiRoute } from './openapi.js';
@@ -69,7 +71,10 @@ export function buildServer(store: Store, options: ServerOptions = {}): FastifyI
     return503OnClosing: false,
     // An over-long id is an invalid id (400, param named), not a router error; the URL limit bounds it.
     routerOptions: { maxParamLength: o.maxUrlLength },
+    ajv: AJV_OPTIONS,
   });
+  addValidation(app);
+  for (const schema of SHARED_SCHEMAS) app.addSchema(schema);
   app.server.maxConnections = o.maxConnections;
   // Node would answer these itself with an empty body: a missing Host (checked in a hook below),
   // an unknown Expect (ignored: RFC 9110 lets a server proceed), CONNECT (refused).

@@ -5,7 +5,8 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { PagerError } from '../core/errors.js';
 import { MAX_NESTING_DEPTH, nestingMessage, valueNestingExceeds } from '../core/nesting.js';
-import { MAX_MAX_MESSAGES, parsePageQuery, resolvePageParams } from '../core/page-rule.js';
+import { resolvePageParams } from '../core/page-rule.js';
+import type { PageParams } from '../core/types.js';
 import { assertSessionId } from '../paths.js';
 import type { Store } from '../store-types.js';
 import type { Admission } from './admission.js';
@@ -16,6 +17,7 @@ import type { ResolvedOptions } from './options.js';
 import { checkLoop, checkPool, type OverloadPolicy } from './overload.js';
 import { bodyDigest, etagFor, noneMatch, pageDigest, setPageCaching } from './page-caching.js';
 import { negotiate, PageEncoder } from './page-encoding.js';
+import { APPEND_SCHEMA, CATALOG_SCHEMA, CREATE_SCHEMA, FOLLOW_SCHEMA, INFO_SCHEMA, PAGE_SCHEMA } from './schemas.js';
 
 export interface RoutesOptions {
   store: Store;
@@ -35,6 +37,13 @@ function sessionId(request: FastifyRequest): string {
 
 function isObject(v: unknown): v is Record<string, unknown> {
   return typeof v === 'object' && v !== null && !Array.isArray(v);
+}
+
+/** The page parameters of a query the route schema has validated (numbers, in range). */
+function pageParams(q: Record<string, unknown>): PageParams {
+  const out: PageParams = {};
+  for (const k of ['throughSeq', 'beforeSeq', 'maxMessages', 'maxBytes'] as const) if (typeof q[k] === 'number') out[k] = q[k];
+  return out;
 }
 
 export async function routes(app: FastifyInstance, o: RoutesOptions): Promise<void> {
@@ -60,17 +69,19 @@ export async function routes(app: FastifyInstance, o: RoutesOptions): Promise<vo
   const releases = new WeakMap<FastifyRequest, () => void>();
   const releasePage = async (request: FastifyRequest) => releases.get(request)?.();
 
-  app.get('/v1/sessions', { onRequest: shedLoop }, async () => {
+  // Params, query strings and bodies are validated by the route schemas (schemas.ts, validation.ts).
+  app.get('/v1/sessions', { onRequest: shedLoop, schema: CATALOG_SCHEMA }, async () => {
     return { sessions: await store.list() };
   });
 
-  app.get('/v1/sessions/:id', { onRequest: shedLoop }, async (request) => {
+  app.get('/v1/sessions/:id', { onRequest: shedLoop, schema: INFO_SCHEMA }, async (request) => {
     return store.info(sessionId(request));
   });
 
-  app.get('/v1/sessions/:id/page', { onRequest: admitPage, onResponse: releasePage, handlerTimeout: o.opts.pageTimeoutMs, compress: false }, async (request: FastifyRequest, reply: FastifyReply) => {
+  app.get('/v1/sessions/:id/page', { onRequest: admitPage, onResponse: releasePage, handlerTimeout: o.opts.pageTimeoutMs, compress: false, schema: PAGE_SCHEMA }, async (request: FastifyRequest, reply: FastifyReply) => {
     const id = sessionId(request);
-    const params = parsePageQuery(request.query as Record<string, unknown>);
+    // Ranges that depend on the session (throughSeq past the last committed seq) are checked by the store.
+    const params = pageParams(request.query as Record<string, unknown>);
     // The coding depends on Accept-Encoding alone (not on the page's size): the tag is known before the page.
     const encoding = negotiate(request.headers['accept-encoding']);
     const pinned = params.throughSeq !== undefined;
@@ -107,33 +118,26 @@ export async function routes(app: FastifyInstance, o: RoutesOptions): Promise<vo
     return reply.header('content-encoding', encoding).send(compressed);
   });
 
-  app.get('/v1/sessions/:id/follow', { onRequest: shedPool, exposeHeadRoute: false }, async (request: FastifyRequest, reply: FastifyReply) => {
+  app.get('/v1/sessions/:id/follow', { onRequest: shedPool, exposeHeadRoute: false, schema: FOLLOW_SCHEMA }, async (request: FastifyRequest, reply: FastifyReply) => {
     const id = sessionId(request);
     const q = request.query as Record<string, unknown>;
-    const { maxMessages } = parsePageQuery({ maxMessages: q.maxMessages });
-    if (maxMessages !== undefined && (maxMessages < 1 || maxMessages > MAX_MAX_MESSAGES)) {
-      throw new PagerError('invalid_request', `maxMessages must be an integer in [1, ${MAX_MAX_MESSAGES}]`, { param: 'maxMessages' });
-    }
+    const maxMessages = typeof q.maxMessages === 'number' ? q.maxMessages : undefined;
     const lastEventId = parseLastEventId(request.headers['last-event-id'] ?? q.lastEventId);
     await hub.handle(request, reply, id, maxMessages, lastEventId);
     return reply;
   });
 
-  app.put('/v1/sessions/:id', { onRequest: shedLoop }, async (request: FastifyRequest, reply: FastifyReply) => {
+  app.put('/v1/sessions/:id', { onRequest: shedLoop, schema: CREATE_SCHEMA }, async (request: FastifyRequest, reply: FastifyReply) => {
     const id = sessionId(request);
     const q = request.query as Record<string, unknown>;
-    let format: 'jsonl' | 'binary' | undefined;
-    if (q.format !== undefined) {
-      if (q.format !== 'jsonl' && q.format !== 'binary') throw new PagerError('invalid_request', 'format must be "jsonl" or "binary"', { param: 'format' });
-      format = q.format;
-    }
+    const format = q.format === 'jsonl' || q.format === 'binary' ? q.format : undefined;
     const header = request.body === undefined || request.body === null ? {} : request.body;
     if (!isObject(header)) throw new PagerError('invalid_request', 'body must be a session header record (a JSON object)');
     const entry = await store.create(id, header, format === undefined ? {} : { format });
     return reply.code(201).send(entry);
   });
 
-  app.post('/v1/sessions/:id/events', { onRequest: shedLoop }, async (request: FastifyRequest) => {
+  app.post('/v1/sessions/:id/events', { onRequest: shedLoop, schema: APPEND_SCHEMA }, async (request: FastifyRequest) => {
     const id = sessionId(request);
     const body = request.body;
     if (!isObject(body) || !('events' in body)) throw new PagerError('invalid_request', 'body must be {"events":[...]}');
