@@ -2,9 +2,11 @@
  * The HTTP service (SPEC section 6): `buildServer(store, opts)` returns a
  * fastify instance made of encapsulated plugins:
  *
- *   root      error handling, metrics/log hooks, URL-length limit, compression,
- *             /livez, /readyz, /healthz (readiness.ts)
- *   └─ api    bearer auth, page admission (admission.ts), load shedding, /v1 routes, follow (SSE), /metrics, OpenAPI
+ *   root      error handling, framework errors, request ids, validation, request
+ *             decoding, metrics/log hooks, URL-length limit, compression,
+ *             OpenAPI (generated from the route schemas), /livez, /readyz,
+ *             /healthz (readiness.ts), /v1/openapi.json
+ *   └─ api    bearer auth, page admission (admission.ts), load shedding, /v1 routes, follow (SSE), /metrics
  *
  * The app does not own the store: `shutdown(app, store)` closes the app
  * (stop accepting, end follow streams, finish in-flight pages and appends)
@@ -27,7 +29,7 @@ import { SHARED_SCHEMAS } from './schemas.js';
 import { addValidation, AJV_OPTIONS } from './validation.js';
 import { FollowHub } from './follow.js';
 import { ServerMetrics, metricsPlugin, metricsRoute } from './metrics.js';
-import { openapiRoute } from './openapi.js';
+import { addOpenApi, openapiRoute } from './openapi.js';
 import { resolveOptions, type ResolvedOptions, type ServerOptions } from './options.js';
 import { LoadMonitor, type OverloadPolicy } from './overload.js';
 import { readinessRoutes } from './readiness.js';
@@ -42,6 +44,8 @@ export interface PagerServerState {
   hub: FollowHub;
   monitor: LoadMonitor;
   admission: Admission | null;
+  /** Every route the app holds (405 + Allow, the OpenAPI test). */
+  routes: RouteTable;
 }
 
 declare module 'fastify' {
@@ -75,6 +79,7 @@ export function buildServer(store: Store, options: ServerOptions = {}): FastifyI
   });
   addValidation(app);
   for (const schema of SHARED_SCHEMAS) app.addSchema(schema);
+  addOpenApi(app);
   app.server.maxConnections = o.maxConnections;
   // Node would answer these itself with an empty body: a missing Host (checked in a hook below),
   // an unknown Expect (ignored: RFC 9110 lets a server proceed), CONNECT (refused).
@@ -94,7 +99,7 @@ export function buildServer(store: Store, options: ServerOptions = {}): FastifyI
   const admission =
     o.admission === null ? null : new Admission({ ...o.admission, maxInFlight: o.admission.maxInFlight ?? 2 * threads, retryAfterSeconds: o.retryAfterSeconds });
   const policy: OverloadPolicy = { monitor, store, maxLagMs: o.maxEventLoopLagMs, maxPoolQueue: o.maxPoolQueue, retryAfterSeconds: o.retryAfterSeconds, readiness: o.readiness };
-  app.decorate('pagerState', { options: o, metrics, hub, monitor, admission });
+  app.decorate('pagerState', { options: o, metrics, hub, monitor, admission, routes: routeTable });
 
   app.register(errorsPlugin, { metrics, retryAfterSeconds: o.retryAfterSeconds, routes: routeTable });
   app.register(metricsPlugin, { metrics });
@@ -127,14 +132,16 @@ export function buildServer(store: Store, options: ServerOptions = {}): FastifyI
     zlibOptions: { level: o.compression.gzipLevel },
   });
 
-  readinessRoutes(app, o.readiness, o.retryAfterSeconds);
+  // Routes go in registered plugins, not straight on the root: @fastify/swagger only sees
+  // routes added after it loaded (the OpenAPI test fails on a route it misses).
+  app.register(async (root) => readinessRoutes(root, o.readiness, o.retryAfterSeconds));
+  app.register(openapiRoute);
 
   // Everything else: authenticated, encapsulated.
   app.register(async (api) => {
     addAuth(api, o.token);
     await api.register(routes, { store, opts: o, metrics, policy, hub, admission });
     await api.register(metricsRoute, { metrics });
-    await api.register(openapiRoute);
   });
 
   app.addHook('preClose', async () => {

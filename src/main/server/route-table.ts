@@ -35,6 +35,11 @@ export class RouteTable {
     for (const m of methods) entry.methods.add(m.toUpperCase());
   }
 
+  /** Every concrete route, as method and URL pattern. */
+  list(): { method: string; url: string }[] {
+    return [...this.concrete].flatMap(([url, { methods }]) => [...methods].map((method) => ({ method, url })));
+  }
+
   /** Methods the path answers, sorted; empty when no concrete route holds it. */
   allowed(path: string): string[] {
     const out = new Set<string>();

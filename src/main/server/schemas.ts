@@ -164,7 +164,7 @@ export const ERR = {
 } as const;
 
 /** A route open without a token (SPEC section 6). */
-export const PUBLIC = { security: [] as unknown[] };
+export const PUBLIC = { security: [] as { [label: string]: readonly string[] }[] };
 
 export const CATALOG_SCHEMA = {
   summary: 'Catalog, from metadata sidecars only; a bad session is listed with its status and reasons, never fails the listing',
