@@ -29,7 +29,7 @@ import { SHARED_SCHEMAS } from './schemas.js';
 import { addValidation, AJV_OPTIONS } from './validation.js';
 import { FollowHub } from './follow.js';
 import { ServerMetrics, metricsPlugin, metricsRoute } from './metrics.js';
-import { addOpenApi, openapiRoute } from './openapi.js';
+import { addOpenApi, openApiDocument, openapiRoute } from './openapi.js';
 import { resolveOptions, type ResolvedOptions, type ServerOptions } from './options.js';
 import { LoadMonitor, type OverloadPolicy } from './overload.js';
 import { readinessRoutes } from './readiness.js';
@@ -142,6 +142,16 @@ export function buildServer(store: Store, options: ServerOptions = {}): FastifyI
     addAuth(api, o.token);
     await api.register(routes, { store, opts: o, metrics, policy, hub, admission });
     await api.register(metricsRoute, { metrics });
+  });
+
+  // Compiling the route schemas and building the OpenAPI document stall the event loop at
+  // start-up; that is no reason to shed the first requests: build it now, then forget the stall.
+  // (Registered last, so its onReady runs after @fastify/swagger's.)
+  app.register(async (last) => {
+    last.addHook('onReady', async () => {
+      openApiDocument(app);
+      monitor.reset();
+    });
   });
 
   app.addHook('preClose', async () => {

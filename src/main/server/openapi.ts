@@ -3,7 +3,7 @@
  * schemas (schemas.ts) that fastify validates requests with, so the document
  * cannot drift from what the server accepts. `info.version` is the
  * package's version. Served at GET /v1/openapi.json without a token (SPEC
- * section 6), built once on the first request.
+ * section 6), built once when the app becomes ready.
  *
  * Routes registered elsewhere without a schema of their own (the service
  * probes) get their summary from SERVICE_DOCS, so every route is described.
@@ -66,11 +66,23 @@ export function addOpenApi(app: FastifyInstance): void {
   });
 }
 
+const documents = new WeakMap<object, Buffer>();
+
+/**
+ * The document as served, built once per app. Building it takes a while
+ * (hundreds of ms on a busy machine), so the app builds it when it becomes
+ * ready, before load shedding starts watching the event loop.
+ */
+export function openApiDocument(app: FastifyInstance): Buffer {
+  let body = documents.get(app.swagger);
+  if (body === undefined) {
+    body = Buffer.from(JSON.stringify(app.swagger()));
+    documents.set(app.swagger, body);
+  }
+  return body;
+}
+
 /** GET /v1/openapi.json, open without a token. */
 export async function openapiRoute(app: FastifyInstance): Promise<void> {
-  let body: Buffer | undefined;
-  app.get(OPENAPI_PATH, { schema: OPENAPI_SCHEMA }, async (_request, reply) => {
-    body ??= Buffer.from(JSON.stringify(app.swagger()));
-    return reply.type('application/json; charset=utf-8').send(body);
-  });
+  app.get(OPENAPI_PATH, { schema: OPENAPI_SCHEMA }, async (_request, reply) => reply.type('application/json; charset=utf-8').send(openApiDocument(app)));
 }
