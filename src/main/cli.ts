@@ -9,6 +9,7 @@
 import { CliError } from './cli/common.js';
 import { HelpRequested, type Command } from './cli/command.js';
 import { assertDataDirExists } from './cli/data-dir.js';
+import { Interrupted } from './cli/interrupt.js';
 import { COMMANDS, loadAllCommands, loadCommand } from './cli/registry.js';
 import { isPagerError } from './core/errors.js';
 import { packageVersion } from './version.js';
@@ -62,6 +63,10 @@ export async function main(argv: string[], env: NodeJS.ProcessEnv = process.env)
     if (err instanceof HelpRequested) {
       process.stdout.write(err.text);
       return 0;
+    }
+    if (err instanceof Interrupted) {
+      process.stderr.write(`session-pager ${name}: ${err.message}; nothing unfinished was left behind\n`);
+      return err.exitCode;
     }
     // safeLine: whatever a message holds, the error stays one line without control characters.
     if (err instanceof CliError) {

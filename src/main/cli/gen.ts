@@ -6,11 +6,13 @@ import { generateSession, minEventsFor } from '../gen/generate.js';
 import { isValidSessionId } from '../paths.js';
 import { DATA_DIR, defineCommand } from './command.js';
 import { CliError, Progress } from './common.js';
+import { withInterrupts } from './interrupt.js';
 import { quoteInput } from '../core/excerpt.js';
 
 export const command = defineCommand({
   name: 'gen',
   summary: 'generate synthetic sessions for benchmarks and the demo (docs/gen.md)',
+  description: 'Interrupted (SIGINT, SIGTERM), the unfinished session is removed; sessions already printed are complete.',
   options: {
     data: DATA_DIR,
     events: { type: 'int', default: 10000, describe: 'events per session' },
@@ -30,13 +32,16 @@ export const command = defineCommand({
     for (const k of [0, sessions - 1]) {
       if (!isValidSessionId(`${prefix}-${seed}-${k}`)) throw new CliError(`--id-prefix ${quoteInput(prefix)} does not give valid session ids`);
     }
-    for (let k = 0; k < sessions; k++) {
-      const id = `${prefix}-${seed}-${k}`;
-      const progress = new Progress(id, events, ' events');
-      const r = await generateSession(dataDir, { id, events, tailEvents: tail, seed, stream: k, format, onProgress: (n) => progress.update(n) });
-      progress.done();
-      process.stdout.write(`${r.id} ${r.events} events ${r.bytes} bytes\n`);
-    }
+    await withInterrupts(async (signal) => {
+      for (let k = 0; k < sessions; k++) {
+        const id = `${prefix}-${seed}-${k}`;
+        const progress = new Progress(id, events, ' events');
+        const r = await generateSession(dataDir, { id, events, tailEvents: tail, seed, stream: k, format, onProgress: (n) => progress.update(n) }, { signal }).finally(() =>
+          progress.done(),
+        );
+        process.stdout.write(`${r.id} ${r.events} events ${r.bytes} bytes\n`);
+      }
+    });
     return 0;
   },
 });

@@ -1,16 +1,19 @@
 /**
- * `session-pager import <file>`: import a dsh session.jsonl or
- * Zstandard-framed session.jsonl.zstd (see maintenance/import.ts). Refuses
+ * `session-pager import <file>`: import a dsh session.jsonl or a JSON array
+ * of events, plain or Zstandard-framed (see maintenance/import.ts). Refuses
  * an existing id (exit 1, session_exists).
  */
 import { importSession } from '../maintenance/import.js';
 import { DATA_DIR, defineCommand } from './command.js';
 import { Progress } from './common.js';
+import { withInterrupts } from './interrupt.js';
 
 export const command = defineCommand({
   name: 'import',
-  summary: 'import a dsh session.jsonl (plain or Zstandard-framed) as a new session',
-  positionals: [{ name: 'file', describe: 'session.jsonl or session.jsonl.zstd' }],
+  summary: 'import a dsh session.jsonl, or a JSON array of events, plain or Zstandard-framed, as a new session',
+  description:
+    'The file is JSON lines (a session header, then one event or packed row per line), or one JSON document whose top level is an array of events (an export of SessionEvent[]; its first element is the header when its type is "session", else one is made up from --id and the first event\'s time). Interrupted (SIGINT, SIGTERM), it leaves nothing behind.',
+  positionals: [{ name: 'file', describe: 'session.jsonl, session.json (an array) or either Zstandard-framed' }],
   options: {
     data: DATA_DIR,
     id: { type: 'string', arg: 'ID', describe: 'session id', defaultText: "the header's id, else the file name" },
@@ -20,17 +23,20 @@ export const command = defineCommand({
   async run({ values, positionals }) {
     const file = positionals[0] as string;
     let bar: Progress | null = null;
-    const r = await importSession(values.data, file, {
-      id: values.id,
-      format: values.format as 'jsonl' | 'binary',
-      onProgress: (done, total) => {
-        bar ??= new Progress(`import ${file}`, total, ' bytes');
-        bar.update(done);
-      },
-    });
-    (bar as Progress | null)?.done();
+    const r = await withInterrupts((signal) =>
+      importSession(values.data, file, {
+        id: values.id,
+        format: values.format as 'jsonl' | 'binary',
+        signal,
+        onProgress: (done, total) => {
+          bar ??= new Progress(`import ${file}`, total, ' bytes');
+          bar.update(done);
+        },
+      }),
+    ).finally(() => (bar as Progress | null)?.done());
     const how = r.format === 'jsonl' ? (r.verbatim ? 'jsonl, lines kept byte for byte' : 'jsonl') : 'binary frames';
-    process.stdout.write(`imported ${r.id} from ${r.source}: ${r.events} events, ${r.frames} frames, ${r.logBytes} bytes (${how})\n`);
+    const from = r.document === 'json-array' ? (r.source === 'zstd' ? 'zstd JSON array' : 'JSON array') : r.source;
+    process.stdout.write(`imported ${r.id} from ${from}: ${r.events} events, ${r.frames} frames, ${r.logBytes} bytes (${how})\n`);
     return 0;
   },
 });

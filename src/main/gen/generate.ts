@@ -4,6 +4,8 @@
  * framed, packed and indexed exactly as served ones. The library entry point
  * for the CLI, tests and benchmarks.
  */
+import { localFiles } from '../../storage/local/local-backend.js';
+import { sessionPaths } from '../paths.js';
 import { SessionWriter } from '../session-writer.js';
 import { sessionBatches, type GenerateOptions } from './session-batches.js';
 
@@ -19,21 +21,52 @@ export interface GenerateResult {
   batches: number;
 }
 
-export async function generateSession(dataDir: string, opts: GenerateOptions): Promise<GenerateResult> {
+/** How long generation runs between turns of the event loop when it can be interrupted. */
+const YIELD_MS = 50;
+
+export interface GenerateControl {
+  /** Aborting it stops after the current batch; the unfinished session is removed. */
+  signal?: AbortSignal;
+}
+
+/**
+ * An unfinished generated session is removed, not left to look like a
+ * short healthy one: the log first (without it nothing can pass for a
+ * session), then its sidecars and projections.
+ */
+async function removeUnfinished(dataDir: string, id: string): Promise<void> {
+  const p = sessionPaths(dataDir, id);
+  await localFiles.remove(p.events);
+  await localFiles.remove(p.meta);
+  await localFiles.remove(p.entries);
+  await localFiles.removeAll(p.projections);
+}
+
+export async function generateSession(dataDir: string, opts: GenerateOptions, control: GenerateControl = {}): Promise<GenerateResult> {
   const { header, batches } = sessionBatches(opts);
   // Not durable per append: one fsync at close is enough for a generated corpus and keeps gen fast.
   const writer = await SessionWriter.create(dataDir, header.id, header, { durable: false, format: opts.format ?? 'jsonl' });
   let written = 0;
   let count = 0;
+  let finished = false;
   try {
+    let turn = Date.now();
     for (const batch of batches) {
+      if (control.signal !== undefined && Date.now() - turn > YIELD_MS) {
+        // The writer's I/O may all be synchronous: give the event loop a turn so a signal is seen.
+        await new Promise((resolve) => setImmediate(resolve));
+        turn = Date.now();
+      }
+      control.signal?.throwIfAborted();
       await writer.append(batch);
       written += batch.length;
       count++;
       opts.onProgress?.(written);
     }
+    finished = true;
   } finally {
     await writer.close();
+    if (!finished) await removeUnfinished(dataDir, header.id);
   }
   const meta = writer.metadata;
   return { id: header.id, events: meta.nextSeq, bytes: meta.indexedLength, frames: meta.frameCount, batches: count };

@@ -5,7 +5,12 @@
  *
  * - Input: a dsh `session.jsonl`, or the same Zstandard-framed (one zstd
  *   frame per append batch; detected by the zstd magic, not the name),
- *   decompressed as a stream with fzstd.
+ *   decompressed as a stream with fzstd. Or one JSON document whose top
+ *   level is an array of events (an export of `SessionEvent[]`; told apart
+ *   by its first non-blank byte `[`), read element by element with
+ *   stream-json (maintenance/json-array.ts): its first element is the header
+ *   when its type is "session", else the header is made up as
+ *   `{"type":"session","version":0,"id":<id>,"createdAt":<first event's time>}`.
  * - Validation: the first line is a `session` header; every other line is a
  *   storage record (`validateRecord`: event, or packed row checked exactly),
  *   seqs contiguous from 0, no second header. Blank lines are skipped. The
@@ -20,13 +25,16 @@
  *   meanwhile), the entry sidecar renamed, the metadata written last. A crash
  *   in between leaves a log whose sidecars are missing: repair_required, and
  *   `reindex` rebuilds them; never a half log.
+ * - Interrupted (`signal`, SIGINT/SIGTERM in the CLI): checked between input
+ *   chunks, so the temp files are removed and the lease released on the way
+ *   out; once the log is being placed, the import completes.
  */
 import { createReadStream, promises as fsp } from 'node:fs';
 import { basename, dirname } from 'node:path';
 import { Decompress } from 'fzstd';
 import { entryFor } from '../../streams/batch-encoder.js';
 import { expandRow, recordSpan, validateRecord } from '../core/chunk-codec.js';
-import { jsonNestingExceeds, nestingMessage } from '../core/nesting.js';
+import { jsonNestingExceeds, nestingMessage, valueNestingExceeds } from '../core/nesting.js';
 import { PagerError } from '../core/errors.js';
 import { emptySummary, foldEvent, type SessionSummary } from '../core/summary.js';
 import type { ChunkRow, SessionEvent, SessionHeader, StorageRecord } from '../core/types.js';
@@ -38,22 +46,28 @@ import { fsyncDir, writeMeta, type SessionMeta } from '../meta-file.js';
 import { assertSessionId, indexDir, sessionPaths, sessionsDir } from '../paths.js';
 import { sessionExists, tempPathFor } from './reindex.js';
 import { BufferedWriter, LineSplitter } from './io.js';
-import { jsonErrorReason, quoteInput, quoteValue } from '../core/excerpt.js';
+import { jsonErrorReason, quoteInput, quoteValue, safeLine } from '../core/excerpt.js';
+import { forEachArrayElement } from './json-array.js';
 
 const ZSTD_MAGIC = Buffer.from([0x28, 0xb5, 0x2f, 0xfd]);
 const READ_CHUNK = 64 * 1024;
 const BRACE = 0x7b;
+const NEWLINE = Buffer.from('\n');
 
 export interface ImportOptions {
   id?: string;
   format?: FrameEncoding;
   /** Input bytes consumed so far and the input's size. */
   onProgress?: (consumed: number, total: number) => void;
+  /** Aborting it stops the import before the log is placed, leaving nothing behind. */
+  signal?: AbortSignal;
 }
 
 export interface ImportResult {
   id: string;
   source: 'jsonl' | 'zstd';
+  /** What the (decompressed) input held: JSON lines, or one JSON array of events. */
+  document: 'jsonl' | 'json-array';
   format: FrameEncoding;
   events: number;
   frames: number;
@@ -63,18 +77,56 @@ export interface ImportResult {
   meta: SessionMeta;
 }
 
-/** The file's basename without `.zstd`/`.zst`, then without `.jsonl`. */
+/** The file's basename without `.zstd`/`.zst`, then without `.jsonl` or `.json`. */
 export function defaultImportId(file: string): string {
   let name = basename(file);
   for (const ext of ['.zstd', '.zst']) if (name.endsWith(ext)) name = name.slice(0, -ext.length);
-  if (name.endsWith('.jsonl')) name = name.slice(0, -'.jsonl'.length);
+  for (const ext of ['.jsonl', '.json']) if (name.endsWith(ext)) name = name.slice(0, -ext.length);
   return name;
 }
 
+/** Where in the input: `line N` (JSONL) or `element N` (0-based, of the JSON array). */
+type Place = { line: number } | { element: number };
+
 class ImportError extends PagerError {
-  constructor(file: string, line: number, message: string) {
-    super('invalid_request', `${basename(file)} line ${line}: ${message}`, { line });
+  constructor(file: string, at: Place, message: string) {
+    super('invalid_request', `${basename(file)} ${'line' in at ? `line ${at.line}` : `element ${at.element}`}: ${message}`, at);
   }
+}
+
+const WHITESPACE = new Set([0x20, 0x09, 0x0a, 0x0d]);
+const BOM = Buffer.from([0xef, 0xbb, 0xbf]);
+const BRACKET = 0x5b;
+
+/**
+ * The input's chunks, and its first byte that is not blank (a UTF-8 byte
+ * order mark skipped): `[` means one JSON array document.
+ */
+async function peekFirstByte(chunks: AsyncGenerator<Uint8Array>): Promise<{ first: number | null; chunks: AsyncGenerator<Uint8Array> }> {
+  const seen: Uint8Array[] = [];
+  let first: number | null = null;
+  let pos = 0;
+  let bom = 0;
+  scan: for (;;) {
+    const n = await chunks.next();
+    if (n.done) break;
+    const b = n.value;
+    seen.push(b);
+    for (let i = 0; i < b.length; i++) {
+      const c = b[i] as number;
+      if (pos + i === bom && bom < BOM.length && c === BOM[bom]) bom++;
+      else if (!WHITESPACE.has(c)) {
+        first = c;
+        break scan;
+      }
+    }
+    pos += b.length;
+  }
+  async function* all(): AsyncGenerator<Uint8Array> {
+    yield* seen;
+    yield* chunks;
+  }
+  return { first, chunks: all() };
 }
 
 async function isZstd(file: string): Promise<boolean> {
@@ -89,8 +141,8 @@ async function isZstd(file: string): Promise<boolean> {
 }
 
 /** Decompressed (or plain) chunks of the file, read as a stream. */
-async function* inputChunks(file: string, zstd: boolean, onRead: (n: number) => void): AsyncGenerator<Uint8Array> {
-  const stream = createReadStream(file, { highWaterMark: READ_CHUNK });
+async function* inputChunks(file: string, zstd: boolean, onRead: (n: number) => void, signal?: AbortSignal): AsyncGenerator<Uint8Array> {
+  const stream = createReadStream(file, { highWaterMark: READ_CHUNK, ...(signal ? { signal } : {}) });
   if (!zstd) {
     for await (const chunk of stream) {
       onRead((chunk as Buffer).length);
@@ -153,29 +205,19 @@ export async function importSession(dataDir: string, file: string, opts: ImportO
     let frames = 0;
     let verbatim = format === 'jsonl';
 
-    const onLine = async (line: Buffer, terminated: boolean): Promise<void> => {
-      lineNo++;
-      const text = line.toString('utf8');
-      if (text.trim() === '') {
-        verbatim = false;
-        return;
-      }
-      // Before anything recursive meets it (core/nesting.ts).
-      if (jsonNestingExceeds(line)) throw new ImportError(file, lineNo, nestingMessage('the record'));
-      let value: unknown;
-      try {
-        value = JSON.parse(text);
-      } catch (err) {
-        throw new ImportError(file, lineNo, `invalid JSON: ${jsonErrorReason(err)} (the line starts ${quoteInput(line)})`);
-      }
-      if (typeof value !== 'object' || value === null || Array.isArray(value)) throw new ImportError(file, lineNo, 'is not a JSON object');
-      // Keep the line as it is when it is a valid JSONL frame on its own; else re-encode.
-      const keep = format === 'jsonl' && line[0] === BRACE;
-      if (!keep || !terminated) verbatim = false;
-      const frameOf = (rec: unknown): Buffer => (keep ? Buffer.concat([line, Buffer.from('\n')]) : encodeFrame(rec, format));
+    /**
+     * One record of the input, in order: the header first, then storage
+     * records with contiguous seqs. `line`: its JSONL bytes, kept as the
+     * frame when they are a valid JSONL frame on their own (else re-encoded).
+     */
+    const addRecord = async (value: unknown, at: Place, line: Buffer | null): Promise<void> => {
+      if (typeof value !== 'object' || value === null || Array.isArray(value)) throw new ImportError(file, at, 'is not a JSON object');
+      const keep = format === 'jsonl' && line !== null && line[0] === BRACE;
+      if (!keep) verbatim = false;
+      const frameOf = (rec: unknown): Buffer => (keep ? Buffer.concat([line as Buffer, NEWLINE]) : encodeFrame(rec, format));
       if (acc.header === null) {
         const h = value as Record<string, unknown>;
-        if (h.type !== 'session') throw new ImportError(file, lineNo, `the first line must be the session header (type "session"), got type ${quoteValue(h.type)}`);
+        if (h.type !== 'session') throw new ImportError(file, at, `the first line must be the session header (type "session"), got type ${quoteValue(h.type)}`);
         acc.header = h as SessionHeader;
         acc.summary = emptySummary(acc.header);
         const frame = frameOf(acc.header);
@@ -188,11 +230,11 @@ export async function importSession(dataDir: string, file: string, opts: ImportO
       try {
         r = validateRecord(value);
       } catch (err) {
-        throw new ImportError(file, lineNo, (err as Error).message);
+        throw new ImportError(file, at, (err as Error).message);
       }
-      if (r.type === 'session') throw new ImportError(file, lineNo, 'a second session header');
+      if (r.type === 'session') throw new ImportError(file, at, 'a second session header');
       const span = recordSpan(r);
-      if (span.seq !== expected) throw new ImportError(file, lineNo, `${isRowType(r.type) ? 'row' : 'event'} starts at seq ${span.seq}, expected ${expected} (seqs must be contiguous from 0)`);
+      if (span.seq !== expected) throw new ImportError(file, at, `${isRowType(r.type) ? 'row' : 'event'} starts at seq ${span.seq}, expected ${expected} (seqs must be contiguous from 0)`);
       const frame = frameOf(r);
       const offset = log.length;
       await log.write(frame);
@@ -204,24 +246,77 @@ export async function importSession(dataDir: string, file: string, opts: ImportO
       acc.lastTime = (events[events.length - 1] as SessionEvent).time;
     };
 
-    const splitter = new LineSplitter(MAX_FRAME_BYTES);
-    const chunks = inputChunks(file, zstd, (n) => {
-      consumed += n;
-      opts.onProgress?.(consumed, st.size);
-    });
-    for await (const chunk of chunks) {
-      let lines: Buffer[];
-      try {
-        lines = splitter.push(chunk);
-      } catch (err) {
-        throw new ImportError(file, lineNo + 1, (err as Error).message);
+    const onLine = async (line: Buffer, terminated: boolean): Promise<void> => {
+      lineNo++;
+      const text = line.toString('utf8');
+      if (text.trim() === '') {
+        verbatim = false;
+        return;
       }
-      for (const line of lines) await onLine(line, true);
+      if (!terminated) verbatim = false;
+      // Before anything recursive meets it (core/nesting.ts).
+      if (jsonNestingExceeds(line)) throw new ImportError(file, { line: lineNo }, nestingMessage('the record'));
+      let value: unknown;
+      try {
+        value = JSON.parse(text);
+      } catch (err) {
+        throw new ImportError(file, { line: lineNo }, `invalid JSON: ${jsonErrorReason(err)} (the line starts ${quoteInput(line)})`);
+      }
+      await addRecord(value, { line: lineNo }, line);
+    };
+
+    /** An array element: an event (or a row); a first element that is not a header gets one made up. */
+    const onElement = async (value: unknown, element: number): Promise<void> => {
+      // Built without recursion (json-array.ts); checked before anything recursive meets it.
+      if (valueNestingExceeds(value)) throw new ImportError(file, { element }, nestingMessage('the record'));
+      if (element === 0) {
+        const v = value as Record<string, unknown> | null;
+        if (v === null || typeof v !== 'object' || v.type !== 'session') {
+          const t = v !== null && typeof v === 'object' ? v.time : undefined;
+          const createdAt = Number.isSafeInteger(t) ? (t as number) : Math.floor(st.mtimeMs);
+          await addRecord({ type: 'session', version: 0, id, createdAt }, { element }, null);
+        }
+      }
+      await addRecord(value, { element }, null);
+    };
+
+    const read = await peekFirstByte(
+      inputChunks(
+        file,
+        zstd,
+        (n) => {
+          consumed += n;
+          opts.onProgress?.(consumed, st.size);
+        },
+        opts.signal,
+      ),
+    );
+    const document = read.first === BRACKET ? 'json-array' : 'jsonl';
+    if (document === 'json-array') {
+      verbatim = false;
+      try {
+        await forEachArrayElement(read.chunks, onElement, opts.signal);
+      } catch (err) {
+        if (err instanceof PagerError || opts.signal?.aborted) throw err;
+        throw new PagerError('invalid_request', `${basename(file)}: invalid JSON array document: ${safeLine((err as Error).message)}`);
+      }
+    } else {
+      const splitter = new LineSplitter(MAX_FRAME_BYTES);
+      for await (const chunk of read.chunks) {
+        let lines: Buffer[];
+        try {
+          lines = splitter.push(chunk);
+        } catch (err) {
+          throw new ImportError(file, { line: lineNo + 1 }, (err as Error).message);
+        }
+        for (const line of lines) await onLine(line, true);
+      }
+      const rest = splitter.end();
+      if (rest !== null) await onLine(rest, false);
     }
-    const rest = splitter.end();
-    if (rest !== null) await onLine(rest, false);
+    opts.signal?.throwIfAborted();
     const h = acc.header;
-    if (h === null) throw new PagerError('invalid_request', `${basename(file)}: no session header (the file is empty)`);
+    if (h === null) throw new PagerError('invalid_request', `${basename(file)}: no session header (the ${document === 'json-array' ? 'array' : 'file'} is empty)`);
 
     await log.flush();
     await entries.flush();
@@ -260,7 +355,7 @@ export async function importSession(dataDir: string, file: string, opts: ImportO
       issues: [],
     } as SessionMeta;
     await writeMeta(paths.meta, meta);
-    return { id, source: zstd ? 'zstd' : 'jsonl', format, events: expected, frames, logBytes: log.length, verbatim, meta };
+    return { id, source: zstd ? 'zstd' : 'jsonl', document, format, events: expected, frames, logBytes: log.length, verbatim, meta };
   } finally {
     await logFh.close().catch(() => undefined);
     await entriesFh.close().catch(() => undefined);
