@@ -115,6 +115,7 @@ describe('import of a JSON array of events', () => {
     ['a second header', '[{"type":"a","seq":0,"time":1},{"type":"session","version":0,"id":"x"}]', /^session-pager import: invalid_request: bad\.json element 1: /],
     ['an element that is not an object', '[{"type":"a","seq":0,"time":1},7]', /^session-pager import: invalid_request: bad\.json element 1: is not a JSON object$/],
     ['data after the array', '[{"type":"a","seq":0,"time":1}] [', /^session-pager import: invalid_request: bad\.json: invalid JSON array document: /],
+    ['an element nested too deep', `[{"type":"a","seq":0,"time":1,"data":${'['.repeat(300)}${']'.repeat(300)}}]`, /^session-pager import: invalid_request: bad\.json element 0: the record is nested deeper than 128 levels of objects and arrays$/],
     ['an empty array', '[]', /^session-pager import: invalid_request: bad\.json: no session header \(the array is empty\)$/],
   ])('%s: one line, exit 1, no raw bytes, nothing left behind', async (_what, body, line) => {
     const dir = join(data.dir, `bad-${Math.random().toString(36).slice(2)}`);
