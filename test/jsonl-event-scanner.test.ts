@@ -8,8 +8,10 @@ import { describe, expect, it } from 'vitest';
 import { packableChunk, validateEvent } from '../src/main/core/chunk-codec.js';
 import type { SessionEvent } from '../src/main/core/types.js';
 import { scanJsonlEvent } from '../src/streams/jsonl-event-scanner.js';
+import { countedGroup } from '../src/main/core/page-rule.js';
+import { messageGroup } from '../src/streams/message-group.js';
 
-const typeArb = fc.constantFrom('user/message', 'tool/result', 'assistant/chunk', 'text-chunks', 'session', '', 'vendor/x', 'a\\"b');
+const typeArb = fc.constantFrom('user/message', 'assistant/message', 'user/messages', 'tool/result', 'assistant/chunk', 'text-chunks', 'session', '', 'vendor/x', 'a\\"b');
 const chunkArb = fc.oneof(
   fc.record({ type: fc.constantFrom('text-delta', 'reasoning-delta'), index: fc.integer({ min: 0, max: 3 }), text: fc.string() }),
   fc.record({ type: fc.constantFrom('block-start', 'block-end', 'usage', 'finish'), index: fc.integer({ min: 0, max: 3 }) }),
@@ -34,14 +36,16 @@ function mutate(line: string, at: number, op: number, ch: string): string {
   return line.slice(0, i) + ch + line.slice(i + 1);
 }
 
-function check(line: string): void {
+function check(line: string, trusted = false): void {
   // Hostile bytes around the line: a read past its end would show.
   const bytes = Buffer.concat([Buffer.from('}]"x'), Buffer.from(line), Buffer.from('"delta\\u{')]);
-  const got = scanJsonlEvent(bytes, 4, 4 + Buffer.byteLength(line));
+  const got = scanJsonlEvent(bytes, 4, 4 + Buffer.byteLength(line), trusted);
   if (got === null) return;
   const parsed = JSON.parse(line) as SessionEvent;
   const e = validateEvent(parsed);
-  expect(got).toEqual({ seq: e.seq, time: e.time });
+  expect({ seq: got.seq, time: got.time }).toEqual({ seq: e.seq, time: e.time });
+  // The message group the page path derives from the flags is the one the parsed event has.
+  expect(got.message ? messageGroup(bytes, 4, 4 + Buffer.byteLength(line), got.seq, got.groupKeys) : -1).toBe(countedGroup(e) ?? -1);
   expect(['text-chunks', 'reasoning-chunks', 'tool-call-chunks']).not.toContain(e.type);
   expect(packableChunk(e)).toBeNull();
 }
@@ -52,6 +56,15 @@ describe('scanJsonlEvent', () => {
       fc.property(eventArb, (e) => {
         check(JSON.stringify(e));
         check(JSON.stringify(e, null, 1).replace(/\n/g, ' '));
+        // As the writer writes a valid event (type, seq and time first), read by the trusted path.
+        const { type, seq, time, ...rest } = e as Record<string, unknown>;
+        let valid = true;
+        try {
+          validateEvent(e);
+        } catch {
+          valid = false;
+        }
+        if (valid) check(JSON.stringify({ type, seq, time, ...rest }), true);
       }),
       { numRuns: 2000 },
     );
@@ -69,9 +82,9 @@ describe('scanJsonlEvent', () => {
   it('accepts plain events and non-delta chunks, and declines deltas', () => {
     const line = (o: unknown) => Buffer.from(JSON.stringify(o));
     const user = line({ type: 'user/message', seq: 3, time: 9, data: { text: 'hi' }, surfaceOp: 'append' });
-    expect(scanJsonlEvent(user, 0, user.length)).toEqual({ seq: 3, time: 9 });
+    expect(scanJsonlEvent(user, 0, user.length)).toEqual({ seq: 3, time: 9, message: true, groupKeys: true });
     const start = line({ type: 'assistant/chunk', seq: 4, time: 9, data: { turn: 0, step: 0, chunk: { type: 'block-start', index: 0 } } });
-    expect(scanJsonlEvent(start, 0, start.length)).toEqual({ seq: 4, time: 9 });
+    expect(scanJsonlEvent(start, 0, start.length)).toEqual({ seq: 4, time: 9, message: false, groupKeys: false });
     const delta = line({ type: 'assistant/chunk', seq: 5, time: 9, data: { turn: 0, step: 0, chunk: { type: 'text-delta', index: 0, text: 'x' } } });
     expect(scanJsonlEvent(delta, 0, delta.length)).toBeNull();
     const escaped = Buffer.from('{"type":"assistant/chunk","seq":5,"time":9,"data":{"turn":0,"step":0,"chunk":{"type":"text\\u002ddelta","index":0,"text":"x"}}}');

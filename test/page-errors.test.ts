@@ -176,21 +176,27 @@ describe('frame-checksum projection', () => {
     }
   });
 
-  it('a frame changed after it was written is validated in full, not trusted', async () => {
+  it('a frame changed after it was written is never served, even when it still parses (issue 16 item 9)', async () => {
     await writeRandomLog({ events: conversation(8), batches: [{ size: 40, format: 'jsonl' }] }, { dataDir: dir, id: 'crcedit' });
     const path = join(dir, 'sessions/crcedit.events');
     const bytes = readFileSync(path);
-    // Inside a packed row's member list: still valid JSON, different text. The projection's
-    // CRC no longer matches, so the page must come from a full decode of the new bytes.
+    const before = await readWholeLog(path);
+    // Inside a packed row's member list: still valid JSON, different text. The projection
+    // holds the CRC its writer computed: the page that covers it fails, naming its events.
     const at = bytes.indexOf('"texts":["w0"');
     expect(at).toBeGreaterThan(0);
+    const entries = readFileSync(join(dir, 'sessions/index/crcedit.entries.jsonl'), 'utf8').trim().split('\n').map((l) => JSON.parse(l) as { seq: number; count: number; offset: number; length: number });
+    const victim = entries.find((e) => e.offset <= at && at < e.offset + e.length);
+    expect(victim).toBeDefined();
     bytes[at + 10] = 0x78; // w0 -> x0
     writeFileSync(path, bytes);
-    const log = await readWholeLog(path);
-    const page = await store.page('crcedit', { maxMessages: 1000 });
-    expect(page).toEqual(referencePage(log, 'crcedit', { maxMessages: 1000 }));
-    expect(JSON.stringify(page)).toContain('"x0"');
-    // And a change that breaks the JSON of a member is still caught.
+    const err = await rejects(store.page('crcedit', { maxMessages: 1000 }), 'corrupt_range');
+    expect(err.details).toMatchObject({ fromSeq: victim?.seq, toSeq: (victim?.seq ?? 0) + (victim?.count ?? 0), offset: victim?.offset });
+    expect(String(err.message)).toMatch(/does not match the checksum its writer recorded/);
+    // Pages that do not cover it are served as written.
+    const tail = { throughSeq: before.events.length - 1, maxMessages: 1 };
+    expect(await store.page('crcedit', tail)).toEqual(referencePage(before, 'crcedit', tail));
+    // And a change that breaks the JSON of a member is named by its decode error.
     bytes[at + 11] = 0x01; // a raw control character inside the string
     writeFileSync(path, bytes);
     await rejects(store.page('crcedit', { maxMessages: 1000 }), 'corrupt_range');

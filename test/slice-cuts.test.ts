@@ -24,7 +24,7 @@ function span(lengths: number[], every: number): FrameSpan {
     splits.push(frames[i] as EntryLine);
     splitFrames.push(i);
   }
-  return { first, last, count: frames.length, bytes: last.offset + last.length - first.offset, splits, splitFrames };
+  return { first, last, count: frames.length, bytes: last.offset + last.length - first.offset, splits, splitFrames, digest: 0, splitDigests: splits.map(() => 0) };
 }
 
 const cost = (from: number, to: number, lengths: number[]) => (to - from) * FRAME_COST_BYTES + lengths.slice(from, to).reduce((a, b) => a + b, 0);
@@ -83,7 +83,7 @@ describe('the planner\'s split candidates', () => {
         const part = lines.slice(lo, hi);
         const base = lo;
         hi = lo;
-        return { length: part.length, entry: (k) => part[k] as EntryLine, seq: (k) => (part[k] as EntryLine).seq, group: (k) => (part[k] as EntryLine).group, isFirst: (k) => base + k === 0 };
+        return { length: part.length, entry: (k) => part[k] as EntryLine, seq: (k) => (part[k] as EntryLine).seq, offset: (k) => (part[k] as EntryLine).offset, group: (k) => (part[k] as EntryLine).group, isFirst: (k) => base + k === 0 };
       },
     };
   }

@@ -26,11 +26,14 @@ import { warmUpPagePath } from './page-path-warmup.js';
 import { crcPath, metaPath } from './crc-projection.js';
 import { indexPath } from './index-projection.js';
 import { FrameIndexFile } from '../streams/frame-index-file.js';
-import { CRC_RECORD_BYTES, readCrcRecords, readCrcRecordsAt, recordOffset, sliceCrcRecords } from '../streams/frame-crc-file.js';
+import { CRC_RECORD_BYTES, readCrcRecordsFrom, readCrcRecordsAt, recordOffset, sliceCrcRecords } from '../streams/frame-crc-file.js';
 import { META_RECORD_BYTES, readMetaRecordsAt } from '../streams/frame-meta-file.js';
 import { EntriesFile, EntryFormatError } from '../streams/entries-file.js';
 import type { FrameEncoding } from '../streams/frame-codec.js';
 import { sliceTask, type SliceTask } from '../workers/slice-protocol.js';
+import { checkPlan, checkRange } from './core/plan-check.js';
+import { sliceDigests } from './core/frame-claim.js';
+import { IndexTrust } from './index-trust.js';
 
 /** A plan, and when it came from the binary frame index, the record number of its last frame. */
 type IndexedPlan = PagePlan & { fromIndex?: boolean; lastRecord?: number };
@@ -120,6 +123,11 @@ export class PagerStore implements Store {
   private readonly writers = new Map<string, Promise<SessionWriter>>();
   private readonly idleTimers = new Map<string, NodeJS.Timeout>();
   private readonly listeners = new Map<string, Set<FollowListener>>();
+  /** Binary frame indexes found lying: not planned from until their files change. */
+  private readonly indexTrust = new IndexTrust((path) => {
+    const s = statSync(path, { throwIfNoEntry: false });
+    return s === undefined ? '-' : `${s.size}:${s.mtimeMs}:${s.ino}`;
+  });
   /** Frames found corrupt by pages, per session: the session shows degraded. */
   private readonly damage = new Map<string, StateProblem[]>();
   private readonly pageCache: PageCache;
@@ -341,16 +349,24 @@ export class PagerStore implements Store {
    */
   private async planResolved(v: SessionView, r: ResolvedParams, useIndex = true): Promise<IndexedPlan> {
     if (r.end <= 0) return { throughSeq: r.throughSeq, fromSeq: 0, toSeq: 0, hasMore: false, span: null };
-    const index = useIndex ? FrameIndexFile.openIfWhole(indexPath(v.paths), v.frameCount, v.indexedLength, v.nextSeq) : null;
+    const index = useIndex && this.indexTrust.usable(v.paths) ? FrameIndexFile.openIfWhole(indexPath(v.paths), v.frameCount, v.indexedLength, v.nextSeq) : null;
     if (index !== null) {
       try {
         const from = r.end - 1 >= v.nextSeq - 1 ? index.records - 1 : index.findBySeq(r.end - 1);
-        return { ...(await planPage(r, index.backwardFrom(from))), fromIndex: true, lastRecord: from };
+        const plan = await planPage(r, index.backwardFrom(from));
+        // A plan that does not fit the session: the index is damaged, the sidecar plans instead.
+        if (checkPlan(plan, v) === null) return { ...plan, fromIndex: true, lastRecord: from };
+      } catch {
+        // A record that cannot be read is as good as a lying one.
       } finally {
         index.close();
       }
+      this.indexTrust.drop(v.paths);
     }
-    return this.withEntries(v, async (entries) => planPage(r, entries.backwardFrom(await this.lineEndFor(entries, v, r.end - 1))));
+    const plan = await this.withEntries(v, async (entries) => planPage(r, entries.backwardFrom(await this.lineEndFor(entries, v, r.end - 1))));
+    const why = checkPlan(plan, v);
+    if (why !== null) throw new PagerError('repair_required', `session ${v.paths.id}: the entry sidecar is inconsistent (${why}): run repair`);
+    return plan;
   }
 
   /**
@@ -363,9 +379,13 @@ export class PagerStore implements Store {
     const cuts = sliceStarts(span, Math.max(1, Math.min(this.threads, Math.ceil(decodeCost(span.count, span.bytes) / this.splitCost))));
     const end = last.offset + last.length;
     const endSeq = last.seq + last.count;
+    // What the plan claims of each slice's frames, for the worker to check (core/frame-claim.ts).
+    const digests = sliceDigests(span, cuts);
     return cuts.map((c, i) => {
       const nxt = cuts[i + 1];
-      return sliceTask(path, c.offset, nxt?.offset ?? end, c.seq, nxt?.seq ?? endSeq, fromSeq, toSeq);
+      const t = sliceTask(path, c.offset, nxt?.offset ?? end, c.seq, nxt?.seq ?? endSeq, fromSeq, toSeq);
+      t.digest = digests[i] as number;
+      return t;
     });
   }
 
@@ -380,7 +400,7 @@ export class PagerStore implements Store {
     if (tasks.length === 0) return tasks;
     const start = (tasks[0] as SliceTask).start;
     let records: Uint8Array | null = null;
-    // Row metadata, record for record with the checksums: only where those are read by number.
+    // Row metadata, record for record with the checksums (record k of both files is the same frame's).
     let meta: Uint8Array | null = null;
     if (lastRecord !== undefined) {
       // The span's records and the one before (the chain's seed).
@@ -392,8 +412,13 @@ export class PagerStore implements Store {
         meta = readMetaRecordsAt(metaPath(paths), first - seed, frames + seed);
       }
     }
-    records ??= readCrcRecords(crcPath(paths), start, (tasks[tasks.length - 1] as SliceTask).end, frames);
-    if (records === null) return tasks;
+    if (records === null) {
+      // By offset: row metadata by the same record numbers (bound to its frames by their CRCs).
+      const found = readCrcRecordsFrom(crcPath(paths), start, (tasks[tasks.length - 1] as SliceTask).end, frames);
+      if (found === null) return tasks;
+      records = found.records;
+      meta = readMetaRecordsAt(metaPath(paths), found.first, records.byteLength / CRC_RECORD_BYTES);
+    }
     for (const t of tasks) {
       const crcs = sliceCrcRecords(records, t.start, t.end);
       if (crcs === null) continue;
@@ -426,14 +451,15 @@ export class PagerStore implements Store {
         out.push(parseSlice(r));
         continue;
       }
-      const { offset, reason } = r.error;
+      const { offset, reason, kind } = r.error;
       // The worker knows the seq the bad frame should start at; the sidecar knows how many it holds.
-      const entry = await this.withEntries(v, (entries) => entries.findBySeq(r.error.fromSeq)).catch(() => null);
+      // (Not for claims: those name the whole slice whose frames the plan misdescribed.)
+      const entry = r.error.kind === 'claim' ? null : await this.withEntries(v, (entries) => entries.findBySeq(r.error.fromSeq)).catch(() => null);
       const fromSeq = entry?.entry.offset === offset ? entry.entry.seq : r.error.fromSeq;
       const toSeq = entry?.entry.offset === offset ? entry.entry.seq + Math.max(1, entry.entry.count) : r.error.toSeq;
       const message = `events [${fromSeq}, ${toSeq}) cannot be read: ${reason}`;
-      if (recordDamage) this.noteDamage(id, { code: 'corrupt_frame', message, offset, fromSeq, toSeq });
-      throw new PagerError('corrupt_range', message, { fromSeq, toSeq, offset });
+      if (recordDamage) this.noteDamage(id, { code: kind === 'claim' ? 'entries_disagree' : 'corrupt_frame', message: kind === 'claim' ? `${message} (run repair)` : message, offset, fromSeq, toSeq });
+      throw new PagerError('corrupt_range', message, { fromSeq, toSeq, offset, kind });
     }
     return out;
   }
@@ -495,6 +521,8 @@ export class PagerStore implements Store {
     } catch (err) {
       // A damaged binary index must never fail a page the log can serve: plan again from the sidecar.
       if (!(plan.fromIndex === true && err instanceof PagerError && err.code === 'corrupt_range')) throw err;
+      // Frames that contradict the index's claims: the index lies, and is not used again.
+      if (err.details?.kind === 'claim') this.indexTrust.drop(view.paths);
       plan = await this.planResolved(view, r, false);
       slices = await decodePlan(plan);
     }
@@ -538,6 +566,8 @@ export class PagerStore implements Store {
     if (!Number.isSafeInteger(fromSeq) || fromSeq < 0) throw new PagerError('invalid_request', 'fromSeq must be a non-negative integer');
     if (to <= fromSeq) return [];
     const span = await this.withEntries(v, async (entries) => planRange(fromSeq, to, entries.backwardFrom(await this.lineEndFor(entries, v, to - 1))));
+    const why = checkRange(span, fromSeq, to, v);
+    if (why !== null) throw new PagerError('repair_required', `session ${id}: the entry sidecar is inconsistent (${why}): run repair`);
     const slices = await this.decode(id, v, this.withChecksums(v.paths, this.slices(v.paths.events, span, fromSeq, to), span?.count ?? 0));
     const body = assemblePage({ sessionId: id, throughSeq: to - 1, fromSeq, toSeq: to, hasMore: fromSeq > 0 }, slices);
     this.recycle(slices);

@@ -165,10 +165,11 @@ export class ByteLineBlock {
     return this.slow(Buffer.from(b.buffer, b.byteOffset, b.byteLength).toString('utf8', s, e), this.base + s);
   }
 
-  /** Line last checked by `canonical` (the planner asks group(k), then seq(k)), its seq and group (-1: none). */
+  /** Line last checked by `canonical` (the planner asks group(k), then seq(k) and offset(k)), its seq and group (-1: none). */
   private checkedK = -1;
   private checkedSeq = 0;
   private checkedGroup = -1;
+  private checkedOffset = 0;
 
   /** Whether line k is canonical and valid (the whole line checked, nothing allocated). */
   private canonical(k: number): boolean {
@@ -177,12 +178,18 @@ export class ByteLineBlock {
     this.checkedK = k;
     this.checkedSeq = scanned.seq;
     this.checkedGroup = scanned.group;
+    this.checkedOffset = scanned.offset;
     return true;
   }
 
   seq(k: number): number {
     if (this.canonical(k)) return this.checkedSeq;
     return this.entry(k).seq;
+  }
+
+  offset(k: number): number {
+    if (this.canonical(k)) return this.checkedOffset;
+    return this.entry(k).offset;
   }
 
   /** The group start when the line is a counted message, else undefined. */

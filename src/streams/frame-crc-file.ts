@@ -112,6 +112,11 @@ export function sliceCrcRecords(records: Uint8Array, start: number, end: number)
  * one read of the range. Null when the file is missing or yields nothing.
  */
 export function readCrcRecords(path: string, start: number, end: number, maxRecords: number): Buffer | null {
+  return readCrcRecordsFrom(path, start, end, maxRecords)?.records ?? null;
+}
+
+/** As readCrcRecords, with the record number of the first record read (row metadata is read by the same numbers). */
+export function readCrcRecordsFrom(path: string, start: number, end: number, maxRecords: number): { records: Buffer; first: number } | null {
   return withFile(path, (fd) => {
     const n = Math.floor(fstatSync(fd).size / CRC_RECORD_BYTES);
     if (n === 0) return null;
@@ -136,7 +141,7 @@ export function readCrcRecords(path: string, start: number, end: number, maxReco
     projectionReadStats.bytes += read;
     const got = Math.floor(read / CRC_RECORD_BYTES);
     const keep = recordsBelow(out.subarray(0, got * CRC_RECORD_BYTES), end);
-    return keep === 0 ? null : out.subarray(0, keep * CRC_RECORD_BYTES);
+    return keep === 0 ? null : { records: out.subarray(0, keep * CRC_RECORD_BYTES), first };
   });
 }
 
@@ -153,6 +158,9 @@ export function readCrcRecordsAt(path: string, first: number, count: number): Bu
 }
 
 const NO_META = new Uint8Array(0);
+
+/** trustedLength's answer for a frame proven changed since the writer wrote it. */
+export const CHANGED = -2;
 
 /**
  * Row metadata the cursor may use: one record per checksum record, aligned
@@ -184,7 +192,7 @@ function recordWords(records: Uint8Array): Uint32Array {
  * make its per-record loop hot, and on the first real page (~7,500 records
  * a slice) that loop ran interpreted while its compilation waited for a CPU.
  */
-function markTrusted(u: Uint32Array, ok: Uint8Array, bytes: Uint8Array, start: number): void {
+function markTrusted(u: Uint32Array, ok: Uint8Array, bytes: Uint8Array, start: number): boolean {
   const n = ok.length;
   const end = start + bytes.byteLength;
   // The common case in O(1) JS: the writer's unbroken chain over the whole slice. The last
@@ -196,7 +204,7 @@ function markTrusted(u: Uint32Array, ok: Uint8Array, bytes: Uint8Array, start: n
     const to = (u[4 * n - 4] as number) + (u[4 * n - 3] as number) * 2 ** 32 + (u[4 * n - 2] as number);
     if (from === start && to <= end && crc32(bytes.subarray(0, to - start), chainSeed(u, first)) === u[4 * n - 1]) {
       ok.fill(1, first, n);
-      return;
+      return true;
     }
   }
   let i = 0;
@@ -223,6 +231,42 @@ function markTrusted(u: Uint32Array, ok: Uint8Array, bytes: Uint8Array, start: n
       }
     }
     i = j + 1;
+  }
+  return false;
+}
+
+/** A record whose frame is proven changed (ok[k] === KNOWN_BAD). */
+const KNOWN_BAD = 2;
+
+/**
+ * Among the records whose frames did not match, flag those whose mismatch
+ * is proven, so that the frame is damaged and not the record: the CRC the
+ * record holds, and the one its check started from, are both named by row
+ * metadata whose chain holds (frame-meta-file.ts: `mu`, 10 words a record,
+ * the frame's CRC at word 8), and its offset and length agree with the
+ * records around it (the next record starts where it ends, or the slice
+ * does). Such a frame's bytes are not what the writer wrote: the page that
+ * reads it fails. Any other mismatch may be the record's own damage, and
+ * only sends the frame down the validating path.
+ */
+function markKnownBad(u: Uint32Array, ok: Uint8Array, mu: Uint32Array, start: number, end: number): void {
+  const n = ok.length;
+  if (mu.length < 10 * n) return;
+  for (let k = 0; k < n; k++) {
+    if (ok[k] !== 0) continue;
+    const off = (u[4 * k] as number) + (u[4 * k + 1] as number) * 2 ** 32;
+    const stop = off + (u[4 * k + 2] as number);
+    if (off < start || stop > end || mu[10 * k + 8] !== u[4 * k + 3]) continue;
+    const next = k + 1 < n ? (u[4 * k + 4] as number) + (u[4 * k + 5] as number) * 2 ** 32 : end;
+    if (next !== stop) continue;
+    // Its check's start: the previous record's CRC (chained), proven the same way; or 0 for the file's first frame.
+    if (k === 0) {
+      if (off !== 0) continue;
+    } else {
+      const prevEnd = (u[4 * k - 4] as number) + (u[4 * k - 3] as number) * 2 ** 32 + (u[4 * k - 2] as number);
+      if (prevEnd !== off || mu[10 * (k - 1) + 8] !== u[4 * k - 1]) continue;
+    }
+    ok[k] = KNOWN_BAD;
   }
 }
 
@@ -256,10 +300,11 @@ export class CrcCursor {
     this.u = records === undefined ? new Uint32Array(0) : recordWords(records);
     this.n = this.u.length >>> 2;
     this.ok = new Uint8Array(this.n);
-    if (this.n > 0) markTrusted(this.u, this.ok, bytes, start);
+    const all = this.n > 0 && markTrusted(this.u, this.ok, bytes, start);
     const m = this.n > 0 && meta !== undefined && usableMeta(meta, this.n, this.u, start) ? meta : NO_META;
     this.mf = new Float64Array(m.buffer, m.byteOffset, m.byteLength / 8);
     this.mu = new Uint32Array(m.buffer, m.byteOffset, m.byteLength / 4);
+    if (this.n > 0 && !all) markKnownBad(this.u, this.ok, this.mu, start, start + bytes.byteLength);
     keepShape(this);
   }
 
@@ -298,7 +343,8 @@ export class CrcCursor {
 
   /**
    * The frame at `offset` (frames asked in increasing order) matches its
-   * record: its length, else -1. The length must also reach exactly the next
+   * record: its length; CHANGED when it is proven not to (markKnownBad);
+   * else -1. The length must also reach exactly the next
    * record's offset: the chain's CRC covers the bytes, not the lengths, and
    * a wrong length would cut the frame wrongly.
    */
@@ -307,7 +353,9 @@ export class CrcCursor {
     let i = this.i;
     while (i < this.n && (u[4 * i] as number) + (u[4 * i + 1] as number) * 2 ** 32 < offset) i++;
     this.i = i;
-    if (i >= this.n || this.ok[i] !== 1 || (u[4 * i] as number) + (u[4 * i + 1] as number) * 2 ** 32 !== offset) return -1;
+    if (i >= this.n || this.ok[i] !== 1 || (u[4 * i] as number) + (u[4 * i + 1] as number) * 2 ** 32 !== offset) {
+      return i < this.n && this.ok[i] === KNOWN_BAD && (u[4 * i] as number) + (u[4 * i + 1] as number) * 2 ** 32 === offset ? CHANGED : -1;
+    }
     const len = u[4 * i + 2] as number;
     if (i + 1 < this.n && (u[4 * i + 4] as number) + (u[4 * i + 5] as number) * 2 ** 32 !== offset + len) return -1;
     return len;

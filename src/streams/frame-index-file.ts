@@ -87,6 +87,10 @@ class IndexLines implements EntryLines {
     return this.f[4 * k] as number;
   }
 
+  offset(k: number): number {
+    return this.f[4 * k + 1] as number;
+  }
+
   group(k: number): number | undefined {
     const g = this.f[4 * k + 2] as number;
     return g >= 0 ? g : undefined;

@@ -11,10 +11,15 @@
  */
 import { isWs, lastInt, scanInt, stringEnd } from './jsonl-row-scanner.js';
 import { ROW_TYPES } from '../main/core/types.js';
+import { isMessageTypeAt, mentionsGroupKeys } from './message-group.js';
 
 export interface RawEvent {
   seq: number;
   time: number;
+  /** The type is `user/message` or `assistant/message` (a counted message unless surfaceOp says otherwise). */
+  message: boolean;
+  /** Whether the event may have a `surfaceOp` or `sourceEventSeqs` key (its message group then needs a parse: message-group.ts). */
+  groupKeys: boolean;
 }
 
 const MAX_DEPTH = 512;
@@ -23,6 +28,8 @@ const TYPE_PREFIX = Buffer.from('{"type":"');
 const SEQ_PREFIX = Buffer.from(',"seq":');
 const TIME_PREFIX = Buffer.from(',"time":');
 const SEQ_KEY = Buffer.from('"seq"');
+const SURFACE_OP_KEY = Buffer.from('"surfaceOp"');
+const SOURCES_KEY = Buffer.from('"sourceEventSeqs"');
 const TIME_KEY = Buffer.from('"time"');
 const CHUNK_TYPE = Buffer.from('"assistant/chunk"');
 const TRUE = Buffer.from('true');
@@ -117,7 +124,7 @@ const rowTypeTokens = [...ROW_TYPES].map((t) => Buffer.from(JSON.stringify(t)));
 const rowTypeLengths = new Set(rowTypeTokens.map((t) => t.length));
 
 /** The result of the trusted fast path, reused (callers read it at once). */
-const trustedEvent: RawEvent = { seq: 0, time: 0 };
+const trustedEvent: RawEvent = { seq: 0, time: 0, message: false, groupKeys: false };
 
 /**
  * A trusted frame (it matched the writer's CRC) written with type, seq and
@@ -145,6 +152,10 @@ function trustedPrefix(b: Uint8Array, start: number, end: number): RawEvent | nu
   if (same(b, vs, ve, CHUNK_TYPE) && mayBeDelta(b, start, end)) return null;
   trustedEvent.seq = seq;
   trustedEvent.time = time;
+  // The writer's JSON.stringify spells every key literally: a key absent from the bytes is absent.
+  const message = isMessageTypeAt(b, vs + 1);
+  trustedEvent.message = message;
+  trustedEvent.groupKeys = message && mentionsGroupKeys(b, start, end);
   return trustedEvent;
 }
 
@@ -161,6 +172,8 @@ export function scanJsonlEvent(b: Uint8Array, start: number, end: number, truste
   let time: number | undefined;
   let typeOk = false;
   let chunk = false;
+  let message = false;
+  let groupKeys = false;
   for (;;) {
     const ks = i;
     i = stringEnd(b, i, end);
@@ -188,9 +201,12 @@ export function scanJsonlEvent(b: Uint8Array, start: number, end: number, truste
         // A plain (escape-free), non-empty string that is neither a chunk nor a row tag.
         if (b[vs] !== 0x22 || i - vs < 3) return null;
         chunk = same(b, vs, i, CHUNK_TYPE);
+        message = isMessageTypeAt(b, vs + 1);
         for (let k = vs + 1; k < i - 1; k++) if (b[k] === 0x5c) return null;
         for (const t of rowTypeTokens) if (same(b, vs, i, t)) return null;
         typeOk = true;
+      } else if (same(b, ks, ke, SURFACE_OP_KEY) || same(b, ks, ke, SOURCES_KEY)) {
+        groupKeys = true;
       }
     }
     // An escaped key may decode to "type", "seq" or "time": leave such lines to JSON.parse.
@@ -210,5 +226,5 @@ export function scanJsonlEvent(b: Uint8Array, start: number, end: number, truste
   // *-delta types, whose bytes contain "delta" unless spelled with \u escapes.
   // Without either (block starts and ends, usage, finish) it can never join a run.
   if (chunk && mayBeDelta(b, start, end)) return null;
-  return { seq, time };
+  return { seq, time, message, groupKeys };
 }

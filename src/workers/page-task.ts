@@ -15,14 +15,16 @@ import { Piscina } from 'piscina';
 import { decodeRecordFrame, frameBounds } from '../streams/frame-codec.js';
 import { scanJsonlRow } from '../streams/jsonl-row-scanner.js';
 import { continuedRow, OTHER_LAYOUT, scanTrustedFrame, TRUSTED_EVENT, TRUSTED_ROW, trustedEventSeq, trustedRow } from '../streams/trusted-frame-scanner.js';
-import { scanJsonlEvent } from '../streams/jsonl-event-scanner.js';
-import { CrcCursor } from '../streams/frame-crc-file.js';
+import { scanJsonlEvent, type RawEvent } from '../streams/jsonl-event-scanner.js';
+import { CHANGED, CrcCursor } from '../streams/frame-crc-file.js';
 import { isRowType, type ChunkRow, type SessionEvent } from '../main/core/types.js';
 import { rowLength, type RunKey } from '../main/core/chunk-codec.js';
 import { ARENA_HEADER_ROOM, newEncoderSinks, SliceEncoder, type EncoderSinks } from './slice-encoder.js';
 import type { ByteSink } from '../main/core/byte-sink.js';
 import { warmUpJit } from './jit-warmup.js';
 import { decodeTask, type SliceFault, type SliceResult, type SliceTask } from './slice-protocol.js';
+import { addClaim, frameClaim, NO_CLAIM } from '../main/core/frame-claim.js';
+import { isMessageTypeAt, mentionsGroupKeys, messageGroup, recordGroup } from '../streams/message-group.js';
 
 /** The sinks every task of this worker builds in. */
 const sinks = newEncoderSinks();
@@ -118,9 +120,13 @@ function keepSmallCursor(): void {
   new CrcCursor(undefined, NO_BYTES, 0);
 }
 
-function corrupt(offset: number, fromSeq: number, toSeq: number, why: string): SliceFault {
-  return { error: { code: 'corrupt_range', message: `events [${fromSeq}, ${toSeq}) cannot be read: ${why}`, reason: why, offset, fromSeq, toSeq } };
+function corrupt(offset: number, fromSeq: number, toSeq: number, why: string, kind: SliceFault['error']['kind'] = 'frame'): SliceFault {
+  return { error: { code: 'corrupt_range', message: `events [${fromSeq}, ${toSeq}) cannot be read: ${why}`, reason: why, offset, fromSeq, toSeq, kind } };
 }
+
+/** Where decodeSlice is (the frame it reads), for a fault the decoder itself raised. */
+let atOffset = 0;
+let atSeq = 0;
 
 const BRACE = 0x7b;
 const NEWLINE = 0x0a;
@@ -135,10 +141,14 @@ export function decodeSlice(task: SliceTask, bytes: Buffer, readMs = 0, into: En
   let prevKey: RunKey | null = null;
   let pos = 0;
   let seq = task.firstSeq;
+  // The plan's claims about these frames, as found in them (core/frame-claim.ts).
+  let claims = 0;
   const len = task.end - task.start;
   if (bytes.length < len) return corrupt(task.start + bytes.length, seq, task.endSeq, `log ends at byte ${task.start + bytes.length}, before the indexed end ${task.end}`);
   while (pos < len) {
     const offset = task.start + pos;
+    atOffset = offset;
+    atSeq = seq;
     const block = prevKey;
     prevKey = null;
     let length: number;
@@ -146,6 +156,12 @@ export function decodeSlice(task: SliceTask, bytes: Buffer, readMs = 0, into: En
       // Bytes the writer wrote and nobody changed since need no per-byte validation,
       // and their length is known without looking for the newline.
       length = crcs.trustedLength(offset);
+      // Its bytes are proven not the writer's: a changed byte is never served, even one that still parses.
+      if (length === CHANGED) {
+        // Named precisely when it no longer decodes either.
+        const f = decodeRecordFrame(bytes, pos, offset, len);
+        return corrupt(offset, seq, task.endSeq, f.ok ? 'the frame does not match the checksum its writer recorded' : f.message);
+      }
       const trusted = length > 0 && pos + length <= len && bytes[pos + length - 1] === NEWLINE;
       if (!trusted) {
         const b = frameBounds(bytes, pos, offset, len);
@@ -167,6 +183,7 @@ export function decodeSlice(task: SliceTask, bytes: Buffer, readMs = 0, into: En
         const from = Math.max(task.fromSeq - raw.seq0, 0);
         const to = Math.min(task.toSeq - raw.seq0, count);
         if (from < to) enc.rawRow(raw, from, to);
+        claims = addClaim(claims, frameClaim(seq, offset, -1));
         seq += count;
         pos += length;
         enc.frames++;
@@ -178,6 +195,10 @@ export function decodeSlice(task: SliceTask, bytes: Buffer, readMs = 0, into: En
       if (evSeq >= 0) {
         if (evSeq !== seq) return corrupt(offset, seq, seq + 1, `frame holds seq ${evSeq}, the entry sidecar says ${seq}`);
         if (seq >= task.fromSeq && seq < task.toSeq) enc.rawEvent(bytes, pos, pos + length - 1);
+        // Its message group: by its type token (after `{"type":"` in the trusted layout), else as the scanner read it.
+        const message = layout === TRUSTED_EVENT ? isMessageTypeAt(bytes, pos + 9) : (ev as RawEvent).message;
+        const groupKeys = message && (layout === TRUSTED_EVENT ? mentionsGroupKeys(bytes, pos, pos + length - 1) : (ev as RawEvent).groupKeys);
+        claims = addClaim(claims, frameClaim(seq, offset, message ? messageGroup(bytes, pos, pos + length - 1, seq, groupKeys) : -1));
         seq += 1;
         pos += length;
         enc.frames++;
@@ -198,11 +219,15 @@ export function decodeSlice(task: SliceTask, bytes: Buffer, readMs = 0, into: En
       if (row) enc.row(r as ChunkRow, from, to);
       else enc.event(r as SessionEvent);
     }
+    claims = addClaim(claims, frameClaim(seq, offset, row ? -1 : recordGroup(r as SessionEvent)));
     seq += count;
     pos += length;
     enc.frames++;
   }
   if (seq !== task.endSeq) return corrupt(task.end, seq, task.endSeq, `frames end at seq ${seq}, the entry sidecar says ${task.endSeq}`);
+  // Every frame is sound and where the plan said: now the plan's seqs, offsets and message
+  // groups, which shaped the page, must be the frames' own.
+  if (task.digest !== NO_CLAIM && claims !== task.digest) return corrupt(task.start, task.firstSeq, task.endSeq, 'the index the page was planned from disagrees with these frames (seqs, offsets or message groups)', 'claim');
   return enc.finish(readMs, resultArena);
 }
 
@@ -225,7 +250,15 @@ export default function pageTask(task: SliceTask): SliceResult {
   const t0 = performance.now();
   const len = task.end - task.start;
   const bytes = len > 0 ? readRange(task.path, task.start, task.end) : Buffer.alloc(0);
-  const result = decodeSlice(decodeTask(task), bytes, performance.now() - t0, sinks, task.inPlace === true ? arena : null);
+  let result: SliceResult;
+  try {
+    result = decodeSlice(decodeTask(task), bytes, performance.now() - t0, sinks, task.inPlace === true ? arena : null);
+  } catch (err) {
+    // A frame only the decoder trips on (a stack overflow on deep nesting, say): that page
+    // fails with the frame's range; this worker, its thread and its buffers carry on.
+    for (const s of Object.values(sinks)) s.reset(KEEP_BYTES);
+    return corrupt(atOffset, atSeq, task.endSeq, `the decoder failed on the frame at offset ${atOffset}: ${(err as Error)?.message ?? String(err)}`, 'decoder');
+  }
   keepSmallCursor();
   if (result === arena.buffer || arena.length > KEEP_ARENA_BYTES) {
     dropArena();

@@ -16,6 +16,7 @@
  * hands such buffers back with later tasks (`arena`) to be used again.
  */
 import type { RunKey } from '../main/core/chunk-codec.js';
+import { NO_CLAIM } from '../main/core/frame-claim.js';
 
 export interface SliceTask {
   path: string;
@@ -36,6 +37,12 @@ export interface SliceTask {
   arena: ArrayBuffer | undefined;
   /** The result may be the worker's arena itself (large slices: no copy of their bytes). */
   inPlace: boolean;
+  /**
+   * What the plan claims of the slice's frames (core/frame-claim.ts): the
+   * digest of every frame's seq, offset and message group, which the worker
+   * checks against the frames; NO_CLAIM for tasks not built from a plan.
+   */
+  digest: number;
 }
 
 /**
@@ -45,7 +52,7 @@ export interface SliceTask {
  * say) deoptimized it at the start of the first large page.
  */
 export function sliceTask(path: string, start: number, end: number, firstSeq: number, endSeq: number, fromSeq: number, toSeq: number): SliceTask {
-  return { path, start, end, firstSeq, endSeq, fromSeq, toSeq, crcs: undefined, meta: undefined, arena: undefined, inPlace: false };
+  return { path, start, end, firstSeq, endSeq, fromSeq, toSeq, crcs: undefined, meta: undefined, arena: undefined, inPlace: false, digest: NO_CLAIM };
 }
 
 /**
@@ -64,6 +71,7 @@ export function decodeTask(t: SliceTask): SliceTask {
   c.crcs = t.crcs;
   c.meta = t.meta;
   c.inPlace = t.inPlace;
+  c.digest = t.digest;
   return c;
 }
 
@@ -108,6 +116,12 @@ export interface SliceFault {
     offset: number;
     fromSeq: number;
     toSeq: number;
+    /**
+     * What failed: a frame (damaged, or not the one the plan names), the
+     * plan's claims about the slice's frames as a whole (a damaged index or
+     * sidecar: the frames may be fine), or the decoder itself.
+     */
+    kind: 'frame' | 'claim' | 'decoder';
   };
 }
 

@@ -5,6 +5,7 @@
  * It never sees a payload and reads only as many lines as the page covers;
  * most lines are only asked for their seq and whether they are counted.
  */
+import { addClaim, frameClaim } from './frame-claim.js';
 import type { ResolvedParams } from './page-rule.js';
 import { keepShape } from './shape-keeper.js';
 import type { EntryLine } from './types.js';
@@ -14,6 +15,8 @@ export interface EntryLines {
   readonly length: number;
   entry(k: number): EntryLine;
   seq(k: number): number;
+  /** Offset of line k's frame in the log. */
+  offset(k: number): number;
   /** Group start when line k is a counted message. */
   group(k: number): number | undefined;
   /** Line k is the sidecar's first line (the session header's entry). */
@@ -37,6 +40,13 @@ export interface FrameSpan {
   splits: EntryLine[];
   /** For each split, how many of the span's frames come before it. */
   splitFrames: number[];
+  /**
+   * What the plan claims of its frames, for the workers to check
+   * (core/frame-claim.ts): the digest of every frame of the span, and for
+   * each split the digest of the frames from it to the last.
+   */
+  digest: number;
+  splitDigests: number[];
 }
 
 export interface PagePlan {
@@ -67,6 +77,9 @@ class Walker {
   /** Split candidates, newest first, and how many lines were loaded when each was (itself included). */
   readonly splits: EntryLine[] = [];
   readonly splitDepths: number[] = [];
+  /** Digest of the claims of the lines loaded so far (core/frame-claim.ts), and its value at each split. */
+  digest = 0;
+  readonly splitDigests: number[] = [];
 
   constructor(private readonly source: BackwardEntrySource) {
     keepShape(this);
@@ -88,14 +101,17 @@ class Walker {
       this.exhausted = true;
       return false;
     }
-    this.groups.push(b.group(k) ?? -1);
+    const g = b.group(k) ?? -1;
+    this.groups.push(g);
     this.lowSeq = b.seq(k);
+    this.digest = addClaim(this.digest, frameClaim(this.lowSeq, b.offset(k), g));
     this.lowBlock = b;
     this.lowK = k;
     if (this.last === null) this.last = b.entry(k);
     else if (this.groups.length % SPLIT_EVERY === 0) {
       this.splits.push(b.entry(k));
       this.splitDepths.push(this.groups.length);
+      this.splitDigests.push(this.digest);
     }
     return true;
   }
@@ -133,6 +149,8 @@ class Walker {
     this.groups.length = 0;
     this.splits.length = 0;
     this.splitDepths.length = 0;
+    this.splitDigests.length = 0;
+    this.digest = 0;
     return span;
   }
 
@@ -143,14 +161,16 @@ class Walker {
     const count = this.groups.length;
     const splits: EntryLine[] = [];
     const splitFrames: number[] = [];
+    const splitDigests: number[] = [];
     for (let j = this.splits.length - 1; j >= 0; j--) {
       const e = this.splits[j] as EntryLine;
       if (e.offset <= first.offset || e.offset >= last.offset) continue;
       splits.push(e);
       // Loaded newest first: the frames below it are those loaded after it.
       splitFrames.push(count - (this.splitDepths[j] as number));
+      splitDigests.push(this.splitDigests[j] as number);
     }
-    return { first, last, count, bytes: last.offset + last.length - first.offset, splits, splitFrames };
+    return { first, last, count, bytes: last.offset + last.length - first.offset, splits, splitFrames, digest: this.digest, splitDigests };
   }
 }
 

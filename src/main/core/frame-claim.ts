@@ -1,0 +1,63 @@
+/**
+ * What a page plan claims about each frame it covers, in a form the page
+ * workers can check against the frames themselves, pure.
+ *
+ * A plan is built from derived data (the entry sidecar, or the binary frame
+ * index): every frame's seq, offset and message group (its group start when
+ * it is a counted message, else -1) shape the page, the cut and the maxBytes
+ * decision. Derived data can be damaged, so a plan is a claim: the planner
+ * folds each frame it loads into a digest, the worker folds the same three
+ * values as it finds them in the frames, and a slice whose digests differ
+ * fails instead of being served. The digest is a sum of per-frame hashes
+ * (mod 2^32), so a slice's expected value is the difference of two running
+ * sums taken at its edges, and the order of folding does not matter (the
+ * planner walks backwards, the worker forwards). Each value is hashed by its
+ * exact float64 bits: a claim of 100.0000001 or NaN never passes for 100.
+ * One changed frame changes the sum but with probability 2^-32.
+ */
+
+const f64 = new Float64Array(1);
+const u32 = new Uint32Array(f64.buffer);
+
+function fmix(h: number): number {
+  h ^= h >>> 16;
+  h = Math.imul(h, 0x85ebca6b);
+  h ^= h >>> 13;
+  h = Math.imul(h, 0xc2b2ae35);
+  return h ^ (h >>> 16);
+}
+
+/** The hash of one frame's claim: its first seq, its offset in the log, its group start (-1: not a counted message). */
+export function frameClaim(seq: number, offset: number, group: number): number {
+  f64[0] = seq;
+  let h = fmix((u32[0] as number) ^ Math.imul(u32[1] as number, 0x9e3779b1));
+  f64[0] = offset;
+  h = fmix(h ^ (u32[0] as number) ^ Math.imul(u32[1] as number, 0x27d4eb2f));
+  f64[0] = group;
+  h = fmix(h ^ (u32[0] as number) ^ Math.imul(u32[1] as number, 0x165667b1));
+  return h >>> 0;
+}
+
+/** `sum` with one more frame's claim folded in. */
+export function addClaim(sum: number, claim: number): number {
+  return (sum + claim) >>> 0;
+}
+
+/** The digest of the frames in a running sum `a` but not in `b` (b's frames a subset of a's). */
+export function claimDifference(a: number, b: number): number {
+  return (a - b) >>> 0;
+}
+
+/** A slice task's digest when none is to be checked (tasks not built from a plan: the warm-ups'). */
+export const NO_CLAIM = -1;
+
+/**
+ * The digest each slice must find, for slices starting at `starts` (the
+ * span's first frame, then split candidates of the span in file order, as
+ * core/slice-cuts.ts picks them): a slice holds the frames from its start
+ * up to the next slice's.
+ */
+export function sliceDigests(span: { first: unknown; splits: readonly unknown[]; digest: number; splitDigests: readonly number[] }, starts: readonly unknown[]): number[] {
+  const from = starts.map((s) => (s === span.first ? span.digest : (span.splitDigests[span.splits.indexOf(s)] as number)));
+  return from.map((d, i) => claimDifference(d, from[i + 1] ?? 0));
+}
