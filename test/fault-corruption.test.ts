@@ -1,0 +1,301 @@
+/**
+ * The corruption fault suite (issue 16), against a real server process.
+ *
+ * Sessions in both frame formats (and mixed) are damaged on disk while the
+ * server runs, one fault a trial: a flipped byte, a flipped bit in a header
+ * field (SPF2 frame headers, the first bytes of JSONL frames, fields of
+ * entry lines, of frames.idx, frames.crc2 and frames.meta records), a
+ * truncation, garbage over a range, garbage appended; in the log and in
+ * every sidecar and projection. Then pages with random parameters: each
+ * 200 must equal the reference reader over the log as written, any other
+ * answer must be `corrupt_range` (422) or `repair_required` (409); never a
+ * 5xx. The catalog and the session's info always answer 200. The files are
+ * restored after each trial.
+ *
+ * Then repair: fresh sessions damaged the same ways, `repair` and `reindex`
+ * run as the CLI, and every page that covers no damaged frame must be
+ * served exactly (repair never drops a valid frame).
+ *
+ * CI runs a bounded number of trials; SESSION_PAGER_FAULTS_LONG=1 runs the
+ * long mode (more trials and repairs); SESSION_PAGER_FAULTS_SEED picks the
+ * seed (printed with every failure).
+ */
+import { spawnSync } from 'node:child_process';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { EntryLine, Page, PageParams, SessionEvent } from '../src/main/core/types.js';
+import { readWholeLog, referencePage, type ReferenceLog } from '../src/main/reference-reader.js';
+import { writeRandomLog, type BatchSpec } from './helpers/random-log.js';
+import { get, prng, startFaultServer, type Prng } from './helpers/fault-server.js';
+import { BIN, type ServerProcess } from './helpers/server-process.js';
+
+const LONG = process.env.SESSION_PAGER_FAULTS_LONG === '1';
+const SEED = Number(process.env.SESSION_PAGER_FAULTS_SEED ?? 16_002);
+const TRIALS = LONG ? 2000 : 90;
+const PAGES_PER_TRIAL = 4;
+const REPAIRS = LONG ? 60 : 6;
+
+/** Figures of the run, printed at the end (docs/reliability.md quotes them). */
+const figures = { trials: 0, faults: {} as Record<string, number>, pages: 0, exact: 0, refused: {} as Record<string, number>, wrong: 0, serverErrors: 0, repairs: 0, repairPages: 0 };
+
+function conversation(turns: number): SessionEvent[] {
+  const out: SessionEvent[] = [];
+  const push = (e: Record<string, unknown>) => out.push({ ...e, seq: out.length, time: 1_700_000_000_000 + out.length * 5 } as SessionEvent);
+  for (let t = 0; t < turns; t++) {
+    push({ type: 'user/message', data: { text: `question ${t} é ✓` } });
+    const first = out.length;
+    for (let k = 0; k < 5 + (t % 4); k++) push({ type: 'assistant/chunk', data: { turn: t, step: 0, chunk: { type: t % 3 === 2 ? 'reasoning-delta' : 'text-delta', index: 0, text: `w${k} ` } } });
+    if (t % 5 === 3) push({ type: 'assistant/chunk', data: { turn: t, step: 0, chunk: { type: 'tool-call-delta', index: 1, id: `c${t}`, name: 'grep', argumentsDelta: '{"q":' } } });
+    push({ type: 'tool/result', data: { ok: true, n: t, out: 'x'.repeat(t % 17) } });
+    if (t % 4 === 1) push({ type: 'assistant/message', data: { text: 'draft' }, surfaceOp: 'replace' });
+    push({ type: 'assistant/message', data: { text: `answer ${t}`, usage: { inputTokens: t, outputTokens: 2 } }, sourceEventSeqs: [first] });
+  }
+  return out;
+}
+
+const FORMATS: Record<string, BatchSpec[]> = {
+  jsonl: [{ size: 5, format: 'jsonl' }],
+  binary: [{ size: 6, format: 'binary' }],
+  mixed: [
+    { size: 4, format: 'jsonl' },
+    { size: 7, format: 'binary' },
+  ],
+};
+
+interface Pristine {
+  id: string;
+  files: Map<string, Buffer>;
+  log: ReferenceLog;
+  entries: EntryLine[];
+}
+
+let dir: string;
+let server: ServerProcess;
+const pristine: Pristine[] = [];
+
+function sessionFiles(id: string): string[] {
+  const s = join(dir, 'sessions');
+  const projections = join(s, 'index', id);
+  return [join(s, `${id}.events`), join(s, 'index', `${id}.entries.jsonl`), join(s, 'index', `${id}.index.json`), ...(existsSync(projections) ? readdirSync(projections).map((n) => join(projections, n)) : [])];
+}
+
+async function makeSession(id: string, format: keyof typeof FORMATS): Promise<Pristine> {
+  await writeRandomLog({ events: conversation(28), batches: FORMATS[format] as BatchSpec[] }, { dataDir: dir, id });
+  const files = new Map(sessionFiles(id).map((f) => [f, readFileSync(f)]));
+  const entries = readFileSync(join(dir, 'sessions/index', `${id}.entries.jsonl`), 'utf8').trim().split('\n').map((l) => JSON.parse(l) as EntryLine);
+  return { id, files, log: await readWholeLog(join(dir, 'sessions', `${id}.events`)), entries };
+}
+
+function restore(p: Pristine): void {
+  for (const [f, b] of p.files) writeFileSync(f, b);
+  // Whatever repair or reindex left beside them.
+  const projections = join(dir, 'sessions/index', p.id);
+  if (existsSync(projections)) for (const n of readdirSync(projections)) if (!p.files.has(join(projections, n))) rmSync(join(projections, n), { force: true });
+}
+
+/** Record layouts of the projections, as [field offset, field bytes] per record. */
+const RECORDS: Record<string, { size: number; fields: [number, number][] }> = {
+  'frames.idx': { size: 32, fields: [[0, 8], [8, 8], [16, 8], [24, 4], [28, 4]] },
+  'frames.crc2': { size: 16, fields: [[0, 4], [4, 4], [8, 4], [12, 4]] },
+  'frames.meta': { size: 40, fields: [[0, 8], [8, 8], [16, 4], [20, 4], [24, 4], [28, 4], [32, 4], [36, 4]] },
+};
+/** SPF2 header fields: magic, frame version, schema version, payload length, CRC. */
+const SPF2_FIELDS: [number, number][] = [[0, 4], [4, 2], [6, 2], [8, 4], [12, 4]];
+
+interface Fault {
+  file: string;
+  kind: string;
+  /** The log's byte range it changed (for the repair check), when it is in the log. */
+  logRange?: [number, number];
+  apply(b: Buffer): Buffer;
+}
+
+function flipBit(at: number, r: Prng): (b: Buffer) => Buffer {
+  const bit = 1 << r.int(8);
+  return (b) => {
+    const c = Buffer.from(b);
+    if (at < c.length) c[at] = (c[at] as number) ^ bit;
+    return c;
+  };
+}
+
+/** A random fault of one of the session's files. */
+function randomFault(p: Pristine, r: Prng): Fault {
+  const files = [...p.files.keys()];
+  const file = r.pick(files);
+  const good = p.files.get(file) as Buffer;
+  const name = file.slice(file.lastIndexOf('/') + 1);
+  const isLog = name.endsWith('.events');
+  const kind = r.pick(['byte', 'field', 'field', 'truncate', 'garbage', 'append'] as const);
+  const size = good.length;
+  if (kind === 'byte') {
+    const at = r.int(size);
+    const x = 1 + r.int(255);
+    return { file, kind: `byte:${name}`, logRange: isLog ? [at, at + 1] : undefined, apply: (b) => Object.assign(Buffer.from(b), { [at]: (b[at] as number) ^ x }) };
+  }
+  if (kind === 'field') {
+    let at: number;
+    if (isLog) {
+      const e = r.pick(p.entries);
+      if (good[e.offset] === 0x53) {
+        const [o, n] = r.pick(SPF2_FIELDS);
+        at = e.offset + o + r.int(n);
+      } else at = e.offset + r.int(Math.min(40, e.length));
+    } else if (name.endsWith('.entries.jsonl')) {
+      // A byte of a random line's fields.
+      const lineStarts = [0, ...[...good.entries()].filter(([, c]) => c === 0x0a).map(([i]) => i + 1)].filter((s) => s < size);
+      const s = r.pick(lineStarts);
+      const e = good.indexOf(0x0a, s);
+      at = s + r.int(Math.max(1, e - s));
+    } else if (RECORDS[name] !== undefined) {
+      const { size: rs, fields } = RECORDS[name] as { size: number; fields: [number, number][] };
+      const rec = r.int(Math.max(1, Math.floor(size / rs)));
+      const [o, n] = r.pick(fields);
+      at = rec * rs + o + r.int(n);
+    } else at = r.int(size);
+    return { file, kind: `field:${name}`, logRange: isLog ? [at, at + 1] : undefined, apply: flipBit(at, r) };
+  }
+  if (kind === 'truncate') {
+    const to = r.int(size);
+    return { file, kind: `truncate:${name}`, logRange: isLog ? [to, size] : undefined, apply: (b) => b.subarray(0, to) };
+  }
+  if (kind === 'garbage') {
+    const at = r.int(size);
+    const n = 1 + r.int(64);
+    const junk = Buffer.from(Array.from({ length: n }, () => r.int(256)));
+    return { file, kind: `garbage:${name}`, logRange: isLog ? [at, Math.min(size, at + n)] : undefined, apply: (b) => {
+        const c = Buffer.from(b);
+        junk.copy(c, at);
+        return c;
+      },
+    };
+  }
+  const junk = Buffer.from(Array.from({ length: 1 + r.int(200) }, () => r.int(256)));
+  return { file, kind: `append:${name}`, apply: (b) => Buffer.concat([b, junk]) };
+}
+
+function randomParams(p: Pristine, r: Prng): PageParams {
+  const last = p.log.events.length - 1;
+  const out: PageParams = {};
+  if (r.chance(0.5)) out.maxMessages = 1 + r.int(8);
+  if (r.chance(0.3)) out.throughSeq = r.int(last + 1);
+  if (r.chance(0.3)) out.beforeSeq = 1 + r.int(last + 1);
+  if (r.chance(0.2)) out.maxBytes = 50 + r.int(3000);
+  return out;
+}
+
+function query(p: PageParams): string {
+  const q = Object.entries(p).map(([k, v]) => `${k}=${v}`).join('&');
+  return q === '' ? '' : `?${q}`;
+}
+
+/**
+ * Check one page answer: a 200 is the reference page over the log as
+ * written, at the cut it names; anything else is one of `allowed`. Returns
+ * the error code, or 'ok'.
+ */
+function checkPage(p: Pristine, params: PageParams, status: number, body: unknown, allowed: string[], what: string): string {
+  figures.pages++;
+  if (status >= 500) figures.serverErrors++;
+  expect(status, `${what}: ${JSON.stringify(body)}`).toBeLessThan(500);
+  if (status === 200) {
+    const page = body as Page;
+    expect(page.throughSeq, what).toBeLessThan(p.log.events.length);
+    const want = referencePage(p.log, p.id, { ...params, throughSeq: page.throughSeq });
+    if (JSON.stringify(page) !== JSON.stringify(want)) figures.wrong++;
+    expect(page, `${what}: a wrong 200`).toEqual(want);
+    figures.exact++;
+    return 'ok';
+  }
+  const code = (body as { error?: { code?: string } } | null)?.error?.code ?? `status ${status}`;
+  expect(allowed, `${what}: ${status} ${JSON.stringify(body)}`).toContain(code);
+  figures.refused[code] = (figures.refused[code] ?? 0) + 1;
+  return code;
+}
+
+beforeAll(async () => {
+  dir = mkdtempSync(join(tmpdir(), 'sp-fault-corrupt-'));
+  for (const f of Object.keys(FORMATS) as (keyof typeof FORMATS)[]) pristine.push(await makeSession(`c-${f}`, f));
+  server = await startFaultServer(dir);
+}, 60_000);
+
+afterAll(async () => {
+  await server?.stop();
+  rmSync(dir, { recursive: true, force: true });
+  process.stderr.write(`corruption suite (seed ${SEED}${LONG ? ', long' : ''}): ${JSON.stringify(figures)}\n`);
+});
+
+describe('corruption fault suite (real server process)', () => {
+  it(`${TRIALS} damaged files: every page exact or corrupt_range / repair_required, never a wrong 200, never a 5xx`, async () => {
+    const r = prng(SEED);
+    for (let t = 0; t < TRIALS; t++) {
+      const p = r.pick(pristine);
+      const fault = randomFault(p, r);
+      const what = `seed ${SEED} trial ${t}: ${fault.kind} of ${p.id}`;
+      writeFileSync(fault.file, fault.apply(p.files.get(fault.file) as Buffer));
+      figures.trials++;
+      figures.faults[fault.kind.split(':')[0] as string] = (figures.faults[fault.kind.split(':')[0] as string] ?? 0) + 1;
+      try {
+        const catalog = await get(server.url, '/v1/sessions');
+        expect(catalog.status, `${what}: catalog`).toBe(200);
+        const info = await get(server.url, `/v1/sessions/${p.id}`);
+        expect(info.status, `${what}: info ${info.text}`).toBe(200);
+        for (let k = 0; k < PAGES_PER_TRIAL; k++) {
+          const params = k === 0 ? {} : randomParams(p, r);
+          const a = await get(server.url, `/v1/sessions/${p.id}/page${query(params)}`);
+          checkPage(p, params, a.status, a.body, ['corrupt_range', 'repair_required'], `${what}, page ${query(params)}`);
+        }
+      } finally {
+        restore(p);
+      }
+    }
+    // The run must have exercised both outcomes.
+    expect(figures.exact).toBeGreaterThan(0);
+    expect(Object.keys(figures.refused).length).toBeGreaterThan(0);
+  }, 600_000);
+
+  it(`after repair and reindex every valid frame is still served (${REPAIRS} damaged sessions)`, async () => {
+    const r = prng(SEED + 1);
+    for (let n = 0; n < REPAIRS; n++) {
+      const format = (Object.keys(FORMATS) as (keyof typeof FORMATS)[])[n % 3] as keyof typeof FORMATS;
+      const p = await makeSession(`r${n}-${format}`, format);
+      const fault = randomFault(p, r);
+      const what = `seed ${SEED + 1} repair ${n}: ${fault.kind} of ${p.id}`;
+      writeFileSync(fault.file, fault.apply(p.files.get(fault.file) as Buffer));
+      for (const cmd of ['repair', 'reindex']) {
+        const run = spawnSync(process.execPath, [BIN, cmd, p.id, '--data', dir], { encoding: 'utf8', timeout: 60_000 });
+        expect(run.status === null ? 'killed' : 'ran', `${what}: ${cmd} ${run.stderr}`).toBe('ran');
+        expect(run.stderr, `${what}: ${cmd} one line at most`).not.toMatch(/\n.*\n/);
+      }
+      figures.repairs++;
+      // Seqs of the frames the fault touched (or cut away): only pages covering them may fail.
+      const [lo, hi] = fault.logRange ?? [Infinity, Infinity];
+      const damaged = p.entries.filter((e) => e.offset < hi && e.offset + e.length > lo);
+      // A damaged header frame leaves nothing servable (repair cannot fix it).
+      const headerHit = damaged.some((e) => e.offset === 0);
+      const hit = (from: number, to: number) => headerHit || damaged.some((e) => e.seq < to && e.seq + Math.max(1, e.count) > from);
+      const now = await readWholeLog(join(dir, 'sessions', `${p.id}.events`)).catch(() => null);
+      // Every seq in the long mode, every third in CI (each page holds a message and what it groups).
+      for (let s = n % 3; s < p.log.events.length; s += LONG ? 1 : 3) {
+        const params = { throughSeq: s, maxMessages: 1 };
+        const want = referencePage(p.log, p.id, params);
+        const a = await get(server.url, `/v1/sessions/${p.id}/page${query(params)}`);
+        figures.repairPages++;
+        if (!hit(want.fromSeq, want.toSeq)) {
+          expect(a.status, `${what}: page through ${s} covers no damaged frame: ${a.text}`).toBe(200);
+          expect(a.body, `${what}: page through ${s}`).toEqual(want);
+          continue;
+        }
+        // Covering a damaged frame: refused, or (a JSONL frame whose change still parses,
+        // indexed again by reindex as it now is) the page of the log as it now stands.
+        expect(a.status, `${what}: page through ${s}: ${a.text}`).toBeLessThan(500);
+        if (a.status === 200 && JSON.stringify(a.body) !== JSON.stringify(want)) {
+          expect(now, what).not.toBeNull();
+          expect(a.body, `${what}: page through ${s}`).toEqual(referencePage(now as ReferenceLog, p.id, { ...params, throughSeq: (a.body as Page).throughSeq }));
+        }
+      }
+    }
+  }, 600_000);
+});
