@@ -279,7 +279,7 @@ describe('repair', () => {
     expect(backups(p)).toEqual([]);
   });
 
-  it('cuts a zero-filled tail but keeps garbage that may hide frames (exit 1, for a human)', async () => {
+  it('cuts a zero-filled tail; garbage followed by a valid frame is never cut (a damaged range when the frame continues the log, for a human when it cannot)', async () => {
     await makeSession(data.dir, 's', 'jsonl');
     const p = sessionPaths(data.dir, 's');
     const good = readFileSync(p.events);
@@ -287,14 +287,24 @@ describe('repair', () => {
     expect((await runCli(['repair', 's', '--data', data.dir])).code).toBe(0);
     expect(readFileSync(p.events).equals(good)).toBe(true);
 
+    // Garbage, then the frame that continues seq 56: resync keeps both as one damaged range (docs/decisions.md).
     appendFileSync(p.events, Buffer.concat([Buffer.from('xx\n'), encodeJsonlFrame(conversation(56, 1)[0])]));
     const withGarbage = readFileSync(p.events);
+    const kept = await runCli(['repair', 's', '--data', data.dir]);
+    expect(kept.code).toBe(0);
+    expect(kept.stdout).toMatch(/keep 1 corrupt frame\(s\) at offset \d+ \(\d+ bytes\) hold seq 56\.\.56: .*skipped bytes/);
+    expect(readFileSync(p.events).equals(withGarbage)).toBe(true);
+    expect((await loadSessionState(p)).status).toBe('degraded');
+
+    // Garbage, then a valid frame whose seq cannot follow: kept for a human, nothing cut.
+    appendFileSync(p.events, Buffer.concat([Buffer.from('yy\n'), encodeJsonlFrame({ type: 'user/message', seq: 99, time: 5, data: {} })]));
+    const withTail = readFileSync(p.events);
     const r = await runCli(['repair', 's', '--data', data.dir]);
     expect(r.code).toBe(1);
     expect(r.stdout).toContain('cannot fix: tail at offset');
-    expect(r.stderr).toMatch(/^session-pager repair: session s still needs attention: tail at offset \d+ kept \(garbage\)/);
+    expect(r.stderr).toMatch(/^session-pager repair: session s still needs attention: tail at offset \d+ kept \(garbage\): .*1 valid frame\(s\) follow/);
     expect(r.stderr.split('\n').filter(Boolean)).toHaveLength(1);
-    expect(readFileSync(p.events).equals(withGarbage)).toBe(true);
+    expect(readFileSync(p.events).equals(withTail)).toBe(true);
     expect((await loadSessionState(p)).status).toBe('degraded');
   });
 
