@@ -94,7 +94,7 @@ describe('usage errors: exit 2, the usage hint on stderr, nothing on stdout', ()
   });
 
   it.each([
-    [['bogus'], /^session-pager: unknown command "bogus"; usage: session-pager <command> \[options\]; commands: serve, import, gen, page, doctor, reindex, repair \(session-pager --help\)\n$/],
+    [['bogus'], /^session-pager: unknown command "bogus"; usage: session-pager <command> \[options\]; commands: serve, import, gen, page, doctor, reindex, repair, loadtest \(session-pager --help\)\n$/],
     [['--bogus'], /^session-pager: unknown option "--bogus"; usage: session-pager <command>/],
     [[], /^session-pager: no command given; usage: session-pager <command>/],
     [['page'], /^session-pager page: missing <id>; usage: session-pager page <id> \[options\]/],

@@ -66,6 +66,8 @@ class Reconnect {
   constructor(
     readonly reason: string,
     readonly delayMs?: number,
+    /** The server's answer, when it gave one (503, 5xx, an overloaded error event). */
+    readonly error?: ClientError,
   ) {}
 }
 
@@ -90,12 +92,19 @@ export class Follower implements AsyncIterable<FollowItem> {
     const outer = opts.signal;
     if (outer !== undefined) {
       if (outer.aborted) this.ctrl.abort(outer.reason);
-      else outer.addEventListener('abort', () => this.ctrl.abort(outer.reason), { once: true });
+      else {
+        const onAbort = () => this.ctrl.abort(outer.reason);
+        outer.addEventListener('abort', onAbort, { once: true });
+        this.detach = () => outer.removeEventListener('abort', onAbort);
+      }
     }
   }
 
+  private detach: () => void = () => undefined;
+
   /** Stop following; a pending `next()` ends. */
   close(): void {
+    this.detach();
     this.ctrl.abort(new DOMException('follow closed', 'AbortError'));
   }
 
@@ -115,6 +124,7 @@ export class Follower implements AsyncIterable<FollowItem> {
     const maxRetryMs = o.maxRetryMs ?? 10_000;
     const maxFailures = o.maxFailures ?? 10;
     let failures = 0;
+    let lastError: ClientError | undefined;
     try {
       while (!this.aborted) {
         let progressed = false;
@@ -131,11 +141,15 @@ export class Follower implements AsyncIterable<FollowItem> {
           if (this.aborted) return;
           if (!(err instanceof Reconnect)) throw err;
           this.lastReconnectReason = err.reason;
+          lastError = err.error;
           delay = err.delayMs;
         }
         if (!progressed) failures++;
         if (failures >= maxFailures) {
-          throw new ClientError('network', `follow ${this.sessionId}: ${failures} connections in a row failed (last: ${this.lastReconnectReason})`);
+          // Give up with the server's last answer when there was one (e.g. overloaded), else `network`.
+          const message = `follow ${this.sessionId}: ${failures} connection(s) in a row failed (last: ${this.lastReconnectReason})`;
+          if (lastError !== undefined) throw new ClientError(lastError.code, message, { ...(lastError.status === undefined ? {} : { status: lastError.status }), ...(lastError.retryAfter === undefined ? {} : { retryAfter: lastError.retryAfter }), details: lastError.details });
+          throw new ClientError('network', message);
         }
         const backoff = Math.min(maxRetryMs, retryMs * 2 ** Math.max(0, failures - 1));
         try {
@@ -182,7 +196,7 @@ export class Follower implements AsyncIterable<FollowItem> {
       }
       if (!res.ok) {
         const e = await errorFromResponse(res);
-        if (res.status === 503 || res.status >= 500) throw new Reconnect(`${e.code}: ${e.message}`, e.retryAfter === undefined ? undefined : e.retryAfter * 1000);
+        if (res.status === 503 || res.status >= 500) throw new Reconnect(`${e.code}: ${e.message}`, e.retryAfter === undefined ? undefined : e.retryAfter * 1000, e);
         throw e;
       }
       if (res.body === null) throw new Reconnect('the response has no body');
@@ -246,7 +260,8 @@ export class Follower implements AsyncIterable<FollowItem> {
         const message = typeof body.error?.message === 'string' ? body.error.message : f.data.slice(0, 200);
         if (code === 'overloaded') {
           const ra = body.error?.retryAfter;
-          throw new Reconnect(`overloaded: ${message}`, typeof ra === 'number' && ra >= 0 ? ra * 1000 : undefined);
+          const retryAfter = typeof ra === 'number' && ra >= 0 ? ra : undefined;
+          throw new Reconnect(`overloaded: ${message}`, retryAfter === undefined ? undefined : retryAfter * 1000, new ClientError('overloaded', message, retryAfter === undefined ? {} : { retryAfter }));
         }
         throw new ClientError(code, `follow ${this.sessionId}: ${message}`);
       }

@@ -14,6 +14,7 @@ export const COMMANDS: Record<string, () => Promise<{ command: Command }>> = {
   doctor: () => import('./doctor.js') as Promise<{ command: Command }>,
   reindex: () => import('./reindex.js') as Promise<{ command: Command }>,
   repair: () => import('./repair.js') as Promise<{ command: Command }>,
+  loadtest: () => import('./loadtest.js') as Promise<{ command: Command }>,
 };
 
 export async function loadCommand(name: string): Promise<Command | undefined> {
