@@ -21,7 +21,7 @@ const servers: FastifyInstance[] = [];
 const clients: SseClient[] = [];
 
 async function listen(opts: ServerOptions = {}): Promise<{ app: FastifyInstance; base: string }> {
-  const app = buildServer(ts.store, { token: TOKEN, maxEventLoopLagMs: 0, ...opts, follow: { heartbeatMs: 10_000, pollMs: 0, ...opts.follow } });
+  const app = buildServer(ts.store, { token: TOKEN, maxEventLoopLagMs: 0, ...opts, follow: { heartbeatMs: 10_000, ...opts.follow } });
   servers.push(app);
   await app.listen({ host: '127.0.0.1', port: 0 });
   const port = (app.server.address() as AddressInfo).port;
@@ -217,10 +217,10 @@ describe('follow', () => {
     await until('three heartbeats', () => c.comments.filter((x) => x === 'heartbeat').length >= 3, 5000);
   });
 
-  it('picks up appends made outside this store (another writer process) by polling', async () => {
+  it('picks up appends made outside this store (another writer) through the file watcher', async () => {
     const w = await SessionWriter.create(ts.dir, 'external', { title: 'ext' });
     await w.append(makeEvents(0, 10));
-    const { base } = await listen({ follow: { pollMs: 50 } });
+    const { base } = await listen();
     const c = await sse(`${base}/v1/sessions/external/follow`);
     await c.waitFor('snapshot', (e) => e.length >= 1);
     expect(JSON.parse(c.events[0]!.data).cursor).toBe(9);

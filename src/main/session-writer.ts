@@ -40,10 +40,14 @@ export interface WriterOptions {
   now?: () => number;
 }
 
+/** What an append did: `{fromSeq, toSeq, nextSeq}` as the HTTP append answers, and what it stored. */
 export interface AppendResult {
   fromSeq: number;
   /** Exclusive. */
   toSeq: number;
+  /** The seq the next append must start at (equals toSeq). */
+  nextSeq: number;
+  /** Frames and log bytes the batch took. */
   frames: number;
   bytes: number;
 }
@@ -411,7 +415,7 @@ export class SessionWriter {
         // A listener's failure is its own; the append is durable already.
       }
     }
-    return { fromSeq, toSeq: this.meta.nextSeq, frames: enc.frameCount, bytes: enc.bytes.length };
+    return { fromSeq, toSeq: this.meta.nextSeq, nextSeq: this.meta.nextSeq, frames: enc.frameCount, bytes: enc.bytes.length };
   }
 
   /** Flush (when not durable), write metadata, release the lock. */

@@ -2,11 +2,12 @@
  * The library API shared by the HTTP service, the CLI and the benchmarks
  * (`openStore(dataDir)`): one page path for all of them.
  */
-import type { Page, PageParams, SessionEvent } from './core/types.js';
+import type { Page, PageParams, SessionEvent, SessionHeaderInit } from './core/types.js';
 import type { SessionStatus } from './session-state.js';
 import type { AppendResult } from './session-writer.js';
 import type { FrameEncoding } from '../streams/frame-codec.js';
 import type { TokenTotals } from './core/summary.js';
+import type { FollowOptions } from './event-follow.js';
 
 export interface CatalogEntry {
   id: string;
@@ -68,6 +69,8 @@ export interface StoreStats {
   /** hits/misses: session views; page*: prepared pages (page-cache.ts). */
   cache: { hits: number; misses: number; pageHits: number; pageMisses: number; pageBytes: number };
   pagesServed: number;
+  /** Sessions with a file watcher (one each, shared by their followers) and open library followers. */
+  follow: { watchedSessions: number; followers: number };
 }
 
 /**
@@ -106,10 +109,27 @@ export interface Store {
   pageVersion?(id: string): Promise<PageVersion>;
   /** Logical events [fromSeq, toSeq) of the indexed log (bounded by the caller). */
   readEvents(id: string, fromSeq: number, toSeq: number): Promise<SessionEvent[]>;
-  create(id: string, header: unknown, opts?: { format?: FrameEncoding }): Promise<CatalogEntry>;
-  append(id: string, events: unknown): Promise<AppendResult>;
+  /** Create a session from its header record (`type`, `id`, `createdAt` filled in when absent); `session_exists` when it does. */
+  create(id: string, header?: SessionHeaderInit, opts?: { format?: FrameEncoding }): Promise<CatalogEntry>;
+  /**
+   * Append events durably (resolves after fsync). Seqs must continue `nextSeq`
+   * exactly (`seq_conflict`); every event is checked (`invalid_request`).
+   */
+  append(id: string, events: readonly SessionEvent[]): Promise<AppendResult>;
   /** Be told of every durable append to `id` made through this store, in order. */
   subscribe(id: string, listener: FollowListener): () => void;
+  /**
+   * Be told (without the events) whenever the session's files may have
+   * changed, by any process on this machine: the session's one shared file
+   * watcher (change-watch.ts). `keepAlive` keeps the process running while watched.
+   */
+  watch(id: string, listener: () => void, opts?: { keepAlive?: boolean }): () => void;
+  /**
+   * The session's events from `fromSeq` (default: from now on), waiting for
+   * new ones appended by any process, with no gap and no duplicate; ends on
+   * `break`/`return()`, on `close()` and when `signal` aborts (event-follow.ts).
+   */
+  follow(id: string, opts?: FollowOptions): AsyncIterableIterator<SessionEvent>;
   stats(): StoreStats;
   close(): Promise<void>;
 }

@@ -14,7 +14,7 @@ import { planPage, planRange, type FrameSpan, type PagePlan } from './core/page-
 import { resolvePageParams, type ResolvedParams } from './core/page-rule.js';
 import { PageCache } from './page-cache.js';
 import { decodeCost, sliceStarts } from './core/slice-cuts.js';
-import type { Page, PageParams, SessionEvent } from './core/types.js';
+import type { Page, PageParams, SessionEvent, SessionHeaderInit } from './core/types.js';
 import { assemblePage, parseSlice, type ParsedSlice } from './page-assembler.js';
 import { assertSessionId, indexDir, sessionPaths, sessionsDir, type SessionPaths } from './paths.js';
 import { catalogState, loadSessionState, needsRepair, type SessionState, type SessionStatus, type StateProblem } from './session-state.js';
@@ -34,6 +34,8 @@ import { sliceTask, type SliceTask } from '../workers/slice-protocol.js';
 import { checkPlan, checkRange } from './core/plan-check.js';
 import { sliceDigests } from './core/frame-claim.js';
 import { IndexTrust } from './index-trust.js';
+import { ChangeWatchers } from './change-watch.js';
+import { EventFollower, type FollowOptions } from './event-follow.js';
 
 /** A plan, and when it came from the binary frame index, the record number of its last frame. */
 type IndexedPlan = PagePlan & { fromIndex?: boolean; lastRecord?: number };
@@ -66,6 +68,8 @@ export interface StoreOptions {
    * mistyped --data). Writes through such a store still create what they need.
    */
   readOnly?: boolean;
+  /** Followers' backstop poll of a watched session's entry sidecar, ms (default 2000; change-watch.ts). */
+  watchPollMs?: number;
 }
 
 /** What the page path needs to know of a session, from bounded reads only. */
@@ -131,6 +135,8 @@ export class PagerStore implements Store {
   /** Frames found corrupt by pages, per session: the session shows degraded. */
   private readonly damage = new Map<string, StateProblem[]>();
   private readonly pageCache: PageCache;
+  private readonly watchers: ChangeWatchers;
+  private readonly follows = new Set<EventFollower>();
   /** Consumed result buffers, handed back to workers as arenas (see recycle). */
   private readonly spares: ArrayBuffer[] = [];
   private cacheHits = 0;
@@ -152,6 +158,7 @@ export class PagerStore implements Store {
     this.format = opts.format ?? 'jsonl';
     this.writerIdleMs = opts.writerIdleMs ?? 60_000;
     this.pageCache = new PageCache(opts.pageCacheBytes ?? 64 * 1024 * 1024);
+    this.watchers = new ChangeWatchers(opts.watchPollMs);
   }
 
   // -------------------------------------------------------------------------
@@ -618,7 +625,7 @@ export class PagerStore implements Store {
     return w;
   }
 
-  async create(id: string, header: unknown, opts: { format?: FrameEncoding } = {}): Promise<CatalogEntry> {
+  async create(id: string, header: SessionHeaderInit = {}, opts: { format?: FrameEncoding } = {}): Promise<CatalogEntry> {
     this.assertOpen();
     assertSessionId(id);
     if (this.writers.has(id)) throw new PagerError('session_exists', `session ${id} already exists`);
@@ -634,7 +641,7 @@ export class PagerStore implements Store {
     return this.info(id);
   }
 
-  async append(id: string, events: unknown): Promise<AppendResult> {
+  async append(id: string, events: readonly SessionEvent[]): Promise<AppendResult> {
     this.assertOpen();
     assertSessionId(id);
     const w = await this.writer(id);
@@ -654,6 +661,18 @@ export class PagerStore implements Store {
       set.delete(listener);
       if (set.size === 0) this.listeners.delete(id);
     };
+  }
+
+  watch(id: string, listener: () => void, opts: { keepAlive?: boolean } = {}): () => void {
+    return this.watchers.watch(id, sessionPaths(this.dataDir, id).entries, listener, opts);
+  }
+
+  follow(id: string, opts: FollowOptions = {}): AsyncIterableIterator<SessionEvent> {
+    this.assertOpen();
+    assertSessionId(id);
+    const f = new EventFollower(this, id, opts, (done) => this.follows.delete(done));
+    if (!f.ended) this.follows.add(f);
+    return f;
   }
 
   /**
@@ -693,6 +712,7 @@ export class PagerStore implements Store {
       pool: { threads: this.threads, queueSize: this.pool.queueSize, maxQueue: this.pool.options.maxQueue, utilization: this.pool.utilization, completed: this.pool.completed },
       cache: { hits: this.cacheHits, misses: this.cacheMisses, pageHits: this.pageCache.hits, pageMisses: this.pageCache.misses, pageBytes: this.pageCache.size },
       pagesServed: this.pagesServed,
+      follow: { watchedSessions: this.watchers.size, followers: this.follows.size },
     };
   }
 
@@ -703,6 +723,8 @@ export class PagerStore implements Store {
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
+    for (const f of [...this.follows]) f.end();
+    this.watchers.close();
     await Promise.all([...this.writers.keys()].map((id) => this.closeWriter(id)));
     if (this.ownsPool) await this.pool.close();
   }

@@ -21,6 +21,9 @@ export interface SessionHeader {
   [key: string]: unknown;
 }
 
+/** What creating a session takes: a header record whose `type`, `id` and `createdAt` are filled in when absent. */
+export type SessionHeaderInit = Partial<SessionHeader>;
+
 export type RowType = 'text-chunks' | 'reasoning-chunks' | 'tool-call-chunks';
 
 export interface TextRowData {

@@ -14,6 +14,11 @@
  * and anything missing in front of a batch, or past the last known end, is
  * read from the log with `store.readEvents` in bounded chunks.
  *
+ * Appends made by another process reach the stream through the store's
+ * file watcher on the session (`store.watch`: fs.watch on the entry
+ * sidecar, a slow poll as backstop): each notification makes the stream ask
+ * the store for the committed end, and the pump reads up to it.
+ *
  * Memory per follower is bounded: live batches waiting to be written are
  * capped at `maxBufferedBytes`; past that the queue is discarded and the
  * pump re-reads those events from the log (the log is canonical, so this
@@ -99,9 +104,11 @@ class FollowStream {
   private wake: (() => void) | undefined;
   private waitingDrain = false;
   private heartbeat: NodeJS.Timeout | undefined;
-  private poll: NodeJS.Timeout | undefined;
-  private polling = false;
-  private lastLive = 0;
+  private checking = false;
+  private recheck = false;
+  private settleTries = 0;
+  private settleTimer: NodeJS.Timeout | undefined;
+  private unwatch: () => void = () => undefined;
   private graceTimer: NodeJS.Timeout | undefined;
   private sent = 0;
   private bytes = 0;
@@ -133,7 +140,6 @@ class FollowStream {
   /** Store notification: a durable batch. Never blocks, never throws. */
   onLive = (events: readonly SessionEvent[]): void => {
     if (this.closed || events.length === 0) return;
-    this.lastLive = Date.now();
     const last = events[events.length - 1] as SessionEvent;
     if (last.seq + 1 > this.knownEnd) this.knownEnd = last.seq + 1;
     if (last.seq < this.next) return;
@@ -169,29 +175,48 @@ class FollowStream {
       if (!this.closed && !this.waitingDrain) this.rawWrite(': heartbeat\n\n');
     }, o.heartbeatMs);
     this.heartbeat.unref();
-    if (o.pollMs > 0) {
-      this.poll = setInterval(() => void this.pollEnd(), o.pollMs);
-      this.poll.unref();
-    }
+    this.unwatch = this.hub.store.watch(this.sessionId, () => void this.checkEnd());
+    // Whatever another process appended between the snapshot and the watch.
+    void this.checkEnd();
     void this.pump();
   }
 
-  /** Learn the committed end from the store, for appends made outside this process. */
-  private async pollEnd(): Promise<void> {
-    if (this.closed || this.polling || this.queue.length > 0) return;
-    // Live notifications arriving means appends go through this store; no need to ask.
-    if (Date.now() - this.lastLive < this.hub.opts.pollMs) return;
-    this.polling = true;
+  /**
+   * Learn the committed end from the store (the session's files changed:
+   * maybe another process appended). Notifications during a check make one
+   * more check after it. A failed look is tried again a few times shortly
+   * after (another process may be between its entry line and its metadata),
+   * then waits for the next notification; the pump reports real failures.
+   */
+  private async checkEnd(): Promise<void> {
+    if (this.closed) return;
+    if (this.checking) {
+      this.recheck = true;
+      return;
+    }
+    this.checking = true;
     try {
-      const nextSeq = await this.hub.store.nextSeq(this.sessionId);
-      if (nextSeq > this.knownEnd) {
-        this.knownEnd = nextSeq;
-        this.kick();
-      }
-    } catch {
-      // The pump reports real failures; a failed poll just waits for the next.
+      do {
+        this.recheck = false;
+        try {
+          const nextSeq = await this.hub.store.nextSeq(this.sessionId);
+          this.settleTries = 0;
+          if (nextSeq > this.knownEnd) {
+            this.knownEnd = nextSeq;
+            this.kick();
+          }
+        } catch {
+          if (++this.settleTries <= 4 && this.settleTimer === undefined) {
+            this.settleTimer = setTimeout(() => {
+              this.settleTimer = undefined;
+              void this.checkEnd();
+            }, 25);
+            this.settleTimer.unref();
+          }
+        }
+      } while (this.recheck && !this.closed);
     } finally {
-      this.polling = false;
+      this.checking = false;
     }
   }
 
@@ -321,7 +346,8 @@ class FollowStream {
   private onClose(): void {
     this.closed = true;
     clearInterval(this.heartbeat);
-    clearInterval(this.poll);
+    clearTimeout(this.settleTimer);
+    this.unwatch();
     clearTimeout(this.graceTimer);
     this.unsubscribe();
     this.queue = [];

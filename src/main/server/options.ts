@@ -18,11 +18,6 @@ export interface FollowOptions {
   stallTimeoutMs?: number;
   /** Events read per catch-up step from the log (default 1000). */
   catchUpChunk?: number;
-  /**
-   * Check the session's committed end this often, to pick up appends made
-   * outside this process's store (default 5 s; 0 disables).
-   */
-  pollMs?: number;
   /** After a drop or shutdown, destroy the socket if the client has not read the end within this (default 5 s). */
   endGraceMs?: number;
   /** Concurrent follow streams; more are answered `overloaded` (default 512). */
@@ -138,7 +133,6 @@ export function resolveOptions(o: ServerOptions = {}): ResolvedOptions {
       maxBufferedBytes: f.maxBufferedBytes ?? 4 * 1024 * 1024,
       stallTimeoutMs: f.stallTimeoutMs ?? 60_000,
       catchUpChunk: f.catchUpChunk ?? 1000,
-      pollMs: f.pollMs ?? 5_000,
       endGraceMs: f.endGraceMs ?? 5_000,
       maxStreams: f.maxStreams ?? 512,
       retryMs: f.retryMs ?? 2_000,

@@ -1,0 +1,95 @@
+/**
+ * Follow across processes on one machine: a writer in a child process
+ * appends; a library follower (`store.follow`) and an HTTP SSE follower in
+ * this process get every event, in order, with no gap and no duplicate.
+ * The store's backstop poll is set far longer than the test, so what
+ * arrives came through the file watcher (fs.watch on the entry sidecar).
+ * Latency is measured by bench/follow-latency.mjs, not here.
+ */
+import { spawn } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import type { AddressInfo } from 'node:net';
+import { dirname, join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { FastifyInstance } from 'fastify';
+import type { SessionEvent } from '../src/main/core/types.js';
+import { buildServer } from '../src/main/server/index.js';
+import { SessionWriter } from '../src/main/session-writer.js';
+import { openStore, type PagerStore } from '../src/main/store.js';
+import { openSse, type SseClient } from './server-helpers.js';
+import { tickEvents } from './helpers/tick-events.mjs';
+
+const here = dirname(fileURLToPath(import.meta.url));
+const child = resolve(here, 'helpers/append-child.mjs');
+const dist = resolve(here, '../dist/main/index.js');
+const ticks = tickEvents as (from: number, n: number) => SessionEvent[];
+
+let dir: string;
+let store: PagerStore;
+let app: FastifyInstance;
+let sse: SseClient | undefined;
+
+beforeAll(async () => {
+  dir = await mkdtemp(join(tmpdir(), 'sp-xproc-'));
+  store = await openStore({ dataDir: dir, workers: 1, watchPollMs: 10 * 60_000 });
+  app = buildServer(store, { token: null, maxEventLoopLagMs: 0 });
+  await app.listen({ host: '127.0.0.1', port: 0 });
+});
+
+afterAll(async () => {
+  sse?.close();
+  await app?.close();
+  await store?.close();
+  if (dir !== undefined) await rm(dir, { recursive: true, force: true });
+});
+
+/** Run the child writer: `batches` appends of `size` events, `delayMs` apart. */
+function appendFromChild(id: string, batches: number, size: number, delayMs: number): Promise<void> {
+  return new Promise((ok, fail) => {
+    const p = spawn(process.execPath, [child, dist, dir, id, String(batches), String(size), String(delayMs)], { stdio: ['ignore', 'pipe', 'pipe'] });
+    let err = '';
+    p.stderr.on('data', (d) => (err += d));
+    p.on('error', fail);
+    p.on('exit', (code) => (code === 0 ? ok() : fail(new Error(`writer process exited ${code}: ${err}`))));
+  });
+}
+
+describe('follow across processes', () => {
+  it('delivers another process’s appends to library and SSE followers, no gap, no duplicate', async () => {
+    expect(existsSync(dist), 'dist/ is built by `npm test` (tsc) before the tests run').toBe(true);
+    const w = await SessionWriter.create(dir, 'xp', { title: 'cross-process' });
+    await w.append(ticks(0, 10));
+    await w.close(); // the child process takes the session's lock
+
+    const port = (app.server.address() as AddressInfo).port;
+    sse = await openSse(`http://127.0.0.1:${port}/v1/sessions/xp/follow?maxMessages=1`);
+    expect(sse.status).toBe(200);
+    await sse.waitFor('snapshot', (e) => e.some((x) => x.event === 'snapshot'));
+
+    const total = 10 + 20 * 7;
+    const got: SessionEvent[] = [];
+    const follower = (async () => {
+      for await (const e of store.follow('xp', { fromSeq: 0 })) {
+        got.push(e);
+        if (e.seq === total - 1) break;
+      }
+    })();
+
+    await appendFromChild('xp', 20, 7, 15);
+    await Promise.race([follower, new Promise((_, fail) => setTimeout(() => fail(new Error(`library follower got ${got.length} of ${total} events`)), 20_000))]);
+    expect(got).toEqual(ticks(0, total));
+
+    await sse.waitFor('every appended event', (e) => e.filter((x) => x.event === 'event').length >= total - 10, 20_000);
+    const evs = sse.events.filter((x) => x.event === 'event');
+    expect(evs.map((x) => x.id)).toEqual(ticks(10, total - 10).map((e) => String(e.seq)));
+    expect(evs.map((x) => JSON.parse(x.data))).toEqual(ticks(10, total - 10));
+    expect(store.stats().follow).toEqual({ watchedSessions: 1, followers: 0 }); // the SSE stream's watcher
+    sse.close();
+    await sse.ended;
+    await new Promise((r) => setTimeout(r, 50));
+    expect(store.stats().follow).toEqual({ watchedSessions: 0, followers: 0 });
+  });
+});
