@@ -1,5 +1,5 @@
 /**
- * The per-session change watcher followers share (change-watch.ts): one
+ * The per-session change watcher followers share (storage/local/change-watch.ts): one
  * fs.watch per session for all its listeners, closed with the last one;
  * still watching after the file is replaced by rename; a file that appears
  * later, and what fs.watch misses, caught by the backstop poll.
@@ -8,7 +8,7 @@ import { appendFileSync, mkdtempSync, renameSync, rmSync, writeFileSync } from '
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ChangeWatchers } from '../src/main/change-watch.js';
+import { ChangeWatchers } from '../src/storage/local/change-watch.js';
 import { until } from './server-helpers.js';
 
 let dir: string;

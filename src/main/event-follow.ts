@@ -162,14 +162,19 @@ export class EventFollower implements AsyncIterableIterator<SessionEvent> {
     this.seq = from;
   }
 
-  private async settled<T>(read: () => Promise<T>): Promise<T> {
-    for (let attempt = 1; ; attempt++) {
-      try {
-        return await read();
-      } catch (err) {
-        if (!(err instanceof PagerError && err.code === 'repair_required') || attempt >= SETTLE_TRIES || this.closed) throw err;
-        await new Promise((r) => setTimeout(r, SETTLE_MS));
-      }
+  private settled<T>(read: () => Promise<T>): Promise<T> {
+    return settled(read, () => this.closed);
+  }
+}
+
+/** `read()`, tried again on `repair_required` (SETTLE_TRIES times, SETTLE_MS apart) unless `stop()` says to give up. */
+export async function settled<T>(read: () => Promise<T>, stop: () => boolean = () => false): Promise<T> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await read();
+    } catch (err) {
+      if (!(err instanceof PagerError && err.code === 'repair_required') || attempt >= SETTLE_TRIES || stop()) throw err;
+      await new Promise((r) => setTimeout(r, SETTLE_MS));
     }
   }
 }

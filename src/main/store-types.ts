@@ -121,7 +121,7 @@ export interface Store {
   /**
    * Be told (without the events) whenever the session's files may have
    * changed, by any process on this machine: the session's one shared file
-   * watcher (change-watch.ts). `keepAlive` keeps the process running while watched.
+   * watcher (storage/local/change-watch.ts). `keepAlive` keeps the process running while watched.
    */
   watch(id: string, listener: () => void, opts?: { keepAlive?: boolean }): () => void;
   /**

@@ -34,7 +34,7 @@ import { sliceTask, type SliceTask } from '../workers/slice-protocol.js';
 import { checkPlan, checkRange } from './core/plan-check.js';
 import { sliceDigests } from './core/frame-claim.js';
 import { IndexTrust } from './index-trust.js';
-import { ChangeWatchers } from './change-watch.js';
+import { ChangeWatchers } from '../storage/local/change-watch.js';
 import { EventFollower, type FollowOptions } from './event-follow.js';
 
 /** A plan, and when it came from the binary frame index, the record number of its last frame. */
@@ -68,7 +68,7 @@ export interface StoreOptions {
    * mistyped --data). Writes through such a store still create what they need.
    */
   readOnly?: boolean;
-  /** Followers' backstop poll of a watched session's entry sidecar, ms (default 2000; change-watch.ts). */
+  /** Followers' backstop poll of a watched session's entry sidecar, ms (default 2000; storage/local/change-watch.ts). */
   watchPollMs?: number;
 }
 

@@ -30,6 +30,7 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { ServerResponse } from 'node:http';
 import { PagerError } from '../core/errors.js';
+import { settled } from '../event-follow.js';
 import type { SessionEvent } from '../core/types.js';
 import type { Store } from '../store-types.js';
 import { toPagerError } from './errors.js';
@@ -278,7 +279,8 @@ class FollowStream {
     const chunk = this.hub.opts.catchUpChunk;
     while (!this.closed && this.next < to) {
       const from = this.next;
-      const events = await this.hub.store.readEvents(this.sessionId, from, Math.min(to, from + chunk));
+      // A look while another process appends may catch its files mid-way: tried again shortly before it ends the stream.
+      const events = await settled(() => this.hub.store.readEvents(this.sessionId, from, Math.min(to, from + chunk)), () => this.closed);
       if (this.closed) return;
       if (events.length === 0) {
         // The log does not have them (yet): believe the log.
