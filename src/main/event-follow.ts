@@ -26,6 +26,7 @@ export interface FollowOptions {
 /** What a follower needs of the store. */
 export interface FollowSource {
   nextSeq(id: string): Promise<number>;
+  /** Events [fromSeq, min(toSeq, next seq)). */
   readEvents(id: string, fromSeq: number, toSeq: number): Promise<SessionEvent[]>;
   /** Appends made through this store, as they become durable. */
   subscribe(id: string, listener: () => void): () => void;
@@ -127,21 +128,18 @@ export class EventFollower implements AsyncIterableIterator<SessionEvent> {
       for (;;) {
         if (this.closed) return DONE;
         const seen = this.changes;
-        const end = await this.settled(() => this.source.nextSeq(this.sessionId));
+        const from = this.seq as number;
+        // Up to a chunk past `from`, cut at the committed end: one look at the session per step.
+        const events = await this.settled(() => this.source.readEvents(this.sessionId, from, from + FOLLOW_CHUNK_EVENTS));
         if (this.closed) return DONE;
-        if (end > (this.seq as number)) {
-          const from = this.seq as number;
-          const events = await this.settled(() => this.source.readEvents(this.sessionId, from, Math.min(end, from + FOLLOW_CHUNK_EVENTS)));
-          if (this.closed) return DONE;
-          if (events.length > 0) {
-            for (let i = 0; i < events.length; i++) {
-              if ((events[i] as SessionEvent).seq !== from + i) throw new PagerError('internal', `read seq ${(events[i] as SessionEvent).seq} where ${from + i} was expected`);
-            }
-            this.buffer = events;
-            this.at = 1;
-            this.seq = from + events.length;
-            return { done: false, value: events[0] as SessionEvent };
+        if (events.length > 0) {
+          for (let i = 0; i < events.length; i++) {
+            if ((events[i] as SessionEvent).seq !== from + i) throw new PagerError('internal', `read seq ${(events[i] as SessionEvent).seq} where ${from + i} was expected`);
           }
+          this.buffer = events;
+          this.at = 1;
+          this.seq = from + events.length;
+          return { done: false, value: events[0] as SessionEvent };
         }
         if (this.changes === seen) await new Promise<void>((resolve) => (this.wake = resolve));
       }
