@@ -19,7 +19,7 @@ import type { SessionEvent } from '../src/main/core/types.js';
 import { buildServer } from '../src/main/server/index.js';
 import { SessionWriter } from '../src/main/session-writer.js';
 import { openStore, type PagerStore } from '../src/main/store.js';
-import { openSse, type SseClient } from './server-helpers.js';
+import { openSse, until, type SseClient } from './server-helpers.js';
 import { tickEvents } from './helpers/tick-events.mjs';
 
 const here = dirname(fileURLToPath(import.meta.url));
@@ -89,7 +89,8 @@ describe('follow across processes', () => {
     expect(store.stats().follow).toEqual({ watchedSessions: 1, followers: 0 }); // the SSE stream's watcher
     sse.close();
     await sse.ended;
-    await new Promise((r) => setTimeout(r, 50));
+    // The server sees the client go, then closes the stream and its watch.
+    await until('the stream’s watcher closed', () => store.stats().follow.watchedSessions === 0, 10_000);
     expect(store.stats().follow).toEqual({ watchedSessions: 0, followers: 0 });
   });
 });
