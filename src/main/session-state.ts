@@ -247,7 +247,7 @@ export async function loadSessionState(paths: SessionPaths): Promise<SessionStat
 async function loadSessionStateOnce(paths: SessionPaths): Promise<SessionState> {
   const st = await statLog(paths.events);
   if ('code' in st) return needsRepair(paths, st, null);
-  let { size: logSize, mtimeMs: logMtimeMs } = st;
+  const { size: logSize, mtimeMs: logMtimeMs } = st;
   const broken = (p: StateProblem, meta: SessionMeta | null = null): SessionState => needsRepair(paths, p, meta, logSize, logMtimeMs);
 
   const metaOrReason = await readMeta(paths.meta);
@@ -297,12 +297,6 @@ async function loadSessionStateOnce(paths: SessionPaths): Promise<SessionState> 
       if (le.offset < fe.length || le.kind === 'session' || le.count === 0) {
         return broken({ code: 'entries_out_of_order', message: `entry sidecar's last entry (${describe(le)}, kind ${quoteValue(le.kind)}) does not follow the header entry`, offset: last.start }, meta);
       }
-    }
-    if (indexedLength > logSize) {
-      // Frames are written before their entry lines: a log stat taken before another
-      // process's append and a sidecar read after it see this. Look at the log again.
-      const again = await statLog(paths.events);
-      if (!('code' in again)) ({ size: logSize, mtimeMs: logMtimeMs } = again);
     }
     if (indexedLength > logSize) {
       return broken({ code: 'entries_past_log', message: `entry sidecar points past the log (indexes ${indexedLength} bytes, log has ${logSize})`, offset: logSize }, meta);
