@@ -8,18 +8,15 @@
  * Routes registered elsewhere without a schema of their own (the service
  * probes) get their summary from SERVICE_DOCS, so every route is described.
  */
-import { readFileSync } from 'node:fs';
 import swagger from '@fastify/swagger';
 import type { FastifyInstance, RouteOptions } from 'fastify';
 import { HEALTH_SCHEMA, METRICS_SCHEMA, OPENAPI_SCHEMA } from './schemas.js';
+import { packageVersion } from '../version.js';
 
 export const OPENAPI_PATH = '/v1/openapi.json';
 
-/** The package's version, from the package.json beside dist/ and src/. */
-export function packageVersion(): string {
-  const pkg = JSON.parse(readFileSync(new URL('../../../package.json', import.meta.url), 'utf8')) as { version?: unknown };
-  return typeof pkg.version === 'string' ? pkg.version : '0.0.0';
-}
+/** The package's version (version.ts: the one `--version` and the banner print). */
+export { packageVersion };
 
 const SERVICE_DOCS: Record<string, Record<string, unknown>> = {
   'GET /healthz': HEALTH_SCHEMA,
