@@ -138,6 +138,24 @@ describe('errors raised before a route runs', () => {
   });
 });
 
+describe('answers given before the body is read reach a client still sending it', () => {
+  it('a parse error, a bad escape, a missing token, no route: answered, then a clean close', async () => {
+    const body = Buffer.alloc(3 * 1024 * 1024, 0x7a);
+    const cases: [(string | Buffer)[], number, string][] = [
+      [['POST /v1/sessions/s1/events HTTP/1.1', 'Host: x', AUTH, Buffer.from('X-Bad: a\u0001b', 'latin1'), `Content-Length: ${body.length}`], 400, 'invalid_request'],
+      [['post /v1/sessions/s1/events HTTP/1.1', 'Host: x', AUTH, `Content-Length: ${body.length}`], 400, 'invalid_request'],
+      [['POST /v1/sessions/%zz/events HTTP/1.1', 'Host: x', AUTH, 'Content-Type: application/json', `Content-Length: ${body.length}`], 400, 'invalid_request'],
+      [['POST /v1/sessions/s1/events HTTP/1.1', 'Host: x', 'Content-Type: application/json', `Content-Length: ${body.length}`], 401, 'unauthorized'],
+      [['POST /v2/nowhere HTTP/1.1', 'Host: x', AUTH, 'Content-Type: application/json', `Content-Length: ${body.length}`], 404, 'not_found'],
+      [['PUT /v1/sessions/s1/page HTTP/1.1', 'Host: x', AUTH, 'Content-Type: application/json', `Content-Length: ${body.length}`], 405, 'method_not_allowed'],
+    ];
+    for (const [lines, status, code] of cases) {
+      const r = await rawExchange(server.port, rawRequestBytes([...lines, 'Connection: close'], body), { timeoutMs: 20_000 });
+      expectSpecError(r, status, code);
+    }
+  });
+});
+
 describe('request ids', () => {
   it('echoes a plain x-request-id, and replaces a hostile one by a generated id', async () => {
     const ok = await req(['GET /v1/sessions/s1 HTTP/1.1', 'Host: x', AUTH, 'X-Request-Id: trace-0af7651916cd43dd8448eb211c80319c']);
@@ -223,5 +241,23 @@ describe('Content-Encoding of request bodies (issue 16 item 6)', () => {
       expect(got.text.match(/^HTTP\/1\.1 \d{3}/gm), `size ${size}`).toEqual(['HTTP/1.1 400']);
       expect(got.text).toContain('"code":"invalid_request"');
     }
+  });
+});
+
+describe('answers of plugins in their own format', () => {
+  let cors: ServerProcess;
+  beforeAll(async () => {
+    cors = await startServerProcess({ dataDir: dir, token: TOKEN, args: ['--cors-origin', 'http://ui.example'] });
+  }, 60_000);
+  afterAll(async () => {
+    await cors?.stop();
+  });
+
+  it('an OPTIONS that is not a CORS preflight is 400 in the SPEC shape (not @fastify/cors\'s text)', async () => {
+    const r = await rawExchange(cors.port, rawRequestBytes(['OPTIONS /v1/sessions HTTP/1.1', 'Host: x']));
+    expectSpecError(r, 400, 'invalid_request');
+    const ok = await rawExchange(cors.port, rawRequestBytes(['OPTIONS /v1/sessions HTTP/1.1', 'Host: x', 'Origin: http://ui.example', 'Access-Control-Request-Method: GET']));
+    expect(ok.answer?.status).toBe(204);
+    expect(ok.answer?.headers['access-control-allow-origin']).toBe('http://ui.example');
   });
 });

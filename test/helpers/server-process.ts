@@ -138,7 +138,11 @@ export function parseResponse(buf: Buffer, closed: boolean, head = false): { ans
  * or `timeoutMs`. The client never half-closes (as browsers and curl do not):
  * node treats a half-closed request as aborted.
  */
-export function rawExchange(port: number, request: Buffer | string, opts: { timeoutMs?: number; head?: boolean; host?: string } = {}): Promise<RawResult> {
+export function rawExchange(
+  port: number,
+  request: Buffer | string,
+  opts: { timeoutMs?: number; head?: boolean; host?: string; /** Stop once the head came when it says so (a stream that never ends). */ headIsEnough?: (status: number, headers: Record<string, string>) => boolean } = {},
+): Promise<RawResult> {
   const data = typeof request === 'string' ? Buffer.from(request, 'latin1') : request;
   return new Promise((resolvePromise) => {
     const socket = connect(port, opts.host ?? '127.0.0.1');
@@ -162,7 +166,17 @@ export function rawExchange(port: number, request: Buffer | string, opts: { time
     socket.on('data', (c: Buffer) => {
       chunks.push(c);
       try {
-        if (parseResponse(Buffer.concat(chunks), false, opts.head) !== undefined) finish('answer');
+        const all = Buffer.concat(chunks);
+        if (parseResponse(all, false, opts.head) !== undefined) finish('answer');
+        else if (opts.headIsEnough !== undefined) {
+          const head = parseResponse(all, false, true)?.answer;
+          if (head !== undefined && opts.headIsEnough(head.status, head.headers)) {
+            settled = true;
+            clearTimeout(timer);
+            socket.destroy();
+            resolvePromise({ answer: head, received: all, ended: 'answer' });
+          }
+        }
       } catch {
         finish('answer');
       }

@@ -7,6 +7,7 @@
  * `405 method_not_allowed` with `Allow`. Errors raised before fastify has
  * a request (node's parser, the router) are in framework-errors.ts.
  */
+import { STATUS_CODES } from 'node:http';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { ERROR_STATUS, PagerError, isPagerError, type ErrorCode } from '../core/errors.js';
 import type { ServerMetrics } from './metrics.js';
@@ -45,10 +46,13 @@ export function toPagerError(err: unknown): PagerError {
 
 /** 4xx statuses that have a code of their own (the rest are invalid_request). */
 const STATUS_CODE: Partial<Record<number, ErrorCode>> = {
+  401: 'unauthorized',
   404: 'not_found',
   405: 'method_not_allowed',
   408: 'request_timeout',
+  413: 'payload_too_large',
   414: 'uri_too_long',
+  415: 'unsupported_media_type',
   431: 'header_too_large',
 };
 
@@ -71,13 +75,31 @@ export interface ErrorsPluginOptions {
 /** Error and not-found handlers for the whole app (installed at the root). */
 export const errorsPlugin = globalPlugin('session-pager-errors', async (app: FastifyInstance, opts: ErrorsPluginOptions) => {
   app.setErrorHandler((err: unknown, request: FastifyRequest, reply: FastifyReply) => {
+    // No route: fastify still parses the body first; what is wrong with it does not matter.
+    const fstCode = (err as { code?: unknown } | null)?.code;
+    if (request.is404 && typeof fstCode === 'string' && fstCode.startsWith('FST_ERR_CTP_') && fstCode !== 'FST_ERR_CTP_BODY_TOO_LARGE') {
+      return notFound(request, reply);
+    }
     const pe = toPagerError(err);
     if (pe.code === 'internal') request.log.error({ err }, 'internal error');
     else request.log.debug({ code: pe.code, message: pe.message }, 'request failed');
     opts.metrics.errors.inc({ code: pe.code });
     return sendError(reply, pe, opts.retryAfterSeconds);
   });
-  app.setNotFoundHandler((request: FastifyRequest, reply: FastifyReply) => {
+  // A safety net for answers built by plugins in their own format (e.g. @fastify/cors's
+  // text/plain "Invalid Preflight Request"): every 4xx/5xx leaves in the SPEC's shape.
+  app.addHook('onSend', async (request: FastifyRequest, reply: FastifyReply, payload: unknown) => {
+    if (reply.statusCode < 400 || request.method === 'HEAD') return payload;
+    if (String(reply.getHeader('content-type') ?? '').startsWith('application/json')) return payload;
+    if (payload !== null && payload !== undefined && typeof payload !== 'string' && !Buffer.isBuffer(payload)) return payload;
+    const code: ErrorCode = STATUS_CODE[reply.statusCode] ?? (reply.statusCode === 503 ? 'overloaded' : reply.statusCode >= 500 ? 'internal' : 'invalid_request');
+    const text = payload === null || payload === undefined ? '' : payload.toString();
+    const message = /^[\x20-\x7e]{1,200}$/.test(text) ? text : (STATUS_CODES[reply.statusCode] ?? 'error');
+    reply.code(ERROR_STATUS[code]).type('application/json; charset=utf-8').removeHeader('content-length');
+    opts.metrics.errors.inc({ code });
+    return JSON.stringify({ error: { code, message } });
+  });
+  const notFound = (request: FastifyRequest, reply: FastifyReply) => {
     const path = (request.raw.url ?? '/').split('?')[0] as string;
     const shown = JSON.stringify(path.length > 200 ? `${path.slice(0, 200)}…` : path);
     const allow = opts.routes.allowed(path);
@@ -90,5 +112,6 @@ export const errorsPlugin = globalPlugin('session-pager-errors', async (app: Fas
     }
     opts.metrics.errors.inc({ code: pe.code });
     return sendError(reply, pe, opts.retryAfterSeconds);
-  });
+  };
+  app.setNotFoundHandler(notFound);
 });

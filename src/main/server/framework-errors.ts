@@ -23,6 +23,7 @@ import type { Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { ERROR_STATUS, PagerError, type ErrorCode } from '../core/errors.js';
+import { drainUnreadBody } from './request-decoding.js';
 import { REQUEST_ID_HEADER, requestIdOf } from './request-id.js';
 
 /** A complete HTTP/1.1 error response, for writing straight to a socket. */
@@ -71,25 +72,52 @@ export function parserErrorAnswer(err: ParserError, maxUrlLength: number): { cod
   }
 }
 
+/**
+ * After an answer that ends the connection: read and discard what the peer
+ * still sends (closing with unread bytes would reset the connection, and a
+ * client still writing its body would lose the answer), until the peer
+ * closes, `LINGER_MS` pass or `LINGER_BYTES` came.
+ */
+const LINGER_MS = 5_000;
+const LINGER_BYTES = 16 * 1024 * 1024;
+function lingerThenDestroy(socket: Duplex): void {
+  let seen = 0;
+  const timer = setTimeout(() => socket.destroy(), LINGER_MS);
+  timer.unref();
+  socket.on('data', (chunk: Buffer) => {
+    seen += chunk.length;
+    if (seen > LINGER_BYTES) socket.destroy();
+  });
+  socket.once('end', () => socket.destroy());
+  socket.once('close', () => clearTimeout(timer));
+  socket.resume();
+}
+
 /** fastify's `clientErrorHandler`: the SPEC shape where node would answer its own. */
 export function clientErrorHandler(maxUrlLength: number): (err: ParserError, socket: Socket) => void {
+  // Node's parser reports every later chunk of a broken request again; the first answer stands.
+  const answered = new WeakSet<Socket>();
   return (err, socket) => {
-    if (err.code === 'ECONNRESET' || err.code === 'EPIPE' || socket.destroyed) return;
+    if (err.code === 'ECONNRESET' || err.code === 'EPIPE' || socket.destroyed || answered.has(socket)) return;
+    answered.add(socket);
     const inFlight = (socket as Socket & { _httpMessage?: { headersSent?: boolean } })._httpMessage;
     // A response already under way cannot be followed by another one on this socket.
     if (socket.writable && !(inFlight?.headersSent === true)) {
       const { code, message } = parserErrorAnswer(err, maxUrlLength);
       socket.end(rawErrorResponse(code, message));
-      // Give the answer a moment to leave before the socket goes, without waiting on a peer that never reads.
-      setTimeout(() => socket.destroy(), 1000).unref();
+      lingerThenDestroy(socket);
       return;
     }
     socket.destroy();
   };
 }
 
-/** fastify's `frameworkErrors`: router errors raised before any hook runs. */
-export function frameworkErrors(err: Error & { code?: string }, request: FastifyRequest, reply: FastifyReply): void {
+/** fastify's `frameworkErrors`: router errors raised before any hook runs (so the body is drained here). */
+export const frameworkErrors = (drainLimit: number) => (err: Error & { code?: string }, request: FastifyRequest, reply: FastifyReply): void => {
+  void drainUnreadBody(request.raw, drainLimit).then(() => answerFrameworkError(err, request, reply));
+};
+
+function answerFrameworkError(err: Error & { code?: string }, request: FastifyRequest, reply: FastifyReply): void {
   let pe: PagerError;
   if (err.code === 'FST_ERR_BAD_URL') pe = new PagerError('invalid_request', 'the request path holds a malformed percent-escape');
   else if (err.code === 'FST_ERR_MAX_PARAM_LENGTH') pe = new PagerError('uri_too_long', 'a path segment is longer than the server accepts');
@@ -107,6 +135,6 @@ export function refuseConnect(server: Server): void {
   server.on('connect', (req: IncomingMessage, socket: Duplex) => {
     socket.on('error', () => undefined);
     socket.end(rawErrorResponse('invalid_request', 'CONNECT is not supported: this server is not a proxy', requestIdOf(req.headers[REQUEST_ID_HEADER])));
-    setTimeout(() => socket.destroy(), 1000).unref();
+    lingerThenDestroy(socket);
   });
 }

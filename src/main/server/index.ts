@@ -65,7 +65,7 @@ export function buildServer(store: Store, options: ServerOptions = {}): FastifyI
     genReqId,
     // Answers given before a route runs, in the SPEC's error shape (framework-errors.ts).
     clientErrorHandler: clientErrorHandler(o.maxUrlLength),
-    frameworkErrors,
+    frameworkErrors: frameworkErrors(o.bodyLimit),
     bodyLimit: o.bodyLimit,
     requestTimeout: o.requestTimeoutMs,
     keepAliveTimeout: o.keepAliveTimeoutMs,

@@ -70,6 +70,17 @@ function drainThen(body: Readable, limit: number, done: (tooLarge: boolean) => v
   body.resume();
 }
 
+/**
+ * Before answering a request whose body is still coming: read and discard
+ * it (up to `limit` bytes; a body declared larger is not waited for).
+ */
+export async function drainUnreadBody(raw: IncomingMessage, limit: number): Promise<void> {
+  if (raw.complete || raw.destroyed || !hasBody(raw)) return;
+  const declared = Number(raw.headers['content-length']);
+  if (Number.isFinite(declared) && declared > limit) return;
+  await new Promise<void>((resolve) => drainThen(raw, limit, () => resolve()));
+}
+
 export interface RequestDecodingOptions {
   /** Largest decoded body (the server's body limit). */
   bodyLimit: number;
@@ -116,8 +127,17 @@ function decodedBody(body: Readable, codings: string[], o: RequestDecodingOption
 /**
  * Install the decoding on `app` (the root, before @fastify/compress is
  * registered, so its per-route decoding is switched off first).
+ *
+ * Also: an answer given before the body was read (401, 404, 405, 415, a
+ * declared 413 under the drain limit...) waits until the client has sent
+ * the rest, which is read and discarded; closing the connection with
+ * unread bytes would reset it, and the client would lose the answer.
  */
 export function addRequestDecoding(app: FastifyInstance, o: RequestDecodingOptions): void {
+  app.addHook('onSend', async (request: FastifyRequest, _reply: FastifyReply, payload: unknown) => {
+    await drainUnreadBody(request.raw, o.drainLimit);
+    return payload;
+  });
   app.addHook('onRoute', (route) => {
     (route as { decompress?: unknown }).decompress = false;
   });
