@@ -117,6 +117,8 @@ try {
   const exited = new Promise((resolve, reject) => writer.on('exit', (c) => (c === 0 ? resolve() : reject(new Error(`writer exited ${c}`)))));
   const timeout = setTimeout(() => {
     console.error(`timed out: library ${received.library.size}, sse ${received.sse.size}, acks ${acks.size}`);
+    writer.kill();
+    rmSync(dir, { recursive: true, force: true });
     process.exit(1);
   }, 60_000 + appends * intervalMs * 3);
   await exited;
