@@ -16,7 +16,7 @@ export const command = defineCommand({
   positionals: [{ name: 'file', describe: 'session.jsonl, session.json (an array) or either Zstandard-framed' }],
   options: {
     data: DATA_DIR,
-    id: { type: 'string', arg: 'ID', describe: 'session id', defaultText: "the header's id, else the file name" },
+    id: { type: 'string', arg: 'ID', describe: 'session id', defaultText: 'the file name without .zstd or .zst, then .jsonl or .json' },
     format: { type: 'string', choices: ['jsonl', 'binary'], default: 'jsonl', describe: 'frame encoding of the new log' },
   },
   examples: ['session-pager import ~/.dsh/sessions/abc/session.jsonl --id abc --data ./data'],
