@@ -136,9 +136,9 @@ describe('interrupting import', () => {
     tmp = tempDataDir('sp-interrupt-import-');
     inputs.array = join(tmp.dir, 'big.json');
     inputs.jsonl = join(tmp.dir, 'big.jsonl');
-    await writeExport(inputs.array, 300_000, 'array');
+    await writeExport(inputs.array, 120_000, 'array');
     // JSONL imports fast (~100 MB/s): this one is big enough to be caught mid-way.
-    await writeExport(inputs.jsonl, 1_000_000, 'jsonl');
+    await writeExport(inputs.jsonl, 600_000, 'jsonl');
   }, 180_000);
   afterAll(() => tmp.cleanup());
 
