@@ -20,6 +20,7 @@ import type { Page, PageParams, SessionEvent } from '../src/main/core/types.js';
 import { readWholeLog, referencePage } from '../src/main/reference-reader.js';
 import { openStore, type PagerStore } from '../src/main/store.js';
 import { writeRandomLog } from './helpers/random-log.js';
+import { runCli } from './helpers/maint.js';
 
 let dir: string;
 let store: PagerStore;
@@ -166,5 +167,37 @@ describe('every frame a page reads is checked against its known CRC', () => {
       writeFileSync(file, good);
     }
     expect(refused).toBeGreaterThan(0);
+  });
+});
+
+describe('doctor and reindex', () => {
+  it('doctor --deep reports a projection that fails verification; reindex rebuilds the frame index as the writer wrote it', async () => {
+    const sessions = await session('doc');
+    const idx = join(sessions, 'index/doc/frames.idx');
+    const crc = join(sessions, 'index/doc/frames.crc2');
+    const meta = join(sessions, 'index/doc/frames.meta');
+    const written = readFileSync(idx);
+    const deep = async () => JSON.parse((await runCli(['doctor', 'doc', '--deep', '--json', '--data', dir])).stdout) as { sessions: { status: string; issues: { code: string; message: string }[] }[] };
+    expect((await deep()).sessions[0]?.status).toBe('ok');
+    for (const [file, at] of [
+      [idx, 32 * 7 + 16],
+      [crc, 16 * 5 + 8],
+      [meta, 40 * 3 + 2],
+    ] as const) {
+      const good = readFileSync(file);
+      const bad = Buffer.from(good);
+      bad[at] = (bad[at] as number) ^ 0x04;
+      writeFileSync(file, bad);
+      const r = (await deep()).sessions[0];
+      expect(r?.status, file).toBe('degraded');
+      expect(r?.issues.map((i) => i.code), file).toEqual(['projection_invalid']);
+      expect(r?.issues[0]?.message, file).toContain(file.slice(file.lastIndexOf('/') + 1));
+      writeFileSync(file, good);
+    }
+    writeFileSync(idx, Buffer.concat([written.subarray(0, 64), Buffer.alloc(32, 0xff), written.subarray(96)]));
+    expect((await runCli(['reindex', 'doc', '--data', dir])).code).toBe(0);
+    // Rebuilt from the log: byte for byte what the writer kept, and doctor is content.
+    expect(readFileSync(idx)).toEqual(written);
+    expect((await deep()).sessions[0]?.status).toBe('ok');
   });
 });

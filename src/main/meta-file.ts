@@ -95,5 +95,13 @@ export function checkMetaShape(m: unknown): SessionMeta | string {
   if (typeof o.header !== 'object' || o.header === null) return 'metadata sidecar has no header';
   if (o.format !== 'jsonl' && o.format !== 'binary') return 'metadata sidecar format is invalid';
   if (typeof o.fingerprint !== 'object' || o.fingerprint === null) return 'metadata sidecar has no fingerprint';
+  // Read by every status check: a damaged key must be a clear repair_required, not a TypeError (a 500).
+  if (!Array.isArray(o.issues)) return 'metadata sidecar has no issues list';
+  for (const i of o.issues as unknown[]) {
+    const r = i as Record<string, unknown> | null;
+    if (typeof r !== 'object' || r === null || typeof r.code !== 'string' || typeof r.message !== 'string') return 'metadata sidecar has a malformed issue';
+    for (const k of ['offset', 'seq', 'toSeq']) if (r[k] !== undefined && (!Number.isSafeInteger(r[k]) || (r[k] as number) < 0)) return `metadata sidecar has an issue with an invalid ${k}`;
+  }
+  if (o.tokens !== undefined && (typeof o.tokens !== 'object' || o.tokens === null)) return 'metadata sidecar tokens are invalid';
   return m as SessionMeta;
 }

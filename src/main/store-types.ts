@@ -65,7 +65,8 @@ export interface PageTiming {
 }
 
 export interface StoreStats {
-  pool: { threads: number; queueSize: number; maxQueue: number; utilization: number; completed: number };
+  /** `threadIds`: the live workers' thread ids (a worker that died and was replaced shows as a new id). */
+  pool: { threads: number; queueSize: number; maxQueue: number; utilization: number; completed: number; threadIds: number[] };
   /** hits/misses: session views; page*: prepared pages (page-cache.ts). */
   cache: { hits: number; misses: number; pageHits: number; pageMisses: number; pageBytes: number };
   pagesServed: number;

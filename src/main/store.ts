@@ -709,7 +709,7 @@ export class PagerStore implements Store {
 
   stats(): StoreStats {
     return {
-      pool: { threads: this.threads, queueSize: this.pool.queueSize, maxQueue: this.pool.options.maxQueue, utilization: this.pool.utilization, completed: this.pool.completed },
+      pool: { threads: this.threads, queueSize: this.pool.queueSize, maxQueue: this.pool.options.maxQueue, utilization: this.pool.utilization, completed: this.pool.completed, threadIds: this.pool.threads.map((w) => w.threadId) },
       cache: { hits: this.cacheHits, misses: this.cacheMisses, pageHits: this.pageCache.hits, pageMisses: this.pageCache.misses, pageBytes: this.pageCache.size },
       pagesServed: this.pagesServed,
       follow: { watchedSessions: this.watchers.size, followers: this.follows.size },

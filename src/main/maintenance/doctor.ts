@@ -5,7 +5,8 @@
  * scan of the log (`analyzeLog`: checksums, row rules, seq continuity) and
  * compares the entry sidecar with it line by line.
  */
-import { promises as fsp } from 'node:fs';
+import { closeSync, openSync, promises as fsp, readSync, statSync } from 'node:fs';
+import { join } from 'node:path';
 import type { SessionPaths } from '../paths.js';
 import { indexDir, isValidSessionId, sessionPaths, sessionsDir } from '../paths.js';
 import { loadSessionState, type SessionState, type SessionStatus, type StateProblem } from '../session-state.js';
@@ -13,6 +14,24 @@ import { analyzeLog } from './analyze.js';
 import { SidecarComparer } from './compare.js';
 import { discoverSession } from './discover.js';
 import { corruptIssue } from './reindex.js';
+import { ProjectionChecker, type ProjectionFiles } from './projection-check.js';
+
+/** The session's projection files, read only (positional reads; nothing is created). */
+function projectionFiles(dir: string): ProjectionFiles {
+  return {
+    size: (name) => statSync(join(dir, name), { throwIfNoEntry: false })?.size ?? null,
+    read: (name, position, length) => {
+      const fd = openSync(join(dir, name), 'r');
+      try {
+        const b = Buffer.alloc(length);
+        const got = readSync(fd, b, 0, length, position);
+        return b.subarray(0, got);
+      } finally {
+        closeSync(fd);
+      }
+    },
+  };
+}
 
 export type Severity = SessionStatus;
 
@@ -106,7 +125,15 @@ export async function diagnoseSession(paths: SessionPaths, opts: DoctorOptions =
   const comparer = await SidecarComparer.open(paths.entries);
   const progress = opts.onProgress;
   const onProgress = progress ? (b: number): void => progress(b, state.logSize, paths.id) : undefined;
-  const a = await analyzeLog(paths.events, { onProgress, onEntry: (e, corrupt) => comparer.check(e, corrupt) });
+  // And the projections, against the same frames (those the sidecar indexes).
+  const projections = new ProjectionChecker(projectionFiles(paths.projections));
+  const a = await analyzeLog(paths.events, {
+    onProgress,
+    onEntry: (e, corrupt) => {
+      if (e.offset < state.indexedLength) projections.check(e, corrupt);
+      return comparer.check(e, corrupt);
+    },
+  });
   const cmp = await comparer.finish();
   const issues = report.issues.filter((i) => i.code !== 'unindexed_tail' && i.code !== 'corrupt_frame' && i.code !== 'header_invalid');
   const add = (i: DoctorIssue): void => {
@@ -138,6 +165,9 @@ export async function diagnoseSession(paths: SessionPaths, opts: DoctorOptions =
         add({ code: 'entries_disagree', severity: 'repair_required', message: 'the entry sidecar does not list the frames of the log', offset: 0 });
       }
     }
+  }
+  for (const p of projections.finish()) {
+    add({ code: 'projection_invalid', severity: 'degraded', message: `projection ${p.file} fails verification: ${p.message} (pages do not use what they cannot prove; reindex rebuilds it)` });
   }
   report.issues = issues;
   report.status = issues.reduce<SessionStatus>((s, i) => worst(s, i.severity), repairNeeded ? 'repair_required' : 'ok');

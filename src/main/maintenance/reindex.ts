@@ -16,6 +16,7 @@ import { promises as fsp } from 'node:fs';
 import { basename, dirname, join } from 'node:path';
 import { PagerError } from '../core/errors.js';
 import { encodeEntry } from '../../streams/entry-codec.js';
+import { INDEX_FILE_NAME, indexRecords } from '../../streams/frame-index-file.js';
 import { localFiles } from '../../storage/local/local-backend.js';
 import type { Lease } from '../../storage/backend.js';
 import { checkMetaShape, fsyncDir, readMeta, writeMeta, type RecordedIssue, type SessionMeta } from '../meta-file.js';
@@ -87,14 +88,27 @@ async function reindexLocked(paths: SessionPaths, opts: ReindexOptions): Promise
   const oldMeta = typeof old === 'string' ? null : old;
   await fsp.mkdir(dirname(paths.entries), { recursive: true });
   const tmp = tempPathFor(paths.entries);
+  const idxTmp = tempPathFor(join(dirname(paths.entries), `${paths.id}.frames.idx`));
   const fh = await fsp.open(tmp, 'wx');
   let renamed = false;
   try {
     const out = new BufferedWriter(fh);
-    const analysis = await analyzeLog(paths.events, {
-      onProgress: opts.onProgress,
-      onEntry: (entry) => out.write(encodeEntry(entry)),
-    });
+    // The binary frame index, rebuilt beside the sidecar from the same lines (derived: not fsynced).
+    const idxFh = await fsp.open(idxTmp, 'wx');
+    const idx = new BufferedWriter(idxFh);
+    let analysis: LogAnalysis;
+    try {
+      analysis = await analyzeLog(paths.events, {
+        onProgress: opts.onProgress,
+        onEntry: async (entry) => {
+          await out.write(encodeEntry(entry));
+          await idx.write(indexRecords([entry]));
+        },
+      });
+      await idx.flush();
+    } finally {
+      await idxFh.close();
+    }
     if (analysis.header === null) {
       throw new PagerError('repair_required', `session ${paths.id} cannot be reindexed: ${analysis.headerFault ?? 'no header frame'}`);
     }
@@ -127,13 +141,17 @@ async function reindexLocked(paths: SessionPaths, opts: ReindexOptions): Promise
     const shaped = checkMetaShape(meta);
     if (typeof shaped === 'string') throw new Error(`reindex built invalid metadata: ${shaped}`);
     await writeMeta(paths.meta, meta);
-    // Derived projections were built from the old sidecars; they are rebuilt on demand.
+    // Derived projections were built from the old sidecars: all go, but the frame index, rebuilt
+    // from the new lines (the checksum projections hold only what a writer wrote itself).
     await fsp.rm(paths.projections, { recursive: true, force: true });
+    await fsp.mkdir(paths.projections, { recursive: true });
+    await fsp.rename(idxTmp, join(paths.projections, INDEX_FILE_NAME));
     return { id: paths.id, analysis, entriesLength: out.length, meta };
   } finally {
     if (!renamed) {
       await fh.close().catch(() => undefined);
       await fsp.rm(tmp, { force: true });
     }
+    await fsp.rm(idxTmp, { force: true });
   }
 }

@@ -95,6 +95,17 @@ export class ServerMetrics {
     new Gauge({ name: `${P}pool_queue_size`, help: 'Page tasks waiting for a worker', registers, collect() { this.set(stats().pool.queueSize); } });
     new Gauge({ name: `${P}pool_utilization`, help: 'Worker pool utilization (0..1)', registers, collect() { this.set(stats().pool.utilization); } });
     new Gauge({ name: `${P}pool_threads`, help: 'Worker threads', registers, collect() { this.set(stats().pool.threads); } });
+    // One series per live worker: a worker that died and was replaced shows as a new thread id.
+    new Gauge({
+      name: `${P}pool_thread_info`,
+      help: 'Live page worker threads (value 1), by pool slot and thread id',
+      labelNames: ['slot', 'thread_id'],
+      registers,
+      collect() {
+        this.reset();
+        stats().pool.threadIds.forEach((id, i) => this.set({ slot: String(i), thread_id: String(id) }, 1));
+      },
+    });
     // Counts since start are counters (`_total`), read from the store when scraped.
     const counter = (name: string, help: string, read: () => number) =>
       new Counter({
