@@ -17,7 +17,7 @@
  *   npm run build && node loadtest/overload.mjs [--connections 1,4,16,64,256]
  *        [--modes ignore,honour] [--duration 5] [--scenario tail|older]
  *        [--events 300000] [--tail 100000] [--workers N] [--json]
- *        [--server-env K=V,...]
+ *        [--max-messages 50] [--encoding identity|br|gzip] [--server-env K=V,...]
  *
  * Scenarios: `tail` asks the newest page of a session whose last answer is
  * a long streamed one (the tail page covers it: ~1 MB, built once, then
@@ -52,6 +52,8 @@ const { values } = parseArgs({
     workers: { type: 'string' },
     json: { type: 'boolean', default: false },
     'server-env': { type: 'string', default: '' },
+    'max-messages': { type: 'string', default: '50' },
+    encoding: { type: 'string', default: 'identity' },
   },
 });
 const int = (v, lo, hi, name) => {
@@ -67,6 +69,7 @@ const events = int(values.events, 10_000, 5_000_000, 'events');
 const tail = int(values.tail, 0, Math.floor(events / 2), 'tail');
 const workers = values.workers === undefined ? undefined : int(values.workers, 1, 64, 'workers');
 if (values.scenario !== 'tail' && values.scenario !== 'older') throw new Error('--scenario: tail or older');
+const maxMessages = int(values['max-messages'], 1, 1000, 'max-messages');
 const serverEnv = Object.fromEntries(values['server-env'].split(',').filter(Boolean).map((kv) => kv.split('=')));
 const log = values.json ? () => undefined : (s) => process.stdout.write(s + '\n');
 
@@ -160,7 +163,7 @@ async function runHonour(base, headers, pathFor, conns) {
 
 const dir = await mkdtemp(join(tmpdir(), 'sp-overload-'));
 let server;
-const out = { scenario: values.scenario, duration, events, tail, workers: workers ?? null, serverEnv, runs: [] };
+const out = { scenario: values.scenario, maxMessages, encoding: values.encoding, duration, events, tail, workers: workers ?? null, serverEnv, runs: [] };
 try {
   const t = Date.now();
   const long = await generateSession(dir, { id: 'ov-long', events, tailEvents: tail, seed: 7 });
@@ -187,22 +190,40 @@ try {
     if (r?.status === 200) break;
     await new Promise((res) => setTimeout(res, 100));
   }
-  const headers = { authorization: `Bearer ${token}` };
+  const headers = { authorization: `Bearer ${token}`, ...(values.encoding !== 'identity' ? { 'accept-encoding': values.encoding } : {}) };
   const last = long.events - 1;
   const pathFor =
     values.scenario === 'tail'
-      ? () => '/v1/sessions/ov-long/page?maxMessages=50'
-      : () => `/v1/sessions/ov-long/page?throughSeq=${last}&beforeSeq=${1 + Math.floor(Math.random() * last)}&maxMessages=50`;
+      ? () => `/v1/sessions/ov-long/page?maxMessages=${maxMessages}`
+      : () => `/v1/sessions/ov-long/page?throughSeq=${last}&beforeSeq=${1 + Math.floor(Math.random() * last)}&maxMessages=${maxMessages}`;
   // One warm request so the first run does not pay for the first build.
   await fetch(`${base}${pathFor()}`, { headers });
-  log(`server ${base}, scenario ${values.scenario}, ${duration} s per run`);
-  log('conns  mode     goodput/s  share   p50 ms   p99 ms   max ms   503/s  other errors');
+  const sample = await fetch(`${base}${pathFor()}`, { headers });
+  const bytes = (await sample.arrayBuffer()).byteLength;
+  out.sampleBytes = bytes;
+  log(`server ${base}, scenario ${values.scenario}, maxMessages ${maxMessages}, ${values.encoding}, a page ~${Math.round(bytes / 1024)} KiB on the wire, ${duration} s per run`);
+  log('conns  mode     goodput/s  share   p50 ms   p99 ms   max ms   503/s  other errors  server mean ms  server cpu');
+  // Server-side view: time from request to response written, for the pages it answered (200).
+  const serverSide = async () => {
+    const m = await (await fetch(`${base}/metrics`, { headers })).text();
+    const num = (re) => Number(re.exec(m)?.[1] ?? 0);
+    return {
+      sum: num(/^session_pager_http_request_duration_seconds_sum\{method="GET",route="\/v1\/sessions\/:id\/page",status_code="200"\} (\S+)$/m),
+      cpu: num(/^process_cpu_seconds_total (\S+)$/m),
+      t: performance.now(),
+      count: num(/^session_pager_http_request_duration_seconds_count\{method="GET",route="\/v1\/sessions\/:id\/page",status_code="200"\} (\S+)$/m),
+    };
+  };
   for (const conns of levels) {
     for (const mode of modes) {
+      const before = await serverSide();
       const r = mode === 'ignore' ? await runIgnore(base, headers, pathFor, conns) : await runHonour(base, headers, pathFor, conns);
+      const after = await serverSide();
+      r.serverCpu = Math.round(((after.cpu - before.cpu) / ((after.t - before.t) / 1000)) * 100) / 100;
+      r.serverMeanMs = after.count > before.count ? Math.round(((after.sum - before.sum) / (after.count - before.count)) * 1e5) / 100 : null;
       out.runs.push(r);
       log(
-        `${String(conns).padStart(5)}  ${mode.padEnd(7)} ${String(r.goodput).padStart(10)}  ${'     '}  ${String(r.p50).padStart(7)}  ${String(r.p99).padStart(7)}  ${String(r.max).padStart(7)}  ${String(r.shedPerSecond).padStart(6)}  ${String(r.other).padStart(5)} ${String(r.errors).padStart(6)}`,
+        `${String(conns).padStart(5)}  ${mode.padEnd(7)} ${String(r.goodput).padStart(10)}  ${'     '}  ${String(r.p50).padStart(7)}  ${String(r.p99).padStart(7)}  ${String(r.max).padStart(7)}  ${String(r.shedPerSecond).padStart(6)}  ${String(r.other).padStart(5)} ${String(r.errors).padStart(6)}  ${String(r.serverMeanMs).padStart(8)}  ${String(r.serverCpu).padStart(6)}`,
       );
       // Let queued work and Retry-After pauses drain between runs.
       await new Promise((res) => setTimeout(res, 1500));

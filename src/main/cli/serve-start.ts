@@ -64,17 +64,21 @@ function tokenLine(token: string | null, source: TokenSource): string {
 /**
  * Admission tuning from the environment, for operators and comparison runs
  * (loadtest/overload.mjs): SESSION_PAGER_ADMISSION=off admits every page (the
- * unbounded behaviour), SESSION_PAGER_MAX_IN_FLIGHT=N and
- * SESSION_PAGER_QUEUE_FACTOR=X tune it.
+ * unbounded behaviour, with SESSION_PAGER_SHED_DELAY_MS=0 the one before
+ * issue 16), SESSION_PAGER_MAX_IN_FLIGHT=N, SESSION_PAGER_QUEUE_FACTOR=X
+ * and SESSION_PAGER_SHED_DELAY_MS=N tune it.
  */
 function admissionFromEnv(env: NodeJS.ProcessEnv): ServerOptions {
-  if (env.SESSION_PAGER_ADMISSION === 'off') return { admission: false };
+  const out: ServerOptions = {};
+  const d = Number(env.SESSION_PAGER_SHED_DELAY_MS ?? '');
+  if (env.SESSION_PAGER_SHED_DELAY_MS !== undefined && env.SESSION_PAGER_SHED_DELAY_MS !== '' && Number.isFinite(d) && d >= 0) out.shedDelayMs = d;
+  if (env.SESSION_PAGER_ADMISSION === 'off') return { ...out, admission: false };
   const n = Number(env.SESSION_PAGER_MAX_IN_FLIGHT ?? '');
   const f = Number(env.SESSION_PAGER_QUEUE_FACTOR ?? '');
   const a: { maxInFlight?: number; queueFactor?: number } = {};
   if (Number.isSafeInteger(n) && n >= 1) a.maxInFlight = n;
   if (Number.isFinite(f) && f > 0) a.queueFactor = f;
-  return Object.keys(a).length > 0 ? { admission: a } : {};
+  return Object.keys(a).length > 0 ? { ...out, admission: a } : out;
 }
 
 /** Listen at once, then warm up while serving. Used by `run` and by the tests. */

@@ -182,7 +182,8 @@ export const metricsPlugin = globalPlugin('session-pager-metrics', async (app: F
       if (out <= 0) out = Number(reply.getHeader('content-length') ?? 0) || 0;
       m.bytesOut.inc({ route }, out);
     }
-    const level = route === '/healthz' || route === '/livez' || route === '/readyz' || route === '/metrics' ? 'debug' : 'info';
+    // Shed answers are counted (errors_total{code="overloaded"}), not logged one by one: a storm of them must not cost a log line each.
+    const level = route === '/healthz' || route === '/livez' || route === '/readyz' || route === '/metrics' || reply.statusCode === 503 ? 'debug' : 'info';
     request.log[level](
       {
         method: request.method,

@@ -55,9 +55,15 @@ export interface ServerOptions {
   /** Retry-After on `overloaded`, seconds (default 1). */
   retryAfterSeconds?: number;
   /**
+   * A request shed by admission or load shedding is answered no sooner than
+   * this after it arrived, ms (default 500; 0: at once): clients that ignore
+   * Retry-After then cannot make the server spend itself on 503s.
+   */
+  shedDelayMs?: number;
+  /**
    * Admission of page requests (admission.ts): at most `maxInFlight` at once
    * (default 2 per worker thread), the others wait at most `queueFactor`
-   * (default 1) times the smoothed time of one, within [minQueueMs,
+   * (default 0.5) times the smoothed time of one, within [minQueueMs,
    * maxQueueMs] (default 20 ms, 2 s), `maxQueue` (default 1024) at most;
    * past that `overloaded`. `false` admits every page (the old behaviour,
    * for comparison runs only).
@@ -93,6 +99,7 @@ export interface ResolvedOptions {
   maxEventLoopLagMs: number;
   lagSampleMs: number;
   retryAfterSeconds: number;
+  shedDelayMs: number;
   compression: { threshold: number; brotliQuality: number; gzipLevel: number };
   /** null: admission off. maxInFlight null: 2 per worker thread (known once the store is). */
   admission: null | { maxInFlight: number | null; queueFactor: number; minQueueMs: number; maxQueueMs: number; maxQueue: number };
@@ -117,12 +124,13 @@ export function resolveOptions(o: ServerOptions = {}): ResolvedOptions {
     maxEventLoopLagMs: o.maxEventLoopLagMs ?? 500,
     lagSampleMs: o.lagSampleMs ?? 100,
     retryAfterSeconds: o.retryAfterSeconds ?? 1,
+    shedDelayMs: o.shedDelayMs ?? 500,
     admission:
       o.admission === false
         ? null
         : {
             maxInFlight: o.admission?.maxInFlight ?? null,
-            queueFactor: o.admission?.queueFactor ?? 1,
+            queueFactor: o.admission?.queueFactor ?? 0.5,
             minQueueMs: o.admission?.minQueueMs ?? 20,
             maxQueueMs: o.admission?.maxQueueMs ?? 2_000,
             maxQueue: o.admission?.maxQueue ?? 1024,

@@ -79,3 +79,23 @@ export function checkPool(p: OverloadPolicy): void {
     throw new PagerError('overloaded', `server is overloaded (${pool.queueSize} page tasks queued); retry shortly`, { retryAfter: p.retryAfterSeconds });
   }
 }
+
+/**
+ * Run a shedding check; when it sheds, answer no sooner than `delayMs` after
+ * it started. Clients that ignore Retry-After resend the moment they are
+ * answered: an instant 503 invites the next request at once, and answering
+ * thousands of them a second takes the event loop from the admitted pages
+ * (receive livelock). Held, a connection is shed at most 1000/delayMs times
+ * a second, for the price of a timer. Clients that honour Retry-After wait
+ * that much longer.
+ */
+export async function holdShed(check: () => void | Promise<void>, delayMs: number): Promise<void> {
+  const t0 = performance.now();
+  try {
+    await check();
+  } catch (err) {
+    const left = t0 + delayMs - performance.now();
+    if (left > 1 && (err as { code?: unknown }).code === 'overloaded') await new Promise((r) => setTimeout(r, left));
+    throw err;
+  }
+}

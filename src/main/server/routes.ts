@@ -14,7 +14,7 @@ import type { FollowHub } from './follow.js';
 import { parseLastEventId } from './follow.js';
 import type { ServerMetrics } from './metrics.js';
 import type { ResolvedOptions } from './options.js';
-import { checkLoop, checkPool, type OverloadPolicy } from './overload.js';
+import { checkLoop, checkPool, holdShed, type OverloadPolicy } from './overload.js';
 import { bodyDigest, etagFor, noneMatch, pageDigest, setPageCaching } from './page-caching.js';
 import { negotiate, PageEncoder } from './page-encoding.js';
 import { APPEND_SCHEMA, CATALOG_SCHEMA, CREATE_SCHEMA, FOLLOW_SCHEMA, INFO_SCHEMA, PAGE_SCHEMA } from './schemas.js';
@@ -50,16 +50,22 @@ export async function routes(app: FastifyInstance, o: RoutesOptions): Promise<vo
   const encoder = new PageEncoder(o.opts.compression);
   const { store, metrics, policy, hub } = o;
   // Shedding runs before the body is read: an overloaded server does not parse 16 MiB first.
-  const shedLoop = async () => checkLoop(policy);
-  const shedPool = async () => {
+  // A shed answer leaves no sooner than shedDelayMs after the request came (overload.ts: holdShed).
+  const hold = (fn: () => void | Promise<void>) => holdShed(fn, o.opts.shedDelayMs);
+  const shedLoop = async () => hold(() => checkLoop(policy));
+  const shedPool = () => {
     checkLoop(policy);
     checkPool(policy);
   };
   // Pages are admitted by what the server can finish; the slot is held until the response is done.
   const admitPage = async (request: FastifyRequest, reply: FastifyReply) => {
-    await shedPool();
-    if (o.admission === null) return;
-    const release = await o.admission.acquire();
+    if (o.admission === null) return hold(shedPool);
+    const admission = o.admission;
+    let release!: () => void;
+    await hold(async () => {
+      shedPool();
+      release = await admission.acquire();
+    });
     releases.set(request, release);
     // Released when the response is done (onResponse below), or the connection closed before.
     reply.raw.once('close', release);
@@ -118,7 +124,7 @@ export async function routes(app: FastifyInstance, o: RoutesOptions): Promise<vo
     return reply.header('content-encoding', encoding).send(compressed);
   });
 
-  app.get('/v1/sessions/:id/follow', { onRequest: shedPool, exposeHeadRoute: false, schema: FOLLOW_SCHEMA }, async (request: FastifyRequest, reply: FastifyReply) => {
+  app.get('/v1/sessions/:id/follow', { onRequest: async () => hold(shedPool), exposeHeadRoute: false, schema: FOLLOW_SCHEMA }, async (request: FastifyRequest, reply: FastifyReply) => {
     const id = sessionId(request);
     const q = request.query as Record<string, unknown>;
     const maxMessages = typeof q.maxMessages === 'number' ? q.maxMessages : undefined;

@@ -1,0 +1,81 @@
+/**
+ * Overload, CI-sized (issue 16 item 8): a real server process under
+ * clients that ignore Retry-After (autocannon, in the script's process).
+ * At 256 connections the admitted pages' p99 must stay within a loose
+ * multiple of the 4-connection p99, goodput must hold, and the excess must
+ * be shed (503). The targets (3x, 90%) are loadtest/overload.mjs's, by hand
+ * (docs/benchmarks.md); here the bounds are looser so a noisy 2-core
+ * machine passes, and the measurement is tried up to three times: an
+ * unbounded server (p99 tens of times higher, goodput a fraction) fails
+ * every attempt. Bounded: 3 s per level, at most three attempts.
+ */
+import { spawn } from 'node:child_process';
+import { join, resolve } from 'node:path';
+import { describe, expect, it } from 'vitest';
+
+const ROOT = resolve(import.meta.dirname, '..');
+const SCRIPT = join(ROOT, 'loadtest', 'overload.mjs');
+
+/** Bounds of this test (looser than the targets: 3x and 90%). */
+export const MAX_P99_RATIO = 10;
+export const MIN_GOODPUT_SHARE = 0.1;
+
+interface Run {
+  connections: number;
+  goodput: number;
+  p99: number | null;
+  shed: number;
+  other: number;
+  errors: number;
+}
+
+function measure(extraEnv: Record<string, string> = {}): Promise<{ runs: Run[] }> {
+  return new Promise((resolvePromise, reject) => {
+    const serverEnv = Object.entries(extraEnv)
+      .map(([k, v]) => `${k}=${v}`)
+      .join(',');
+    const args = [SCRIPT, '--json', '--scenario', 'older', '--max-messages', '3', '--connections', '4,256', '--modes', 'ignore', '--duration', '3', '--events', '100000', '--tail', '10000'];
+    if (serverEnv) args.push('--server-env', serverEnv);
+    const child = spawn(process.execPath, args, { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
+    let out = '';
+    let err = '';
+    child.stdout.on('data', (d: Buffer) => (out += d.toString()));
+    child.stderr.on('data', (d: Buffer) => (err += d.toString()));
+    const timer = setTimeout(() => child.kill('SIGKILL'), 120_000);
+    child.on('exit', (code) => {
+      clearTimeout(timer);
+      if (code !== 0) return reject(new Error(`overload.mjs exited ${code}: ${err.trim()}`));
+      try {
+        resolvePromise(JSON.parse(out.trim().split('\n').at(-1) as string) as { runs: Run[] });
+      } catch (e) {
+        reject(e as Error);
+      }
+    });
+  });
+}
+
+export function verdict(runs: Run[]): { ok: boolean; why: string } {
+  const low = runs.find((r) => r.connections === 4)!;
+  const high = runs.find((r) => r.connections === 256)!;
+  const ratio = high.p99 !== null && low.p99 !== null ? high.p99 / low.p99 : Infinity;
+  const share = high.goodput / Math.max(low.goodput, 1e-9);
+  const why = `4 conns: ${low.goodput}/s p99 ${low.p99} ms; 256 conns: ${high.goodput}/s p99 ${high.p99} ms, ${high.shed} shed, ${high.other} other, ${high.errors} errors (p99 ${ratio.toFixed(1)}x, goodput ${(share * 100).toFixed(0)}%)`;
+  const ok = ratio <= MAX_P99_RATIO && share >= MIN_GOODPUT_SHARE && high.shed > 0 && high.other === 0 && low.other === 0;
+  return { ok, why };
+}
+
+describe('overload (real server process, clients ignoring Retry-After)', () => {
+  it(`keeps admitted p99 at 256 connections within ${MAX_P99_RATIO}x of 4 connections' and goodput at ${MIN_GOODPUT_SHARE * 100}% or more`, async () => {
+    const seen: string[] = [];
+    // OVERLOAD_TEST_UNBOUNDED=1 measures the server as it was before issue 16 (no admission,
+    // instant 503s): this test must then fail (docs/benchmarks.md has such a run).
+    const unbounded = process.env.OVERLOAD_TEST_UNBOUNDED === '1' ? { SESSION_PAGER_ADMISSION: 'off', SESSION_PAGER_SHED_DELAY_MS: '0' } : {};
+    for (let attempt = 1; attempt <= 3; attempt++) {
+      const { runs } = await measure(unbounded);
+      const v = verdict(runs);
+      seen.push(`attempt ${attempt}: ${v.why}`);
+      if (v.ok) return;
+    }
+    expect.fail(`bounds missed in every attempt:\n${seen.join('\n')}`);
+  }, 400_000);
+});
