@@ -467,7 +467,9 @@ describe('HTTP fuzzing', () => {
     expect((await get('/healthz')).status).toBe(200);
     const catalog = await get('/v1/sessions');
     expect(catalog.status).toBe(200);
-    const ids: string[] = catalog.json.sessions.filter((s: { status: string }) => s.status === 'ok').map((s: { id: string }) => s.id);
+    // Requests, however odd, never damage a session.
+    expect(catalog.json.sessions.filter((s: { status: string }) => s.status !== 'ok')).toEqual([]);
+    const ids: string[] = catalog.json.sessions.map((s: { id: string }) => s.id);
     expect(ids).toEqual(expect.arrayContaining(['alpha', 'bin', 'empty']));
     let pages = 0;
     for (const id of ids) {
@@ -491,5 +493,5 @@ describe('HTTP fuzzing', () => {
       }
     }
     expect(pages).toBeGreaterThan(10);
-  }, 300_000);
+  }, LONG ? 1_800_000 : 300_000);
 });
