@@ -1,0 +1,113 @@
+// One reader in a fresh process (bench/peer-bench.mjs spawns it), one JSON
+// line out: the first page (cold), the same pages again (warm), pages/s with
+// 1 and 16 in flight, peak RSS from the OS and bytes read (/proc/self/io).
+//   node bench/peer-child.mjs <pager|peer|reference|floor> <dataDir> <dbPath> <pagesJson> <seconds>
+import { closeSync, openSync, readFileSync, readSync } from 'node:fs';
+import { join } from 'node:path';
+import { Worker } from 'node:worker_threads';
+
+const [mode, dataDir, dbPath, pagesJson, secondsArg] = process.argv.slice(2);
+const pages = JSON.parse(readFileSync(pagesJson, 'utf8')); // [{ id, params }]
+const seconds = Number(secondsArg);
+const dist = new URL('../dist/', import.meta.url);
+const now = () => performance.now();
+
+function io() {
+  try {
+    const t = readFileSync('/proc/self/io', 'utf8');
+    const get = (k) => Number(new RegExp(`^${k}: (\\d+)`, 'm').exec(t)?.[1] ?? NaN);
+    return { rchar: get('rchar'), readBytes: get('read_bytes') };
+  } catch {
+    return { rchar: NaN, readBytes: NaN };
+  }
+}
+
+let one; // (page) => Promise<Buffer-ish length>
+let close = async () => undefined;
+let concurrent; // (page) => Promise for 16-in-flight runs
+const io0 = io();
+const t0 = now();
+if (mode === 'pager') {
+  const { openStore } = await import(new URL('main/store.js', dist).href);
+  process.env.SESSION_PAGER_JIT_WARMUP ??= '1';
+  const store = await openStore({ dataDir, workers: 2, pageCacheBytes: 0 });
+  await store.warmUp();
+  one = async (p) => (await store.pageBuffer(p.id, p.params)).body.length;
+  concurrent = one;
+  close = () => store.close();
+} else if (mode === 'peer') {
+  const { PeerReader } = await import(new URL('./sqlite-peer.mjs', import.meta.url).href);
+  const reader = new PeerReader(dbPath);
+  one = async (p) => reader.page(p.id, p.params).length;
+  // 16 in flight: two worker threads with a connection each (SQLite calls are synchronous).
+  const workers = [0, 1].map(() => new Worker(new URL('./peer-worker.mjs', import.meta.url), { workerData: { dbPath } }));
+  const waiting = new Map();
+  let nextId = 0;
+  for (const w of workers) w.on('message', ({ id, bytes, error }) => { const r = waiting.get(id); waiting.delete(id); error ? r.reject(new Error(error)) : r.resolve(bytes); });
+  let rr = 0;
+  concurrent = (p) => new Promise((resolve, reject) => { const id = nextId++; waiting.set(id, { resolve, reject }); workers[rr++ % 2].postMessage({ id, page: p }); });
+  close = async () => { reader.close(); await Promise.all(workers.map((w) => w.terminate())); };
+} else if (mode === 'reference') {
+  const { readWholeLog, referencePage } = await import(new URL('main/reference-reader.js', dist).href);
+  one = async (p) => Buffer.from(JSON.stringify(referencePage(await readWholeLog(join(dataDir, 'sessions', `${p.id}.events`)), p.id, p.params))).length;
+  concurrent = one;
+} else if (mode === 'floor') {
+  // The physical floor: one positional read of the page's frame bytes (span from the planner, not timed).
+  const { openStore } = await import(new URL('main/store.js', dist).href);
+  process.env.SESSION_PAGER_JIT_WARMUP = '0';
+  const store = await openStore({ dataDir, workers: 1, readOnly: true });
+  const spans = new Map();
+  for (const p of pages) {
+    const plan = await store.plan(p.id, p.params);
+    const { first, last } = plan.plan.span;
+    spans.set(p, { offset: first.offset, length: last.offset + last.length - first.offset });
+  }
+  await store.close();
+  one = async (p) => {
+    const s = spans.get(p);
+    const buf = Buffer.allocUnsafe(s.length);
+    const fd = openSync(join(dataDir, 'sessions', `${p.id}.events`), 'r');
+    let got = 0;
+    while (got < s.length) got += readSync(fd, buf, got, s.length - got, s.offset + got);
+    closeSync(fd);
+    return got;
+  };
+  concurrent = one;
+}
+const startupMs = now() - t0;
+const out = { mode, startupMs };
+let t = now();
+out.coldBytes = await one(pages[0]);
+out.coldMs = now() - t;
+out.coldRssMB = process.resourceUsage().maxRSS / 1024;
+const warm = [];
+const deadline = now() + seconds * 500;
+for (let i = 1; (i < pages.length || warm.length < 3) && now() < deadline; i++) {
+  const p = pages[i % pages.length];
+  t = now();
+  await one(p);
+  warm.push(now() - t);
+}
+out.warmMs = warm;
+// Pages/s, 1 in flight then 16 in flight, each for a quarter of the budget.
+for (const inflight of [1, 16]) {
+  const stopAt = now() + seconds * 250;
+  let done = 0;
+  let i = 0;
+  const t1 = now();
+  const lane = async () => {
+    while (now() < stopAt) {
+      await (inflight === 1 ? one : concurrent)(pages[i++ % pages.length]);
+      done++;
+    }
+  };
+  await Promise.all(Array.from({ length: inflight }, lane));
+  out[`pagesPerSec${inflight}`] = done / ((now() - t1) / 1000);
+}
+const io1 = io();
+out.peakRssMB = process.resourceUsage().maxRSS / 1024;
+out.rchar = io1.rchar - io0.rchar;
+out.readBytes = io1.readBytes - io0.readBytes;
+await close();
+process.stdout.write(JSON.stringify(out) + '\n');
+process.exit(0);
