@@ -12,6 +12,14 @@ const seconds = Number(secondsArg);
 const dist = new URL('../dist/', import.meta.url);
 const now = () => performance.now();
 
+// Peak RSS of this process from the OS: VmHWM (the high-water mark of this process's
+// memory map). Not getrusage's maxRSS, which Linux carries across fork and exec, so a
+// child would report the bench parent's size whenever that is larger.
+function peakRssMB() {
+  const m = /^VmHWM:\s+(\d+) kB/m.exec(readFileSync('/proc/self/status', 'utf8'));
+  return m ? Number(m[1]) / 1024 : process.resourceUsage().maxRSS / 1024;
+}
+
 function io() {
   try {
     const t = readFileSync('/proc/self/io', 'utf8');
@@ -79,7 +87,7 @@ const out = { mode, startupMs };
 let t = now();
 out.coldBytes = await one(pages[0]);
 out.coldMs = now() - t;
-out.coldRssMB = process.resourceUsage().maxRSS / 1024;
+out.coldRssMB = peakRssMB();
 const warm = [];
 const deadline = now() + seconds * 500;
 for (let i = 1; (i < pages.length || warm.length < 3) && now() < deadline; i++) {
@@ -105,7 +113,7 @@ for (const inflight of [1, 16]) {
   out[`pagesPerSec${inflight}`] = done / ((now() - t1) / 1000);
 }
 const io1 = io();
-out.peakRssMB = process.resourceUsage().maxRSS / 1024;
+out.peakRssMB = peakRssMB();
 out.rchar = io1.rchar - io0.rchar;
 out.readBytes = io1.readBytes - io0.readBytes;
 await close();
