@@ -23,7 +23,7 @@ describe('catalogState', () => {
   it('describes an untouched session from its metadata, as the full checks do', async () => {
     await writeRandomLog({ events, batches: [{ size: 1, format: 'jsonl' }] }, { dataDir: dir, id: 'a' });
     const paths = sessionPaths(dir, 'a');
-    const fast = catalogState(paths);
+    const fast = await catalogState(paths);
     const full = await loadSessionState(paths);
     expect(fast).not.toBeNull();
     for (const k of ['status', 'reasons', 'nextSeq', 'indexedLength', 'entriesSize', 'frameCount', 'logSize'] as const) expect(fast![k]).toEqual(full[k]);
@@ -34,18 +34,18 @@ describe('catalogState', () => {
     await writeRandomLog({ events, batches: [{ size: 2, format: 'jsonl' }] }, { dataDir: dir, id: 'b' });
     const paths = sessionPaths(dir, 'b');
     appendFileSync(paths.events, '{"type":"x"');
-    expect(catalogState(paths)).toBeNull();
+    expect(await catalogState(paths)).toBeNull();
     expect((await loadSessionState(paths)).status).toBe('degraded');
 
     await writeRandomLog({ events, batches: [{ size: 2, format: 'jsonl' }] }, { dataDir: dir, id: 'c' });
     const c = sessionPaths(dir, 'c');
     appendFileSync(c.entries, '{"v":1}\n');
-    expect(catalogState(c)).toBeNull();
+    expect(await catalogState(c)).toBeNull();
 
     await writeRandomLog({ events, batches: [{ size: 2, format: 'jsonl' }] }, { dataDir: dir, id: 'd' });
     const d = sessionPaths(dir, 'd');
     writeFileSync(d.meta, readFileSync(d.meta, 'utf8').slice(0, 20));
-    expect(catalogState(d)).toBeNull();
+    expect(await catalogState(d)).toBeNull();
     expect((await loadSessionState(d)).status).toBe('repair_required');
   });
 });

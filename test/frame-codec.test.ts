@@ -20,7 +20,9 @@ import {
   type FrameEncoding,
   type FrameResult,
 } from '../src/streams/frame-codec.js';
-import { scanFile, SCAN_BLOCK_BYTES, type ScanItem } from '../src/streams/frame-scanner.js';
+import { SCAN_BLOCK_BYTES, type ScanItem } from '../src/streams/frame-scanner.js';
+import { localFiles } from '../src/storage/local/local-backend.js';
+import { scanObject } from '../src/storage/scan.js';
 import { packBatch } from '../src/main/core/chunk-codec.js';
 import { eventStreamArb } from './helpers/random-log.js';
 
@@ -203,7 +205,7 @@ describe('scanFrames over a file', () => {
     const path = join(dir, name);
     writeFileSync(path, bytes);
     const out: ScanItem[] = [];
-    for await (const f of scanFile(path, 0)) out.push(f);
+    for await (const f of scanObject(localFiles, path, 0)) out.push(f);
     return out;
   }
 

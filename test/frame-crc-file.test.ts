@@ -7,9 +7,8 @@
 import { describe, expect, it } from 'vitest';
 import { crc32 } from 'node:zlib';
 import fc from 'fast-check';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { MemoryBackend } from '../src/storage/memory/memory-backend.js';
 import { chainCrcRecords, CRC_RECORD_BYTES, CrcCursor, readCrcRecords, readCrcRecordsAt, recordOffset, sliceCrcRecords } from '../src/streams/frame-crc-file.js';
 
 function frames(lengths: number[], seed = 1): Buffer {
@@ -94,26 +93,23 @@ describe('chained frame checksums', () => {
     expect(new CrcCursor(undefined, bytes, 0).trustedLength(0)).toBe(-1);
   });
 
-  it('reads records by number, or by offset with the chain seed before them', () => {
+  it('reads records by number, or by offset with the chain seed before them', async () => {
     const lengths = [4, 7, 5, 9, 3];
     const bytes = frames(lengths);
     const { records } = chainCrcRecords(bytes, 0, lengths, null);
-    const dir = mkdtempSync(join(tmpdir(), 'crc-'));
-    try {
-      const path = join(dir, 'frames.crc2');
-      writeFileSync(path, records);
-      const offs = offsets(lengths, 0);
-      // Frames 2..3 by number, with frame 1's record as the seed: the same bytes the offset search finds.
-      const byNumber = readCrcRecordsAt(path, 1, 3);
-      expect(byNumber).toEqual(records.subarray(1 * CRC_RECORD_BYTES, 4 * CRC_RECORD_BYTES));
-      expect(readCrcRecords(path, offs[2] as number, offs[4] as number, 2)).toEqual(byNumber);
-      expect(recordOffset(byNumber as Buffer, 1)).toBe(offs[2]);
-      // Past the end: nothing, so the caller falls back to the search.
-      expect(readCrcRecordsAt(path, 4, 3)).toBeNull();
-      expect(readCrcRecordsAt(join(path, 'missing'), 0, 1)).toBeNull();
-    } finally {
-      rmSync(dir, { recursive: true, force: true });
-    }
+    const storage = new MemoryBackend();
+    await storage.replace('p/frames.crc2', records);
+    const ranges = (key: string) => (start: number, end: number) => storage.read(key, start, end);
+    const offs = offsets(lengths, 0);
+    // Frames 2..3 by number, with frame 1's record as the seed: the same bytes the offset search finds.
+    const byNumber = await readCrcRecordsAt(ranges('p/frames.crc2'), 1, 3);
+    expect(byNumber).toEqual(records.subarray(1 * CRC_RECORD_BYTES, 4 * CRC_RECORD_BYTES));
+    const reader = await storage.openReader('p/frames.crc2');
+    expect(await readCrcRecords(reader, offs[2] as number, offs[4] as number, 2)).toEqual(byNumber);
+    expect(recordOffset(byNumber as Buffer, 1)).toBe(offs[2]);
+    // Past the end: nothing, so the caller falls back to the search.
+    expect(await readCrcRecordsAt(ranges('p/frames.crc2'), 4, 3)).toBeNull();
+    expect(await readCrcRecordsAt(ranges('p/missing'), 0, 1)).toBeNull();
   });
 
   it('a record whose length lies is not trusted, though every CRC still matches', () => {

@@ -71,8 +71,7 @@ describe('layering (docs/architecture.md)', () => {
   it('streams/ holds pure byte formats: no built-in with I/O; only core/ and streams/', () => {
     expectExactly(
       (m) => [...m.builtins.filter((b) => IO_BUILTINS.has(b)), ...m.files.filter((f) => !f.startsWith('main/core/') && !f.startsWith('streams/'))],
-      // Still reading files themselves (moved behind the storage seam next).
-      ['streams/entries-file.ts', 'streams/frame-crc-file.ts', 'streams/frame-index-file.ts', 'streams/frame-meta-file.ts', 'streams/frame-scanner.ts', 'streams/record-file.ts', 'streams/write-at.ts'],
+      [],
       under('streams/'),
     );
   });
@@ -89,10 +88,7 @@ describe('layering (docs/architecture.md)', () => {
         'main/cli/doctor.ts',
         'main/cli/reindex.ts',
         'main/cli/repair.ts',
-        // Not yet behind the seam: the serving path (moved next) and maintenance.
-        'main/crc-projection.ts',
-        'main/demo.ts',
-        'main/index-projection.ts',
+        // Not yet behind the seam: maintenance (reindex, repair, doctor, import) works on local files.
         'main/maintenance/analyze.ts',
         'main/maintenance/discover.ts',
         'main/maintenance/doctor.ts',
@@ -100,21 +96,12 @@ describe('layering (docs/architecture.md)', () => {
         'main/maintenance/io.ts',
         'main/maintenance/reindex.ts',
         'main/maintenance/repair.ts',
-        'main/meta-file.ts',
-        'main/page-path-warmup.ts',
+        // The demo corpus's folder, the warm-up's temporary data directory, the oracle's whole-file read.
+        'main/demo.ts',
+        'main/warmup/page-path-warmup.ts',
         'main/reference-reader.ts',
-        'main/session-state.ts',
-        'main/session-writer.ts',
-        'main/store.ts',
+        // Whether the built worker file exists (code, not session data).
         'main/worker-pool.ts',
-        'streams/entries-file.ts',
-        'streams/frame-crc-file.ts',
-        'streams/frame-index-file.ts',
-        'streams/frame-meta-file.ts',
-        'streams/frame-scanner.ts',
-        'streams/record-file.ts',
-        'streams/write-at.ts',
-        'workers/page-task.ts',
       ],
       (m) => !m.file.startsWith('storage/local/'),
     );
@@ -122,6 +109,20 @@ describe('layering (docs/architecture.md)', () => {
 
   it('sockets and servers only in the HTTP server and the serve command', () => {
     expectExactly((m) => m.builtins.filter((b) => ['net', 'http', 'https', 'http2', 'dgram'].includes(b)), [], (m) => !m.file.startsWith('main/server/') && m.file !== 'main/cli/serve.ts');
+  });
+
+  it('only the command line (and the HTTP server\'s options) reads the environment: everything else is configured through options', () => {
+    const readsEnv = (m: Module) => {
+      const code = readFileSync(join(SRC, m.file), 'utf8')
+        .split('\n')
+        .filter((l) => !/^\s*(\*|\/\/|\/\*)/.test(l));
+      return code.some((l) => l.includes('process.env')) ? ['process.env'] : [];
+    };
+    expectExactly(readsEnv, [], (m) => !m.file.startsWith('main/cli/') && m.file !== 'main/cli.ts' && !m.file.startsWith('main/server/'));
+  });
+
+  it('the page workers read slices through the storage seam, never a file of their own', () => {
+    expectExactly((m) => m.builtins.filter((b) => IO_BUILTINS.has(b)), [], under('workers/'));
   });
 
   it('the page workers import no store, server or CLI code', () => {

@@ -152,7 +152,7 @@ function pageOf(log: Log, fromSeq: number, toSeq: number, cut: Cut): { page: Pag
       const e = k + 1 < starts.length ? (starts[k + 1] as number) : last + 1;
       const a = log.frames[s] as Frame;
       const z = log.frames[e - 1] as Frame;
-      tasks.push(sliceTask('(memory)', a.offset, z.offset + z.length, a.seq, z.seq + z.count, fromSeq, toSeq));
+      tasks.push(sliceTask('', 'mem', a.offset, z.offset + z.length, a.seq, z.seq + z.count, fromSeq, toSeq));
     });
   }
   const slices: ParsedSlice[] = tasks.map((t, k) => {

@@ -46,6 +46,8 @@ for (const b of BACKENDS) {
       expect(s2?.size).toBe(13);
       expect(s2?.version).not.toBe(s1?.version);
       expect((await w.stat()).size).toBe(13);
+      // Written, not made anew: the same incarnation.
+      expect(s2?.incarnation).toBe(s1?.incarnation);
       expect((await storage.readAll('sessions/a.events'))?.toString()).toBe('HELLO world\n!');
       await w.truncate(5);
       expect(w.size).toBe(5);
@@ -85,6 +87,20 @@ for (const b of BACKENDS) {
       expect(emptied.size).toBe(0);
       await emptied.close();
       expect((await storage.stat('sessions/b.events'))?.size).toBe(0);
+    });
+
+    it('createExclusive places a whole object once, and fails with EEXIST after', async () => {
+      await storage.createExclusive('sessions/n.events', Buffer.from('header\n'));
+      expect((await storage.readAll('sessions/n.events'))?.toString()).toBe('header\n');
+      await expect(storage.createExclusive('sessions/n.events', Buffer.from('other\n'))).rejects.toSatisfy(isExists);
+      expect((await storage.readAll('sessions/n.events'))?.toString()).toBe('header\n');
+      // Nothing is left beside it.
+      expect(await storage.list('sessions')).toEqual(['n.events']);
+      // Removed and created again: another incarnation.
+      const first = await storage.stat('sessions/n.events');
+      await storage.remove('sessions/n.events');
+      await storage.createExclusive('sessions/n.events', Buffer.from('header\n'));
+      expect((await storage.stat('sessions/n.events'))?.incarnation).not.toBe(first?.incarnation);
     });
 
     it('replace is whole: the old object or the new one', async () => {

@@ -5,78 +5,77 @@
  * an existing one keeps it if it still matches the session's frame count
  * and indexed length; anything else (reindexed, imported, a tail indexed on
  * open, a failed write) deletes it and pages plan from the JSONL sidecar.
- * Derived data: never fsynced.
+ * Derived data: never synced.
  */
-import { closeSync, fstatSync, mkdirSync, openSync, readSync, rmSync } from 'node:fs';
-import { writeAllAt } from '../streams/write-at.js';
-import { join } from 'node:path';
+import type { StorageBackend, WritableFile } from '../storage/backend.js';
+import { projectionKey, type SessionKeys } from '../storage/layout.js';
 import { INDEX_FILE_NAME, INDEX_RECORD_BYTES, indexRecords } from '../streams/frame-index-file.js';
-import type { SessionPaths } from './paths.js';
 
-export function indexPath(paths: SessionPaths): string {
-  return join(paths.projections, INDEX_FILE_NAME);
+export function indexKey(keys: Pick<SessionKeys, 'projections'>): string {
+  return projectionKey(keys, INDEX_FILE_NAME);
 }
 
 export class IndexProjection {
   private constructor(
-    private readonly path: string,
-    private fd: number | null,
+    private readonly storage: StorageBackend,
+    private readonly key: string,
+    private file: WritableFile | null,
     private size: number,
   ) {}
 
   /** Start a whole index for a new session, with its header frame's record. */
-  static create(paths: SessionPaths, headerLength: number): IndexProjection {
-    const path = indexPath(paths);
+  static async create(storage: StorageBackend, keys: SessionKeys, headerLength: number): Promise<IndexProjection> {
+    const key = indexKey(keys);
     try {
-      mkdirSync(paths.projections, { recursive: true });
-      const p = new IndexProjection(path, openSync(path, 'w'), 0);
-      p.append(indexRecords([{ seq: 0, offset: 0, length: headerLength, count: 0 }]));
+      const p = new IndexProjection(storage, key, await storage.openWritable(key, 'truncate'), 0);
+      await p.append(indexRecords([{ seq: 0, offset: 0, length: headerLength, count: 0 }]));
       return p;
     } catch {
-      return new IndexProjection(path, null, 0);
+      return new IndexProjection(storage, key, null, 0);
     }
   }
 
   /** Keep an existing index only if it is whole for this session. */
-  static open(paths: SessionPaths, frameCount: number, indexedLength: number): IndexProjection {
-    const path = indexPath(paths);
-    let fd: number;
+  static async open(storage: StorageBackend, keys: SessionKeys, frameCount: number, indexedLength: number): Promise<IndexProjection> {
+    const key = indexKey(keys);
+    let file: WritableFile;
     try {
-      fd = openSync(path, 'r+');
+      file = await storage.openWritable(key, 'existing');
     } catch {
-      return new IndexProjection(path, null, 0);
+      return new IndexProjection(storage, key, null, 0);
     }
-    const p = new IndexProjection(path, fd, fstatSync(fd).size);
+    const p = new IndexProjection(storage, key, file, file.size);
     try {
       if (p.size !== frameCount * INDEX_RECORD_BYTES) throw new Error('size');
-      const last = Buffer.alloc(INDEX_RECORD_BYTES);
-      readSync(fd, last, 0, INDEX_RECORD_BYTES, p.size - INDEX_RECORD_BYTES);
-      if (last.readDoubleLE(8) + last.readUInt32LE(24) !== indexedLength) throw new Error('end');
+      const last = await file.read(p.size - INDEX_RECORD_BYTES, INDEX_RECORD_BYTES);
+      if (last.length < INDEX_RECORD_BYTES || last.readDoubleLE(8) + last.readUInt32LE(24) !== indexedLength) throw new Error('end');
       return p;
     } catch {
-      p.drop();
+      await p.drop();
       return p;
     }
   }
 
-  append(records: Buffer): void {
-    if (this.fd === null || records.length === 0) return;
+  async append(records: Buffer): Promise<void> {
+    const file = this.file;
+    if (file === null || records.length === 0) return;
     try {
-      writeAllAt(this.fd, records, this.size);
+      await file.write(records, this.size);
       this.size += records.length;
     } catch {
-      this.drop();
+      await this.drop();
     }
   }
 
   /** Stop keeping the index and delete it: a partial index is worse than none. */
-  drop(): void {
-    this.close();
-    rmSync(this.path, { force: true });
+  async drop(): Promise<void> {
+    await this.close();
+    await this.storage.remove(this.key).catch(() => undefined);
   }
 
-  close(): void {
-    if (this.fd !== null) closeSync(this.fd);
-    this.fd = null;
+  async close(): Promise<void> {
+    const file = this.file;
+    this.file = null;
+    await file?.close().catch(() => undefined);
   }
 }

@@ -3,8 +3,11 @@
  * the store the HTTP service and the CLI are built on, the writer, the HTTP
  * app factory, and the pure core that defines the wire format.
  */
-export { openStore, PagerStore, type StoreOptions } from './store.js';
+export { openStore, PagerStore, type StoreOptions, type WarmUpOptions } from './store.js';
 export type { FollowOptions } from './event-follow.js';
+export type { StorageBackend, RandomReader, WritableFile, WriteMode, Lease, ObjectStat } from '../storage/backend.js';
+export { LocalBackend } from '../storage/local/local-backend.js';
+export { MemoryBackend } from '../storage/memory/memory-backend.js';
 export type { CatalogEntry, PageBuffer, Store, StoreStats, FollowListener } from './store-types.js';
 export { SessionWriter, type AppendResult, type WriterOptions } from './session-writer.js';
 export { buildServer, shutdown } from './server/index.js';

@@ -8,10 +8,11 @@
  * or removes it (no complete header), and the catalog and doctor say so.
  *
  * Bounded: one stat of the metadata, one of the log, and a read of at most
- * INTERRUPTED_CREATE_MAX_BYTES of the log, through the reads its caller
- * passes (this module does no I/O of its own). Never writes, never throws
- * for damage.
+ * INTERRUPTED_CREATE_MAX_BYTES of the log, through the storage backend.
+ * Never writes, never throws for damage.
  */
+import type { StorageBackend } from '../storage/backend.js';
+import { localFiles } from '../storage/local/local-backend.js';
 import { decodeFrame, frameBounds } from '../streams/frame-codec.js';
 import type { SessionHeader } from './core/types.js';
 import type { SessionPaths } from './paths.js';
@@ -41,22 +42,17 @@ export function classifyHeaderOnly(bytes: Uint8Array): Omit<InterruptedCreate, '
   return { logSize: bytes.length, headerComplete: true, header: h as SessionHeader };
 }
 
-/** The reads findInterruptedCreate needs (session-state.ts passes the file system's). */
-export interface InterruptedCreateReads {
-  /** Whether anything is at `path`. */
-  exists(path: string): Promise<boolean>;
-  /** Size of the regular file at `path`, or null when it is none. */
-  fileSize(path: string): Promise<number | null>;
-  readFile(path: string): Promise<Uint8Array>;
-}
-
-export async function findInterruptedCreate(paths: SessionPaths, io: InterruptedCreateReads): Promise<InterruptedCreate | null> {
+/** `paths`: the session's keys in `storage` (default: paths of local files). */
+export async function findInterruptedCreate(paths: SessionPaths, storage: StorageBackend = localFiles): Promise<InterruptedCreate | null> {
   try {
-    // Any metadata file at all, even a damaged one, means the create was acknowledged once.
-    if (await io.exists(paths.meta)) return null;
-    const size = await io.fileSize(paths.events);
-    if (size === null || size > INTERRUPTED_CREATE_MAX_BYTES) return null;
-    const c = classifyHeaderOnly(await io.readFile(paths.events));
+    // Any metadata file at all, even a damaged one, means the create was acknowledged once
+    // (a stat that fails for another reason than absence counts as there).
+    if ((await storage.stat(paths.meta).catch(() => 'unknown')) !== null) return null;
+    const st = await storage.stat(paths.events);
+    if (st === null || st.size > INTERRUPTED_CREATE_MAX_BYTES) return null;
+    const bytes = await storage.read(paths.events, 0, INTERRUPTED_CREATE_MAX_BYTES + 1);
+    if (bytes === null || bytes.length > INTERRUPTED_CREATE_MAX_BYTES) return null;
+    const c = classifyHeaderOnly(bytes);
     if (c === null) return null;
     const what = c.headerComplete
       ? `the log holds only its header frame (${c.logSize} bytes)`

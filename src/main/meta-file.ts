@@ -1,10 +1,9 @@
 /**
- * The metadata sidecar: its shape, and the only way it is written (temp file,
- * fsync, rename, fsync of the directory), so a reader sees the old or the new
- * file, never half of one.
+ * The metadata sidecar: its shape, and the only way it is written (the
+ * backend's atomic replace: temp file, fsync, rename, fsync of the folder
+ * for local files), so a reader sees the old or the new one, never half.
  */
-import { promises as fsp } from 'node:fs';
-import { dirname, basename, join } from 'node:path';
+import type { StorageBackend } from '../storage/backend.js';
 import type { FrameEncoding } from '../streams/frame-codec.js';
 import type { SessionSummary } from './core/summary.js';
 import type { SessionHeader } from './core/types.js';
@@ -41,40 +40,19 @@ export interface SessionMeta extends SessionSummary {
   issues: RecordedIssue[];
 }
 
-export async function writeFileAtomic(path: string, text: string): Promise<void> {
-  const dir = dirname(path);
-  const tmp = join(dir, `.${basename(path)}.${process.pid}.${Date.now()}.tmp`);
-  const fh = await fsp.open(tmp, 'w');
-  try {
-    await fh.writeFile(text, 'utf8');
-    await fh.sync();
-  } finally {
-    await fh.close();
-  }
-  await fsp.rename(tmp, path);
-  await fsyncDir(dir);
-}
-
-export async function fsyncDir(dir: string): Promise<void> {
-  const dh = await fsp.open(dir, 'r');
-  try {
-    await dh.sync();
-  } finally {
-    await dh.close();
-  }
-}
-
-export async function writeMeta(path: string, meta: SessionMeta): Promise<void> {
-  await writeFileAtomic(path, JSON.stringify(meta) + '\n');
+export async function writeMeta(storage: StorageBackend, key: string, meta: SessionMeta): Promise<void> {
+  await storage.replace(key, Buffer.from(JSON.stringify(meta) + '\n', 'utf8'));
 }
 
 /** Read and shape-check metadata; returns a reason string when unusable. */
-export async function readMeta(path: string): Promise<SessionMeta | string> {
+export async function readMeta(storage: StorageBackend, key: string): Promise<SessionMeta | string> {
   let text: string;
   try {
-    text = await fsp.readFile(path, 'utf8');
+    const bytes = await storage.readAll(key);
+    if (bytes === null) return 'metadata sidecar is missing';
+    text = bytes.toString('utf8');
   } catch (err) {
-    return (err as NodeJS.ErrnoException).code === 'ENOENT' ? 'metadata sidecar is missing' : `metadata sidecar unreadable: ${(err as Error).message}`;
+    return `metadata sidecar unreadable: ${(err as Error).message}`;
   }
   let m: unknown;
   try {

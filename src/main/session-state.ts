@@ -18,10 +18,11 @@
  * A middle entry that is out of order is only detectable by reading every
  * line: that is `doctor --deep`'s job, not the normal path's.
  */
-import { promises as fsp, readFileSync, statSync } from 'node:fs';
+import { isNotFound, type StorageBackend } from '../storage/backend.js';
+import { localFiles } from '../storage/local/local-backend.js';
+import { scanObject } from '../storage/scan.js';
 import { EntriesFile, EntryFormatError, type LocatedEntry } from '../streams/entries-file.js';
 import { decodeFrame, MAX_FRAME_BYTES } from '../streams/frame-codec.js';
-import { scanFile } from '../streams/frame-scanner.js';
 import { expandRow, recordSpan, validateRecord } from './core/chunk-codec.js';
 import { foldEvent } from './core/summary.js';
 import type { ChunkRow, EntryLine, SessionEvent, StorageRecord } from './core/types.js';
@@ -123,22 +124,11 @@ function describe(e: EntryLine): string {
  * record (or the header for the first entry) and holds what the entry says.
  * One positional read of `entry.length` bytes. Returns a reason or null.
  */
-export async function checkIndexedFrame(eventsPath: string, entry: EntryLine): Promise<string | null> {
+export async function checkIndexedFrame(eventsKey: string, entry: EntryLine, storage: StorageBackend = localFiles): Promise<string | null> {
   if (entry.length > MAX_FRAME_BYTES + 16) return `entry at offset ${entry.offset} names a frame of ${entry.length} bytes, over the limit`;
-  const fh = await fsp.open(eventsPath, 'r');
-  let buf: Buffer;
-  try {
-    buf = Buffer.allocUnsafe(entry.length);
-    let got = 0;
-    while (got < entry.length) {
-      const { bytesRead } = await fh.read(buf, got, entry.length - got, entry.offset + got);
-      if (bytesRead === 0) break;
-      got += bytesRead;
-    }
-    if (got < entry.length) return `frame at offset ${entry.offset} is cut short (${got} of ${entry.length} bytes)`;
-  } finally {
-    await fh.close();
-  }
+  const buf = await storage.read(eventsKey, entry.offset, entry.offset + entry.length);
+  if (buf === null) throw Object.assign(new Error(`log ${eventsKey} is missing`), { code: 'ENOENT' });
+  if (buf.length < entry.length) return `frame at offset ${entry.offset} is cut short (${buf.length} of ${entry.length} bytes)`;
   const f = decodeFrame(buf, 0, entry.offset);
   if (!f.ok) return f.message;
   if (f.length !== entry.length) return `frame at offset ${entry.offset} is ${f.length} bytes, the entry says ${entry.length}`;
@@ -164,7 +154,7 @@ export async function checkIndexedFrame(eventsPath: string, entry: EntryLine): P
  * boundary that was checked), reading only the indexed tail of the log and
  * checking each frame against its entry.
  */
-async function catchUp(paths: SessionPaths, entries: EntriesFile, meta: SessionMeta): Promise<SessionMeta | StateProblem> {
+async function catchUp(storage: StorageBackend, paths: SessionPaths, entries: EntriesFile, meta: SessionMeta): Promise<SessionMeta | StateProblem> {
   const tail = await entries.readRange(meta.entriesLength, entries.size);
   let offset = meta.indexedLength;
   let seq = meta.nextSeq;
@@ -177,7 +167,7 @@ async function catchUp(paths: SessionPaths, entries: EntriesFile, meta: SessionM
   }
   const caught: SessionMeta = { ...meta, tokens: { ...meta.tokens }, issues: [...meta.issues] };
   let i = 0;
-  for await (const f of scanFile(paths.events, meta.indexedLength, offset)) {
+  for await (const f of scanObject(storage, paths.events, meta.indexedLength, offset)) {
     const entry = tail[i++]?.entry;
     if (!f.ok) return { code: 'catch_up_failed', message: `stale metadata cannot be caught up: ${f.message}`, offset: f.offset };
     if (entry === undefined || f.length !== entry.length) {
@@ -205,55 +195,46 @@ async function catchUp(paths: SessionPaths, entries: EntriesFile, meta: SessionM
 }
 
 /** What a create cut by a crash left of this session, if that is all there is (interrupted-create.ts). */
-export function interruptedCreate(paths: SessionPaths): Promise<InterruptedCreate | null> {
-  return findInterruptedCreate(paths, {
-    exists: (p) => fsp.lstat(p).then(
-      () => true,
-      (err: NodeJS.ErrnoException) => err.code !== 'ENOENT',
-    ),
-    fileSize: (p) => fsp.stat(p).then((st) => (st.isFile() ? st.size : null)),
-    readFile: (p) => fsp.readFile(p),
-  });
+export function interruptedCreate(paths: SessionPaths, storage: StorageBackend = localFiles): Promise<InterruptedCreate | null> {
+  return findInterruptedCreate(paths, storage);
 }
 
-async function statLog(path: string): Promise<{ size: number; mtimeMs: number } | StateProblem> {
+async function statLog(storage: StorageBackend, key: string): Promise<{ size: number; mtimeMs: number } | StateProblem> {
   try {
-    const st = await fsp.stat(path);
-    return { size: st.size, mtimeMs: st.mtimeMs };
+    const st = await storage.stat(key);
+    return st === null ? { code: 'log_missing', message: 'log file is missing' } : { size: st.size, mtimeMs: st.mtimeMs };
   } catch (err) {
-    const code = (err as NodeJS.ErrnoException).code;
-    return code === 'ENOENT'
-      ? { code: 'log_missing', message: 'log file is missing' }
-      : { code: 'log_unreadable', message: `log file unreadable: ${(err as Error).message}` };
+    return { code: 'log_unreadable', message: `log file unreadable: ${(err as Error).message}` };
   }
 }
 
 /** Problems an append in flight can show to one read (it writes the log, then the entry lines, then the metadata). */
 const APPEND_RACE = new Set(['entries_past_log', 'entries_partial_line']);
 
-export async function loadSessionState(paths: SessionPaths): Promise<SessionState> {
+/** `paths`: the session's keys in `storage` (default: paths of local files). */
+export async function loadSessionState(paths: SessionPaths, storage: StorageBackend = localFiles): Promise<SessionState> {
   for (let attempt = 0; ; attempt++) {
-    const s = await loadSessionStateOnce(paths);
+    const s = await loadSessionStateOnce(paths, storage);
     if (s.status !== 'repair_required' || attempt >= 3) return s;
     // The log is stat'ed before the sidecars are read, so an append landing in
     // between looks like sidecars ahead of the log: read again before calling it damage.
-    const now = await statLog(paths.events);
+    const now = await statLog(storage, paths.events);
     const moved = !('code' in now) && now.size !== s.logSize;
     if (!moved && !s.problems.some((p) => APPEND_RACE.has(p.code))) return s;
     await new Promise((r) => setTimeout(r, 2 * (attempt + 1)));
   }
 }
 
-async function loadSessionStateOnce(paths: SessionPaths): Promise<SessionState> {
-  const st = await statLog(paths.events);
+async function loadSessionStateOnce(paths: SessionPaths, storage: StorageBackend): Promise<SessionState> {
+  const st = await statLog(storage, paths.events);
   if ('code' in st) return needsRepair(paths, st, null);
   const { size: logSize, mtimeMs: logMtimeMs } = st;
   const broken = (p: StateProblem, meta: SessionMeta | null = null): SessionState => needsRepair(paths, p, meta, logSize, logMtimeMs);
 
-  const metaOrReason = await readMeta(paths.meta);
+  const metaOrReason = await readMeta(storage, paths.meta);
   if (typeof metaOrReason === 'string') {
     if (metaOrReason === 'metadata sidecar is missing') {
-      const interrupted = await interruptedCreate(paths);
+      const interrupted = await findInterruptedCreate(paths, storage);
       if (interrupted !== null) return broken({ code: 'create_interrupted', message: interrupted.message });
     }
     return broken({ code: metaOrReason === 'metadata sidecar is missing' ? 'meta_missing' : 'meta_invalid', message: metaOrReason });
@@ -265,11 +246,10 @@ async function loadSessionStateOnce(paths: SessionPaths): Promise<SessionState> 
 
   let entries: EntriesFile;
   try {
-    entries = await EntriesFile.open(paths.entries);
+    entries = new EntriesFile(await storage.openReader(paths.entries));
   } catch (err) {
-    const code = (err as NodeJS.ErrnoException).code;
     return broken(
-      code === 'ENOENT'
+      isNotFound(err)
         ? { code: 'entries_missing', message: 'entry sidecar is missing' }
         : { code: 'entries_unreadable', message: `entry sidecar unreadable: ${(err as Error).message}` },
       meta,
@@ -331,7 +311,7 @@ async function loadSessionStateOnce(paths: SessionPaths): Promise<SessionState> 
           meta,
         );
       }
-      const caught = await catchUp(paths, entries, meta);
+      const caught = await catchUp(storage, paths, entries, meta);
       if ('code' in caught) return broken(caught, meta);
       meta = caught;
       metaStale = true;
@@ -342,7 +322,7 @@ async function loadSessionStateOnce(paths: SessionPaths): Promise<SessionState> 
     if (!fingerprintFresh) {
       // The last indexed frame (SPEC) and the header frame: both ends of what the sidecar describes.
       for (const e of last.start > 0 ? [le, fe] : [le]) {
-        const bad = await checkIndexedFrame(paths.events, e);
+        const bad = await checkIndexedFrame(paths.events, e, storage);
         if (bad !== null) {
           const p: StateProblem = { code: 'log_changed', message: `log changed since it was indexed: ${bad}`, offset: e.offset };
           if (e.count > 0) Object.assign(p, { fromSeq: e.seq, toSeq: e.seq + e.count });
@@ -407,13 +387,16 @@ function issueProblems(meta: SessionMeta): StateProblem[] {
  * returns null and takes loadSessionState's full checks. Pages never use
  * this: their own reads of the sidecar check what they touch.
  */
-export function catalogState(paths: SessionPaths): SessionState | null {
+export async function catalogState(paths: SessionPaths, storage: StorageBackend = localFiles): Promise<SessionState | null> {
   try {
-    const shaped = checkMetaShape(JSON.parse(readFileSync(paths.meta, 'utf8')));
+    const bytes = await storage.readAll(paths.meta);
+    if (bytes === null) return null;
+    const shaped = checkMetaShape(JSON.parse(bytes.toString('utf8')));
     if (typeof shaped === 'string') return null;
     const meta = shaped;
-    const log = statSync(paths.events);
-    const entries = statSync(paths.entries);
+    const log = await storage.stat(paths.events);
+    const entries = await storage.stat(paths.entries);
+    if (log === null || entries === null) return null;
     if (log.size !== meta.fingerprint.size || log.mtimeMs !== meta.fingerprint.mtimeMs || log.size !== meta.indexedLength || entries.size !== meta.entriesLength) return null;
     return servable(paths, meta, issueProblems(meta), {
       metaStale: false,

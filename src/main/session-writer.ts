@@ -5,10 +5,10 @@
  * sidecar. Only then is it acknowledged. One writer per session, across
  * processes (lock file); appends on one writer are serialized.
  */
-import { promises as fsp } from 'node:fs';
-import { join } from 'node:path';
-import { writeAllAt } from '../streams/write-at.js';
-import type { FileHandle } from 'node:fs/promises';
+import { isExists, type Lease, type StorageBackend, type WritableFile } from '../storage/backend.js';
+import { sessionKeys, type SessionKeys } from '../storage/layout.js';
+import { LocalBackend } from '../storage/local/local-backend.js';
+import { scanObject } from '../storage/scan.js';
 import { encodeBatch, encodeRecords } from '../streams/batch-encoder.js';
 import { validateEvent } from './core/chunk-codec.js';
 import { PagerError } from './core/errors.js';
@@ -16,20 +16,16 @@ import { nestingMessage, valueNestingExceeds } from './core/nesting.js';
 import { emptySummary, foldEvent } from './core/summary.js';
 import type { SessionEvent, SessionHeader } from './core/types.js';
 import { isRowType } from './core/types.js';
-import { localFiles } from '../storage/local/local-backend.js';
-import type { Lease } from '../storage/backend.js';
 import { CrcProjection } from './crc-projection.js';
 import { IndexProjection } from './index-projection.js';
-import { fsyncDir, writeFileAtomic, writeMeta, type SessionMeta } from './meta-file.js';
-import { indexDir, sessionPaths, sessionsDir, type SessionPaths } from './paths.js';
-import { interruptedCreate, loadSessionState } from './session-state.js';
-import { scanFile } from '../streams/frame-scanner.js';
+import { writeMeta, type SessionMeta } from './meta-file.js';
+import { findInterruptedCreate } from './interrupted-create.js';
+import { loadSessionState } from './session-state.js';
 import { validateRecord, recordSpan, expandRow } from './core/chunk-codec.js';
 import { entryFor } from '../streams/batch-encoder.js';
 import { encodeEntry } from '../streams/entry-codec.js';
 import type { FrameEncoding } from '../streams/frame-codec.js';
 import type { ChunkRow, StorageRecord } from './core/types.js';
-import { quoteValue } from './core/excerpt.js';
 
 export interface WriterOptions {
   /** fsync every append before acknowledging it (default true). `gen` turns it off and syncs once at close. */
@@ -66,7 +62,7 @@ function checkHeader(id: string, header: unknown, now: number): SessionHeader {
   if (h.type === undefined) h.type = 'session';
   if (h.type !== 'session') throw new PagerError('invalid_request', 'session header type must be "session"');
   if (h.id === undefined) h.id = id;
-  if (h.id !== id) throw new PagerError('invalid_request', `session header id ${quoteValue(h.id)} does not match ${quoteValue(id)}`);
+  if (h.id !== id) throw new PagerError('invalid_request', `session header id ${JSON.stringify(h.id)} does not match ${JSON.stringify(id)}`);
   if (h.createdAt === undefined) h.createdAt = now;
   if (!Number.isSafeInteger(h.createdAt)) throw new PagerError('invalid_request', 'session header createdAt must be a safe integer');
   // Key order: type, version, id, createdAt first, as dsh writes them.
@@ -93,7 +89,7 @@ export function checkBatch(events: unknown, nextSeq: number): SessionEvent[] {
       throw new PagerError('invalid_request', `events[${i}]: ${(err as Error).message}`, { index: i });
     }
     if (isRowType(e.type) || e.type === 'session') {
-      throw new PagerError('invalid_request', `events[${i}]: type ${quoteValue(e.type)} is reserved for storage records`, { index: i });
+      throw new PagerError('invalid_request', `events[${i}]: type ${JSON.stringify(e.type)} is reserved for storage records`, { index: i });
     }
     if (e.seq !== nextSeq + i) {
       throw new PagerError('seq_conflict', `events[${i}] has seq ${e.seq}, expected ${nextSeq + i}`, { expectedSeq: nextSeq + i, index: i });
@@ -103,56 +99,15 @@ export function checkBatch(events: unknown, nextSeq: number): SessionEvent[] {
   return out;
 }
 
-async function writeAll(fh: FileHandle, data: Buffer | string, position: number): Promise<void> {
-  const buf = typeof data === 'string' ? Buffer.from(data, 'utf8') : data;
-  let done = 0;
-  while (done < buf.length) {
-    const { bytesWritten } = await fh.write(buf, done, buf.length - done, position + done);
-    done += bytesWritten;
-  }
+function writeAll(file: WritableFile, data: Buffer | string, position: number): Promise<void> {
+  return file.write(typeof data === 'string' ? Buffer.from(data, 'utf8') : data, position);
 }
 
-/**
- * writeAll on the calling thread, for non-durable appends only (see appendNow).
- * Performance fix for `gen`: a promise write is a libuv thread-pool round trip
- * of ~70 µs on a small machine, while the write itself is a page-cache copy of
- * a few hundred bytes; with two writes per append that was most of gen's time.
- */
-function writeAllSync(fh: FileHandle, data: Buffer | string, position: number): void {
-  writeAllAt(fh.fd, typeof data === 'string' ? Buffer.from(data, 'utf8') : data, position);
-}
+/** Where a writer's session lives: a backend, or a local data directory. */
+export type WriterTarget = StorageBackend | string;
 
-/*
- * Temp names of the header frame a create writes before it links the log
- * into place. They live beside the logs, start with a dot and do not end in
- * `.events`, so nothing lists them as sessions.
- */
-const SUFFIX = '.creating';
-
-function createTempPath(dataDir: string, id: string): string {
-  return join(sessionsDir(dataDir), `.${id}.events.${process.pid}.${Date.now()}${SUFFIX}`);
-}
-
-/** Remove temp logs of earlier creates of `id` (call under the session's lock). */
-async function removeCreateTemps(dataDir: string, id: string): Promise<void> {
-  const dir = sessionsDir(dataDir);
-  const prefix = `.${id}.events.`;
-  const names = await fsp.readdir(dir).catch(() => [] as string[]);
-  for (const n of names) {
-    if (n.startsWith(prefix) && n.endsWith(SUFFIX) && /^\d+\.\d+$/.test(n.slice(prefix.length, -SUFFIX.length))) {
-      await fsp.rm(join(dir, n), { force: true });
-    }
-  }
-}
-
-async function existsPath(path: string): Promise<boolean> {
-  try {
-    await fsp.lstat(path);
-    return true;
-  } catch (err) {
-    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return false;
-    throw err;
-  }
+function storageOf(target: WriterTarget): StorageBackend {
+  return typeof target === 'string' ? new LocalBackend(target) : target;
 }
 
 export class SessionWriter {
@@ -162,10 +117,12 @@ export class SessionWriter {
   private dirty = false;
 
   private constructor(
-    readonly paths: SessionPaths,
+    readonly storage: StorageBackend,
+    /** The session's keys in `storage`. */
+    readonly paths: SessionKeys,
     private meta: SessionMeta,
-    private readonly log: FileHandle,
-    private readonly entries: FileHandle,
+    private readonly log: WritableFile,
+    private readonly entries: WritableFile,
     private readonly lock: Lease,
     private readonly durable: boolean,
     private readonly now: () => number,
@@ -193,55 +150,43 @@ export class SessionWriter {
 
   /**
    * Create a new session, atomically (docs/decisions.md, "Creates are
-   * atomic"): the header frame is written and fsynced under a temp name and
-   * hard-linked into place (a log never appears empty or half-written), then
-   * the entry sidecar and last the metadata, which acknowledges the create.
-   * A crash before that leaves an interrupted create (interrupted-create.ts),
+   * atomic"): the header frame is placed whole by the backend's exclusive
+   * create (local: written and fsynced under a temp name, then hard-linked
+   * into place, so a log never appears empty or half-written), then the
+   * entry sidecar and last the metadata, which acknowledges the create. A
+   * crash before that leaves an interrupted create (interrupted-create.ts),
    * whose id a new create takes over.
    */
-  static async create(dataDir: string, id: string, header: unknown, opts: WriterOptions = {}): Promise<SessionWriter> {
+  static async create(target: WriterTarget, id: string, header: unknown, opts: WriterOptions = {}): Promise<SessionWriter> {
+    const storage = storageOf(target);
     const now = opts.now ?? Date.now;
-    const paths = sessionPaths(dataDir, id);
+    const paths = sessionKeys(id);
     const h = checkHeader(id, header, now());
     const format = opts.format ?? 'jsonl';
-    await fsp.mkdir(indexDir(dataDir), { recursive: true });
-    const lock = await localFiles.lease(paths.lock, `session ${id}`);
-    let log: FileHandle | undefined;
-    let entries: FileHandle | undefined;
-    let tmpLog: string | undefined;
+    const lock = await storage.lease(paths.lock, `session ${id}`);
+    let log: WritableFile | undefined;
+    let entries: WritableFile | undefined;
     try {
-      const takeOver = await existsPath(paths.events);
-      if (takeOver && (await interruptedCreate(paths)) === null) throw new PagerError('session_exists', `session ${id} already exists`);
-      // Temp logs of creates of this id that crashed: no one else writes them while we hold its lock.
-      await removeCreateTemps(dataDir, id);
+      const takeOver = (await storage.stat(paths.events)) !== null;
+      if (takeOver && (await findInterruptedCreate(paths, storage)) === null) throw new PagerError('session_exists', `session ${id} already exists`);
       const enc = encodeRecords([h as unknown as StorageRecord], 0, format);
       // The header entry: seq 0, count 0, kind "session".
       const headerEntry = encodeEntry({ v: 1, seq: 0, count: 0, offset: 0, length: enc.bytes.length, kind: 'session', schema: 1 });
-      tmpLog = createTempPath(dataDir, id);
-      const tmp = await fsp.open(tmpLog, 'wx');
-      try {
-        await writeAll(tmp, enc.bytes, 0);
-        await tmp.sync();
-      } finally {
-        await tmp.close();
-      }
       if (takeOver) {
-        // Never acknowledged: drop it and what it left. link() below still fails if someone else placed a log meanwhile.
-        await fsp.rm(paths.events, { force: true });
-        await fsp.rm(paths.projections, { recursive: true, force: true });
+        // Never acknowledged: drop it and what it left. The exclusive create below still fails if someone else placed a log meanwhile.
+        await storage.remove(paths.events);
+        await storage.removeAll(paths.projections);
       }
       try {
-        await fsp.link(tmpLog, paths.events);
+        // Under the session's lease: no one else creates this key meanwhile (the backend may clear a crashed create's leftovers).
+        await storage.createExclusive(paths.events, enc.bytes);
       } catch (err) {
-        if ((err as NodeJS.ErrnoException).code === 'EEXIST') throw new PagerError('session_exists', `session ${id} already exists`);
+        if (isExists(err)) throw new PagerError('session_exists', `session ${id} already exists`);
         throw err;
       }
-      await fsp.rm(tmpLog, { force: true });
-      tmpLog = undefined;
-      await fsyncDir(sessionsDir(dataDir));
-      await writeFileAtomic(paths.entries, headerEntry);
-      log = await fsp.open(paths.events, 'r+');
-      entries = await fsp.open(paths.entries, 'r+');
+      await storage.replace(paths.entries, Buffer.from(headerEntry, 'utf8'));
+      log = await storage.openWritable(paths.events, 'existing');
+      entries = await storage.openWritable(paths.entries, 'existing');
       const st = await log.stat();
       const t = now();
       const meta: SessionMeta = {
@@ -260,12 +205,11 @@ export class SessionWriter {
         ...emptySummary(h),
         issues: [],
       };
-      await writeMeta(paths.meta, meta);
-      const crc = CrcProjection.open(paths, enc.bytes.length, true);
-      crc.append(enc.bytes, 0, enc.lengths);
-      return new SessionWriter(paths, meta, log, entries, lock, opts.durable ?? true, now, crc, IndexProjection.create(paths, enc.bytes.length));
+      await writeMeta(storage, paths.meta, meta);
+      const crc = await CrcProjection.open(storage, paths, enc.bytes.length, true);
+      await crc.append(enc.bytes, 0, enc.lengths);
+      return new SessionWriter(storage, paths, meta, log, entries, lock, opts.durable ?? true, now, crc, await IndexProjection.create(storage, paths, enc.bytes.length));
     } catch (err) {
-      if (tmpLog !== undefined) await fsp.rm(tmpLog, { force: true }).catch(() => undefined);
       await log?.close().catch(() => undefined);
       await entries?.close().catch(() => undefined);
       await lock.release();
@@ -279,29 +223,26 @@ export class SessionWriter {
    * of that tail only); a torn tail or a broken sidecar refuses with
    * `repair_required`.
    */
-  static async open(dataDir: string, id: string, opts: WriterOptions = {}): Promise<SessionWriter> {
+  static async open(target: WriterTarget, id: string, opts: WriterOptions = {}): Promise<SessionWriter> {
+    const storage = storageOf(target);
     const now = opts.now ?? Date.now;
-    const paths = sessionPaths(dataDir, id);
-    try {
-      await fsp.access(paths.events);
-    } catch {
-      throw new PagerError('session_not_found', `session ${id} not found`);
-    }
-    const lock = await localFiles.lease(paths.lock, `session ${id}`);
-    let log: FileHandle | undefined;
-    let entries: FileHandle | undefined;
+    const paths = sessionKeys(id);
+    if ((await storage.stat(paths.events)) === null) throw new PagerError('session_not_found', `session ${id} not found`);
+    const lock = await storage.lease(paths.lock, `session ${id}`);
+    let log: WritableFile | undefined;
+    let entries: WritableFile | undefined;
     let crc: CrcProjection | undefined;
     let idx: IndexProjection | undefined;
     try {
-      const state = await loadSessionState(paths);
+      const state = await loadSessionState(paths, storage);
       if (state.status === 'repair_required' || state.meta === null) {
         throw new PagerError('repair_required', `session ${id} needs repair: ${state.reasons.join('; ')}`, { reasons: state.reasons });
       }
-      log = await fsp.open(paths.events, 'r+');
-      entries = await fsp.open(paths.entries, 'r+');
-      crc = CrcProjection.open(paths, state.indexedLength, false);
-      idx = IndexProjection.open(paths, state.meta.frameCount, state.indexedLength);
-      const w = new SessionWriter(paths, state.meta, log, entries, lock, opts.durable ?? true, now, crc, idx);
+      log = await storage.openWritable(paths.events, 'existing');
+      entries = await storage.openWritable(paths.entries, 'existing');
+      crc = await CrcProjection.open(storage, paths, state.indexedLength, false);
+      idx = await IndexProjection.open(storage, paths, state.meta.frameCount, state.indexedLength);
+      const w = new SessionWriter(storage, paths, state.meta, log, entries, lock, opts.durable ?? true, now, crc, idx);
       // Both encodings may be mixed in one log: an explicit format switches new frames over.
       const switched = opts.format !== undefined && opts.format !== state.meta.format;
       if (switched) w.meta.format = opts.format as FrameEncoding;
@@ -309,8 +250,8 @@ export class SessionWriter {
       else if (state.metaStale || switched) await w.persistMeta();
       return w;
     } catch (err) {
-      crc?.close();
-      idx?.close();
+      await crc?.close();
+      await idx?.close();
       await log?.close().catch(() => undefined);
       await entries?.close().catch(() => undefined);
       await lock.release();
@@ -321,12 +262,12 @@ export class SessionWriter {
   /** Index the complete valid frames of an unindexed tail, or refuse if it is torn. */
   private async indexTail(start: number, end: number): Promise<void> {
     // Frames this writer did not write: the binary index would need them too; drop it.
-    this.idx.drop();
+    await this.idx.drop();
     let entriesText = '';
     let offset = start;
     let seq = this.meta.nextSeq;
     let frames = 0;
-    for await (const f of scanFile(this.paths.events, start, end)) {
+    for await (const f of scanObject(this.storage, this.paths.events, start, end)) {
       if (!f.ok) {
         throw new PagerError('repair_required', `session ${this.id} has an invalid unindexed tail: ${f.message}`, { offset: f.offset });
       }
@@ -361,7 +302,7 @@ export class SessionWriter {
     const st = await this.log.stat();
     this.meta.fingerprint = { size: st.size, mtimeMs: st.mtimeMs };
     this.meta.updatedAt = this.now();
-    await writeMeta(this.paths.meta, this.meta);
+    await writeMeta(this.storage, this.paths.meta, this.meta);
     this.dirty = false;
   }
 
@@ -381,24 +322,18 @@ export class SessionWriter {
     const fromSeq = this.meta.nextSeq;
     const enc = encodeBatch(events, this.meta.indexedLength, this.meta.format);
     try {
-      if (this.durable) {
-        await writeAll(this.log, enc.bytes, this.meta.indexedLength);
-        await this.log.datasync();
-        await writeAll(this.entries, enc.entries, this.meta.entriesLength);
-        await this.entries.datasync();
-      } else {
-        // Same bytes, same order, same error path; only without the thread-pool hop (see writeAllSync).
-        writeAllSync(this.log, enc.bytes, this.meta.indexedLength);
-        writeAllSync(this.entries, enc.entries, this.meta.entriesLength);
-      }
+      await writeAll(this.log, enc.bytes, this.meta.indexedLength);
+      if (this.durable) await this.log.sync();
+      await writeAll(this.entries, enc.entries, this.meta.entriesLength);
+      if (this.durable) await this.entries.sync();
     } catch (err) {
       // Leave no unindexed bytes behind a failed append: cut the log back.
       await this.log.truncate(this.meta.indexedLength).catch(() => undefined);
       await this.entries.truncate(this.meta.entriesLength).catch(() => undefined);
       throw err;
     }
-    this.crc.append(enc.bytes, this.meta.indexedLength, enc.lengths);
-    this.idx.append(enc.index);
+    await this.crc.append(enc.bytes, this.meta.indexedLength, enc.lengths);
+    await this.idx.append(enc.index);
     for (const e of events) foldEvent(this.meta, e);
     this.meta.indexedLength += enc.bytes.length;
     this.meta.entriesLength += Buffer.byteLength(enc.entries);
@@ -430,8 +365,8 @@ export class SessionWriter {
         await this.persistMeta();
       }
     } finally {
-      this.crc.close();
-      this.idx.close();
+      await this.crc.close();
+      await this.idx.close();
       await this.log.close().catch(() => undefined);
       await this.entries.close().catch(() => undefined);
       await this.lock.release();

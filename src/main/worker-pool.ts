@@ -16,6 +16,13 @@ export const WORKER_FILE = fileURLToPath(new URL('../../dist/workers/page-task.j
 export interface PoolOptions {
   threads?: number;
   maxQueue?: number;
+  /** Workers optimize their decode path as they start (default true; workers/jit-warmup.ts). */
+  jitWarmUp?: boolean;
+}
+
+/** What every worker is started with (piscina's workerData). */
+export interface PageWorkerData {
+  jitWarmUp: boolean;
 }
 
 export type PagePool = Piscina<SliceTask, SliceResult>;
@@ -31,6 +38,7 @@ export function createPagePool(opts: PoolOptions = {}): PagePool {
     maxThreads: threads,
     idleTimeout: 24 * 60 * 60 * 1000,
     maxQueue: opts.maxQueue ?? threads * 64,
+    workerData: { jitWarmUp: opts.jitWarmUp ?? true } satisfies PageWorkerData,
     // A young generation sized for a big page's tens of MB of short-lived buffers
     // (fewer scavenges on the first one), yet small enough that the warm-up does
     // not grow the heap: 96 MB cost ~15 MB of peak RSS for nothing measurable.
@@ -44,7 +52,7 @@ export async function runSlice(pool: PagePool, task: SliceTask): Promise<SliceRe
   // not used again: a retried page builds new tasks).
   const transferList: ArrayBuffer[] = [];
   if (task.arena !== undefined) transferList.push(task.arena);
-  for (const r of [task.crcs, task.meta]) if (r !== undefined && r.byteOffset === 0 && r.byteLength === r.buffer.byteLength) transferList.push(r.buffer as ArrayBuffer);
+  for (const r of [task.crcs, task.meta, task.bytes]) if (r !== undefined && r.byteOffset === 0 && r.byteLength === r.buffer.byteLength) transferList.push(r.buffer as ArrayBuffer);
   try {
     return await pool.run(task, transferList.length === 0 ? {} : { transferList });
   } catch (err) {

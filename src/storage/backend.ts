@@ -19,6 +19,8 @@ export interface ObjectStat {
   size: number;
   mtimeMs: number;
   version: string;
+  /** Changes only when the object is made anew (deleted and created again, restored), never when it is written (local: inode and birth time). */
+  incarnation: string;
 }
 
 /** Errors a backend raises carry these codes (the local backend's are the system's own). */
@@ -113,6 +115,13 @@ export interface StorageBackend {
   list(prefix: string): Promise<string[]>;
   /** Open for positional writes (creating folders as needed). */
   openWritable(key: string, mode: WriteMode): Promise<WritableFile>;
+  /**
+   * Create a new object holding all of `data`, durably and at once (never
+   * seen empty or half-written); EEXIST when the object exists. Callers
+   * serialize creates of one key (the session's lease): the backend may then
+   * clear what a crashed create of that key left behind.
+   */
+  createExclusive(key: string, data: Uint8Array): Promise<void>;
   /** Atomically replace an object with `data`, durably: readers see the old or the new one, never half. */
   replace(key: string, data: Uint8Array): Promise<void>;
   /** Remove an object (nothing when it does not exist). */

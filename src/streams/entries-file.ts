@@ -2,15 +2,12 @@
  * Positional, bounded reads of an entry sidecar: the last or first line, a
  * binary search by seq over the file's bytes, and a backward walk in blocks.
  * Nothing here reads the whole file, and every byte read is counted so tests
- * can prove that normal paths stay bounded.
- *
- * Reads are synchronous positional reads on purpose: they are small (a few
- * KiB, a 64 KiB block at most) and normally served by the page cache in
- * microseconds, while an async read costs a libuv thread-pool round trip
- * (measured ~70 us here). A binary search is ~20 of them per page.
+ * can prove that normal paths stay bounded. The reads go through a
+ * positional reader of the storage backend (a local file's are synchronous
+ * page-cache reads: small, a few KiB or a 64 KiB block, ~20 a page).
  */
-import { closeSync, fstatSync, openSync, readSync } from 'node:fs';
 import type { EntryLine } from '../main/core/types.js';
+import type { PositionalReader } from './positional-reader.js';
 import { keepShape } from '../main/core/shape-keeper.js';
 import { ByteLineBlock, parseEntry, parseEntryBytes } from './entry-codec.js';
 
@@ -40,40 +37,27 @@ export interface LocatedEntry {
 }
 
 export class EntriesFile {
-  private constructor(
-    private readonly fd: number,
-    /** Bytes of the sidecar this reader trusts (whole lines only). */
-    readonly size: number,
-  ) {}
+  /** Bytes of the sidecar this reader trusts (whole lines only). */
+  readonly size: number;
 
-  /** Open for reading up to `size` bytes (defaults to the file's size now). */
-  static async open(path: string, size?: number): Promise<EntriesFile> {
-    const fd = openSync(path, 'r');
-    try {
-      const s = size ?? fstatSync(fd).size;
-      return new EntriesFile(fd, s);
-    } catch (err) {
-      closeSync(fd);
-      throw err;
-    }
+  /** Reads up to `size` bytes (defaults to the reader's size) of the sidecar behind `reader`, which it closes. */
+  constructor(
+    private readonly reader: PositionalReader,
+    size?: number,
+  ) {
+    this.size = size ?? reader.size;
   }
 
   async close(): Promise<void> {
-    closeSync(this.fd);
+    await this.reader.close();
   }
 
   private async read(pos: number, len: number): Promise<Buffer> {
     const n = Math.max(0, Math.min(len, this.size - pos));
-    const buf = Buffer.allocUnsafe(n);
-    let got = 0;
-    while (got < n) {
-      const bytesRead = readSync(this.fd, buf, got, n - got, pos + got);
-      if (bytesRead === 0) break;
-      got += bytesRead;
-    }
-    entryReadStats.bytes += got;
+    const buf = n === 0 ? Buffer.alloc(0) : await this.reader.read(pos, n);
+    entryReadStats.bytes += buf.length;
     entryReadStats.reads++;
-    return got === n ? buf : buf.subarray(0, got);
+    return buf;
   }
 
   private parseAt(buf: Uint8Array, s: number, e: number, start: number): EntryLine {

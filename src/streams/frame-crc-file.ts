@@ -23,10 +23,10 @@
  * frame down the fully validating path: the projection can speed pages up,
  * never change them. Deleting it loses nothing.
  */
-import { fstatSync, readSync } from 'node:fs';
 import { crc32 } from 'node:zlib';
 import { keepShape } from '../main/core/shape-keeper.js';
-import { LITTLE_ENDIAN, projectionReadStats, readRecordsAt, u32, withFile } from './record-file.js';
+import type { PositionalReader, RangeRead } from './positional-reader.js';
+import { LITTLE_ENDIAN, projectionReadStats, readRecordsAt, u32 } from './record-file.js';
 import { META_CONTINUES, META_RECORD_BYTES, META_ROW, metaChainHolds } from './frame-meta-file.js';
 
 export const CRC_RECORD_BYTES = 16;
@@ -76,11 +76,11 @@ function recordCrc(b: Uint8Array, i: number): number {
   return u32(b, i * CRC_RECORD_BYTES + 12);
 }
 
-/** The last record of a projection file, or null. */
-export function lastCrcLink(fd: number, size: number): CrcLink | null {
+/** Where the chain stands after the last whole record of a projection file of `size` bytes, or null. */
+export async function lastCrcLink(file: Pick<PositionalReader, 'read'>, size: number): Promise<CrcLink | null> {
   if (size < CRC_RECORD_BYTES) return null;
-  const rec = Buffer.alloc(CRC_RECORD_BYTES);
-  readSync(fd, rec, 0, CRC_RECORD_BYTES, size - size % CRC_RECORD_BYTES - CRC_RECORD_BYTES);
+  const rec = await file.read(size - (size % CRC_RECORD_BYTES) - CRC_RECORD_BYTES, CRC_RECORD_BYTES);
+  if (rec.length < CRC_RECORD_BYTES) return null;
   return { end: recordOffset(rec, 0) + recordLength(rec, 0), crc: recordCrc(rec, 0) };
 }
 
@@ -111,38 +111,35 @@ export function sliceCrcRecords(records: Uint8Array, start: number, end: number)
  * binary search over the (offset-sorted) file: O(log n) small reads plus
  * one read of the range. Null when the file is missing or yields nothing.
  */
-export function readCrcRecords(path: string, start: number, end: number, maxRecords: number): Buffer | null {
-  return readCrcRecordsFrom(path, start, end, maxRecords)?.records ?? null;
+export async function readCrcRecords(file: PositionalReader, start: number, end: number, maxRecords: number): Promise<Buffer | null> {
+  return (await readCrcRecordsFrom(file, start, end, maxRecords))?.records ?? null;
 }
 
 /** As readCrcRecords, with the record number of the first record read (row metadata is read by the same numbers). */
-export function readCrcRecordsFrom(path: string, start: number, end: number, maxRecords: number): { records: Buffer; first: number } | null {
-  return withFile(path, (fd) => {
-    const n = Math.floor(fstatSync(fd).size / CRC_RECORD_BYTES);
-    if (n === 0) return null;
-    const rec = Buffer.allocUnsafe(CRC_RECORD_BYTES);
-    const offsetAt = (i: number): number => {
-      projectionReadStats.bytes += readSync(fd, rec, 0, CRC_RECORD_BYTES, i * CRC_RECORD_BYTES);
-      return recordOffset(rec, 0);
-    };
-    // First record with offset >= start, then one back for the chain's starting value.
-    let lo = 0;
-    let hi = n;
-    while (lo < hi) {
-      const mid = (lo + hi) >>> 1;
-      if (offsetAt(mid) < start) lo = mid + 1;
-      else hi = mid;
-    }
-    const first = Math.max(0, lo - 1);
-    const count = Math.min(n - first, maxRecords + 1);
-    if (count <= 0) return null;
-    const out = Buffer.allocUnsafe(count * CRC_RECORD_BYTES);
-    const read = readSync(fd, out, 0, out.length, first * CRC_RECORD_BYTES);
-    projectionReadStats.bytes += read;
-    const got = Math.floor(read / CRC_RECORD_BYTES);
-    const keep = recordsBelow(out.subarray(0, got * CRC_RECORD_BYTES), end);
-    return keep === 0 ? null : { records: out.subarray(0, keep * CRC_RECORD_BYTES), first };
-  });
+export async function readCrcRecordsFrom(file: PositionalReader, start: number, end: number, maxRecords: number): Promise<{ records: Buffer; first: number } | null> {
+  const n = Math.floor(file.size / CRC_RECORD_BYTES);
+  if (n === 0) return null;
+  const offsetAt = async (i: number): Promise<number> => {
+    const rec = await file.read(i * CRC_RECORD_BYTES, CRC_RECORD_BYTES);
+    projectionReadStats.bytes += rec.length;
+    return rec.length < CRC_RECORD_BYTES ? Infinity : recordOffset(rec, 0);
+  };
+  // First record with offset >= start, then one back for the chain's starting value.
+  let lo = 0;
+  let hi = n;
+  while (lo < hi) {
+    const mid = (lo + hi) >>> 1;
+    if ((await offsetAt(mid)) < start) lo = mid + 1;
+    else hi = mid;
+  }
+  const first = Math.max(0, lo - 1);
+  const count = Math.min(n - first, maxRecords + 1);
+  if (count <= 0) return null;
+  const out = await file.read(first * CRC_RECORD_BYTES, count * CRC_RECORD_BYTES);
+  projectionReadStats.bytes += out.length;
+  const got = Math.floor(out.length / CRC_RECORD_BYTES);
+  const keep = recordsBelow(out.subarray(0, got * CRC_RECORD_BYTES), end);
+  return keep === 0 ? null : { records: out.subarray(0, keep * CRC_RECORD_BYTES), first };
 }
 
 /**
@@ -153,8 +150,8 @@ export function readCrcRecordsFrom(path: string, start: number, end: number, max
  * that assumption against a known frame offset. Null when the file is
  * missing or shorter.
  */
-export function readCrcRecordsAt(path: string, first: number, count: number): Buffer | null {
-  return readRecordsAt(path, CRC_RECORD_BYTES, first, count);
+export function readCrcRecordsAt(read: RangeRead, first: number, count: number): Promise<Buffer | null> {
+  return readRecordsAt(read, CRC_RECORD_BYTES, first, count);
 }
 
 const NO_META = new Uint8Array(0);

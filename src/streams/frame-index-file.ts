@@ -14,12 +14,12 @@
  * only when it is whole and agrees with the session at both ends; anything
  * else plans from the JSONL sidecar, which stays the source of truth.
  */
-import { closeSync, fstatSync, openSync, readSync } from 'node:fs';
 import type { BackwardEntrySource, EntryLines } from '../main/core/page-planner.js';
 import type { EntryLine } from '../main/core/types.js';
 import { entryReadStats } from './entries-file.js';
 import { keepShape } from '../main/core/shape-keeper.js';
 import { LITTLE_ENDIAN } from './record-file.js';
+import type { PositionalReader } from './positional-reader.js';
 
 export const INDEX_RECORD_BYTES = 32;
 export const INDEX_FILE_NAME = 'frames.idx';
@@ -111,51 +111,45 @@ class IndexLines implements EntryLines {
 
 export class FrameIndexFile {
   private constructor(
-    private readonly fd: number,
+    private readonly file: PositionalReader,
     readonly records: number,
   ) {}
 
   /**
-   * Open the index if it describes exactly this session: `frames` records,
-   * the first the header at offset 0, the last ending at `indexedLength` and
-   * holding seq `nextSeq - 1`. Null otherwise (or when missing).
+   * The index behind `file` if it describes exactly this session: `frames`
+   * records, the first the header at offset 0, the last ending at
+   * `indexedLength` and holding seq `nextSeq - 1`. Null otherwise, and then
+   * `file` is closed.
    */
-  static openIfWhole(path: string, frames: number, indexedLength: number, nextSeq: number): FrameIndexFile | null {
-    let fd: number;
-    try {
-      fd = openSync(path, 'r');
-    } catch {
-      return null;
-    }
-    const f = new FrameIndexFile(fd, Math.floor(fstatSync(fd).size / INDEX_RECORD_BYTES));
+  static async openIfWhole(file: PositionalReader, frames: number, indexedLength: number, nextSeq: number): Promise<FrameIndexFile | null> {
+    const f = new FrameIndexFile(file, Math.floor(file.size / INDEX_RECORD_BYTES));
     try {
       if (f.records !== frames || frames === 0) throw new Error('size');
-      const head = f.entryAt(0);
-      const last = f.entryAt(frames - 1);
+      const head = await f.entryAt(0);
+      const last = await f.entryAt(frames - 1);
       if (head.offset !== 0 || head.count !== 0 || last.offset + last.length !== indexedLength || last.seq + last.count !== nextSeq) throw new Error('ends');
       return f;
     } catch {
-      f.close();
+      await f.close();
       return null;
     }
   }
 
-  close(): void {
-    closeSync(this.fd);
+  close(): Promise<void> {
+    return this.file.close();
   }
 
-  private read(first: number, n: number): Buffer {
-    const b = Buffer.allocUnsafe(n * INDEX_RECORD_BYTES);
-    const got = readSync(this.fd, b, 0, b.length, first * INDEX_RECORD_BYTES);
+  private async read(first: number, n: number): Promise<Buffer> {
+    const b = await this.file.read(first * INDEX_RECORD_BYTES, n * INDEX_RECORD_BYTES);
     // Counted with the sidecar's bytes: the bounded-read guard covers both planners.
-    entryReadStats.bytes += got;
+    entryReadStats.bytes += b.length;
     entryReadStats.reads++;
-    if (got !== b.length) throw new Error('frame index read short');
+    if (b.length !== n * INDEX_RECORD_BYTES) throw new Error('frame index read short');
     return b;
   }
 
-  entryAt(i: number): EntryLine {
-    return new IndexLines(this.read(i, 1), i).entry(0);
+  async entryAt(i: number): Promise<EntryLine> {
+    return new IndexLines(await this.read(i, 1), i).entry(0);
   }
 
   /**
@@ -163,15 +157,15 @@ export class FrameIndexFile {
    * Probes single records until the range fits one block, then reads that
    * block once and finishes in memory: half the reads of a plain binary search.
    */
-  findBySeq(seq: number): number {
+  async findBySeq(seq: number): Promise<number> {
     let lo = 1; // record 0 is the header
     let hi = this.records - 1;
     while (hi - lo >= BLOCK_RECORDS) {
       const mid = (lo + hi + 1) >>> 1;
-      if (this.seqAt(mid) <= seq) lo = mid;
+      if ((await this.seqAt(mid)) <= seq) lo = mid;
       else hi = mid - 1;
     }
-    const block = this.read(lo, hi - lo + 1);
+    const block = await this.read(lo, hi - lo + 1);
     let a = 0;
     let b = hi - lo;
     while (a < b) {
@@ -182,8 +176,8 @@ export class FrameIndexFile {
     return lo + a;
   }
 
-  private seqAt(i: number): number {
-    return this.read(i, 1).readDoubleLE(0);
+  private async seqAt(i: number): Promise<number> {
+    return (await this.read(i, 1)).readDoubleLE(0);
   }
 
   /** Records walked backwards from record `from` (inclusive), in blocks. */
@@ -193,13 +187,13 @@ export class FrameIndexFile {
 }
 
 /** A backward walk over index records served by `read(firstRecord, count)` (a file, or memory for the warm-up). */
-export function indexBackward(read: (first: number, n: number) => Buffer, from: number): BackwardEntrySource {
+export function indexBackward(read: (first: number, n: number) => Buffer | Promise<Buffer>, from: number): BackwardEntrySource {
   let end = from + 1;
   return {
     prevBlock: async () => {
       if (end <= 0) return null;
       const start = Math.max(0, end - BLOCK_RECORDS);
-      const block = new IndexLines(read(start, end - start), start);
+      const block = new IndexLines(await read(start, end - start), start);
       end = start;
       return block;
     },

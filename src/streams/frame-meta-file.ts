@@ -29,8 +29,8 @@
  * own checksum. Anything that does not check out is ignored: the frames are
  * scanned as without this file. Deleting it loses nothing.
  */
-import { readSync } from 'node:fs';
 import { crc32 } from 'node:zlib';
+import type { PositionalReader, RangeRead } from './positional-reader.js';
 import { sameRunKey, type RunKey } from '../main/core/chunk-codec.js';
 import { readRecordsAt, u32 } from './record-file.js';
 import { scanTrustedFrame, TRUSTED_ROW, trustedRow } from './trusted-frame-scanner.js';
@@ -103,14 +103,13 @@ export function metaChainHolds(m: Uint8Array, seeded: boolean): boolean {
 }
 
 /** The writer's link from the file's last record (its chain value; the last key is not stored: the next frame is then never marked as continuing). */
-export function lastMetaLink(fd: number, size: number): MetaLink {
+export async function lastMetaLink(file: Pick<PositionalReader, 'read'>, size: number): Promise<MetaLink> {
   if (size < META_RECORD_BYTES) return { chain: null, key: null };
-  const rec = Buffer.alloc(4);
-  readSync(fd, rec, 0, 4, size - (size % META_RECORD_BYTES) - 4);
-  return { chain: rec.readUInt32LE(0), key: null };
+  const rec = await file.read(size - (size % META_RECORD_BYTES) - 4, 4);
+  return rec.length < 4 ? { chain: null, key: null } : { chain: rec.readUInt32LE(0), key: null };
 }
 
 /** Records [first, first + count) by record number, in one read; null when the file is missing or shorter. */
-export function readMetaRecordsAt(path: string, first: number, count: number): Buffer | null {
-  return readRecordsAt(path, META_RECORD_BYTES, first, count);
+export function readMetaRecordsAt(read: RangeRead, first: number, count: number): Promise<Buffer | null> {
+  return readRecordsAt(read, META_RECORD_BYTES, first, count);
 }

@@ -4,8 +4,7 @@
  * whole: catching up a stale tail, `reindex`, `doctor --deep`, `repair`.
  * Pages never use this; they read exactly their planned frames.
  */
-import { promises as fsp } from 'node:fs';
-import type { FileHandle } from 'node:fs/promises';
+import type { PositionalReader } from './positional-reader.js';
 import { decodeFrame, frameBounds, type DecodedFrame, type FrameFault } from './frame-codec.js';
 
 export const SCAN_BLOCK_BYTES = 1024 * 1024;
@@ -25,9 +24,9 @@ export interface ScanOptions {
  * goes on after it, otherwise (torn, bad magic, oversized) it stops there,
  * since the next frame boundary cannot be trusted.
  */
-export async function* scanFrames(fh: FileHandle, start: number, end: number, opts: ScanOptions = {}): AsyncGenerator<ScanItem> {
+export async function* scanFrames(source: Pick<PositionalReader, 'read'>, start: number, end: number, opts: ScanOptions = {}): AsyncGenerator<ScanItem> {
   const decode = opts.decode ?? true;
-  let buf = Buffer.alloc(0);
+  let buf: Buffer = Buffer.alloc(0);
   let bufStart = start; // file offset of buf[0]
   let pos = start;
   let readPos = start;
@@ -49,13 +48,8 @@ export async function* scanFrames(fh: FileHandle, start: number, end: number, op
       const keep = buf.subarray(at);
       const want = Math.max(SCAN_BLOCK_BYTES, keep.length);
       const n = Math.min(want, end - readPos);
-      const block = Buffer.allocUnsafe(n);
-      let got = 0;
-      while (got < n) {
-        const { bytesRead } = await fh.read(block, got, n - got, readPos + got);
-        if (bytesRead === 0) break;
-        got += bytesRead;
-      }
+      const block = await source.read(readPos, n);
+      const got = block.length;
       if (got === 0) {
         yield r;
         return;
@@ -72,16 +66,5 @@ export async function* scanFrames(fh: FileHandle, start: number, end: number, op
       continue;
     }
     return;
-  }
-}
-
-/** Convenience: open `path`, scan [start, end), close. */
-export async function* scanFile(path: string, start: number, end?: number, opts: ScanOptions = {}): AsyncGenerator<ScanItem> {
-  const fh = await fsp.open(path, 'r');
-  try {
-    const stop = end ?? (await fh.stat()).size;
-    yield* scanFrames(fh, start, stop, opts);
-  } finally {
-    await fh.close();
   }
 }

@@ -85,7 +85,7 @@ export function warmupWork(): { bytes: Buffer; tasks: SliceTask[] }[] {
     const enc = encodeRecords(records, OFFSET_BASE, encoding);
     const n = SEQ_BASE + events.length + GEN_EVENTS;
     const task = (fromSeq: number, toSeq: number, crcs: Uint8Array | undefined, meta: Uint8Array | undefined): SliceTask => {
-      const t = sliceTask('', OFFSET_BASE, OFFSET_BASE + enc.bytes.length, SEQ_BASE, n, fromSeq, toSeq);
+      const t = sliceTask('', 'warmup', OFFSET_BASE, OFFSET_BASE + enc.bytes.length, SEQ_BASE, n, fromSeq, toSeq);
       t.crcs = crcs;
       t.meta = meta;
       return t;

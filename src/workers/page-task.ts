@@ -1,6 +1,7 @@
 /**
- * Piscina task: decode one slice of a page. Reads the slice's byte range with
- * one positional read, decodes only those frames (JSONL or binary, checksum
+ * Piscina task: decode one slice of a page. Reads the slice's byte range
+ * `{session, start, end}` with one positional read (or takes the bytes the
+ * task brought), decodes only those frames (JSONL or binary, checksum
  * verified, rows validated exactly), checks seq continuity against the entry
  * sidecar's plan, cuts rows at the page edges and hands back the packed,
  * serialized slice as a moved ArrayBuffer.
@@ -10,8 +11,8 @@
  * validating scanners (jsonl-row-scanner.ts, jsonl-event-scanner.ts).
  * Everything else, and any frame the scanners decline, is decoded in full.
  */
-import { openSync, readSync, closeSync } from 'node:fs';
-import { Piscina } from 'piscina';
+import { Piscina, workerData } from 'piscina';
+import { readSlice } from '../storage/worker-reads.js';
 import { decodeRecordFrame, frameBounds } from '../streams/frame-codec.js';
 import { scanJsonlRow } from '../streams/jsonl-row-scanner.js';
 import { continuedRow, OTHER_LAYOUT, scanTrustedFrame, TRUSTED_EVENT, TRUSTED_ROW, trustedEventSeq, trustedRow } from '../streams/trusted-frame-scanner.js';
@@ -79,22 +80,12 @@ function dropArena(): void {
   for (const s of Object.values(sinks)) s.release();
 }
 
-/** The log's bytes [start, end), read into the arena. */
-function readRange(path: string, start: number, end: number): Buffer {
-  const len = end - start;
-  const buf = arenaFor(len);
-  const fd = openSync(path, 'r');
-  try {
-    let got = 0;
-    while (got < len) {
-      const n = readSync(fd, buf, got, len - got, start + got);
-      if (n === 0) break;
-      got += n;
-    }
-    return got === len ? buf : buf.subarray(0, got);
-  } finally {
-    closeSync(fd);
-  }
+/** The slice's bytes in the arena: read from its source, or copied from the task when it brought them. */
+function sliceBytes(task: SliceTask): Buffer {
+  const buf = arenaFor(task.end - task.start);
+  if (task.bytes === undefined) return readSlice(task.source, task.session, task.start, task.end, buf);
+  buf.set(task.bytes.subarray(0, buf.length));
+  return task.bytes.length >= buf.length ? buf : buf.subarray(0, task.bytes.length);
 }
 
 /**
@@ -240,8 +231,9 @@ export function decodeSlice(task: SliceTask, bytes: Buffer, readMs = 0, into: En
   const probe = new ArrayBuffer(8);
   structuredClone(probe, { transfer: [probe] });
 }
-// Through the arena, as tasks decode (its copy paths are the ones to optimize).
-if (process.env.SESSION_PAGER_JIT_WARMUP !== '0') warmUpJit(decodeInArena);
+// Through the arena, as tasks decode (its copy paths are the ones to optimize). On when the
+// pool says so (StoreOptions.warmUp.jit); never when this module is loaded outside a pool.
+if ((workerData as { jitWarmUp?: boolean } | undefined)?.jitWarmUp === true) warmUpJit(decodeInArena);
 
 export default function pageTask(task: SliceTask): SliceResult {
   // A consumed result handed back: our arena from now on, when larger.
@@ -249,7 +241,7 @@ export default function pageTask(task: SliceTask): SliceResult {
   // An empty slice reads nothing (the pool's warm-up sends these).
   const t0 = performance.now();
   const len = task.end - task.start;
-  const bytes = len > 0 ? readRange(task.path, task.start, task.end) : Buffer.alloc(0);
+  const bytes = len > 0 ? sliceBytes(task) : Buffer.alloc(0);
   let result: SliceResult;
   try {
     result = decodeSlice(decodeTask(task), bytes, performance.now() - t0, sinks, task.inPlace === true ? arena : null);

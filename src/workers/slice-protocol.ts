@@ -19,7 +19,14 @@ import type { RunKey } from '../main/core/chunk-codec.js';
 import { NO_CLAIM } from '../main/core/frame-claim.js';
 
 export interface SliceTask {
-  path: string;
+  /**
+   * Where the worker reads the slice itself (storage/worker-reads.ts: a
+   * backend's worker source, `file:<data dir>` for local files); empty when
+   * the slice's bytes come with the task (`bytes`).
+   */
+  source: string;
+  /** The session whose log the slice is of: what to read is `{session, start, end}`, never a file path. */
+  session: string;
   /** Byte range of the slice's frames in the log. */
   start: number;
   end: number;
@@ -33,6 +40,8 @@ export interface SliceTask {
   crcs: Uint8Array | undefined;
   /** Row-metadata records for the same frames as `crcs`, record for record (frame-meta-file.ts), when the session has them. */
   meta: Uint8Array | undefined;
+  /** The slice's bytes [start, end), read by the main thread (a backend workers cannot reach: memory, say); moved, not copied. */
+  bytes: Uint8Array | undefined;
   /** A consumed result handed back (transferred): the worker may take it as its arena. */
   arena: ArrayBuffer | undefined;
   /** The result may be the worker's arena itself (large slices: no copy of their bytes). */
@@ -51,8 +60,8 @@ export interface SliceTask {
  * warm-up showed it; a task of another shape (one that carried an arena,
  * say) deoptimized it at the start of the first large page.
  */
-export function sliceTask(path: string, start: number, end: number, firstSeq: number, endSeq: number, fromSeq: number, toSeq: number): SliceTask {
-  return { path, start, end, firstSeq, endSeq, fromSeq, toSeq, crcs: undefined, meta: undefined, arena: undefined, inPlace: false, digest: NO_CLAIM };
+export function sliceTask(source: string, session: string, start: number, end: number, firstSeq: number, endSeq: number, fromSeq: number, toSeq: number): SliceTask {
+  return { source, session, start, end, firstSeq, endSeq, fromSeq, toSeq, crcs: undefined, meta: undefined, bytes: undefined, arena: undefined, inPlace: false, digest: NO_CLAIM };
 }
 
 /**
@@ -64,10 +73,11 @@ export function sliceTask(path: string, start: number, end: number, firstSeq: nu
  * end of the warm-up, one worker's first page ran unoptimized while V8
  * recompiled the loop beside it (30-60 ms of compile on a 2-CPU machine:
  * the slow half of the bimodal cold tail pages, seen with --trace-opt).
- * The handed-back arena stays with the original (the loop never reads it).
+ * The handed-back arena and the slice's bytes stay with the original (the
+ * loop never reads them).
  */
 export function decodeTask(t: SliceTask): SliceTask {
-  const c = sliceTask(t.path, t.start, t.end, t.firstSeq, t.endSeq, t.fromSeq, t.toSeq);
+  const c = sliceTask(t.source, t.session, t.start, t.end, t.firstSeq, t.endSeq, t.fromSeq, t.toSeq);
   c.crcs = t.crcs;
   c.meta = t.meta;
   c.inPlace = t.inPlace;

@@ -3,7 +3,7 @@
 // collects garbage once no plan is running, and reports whether planPage is still optimized.
 const dist = process.argv[2];
 const { planPage } = await import(`${dist}/main/core/page-planner.js`);
-const { warmUpPlanner } = await import(`${dist}/main/planner-warmup.js`);
+const { warmUpPlanner } = await import(`${dist}/main/warmup/planner-warmup.js`);
 const optimized = () => (%GetOptimizationStatus(planPage) & 16) !== 0;
 %PrepareFunctionForOptimization(planPage);
 await warmUpPlanner(4);

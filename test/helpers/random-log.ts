@@ -25,6 +25,7 @@ import { join } from 'node:path';
 import fc from 'fast-check';
 import type { SessionEvent } from '../../src/main/core/types.js';
 import { SessionWriter } from '../../src/main/session-writer.js';
+import type { StorageBackend } from '../../src/storage/backend.js';
 import type { FrameEncoding } from '../../src/streams/frame-codec.js';
 
 const MAX = Number.MAX_SAFE_INTEGER;
@@ -293,13 +294,15 @@ export interface RandomLog {
 }
 
 /** Write `spec` through SessionWriter (see the file comment for how encodings are mixed). */
-export async function writeRandomLog(spec: RandomLogSpec, opts: { dataDir?: string; id?: string; header?: Record<string, unknown> } = {}): Promise<RandomLog> {
-  const own = opts.dataDir === undefined;
-  const dataDir = opts.dataDir ?? mkdtempSync(join(tmpdir(), 'sp-random-log-'));
+export async function writeRandomLog(spec: RandomLogSpec, opts: { dataDir?: string; storage?: StorageBackend; id?: string; header?: Record<string, unknown> } = {}): Promise<RandomLog> {
+  const own = opts.dataDir === undefined && opts.storage === undefined;
+  const dataDir = opts.dataDir ?? (own ? mkdtempSync(join(tmpdir(), 'sp-random-log-')) : '');
+  // A backend given: the log goes there (dataDir stays '').
+  const target = opts.storage ?? dataDir;
   const id = opts.id ?? 'random';
   const formatAt = (i: number): FrameEncoding => (spec.batches[i % spec.batches.length] as BatchSpec).format;
   let format = formatAt(0);
-  let writer = await SessionWriter.create(dataDir, id, { type: 'session', version: 1, createdAt: 1_700_000_000_000, ...opts.header, id }, { format, durable: false });
+  let writer = await SessionWriter.create(target, id, { type: 'session', version: 1, createdAt: 1_700_000_000_000, ...opts.header, id }, { format, durable: false });
   try {
     let at = 0;
     for (let b = 0; at < spec.events.length; b++) {
@@ -307,7 +310,7 @@ export async function writeRandomLog(spec: RandomLogSpec, opts: { dataDir?: stri
       if (batch.format !== format) {
         await writer.close();
         format = batch.format;
-        writer = await SessionWriter.open(dataDir, id, { format, durable: false });
+        writer = await SessionWriter.open(target, id, { format, durable: false });
       }
       const size = Math.max(1, batch.size);
       await writer.append(spec.events.slice(at, at + size));

@@ -2,7 +2,7 @@
  * `session-pager page <id>`: one page as the JSON of SPEC section 4 on
  * stdout, through the same store path the HTTP service uses.
  */
-import { openStore } from '../store.js';
+import { openStore, warmUpFromEnv } from '../store.js';
 import type { PageParams } from '../core/types.js';
 import { DATA_DIR, defineCommand } from './command.js';
 
@@ -28,8 +28,8 @@ export const command = defineCommand({
     if (values['max-bytes'] !== undefined) params.maxBytes = values['max-bytes'];
     // One page, then exit: the workers' JIT warm-up (~1.2 s) costs more than it saves on one
     // page, even the 5M tail (whole command 1.74 -> 0.50 s, same bytes). An explicit setting wins.
-    process.env.SESSION_PAGER_JIT_WARMUP ??= '0';
-    const store = await openStore({ dataDir: values.data, workers: values.workers, readOnly: true });
+    const warmUp = warmUpFromEnv(process.env, { jit: false });
+    const store = await openStore({ dataDir: values.data, workers: values.workers, readOnly: true, warmUp });
     try {
       const page = await store.pageBuffer(positionals[0] as string, params);
       await new Promise<void>((resolve, reject) => {

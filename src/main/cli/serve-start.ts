@@ -16,7 +16,7 @@ import type { FastifyInstance } from 'fastify';
 import { DEMO_DATA_DIR, DEMO_PLAN, demoToken, ensureDemoCorpus, type DemoSessionPlan } from '../demo.js';
 import { buildServer, shutdown, type ServerOptions } from '../server/index.js';
 import { Readiness } from '../server/readiness.js';
-import { openStore } from '../store.js';
+import { openStore, warmUpFromEnv } from '../store.js';
 import type { Store } from '../store-types.js';
 import { CliError, Progress } from './common.js';
 
@@ -89,7 +89,7 @@ export async function startServe(cfg: ServeConfig, extra: ServerOptions = {}, ou
     token = await demoToken(cfg.dataDir);
     source = 'demo';
   }
-  const store = await openStore({ dataDir: cfg.dataDir, workers: cfg.workers });
+  const store = await openStore({ dataDir: cfg.dataDir, workers: cfg.workers, warmUp: warmUpFromEnv(process.env) });
   const readiness = new Readiness(false);
   const app = buildServer(store, {
     logger: { level: cfg.logLevel },

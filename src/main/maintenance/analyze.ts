@@ -141,13 +141,20 @@ export async function analyzeHandle(fh: FileHandle, opts: AnalyzeOptions = {}): 
   let first = true;
   let pos = 0;
 
+  const source = {
+    read: async (at: number, len: number): Promise<Buffer> => {
+      const b = Buffer.allocUnsafe(len);
+      const { bytesRead } = await fh.read(b, 0, len, at);
+      return b.subarray(0, bytesRead);
+    },
+  };
   for (;;) {
     // Damage the scan cannot step over by a known length: resync past it (resync.ts).
     let damage: { start: number; reason: FaultReason; message: string; stop: Pending | null } | null = null;
     let found: ResyncResult | null = null;
     const scanStart = pos;
     const onProgress = opts.onProgress;
-    for await (const f of scanFrames(fh, pos, st.size, { onProgress: onProgress ? (b) => onProgress(scanStart + b) : undefined })) {
+    for await (const f of scanFrames(source, pos, st.size, { onProgress: onProgress ? (b) => onProgress(scanStart + b) : undefined })) {
       if (first) {
         first = false;
         if (!f.ok) {

@@ -41,8 +41,8 @@ import type { ChunkRow, SessionEvent, SessionHeader, StorageRecord } from '../co
 import { isRowType } from '../core/types.js';
 import { encodeEntry } from '../../streams/entry-codec.js';
 import { encodeFrame, MAX_FRAME_BYTES, RECORD_SCHEMA, type FrameEncoding } from '../../streams/frame-codec.js';
-import { localFiles } from '../../storage/local/local-backend.js';
-import { fsyncDir, writeMeta, type SessionMeta } from '../meta-file.js';
+import { localFiles, syncFolder } from '../../storage/local/local-backend.js';
+import { writeMeta, type SessionMeta } from '../meta-file.js';
 import { assertSessionId, indexDir, sessionPaths, sessionsDir } from '../paths.js';
 import { sessionExists, tempPathFor } from './reindex.js';
 import { BufferedWriter, LineSplitter } from './io.js';
@@ -333,9 +333,9 @@ export async function importSession(dataDir: string, file: string, opts: ImportO
     }
     placed = true;
     await fsp.rm(tmpLog, { force: true });
-    await fsyncDir(sessionsDir(dataDir));
+    await syncFolder(sessionsDir(dataDir));
     await fsp.rename(tmpEntries, paths.entries);
-    await fsyncDir(dirname(paths.entries));
+    await syncFolder(dirname(paths.entries));
     const lst = await fsp.stat(paths.events);
     const createdAt = Number.isSafeInteger(h.createdAt) ? (h.createdAt as number) : Math.floor(st.mtimeMs);
     const meta = {
@@ -354,7 +354,7 @@ export async function importSession(dataDir: string, file: string, opts: ImportO
       ...(acc.summary as SessionSummary),
       issues: [],
     } as SessionMeta;
-    await writeMeta(paths.meta, meta);
+    await writeMeta(localFiles, paths.meta, meta);
     return { id, source: zstd ? 'zstd' : 'jsonl', document, format, events: expected, frames, logBytes: log.length, verbatim, meta };
   } finally {
     await logFh.close().catch(() => undefined);

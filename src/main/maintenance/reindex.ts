@@ -17,9 +17,9 @@ import { basename, dirname, join } from 'node:path';
 import { PagerError } from '../core/errors.js';
 import { encodeEntry } from '../../streams/entry-codec.js';
 import { INDEX_FILE_NAME, indexRecords } from '../../streams/frame-index-file.js';
-import { localFiles } from '../../storage/local/local-backend.js';
+import { localFiles, syncFolder } from '../../storage/local/local-backend.js';
 import type { Lease } from '../../storage/backend.js';
-import { checkMetaShape, fsyncDir, readMeta, writeMeta, type RecordedIssue, type SessionMeta } from '../meta-file.js';
+import { checkMetaShape, readMeta, writeMeta, type RecordedIssue, type SessionMeta } from '../meta-file.js';
 import type { SessionPaths } from '../paths.js';
 import { analyzeLog, type CorruptRange, type LogAnalysis } from './analyze.js';
 import { BufferedWriter } from './io.js';
@@ -84,7 +84,7 @@ export async function reindexSession(paths: SessionPaths, opts: ReindexOptions =
 }
 
 async function reindexLocked(paths: SessionPaths, opts: ReindexOptions): Promise<ReindexResult> {
-  const old = await readMeta(paths.meta);
+  const old = await readMeta(localFiles, paths.meta);
   const oldMeta = typeof old === 'string' ? null : old;
   await fsp.mkdir(dirname(paths.entries), { recursive: true });
   const tmp = tempPathFor(paths.entries);
@@ -117,7 +117,7 @@ async function reindexLocked(paths: SessionPaths, opts: ReindexOptions): Promise
     await fh.close();
     await fsp.rename(tmp, paths.entries);
     renamed = true;
-    await fsyncDir(dirname(paths.entries));
+    await syncFolder(dirname(paths.entries));
 
     const header = analysis.header;
     const createdAt = Number.isSafeInteger(header.createdAt) ? (header.createdAt as number) : (oldMeta?.createdAt ?? Math.floor(analysis.logMtimeMs));
@@ -140,7 +140,7 @@ async function reindexLocked(paths: SessionPaths, opts: ReindexOptions): Promise
     } as SessionMeta;
     const shaped = checkMetaShape(meta);
     if (typeof shaped === 'string') throw new Error(`reindex built invalid metadata: ${shaped}`);
-    await writeMeta(paths.meta, meta);
+    await writeMeta(localFiles, paths.meta, meta);
     // Derived projections were built from the old sidecars: all go, but the frame index, rebuilt
     // from the new lines (the checksum projections hold only what a writer wrote itself).
     await fsp.rm(paths.projections, { recursive: true, force: true });

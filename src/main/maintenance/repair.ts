@@ -21,9 +21,8 @@
 import { constants as fsc, promises as fsp } from 'node:fs';
 import { dirname } from 'node:path';
 import { PagerError } from '../core/errors.js';
-import { localFiles } from '../../storage/local/local-backend.js';
+import { localFiles, syncFolder } from '../../storage/local/local-backend.js';
 import type { Lease } from '../../storage/backend.js';
-import { fsyncDir } from '../meta-file.js';
 import type { SessionPaths } from '../paths.js';
 import { interruptedCreate, loadSessionState, type SessionState } from '../session-state.js';
 import { analyzeLog, type LogAnalysis } from './analyze.js';
@@ -137,13 +136,13 @@ async function backupLog(src: string, dest: string): Promise<void> {
   } finally {
     await fh.close();
   }
-  await fsyncDir(dirname(dest));
+  await syncFolder(dirname(dest));
 }
 
 async function removeSession(paths: SessionPaths): Promise<void> {
   // The log first: without it nothing is left that could look like a session.
   await fsp.rm(paths.events, { force: true });
-  await fsyncDir(dirname(paths.events));
+  await syncFolder(dirname(paths.events));
   await fsp.rm(paths.entries, { force: true });
   await fsp.rm(paths.projections, { recursive: true, force: true });
 }

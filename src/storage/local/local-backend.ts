@@ -8,7 +8,7 @@
  * libuv thread-pool round trip (~70 µs measured here; a binary search makes
  * ~20 reads a page). Only what waits for the disk (fsync) goes to the pool.
  */
-import { closeSync, fdatasync, fstatSync, ftruncateSync, mkdirSync, openSync, readdirSync, readFileSync, readSync, renameSync, rmSync, statSync, writeSync, fsync, type Stats } from 'node:fs';
+import { closeSync, fdatasync, fstatSync, ftruncateSync, linkSync, mkdirSync, openSync, readdirSync, readFileSync, readSync, renameSync, rmSync, statSync, writeSync, fsync, type Stats } from 'node:fs';
 import { basename, dirname, join, resolve } from 'node:path';
 import { promisify } from 'node:util';
 import type { Lease, ObjectStat, RandomReader, StorageBackend, WorkerSource, WritableFile, WriteMode } from '../backend.js';
@@ -18,7 +18,8 @@ const fdatasyncP = promisify(fdatasync);
 const fsyncP = promisify(fsync);
 
 function objectStat(s: Stats): ObjectStat {
-  return { size: s.size, mtimeMs: s.mtimeMs, version: `${s.size}:${s.mtimeMs}:${s.ino}` };
+  // Inode and birth time: a file made anew (even at a reused inode) is another incarnation.
+  return { size: s.size, mtimeMs: s.mtimeMs, version: `${s.size}:${s.mtimeMs}:${s.ino}`, incarnation: `${s.ino}:${s.birthtimeMs}` };
 }
 
 /** Bytes [pos, pos + len) of an open file, fewer at its end. */
@@ -114,6 +115,14 @@ class LocalWritable implements WritableFile {
   }
 }
 
+const CREATE_SUFFIX = '.creating';
+
+/** Whether `n` is the temp name of a create of `name` (see createExclusive). */
+function isCreateTemp(n: string, name: string): boolean {
+  const prefix = `.${name}.`;
+  return n.startsWith(prefix) && n.endsWith(CREATE_SUFFIX) && /^\d+\.\d+$/.test(n.slice(prefix.length, -CREATE_SUFFIX.length));
+}
+
 const FLAGS: Record<Exclude<WriteMode, 'existing-or-create'>, string> = { create: 'wx+', truncate: 'w+', existing: 'r+' };
 
 export class LocalBackend implements StorageBackend {
@@ -198,6 +207,34 @@ export class LocalBackend implements StorageBackend {
       }
     }
     return new LocalWritable(openSync(path, FLAGS[mode]), path, mode !== 'existing');
+  }
+
+  /**
+   * Written and fsynced under a temp name beside it (`.<name>.<pid>.<time>.creating`:
+   * a dot first, no `.events` at the end, so nothing lists it), then hard-linked
+   * into place: link() fails when the name exists, and the object appears whole.
+   */
+  async createExclusive(key: string, data: Uint8Array): Promise<void> {
+    const path = this.path(key);
+    const dir = dirname(path);
+    mkdirSync(dir, { recursive: true });
+    const name = basename(path);
+    // Temp files of crashed creates of this key: no one else creates it meanwhile (the caller's lease).
+    for (const n of readdirSync(dir)) if (isCreateTemp(n, name)) rmSync(join(dir, n), { force: true });
+    const tmp = join(dir, `.${name}.${process.pid}.${Date.now()}${CREATE_SUFFIX}`);
+    const fd = openSync(tmp, 'wx');
+    try {
+      try {
+        writeAllAt(fd, data, 0);
+        await fsyncP(fd);
+      } finally {
+        closeSync(fd);
+      }
+      linkSync(tmp, path);
+    } finally {
+      rmSync(tmp, { force: true });
+    }
+    await syncFolder(dir);
   }
 
   async replace(key: string, data: Uint8Array): Promise<void> {

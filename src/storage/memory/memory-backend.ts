@@ -10,6 +10,8 @@ import { StorageError, type Lease, type ObjectStat, type RandomReader, type Stor
 
 /** One object: its bytes in a buffer that grows by doubling, and what a stat says. */
 interface MemObject {
+  /** Set when the object is made (versions counter): its incarnation. */
+  born: number;
   buf: Buffer;
   size: number;
   mtimeMs: number;
@@ -36,7 +38,7 @@ function notFound(key: string): StorageError {
 }
 
 function statOf(o: MemObject): ObjectStat {
-  return { size: o.size, mtimeMs: o.mtimeMs, version: `m${o.version}` };
+  return { size: o.size, mtimeMs: o.mtimeMs, version: `m${o.version}`, incarnation: `b${o.born}` };
 }
 
 function writeInto(o: MemObject, data: Uint8Array, pos: number): void {
@@ -146,15 +148,20 @@ export class MemoryBackend implements StorageBackend {
     if (mode === 'create' && o !== undefined) throw new StorageError('EEXIST', `object exists: ${key}`);
     if (mode === 'existing' && o === undefined) throw notFound(key);
     if (o === undefined || mode === 'truncate') {
-      o = { buf: Buffer.alloc(0), size: 0, mtimeMs: 0, version: 0 };
+      o = { born: ++versions, buf: Buffer.alloc(0), size: 0, mtimeMs: 0, version: 0 };
       touch(o);
       this.objects.set(key, o);
     }
     return new MemoryWritable(key, o);
   }
 
+  async createExclusive(key: string, data: Uint8Array): Promise<void> {
+    if (this.objects.has(key)) throw new StorageError('EEXIST', `object exists: ${key}`);
+    await this.replace(key, data);
+  }
+
   async replace(key: string, data: Uint8Array): Promise<void> {
-    const o: MemObject = { buf: Buffer.from(data), size: data.length, mtimeMs: 0, version: 0 };
+    const o: MemObject = { born: ++versions, buf: Buffer.from(data), size: data.length, mtimeMs: 0, version: 0 };
     touch(o);
     this.objects.set(key, o);
   }

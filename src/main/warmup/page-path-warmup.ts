@@ -17,7 +17,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
-import type { PageParams } from './core/types.js';
+import type { PageParams } from '../core/types.js';
 
 export interface WarmupStore {
   pageBuffer(id: string, params: PageParams): Promise<unknown>;
@@ -28,8 +28,8 @@ export interface WarmupStore {
 const SESSION = { events: 30_000, tailEvents: 20_000, seed: 5 };
 /** What `gen --id-prefix warmup --seed 5` names its first session. */
 const ID = `warmup-${SESSION.seed}-0`;
-/** The executable (src/main and dist/main both sit two levels below the package root). */
-const BIN = fileURLToPath(new URL('../../bin/session-pager.js', import.meta.url));
+/** The executable (src/main/warmup and dist/main/warmup both sit three levels below the package root). */
+const BIN = fileURLToPath(new URL('../../../bin/session-pager.js', import.meta.url));
 
 /**
  * Write the session with `session-pager gen` in a child process: generating

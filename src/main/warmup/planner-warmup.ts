@@ -4,12 +4,12 @@
  * fresh process does not walk its sidecar interpreted (measured: a cold
  * plan of a 15k-frame tail page took ~60 ms, a warm one ~15 ms).
  */
-import { encodeEntry } from '../streams/entry-codec.js';
-import { INDEX_RECORD_BYTES, indexBackward, indexRecords } from '../streams/frame-index-file.js';
-import { BackwardEntries } from '../streams/entries-file.js';
-import { planPage } from './core/page-planner.js';
-import { resolvePageParams } from './core/page-rule.js';
-import type { EntryLine } from './core/types.js';
+import { encodeEntry } from '../../streams/entry-codec.js';
+import { INDEX_RECORD_BYTES, indexBackward, indexRecords } from '../../streams/frame-index-file.js';
+import { BackwardEntries } from '../../streams/entries-file.js';
+import { planPage } from '../core/page-planner.js';
+import { resolvePageParams } from '../core/page-rule.js';
+import type { EntryLine } from '../core/types.js';
 
 function syntheticSidecar(frames: number): { bytes: Buffer; index: Buffer; lastSeq: number } {
   const lines: string[] = [encodeEntry({ v: 1, seq: 0, count: 0, offset: 0, length: 120, kind: 'session', schema: 1 })];

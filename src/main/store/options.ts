@@ -1,0 +1,81 @@
+/**
+ * What a store is opened with (`openStore(opts)`), and the defaults: the one
+ * place a store's behaviour is configured. The CLI maps its flags and
+ * environment variables onto these; nothing below it reads `process.env`.
+ */
+import type { StorageBackend } from '../../storage/backend.js';
+import type { FrameEncoding } from '../../streams/frame-codec.js';
+
+/** The warm-ups a store runs (docs/architecture.md, "Worker pool"); both default on. */
+export interface WarmUpOptions {
+  /** Page workers optimize their decode path on a synthetic log when they start (workers/jit-warmup.ts). */
+  jit?: boolean;
+  /** `store.warmUp()` also serves a generated session's pages through the whole page path (warmup/page-path-warmup.ts). */
+  pagePath?: boolean;
+}
+
+export interface StoreOptions {
+  /** The local data directory (SPEC section 3); or give `storage`. */
+  dataDir?: string;
+  /** Where sessions live (default: local files under `dataDir`). */
+  storage?: StorageBackend;
+  /** Page worker threads (default: available cores, at most 8). */
+  workers?: number;
+  /** Bound of the worker queue, in slices. */
+  maxQueue?: number;
+  /**
+   * A page is cut into one slice per this much decode cost (stored bytes plus
+   * FRAME_COST_BYTES per frame, core/slice-cuts.ts), one per worker at most.
+   */
+  splitCost?: number;
+  /** Frame encoding of sessions created through this store (default jsonl). */
+  format?: FrameEncoding;
+  /** Close an in-process writer after this long without appends (ms). */
+  writerIdleMs?: number;
+  /**
+   * Slices of at least this many bytes come back as the worker's arena itself
+   * instead of a copy (default 512 KiB; see page-task.ts).
+   */
+  inPlaceBytes?: number;
+  /** Bytes of prepared pages kept for repeated requests (default 64 MiB; 0 turns it off). */
+  pageCacheBytes?: number;
+  /**
+   * Only read: do not create the data directory's layout on open (a command
+   * that reads one page must not leave directories behind, say under a
+   * mistyped --data). Writes through such a store still create what they need.
+   */
+  readOnly?: boolean;
+  /** Followers' backstop poll of a watched session's entry sidecar, ms (default 2000; storage/local/change-watch.ts). */
+  watchPollMs?: number;
+  /** Which warm-ups run (default: all). */
+  warmUp?: WarmUpOptions;
+}
+
+/**
+ * A second slice pays for its extra worker hop (~0.1-0.2 ms here) once a page
+ * decodes for more than ~0.3 ms: ~500,000 byte-equivalents, ~250 typical
+ * frames. (Measured on the typical-page benchmark: 512 Ki and 1 Mi gave the
+ * same p50, 2 Mi a worse one.)
+ */
+export const DEFAULT_SPLIT_COST = 512 * 1024;
+
+/**
+ * Slices this large return the worker's arena as their result: copying 3 MB
+ * into fresh memory cost ~1.8 ms (page faults and the pass), a 100 KB slice's
+ * copy ~20 µs, and a small slice keeps the worker's arena warm for the next.
+ */
+export const DEFAULT_IN_PLACE_BYTES = 512 * 1024;
+
+export const DEFAULT_PAGE_CACHE_BYTES = 64 * 1024 * 1024;
+export const DEFAULT_WRITER_IDLE_MS = 60_000;
+
+/** The environment variables the CLI honours for the warm-ups (README): `SESSION_PAGER_JIT_WARMUP=0`, `SESSION_PAGER_PAGE_WARMUP=0`. */
+export function warmUpFromEnv(env: NodeJS.ProcessEnv, defaults: WarmUpOptions = {}): WarmUpOptions {
+  const flag = (v: string | undefined, dflt: boolean | undefined) => (v === undefined ? dflt : v !== '0');
+  const out: WarmUpOptions = {};
+  const jit = flag(env.SESSION_PAGER_JIT_WARMUP, defaults.jit);
+  const pagePath = flag(env.SESSION_PAGER_PAGE_WARMUP, defaults.pagePath);
+  if (jit !== undefined) out.jit = jit;
+  if (pagePath !== undefined) out.pagePath = pagePath;
+  return out;
+}

@@ -1,0 +1,337 @@
+/**
+ * The page service: one page (or event range) from a session view to
+ * assembled bytes. Plan from the binary frame index or the entry sidecar
+ * (bounded backward walk), cut the span into slices of about equal decode
+ * cost, attach each slice's projection records, decode the slices on the
+ * worker pool, assemble; prepared pages are kept in a bounded cache keyed
+ * by the view's version.
+ */
+import type { StorageBackend } from '../../storage/backend.js';
+import type { SessionKeys } from '../../storage/layout.js';
+import { sourceString } from '../../storage/worker-reads.js';
+import { CRC_RECORD_BYTES, readCrcRecordsAt, readCrcRecordsFrom, recordOffset, sliceCrcRecords } from '../../streams/frame-crc-file.js';
+import { META_RECORD_BYTES, readMetaRecordsAt } from '../../streams/frame-meta-file.js';
+import { FrameIndexFile } from '../../streams/frame-index-file.js';
+import { EntriesFile, EntryFormatError } from '../../streams/entries-file.js';
+import { sliceTask, type SliceTask } from '../../workers/slice-protocol.js';
+import { expandRecords } from '../core/chunk-codec.js';
+import { PagerError } from '../core/errors.js';
+import { planPage, planRange, type FrameSpan, type PagePlan } from '../core/page-planner.js';
+import { resolvePageParams, type ResolvedParams } from '../core/page-rule.js';
+import { decodeCost, sliceStarts } from '../core/slice-cuts.js';
+import type { Page, PageParams, SessionEvent } from '../core/types.js';
+import { sliceDigests } from '../core/frame-claim.js';
+import { checkPlan, checkRange } from '../core/plan-check.js';
+import { crcKey, metaKey } from '../crc-projection.js';
+import { IndexTrust } from '../index-trust.js';
+import { indexKey } from '../index-projection.js';
+import { assemblePage, parseSlice, type ParsedSlice } from '../page-assembler.js';
+import { PageCache } from '../page-cache.js';
+import type { PageBuffer } from '../store-types.js';
+import { runSlice, type PagePool } from '../worker-pool.js';
+import type { SessionView, SessionViews } from './session-views.js';
+
+/** A plan, and when it came from the binary frame index, the record number of its last frame. */
+type IndexedPlan = PagePlan & { fromIndex?: boolean; lastRecord?: number };
+
+/** Result buffers kept for reuse as worker arenas: at most this many bytes in all. */
+const SPARE_MAX_TOTAL_BYTES = 128 * 1024 * 1024;
+
+export interface PageServiceOptions {
+  splitCost: number;
+  inPlaceBytes: number;
+  pageCacheBytes: number;
+}
+
+export class PageService {
+  private readonly threads: number;
+  private readonly splitCost: number;
+  private readonly inPlaceBytes: number;
+  /** How workers reach this store's logs (a task field; '' when slices are read here and handed over). */
+  private readonly source: string;
+  private readonly pageCache: PageCache;
+  /** Consumed result buffers, handed back to workers as arenas (see recycle). */
+  private readonly spares: ArrayBuffer[] = [];
+  /** Binary frame indexes found lying: not planned from until their objects change. */
+  private readonly indexTrust: IndexTrust;
+  pagesServed = 0;
+
+  constructor(
+    private readonly storage: StorageBackend,
+    private readonly pool: PagePool,
+    private readonly views: SessionViews,
+    opts: PageServiceOptions,
+  ) {
+    this.threads = pool.options.maxThreads;
+    this.splitCost = opts.splitCost;
+    this.inPlaceBytes = opts.inPlaceBytes;
+    this.source = sourceString(storage.workerSource);
+    this.pageCache = new PageCache(opts.pageCacheBytes);
+    this.indexTrust = new IndexTrust(storage);
+  }
+
+  get cache(): { hits: number; misses: number; size: number } {
+    return { hits: this.pageCache.hits, misses: this.pageCache.misses, size: this.pageCache.size };
+  }
+
+  /** One ranged read of object `key` at a time (the projection record files). */
+  private ranges(key: string): (start: number, end: number) => Promise<Buffer | null> {
+    return (start, end) => this.storage.read(key, start, end);
+  }
+
+  private servable(id: string, v: SessionView): void {
+    if (v.status === 'repair_required') {
+      throw new PagerError('repair_required', `session ${id} needs repair: ${v.reasons.join('; ')}`, { reasons: v.reasons });
+    }
+  }
+
+  private async withEntries<T>(v: SessionView, fn: (entries: EntriesFile) => Promise<T>): Promise<T> {
+    let entries: EntriesFile;
+    try {
+      entries = new EntriesFile(await this.storage.openReader(v.paths.entries, v.entriesSize));
+    } catch (err) {
+      throw new PagerError('repair_required', `session ${v.paths.id}: entry sidecar unreadable: ${(err as Error).message}`);
+    }
+    try {
+      return await fn(entries);
+    } catch (err) {
+      if (err instanceof EntryFormatError) throw new PagerError('repair_required', `session ${v.paths.id}: ${err.message}`);
+      throw err;
+    } finally {
+      await entries.close();
+    }
+  }
+
+  /** Byte position just after the entry line of the frame holding `seq`. */
+  private async lineEndFor(entries: EntriesFile, v: SessionView, seq: number): Promise<number> {
+    if (seq >= v.nextSeq - 1) return v.entriesSize;
+    const located = await entries.findBySeq(seq);
+    if (located === null) throw new PagerError('repair_required', `session ${v.paths.id}: entry sidecar has no frame for seq ${seq}`);
+    return located.end;
+  }
+
+  async plan(id: string, params: PageParams = {}): Promise<{ view: SessionView; plan: PagePlan }> {
+    const v = await this.views.view(id);
+    this.servable(id, v);
+    return { view: v, plan: await this.planResolved(v, resolvePageParams(params, v.nextSeq - 1)) };
+  }
+
+  /**
+   * Plan from the binary frame index when it is whole for this session
+   * (typed records, no parsing), else from the JSONL entry sidecar.
+   */
+  private async planResolved(v: SessionView, r: ResolvedParams, useIndex = true): Promise<IndexedPlan> {
+    if (r.end <= 0) return { throughSeq: r.throughSeq, fromSeq: 0, toSeq: 0, hasMore: false, span: null };
+    const reader = useIndex && (await this.indexTrust.usable(v.paths)) ? await this.storage.openReader(indexKey(v.paths)).catch(() => null) : null;
+    const index = reader === null ? null : await FrameIndexFile.openIfWhole(reader, v.frameCount, v.indexedLength, v.nextSeq);
+    if (index !== null) {
+      try {
+        const from = r.end - 1 >= v.nextSeq - 1 ? index.records - 1 : await index.findBySeq(r.end - 1);
+        const plan = await planPage(r, index.backwardFrom(from));
+        // A plan that does not fit the session: the index is damaged, the sidecar plans instead.
+        if (checkPlan(plan, v) === null) return { ...plan, fromIndex: true, lastRecord: from };
+      } catch {
+        // A record that cannot be read is as good as a lying one.
+      } finally {
+        await index.close();
+      }
+      await this.indexTrust.drop(v.paths);
+    }
+    const plan = await this.withEntries(v, async (entries) => planPage(r, entries.backwardFrom(await this.lineEndFor(entries, v, r.end - 1))));
+    const why = checkPlan(plan, v);
+    if (why !== null) throw new PagerError('repair_required', `session ${v.paths.id}: the entry sidecar is inconsistent (${why}): run repair`);
+    return plan;
+  }
+
+  /**
+   * Cut a span into slices of about equal decode cost (core/slice-cuts.ts),
+   * one per worker at most, one per `splitCost`.
+   */
+  private slices(session: string, span: FrameSpan | null, fromSeq: number, toSeq: number): SliceTask[] {
+    if (span === null) return [];
+    const { last } = span;
+    const cuts = sliceStarts(span, Math.max(1, Math.min(this.threads, Math.ceil(decodeCost(span.count, span.bytes) / this.splitCost))));
+    const end = last.offset + last.length;
+    const endSeq = last.seq + last.count;
+    // What the plan claims of each slice's frames, for the worker to check (core/frame-claim.ts).
+    const digests = sliceDigests(span, cuts);
+    return cuts.map((c, i) => {
+      const nxt = cuts[i + 1];
+      const t = sliceTask(this.source, session, c.offset, nxt?.offset ?? end, c.seq, nxt?.seq ?? endSeq, fromSeq, toSeq);
+      t.digest = digests[i] as number;
+      return t;
+    });
+  }
+
+  /**
+   * Attach each slice's frame-checksum records (one read for the span), when
+   * the session has the projection. A span planned from the frame index
+   * knows its record numbers, which are the projection's too when it holds
+   * one record per frame (checked on the first frame's offset); otherwise
+   * the records are found by binary search on offsets.
+   */
+  private async withChecksums(paths: SessionKeys, tasks: SliceTask[], frames: number, lastRecord?: number): Promise<SliceTask[]> {
+    if (tasks.length === 0) return tasks;
+    const start = (tasks[0] as SliceTask).start;
+    let records: Uint8Array | null = null;
+    // Row metadata, record for record with the checksums (record k of both files is the same frame's).
+    let meta: Uint8Array | null = null;
+    if (lastRecord !== undefined) {
+      // The span's records and the one before (the chain's seed).
+      const first = lastRecord - frames + 1;
+      const seed = first > 0 ? 1 : 0;
+      const byNumber = await readCrcRecordsAt(this.ranges(crcKey(paths)), first - seed, frames + seed);
+      if (byNumber !== null && recordOffset(byNumber, seed) === start) {
+        records = byNumber;
+        meta = await readMetaRecordsAt(this.ranges(metaKey(paths)), first - seed, frames + seed);
+      }
+    }
+    if (records === null) {
+      // By offset: row metadata by the same record numbers (bound to its frames by their CRCs).
+      const file = await this.storage.openReader(crcKey(paths)).catch(() => null);
+      if (file === null) return tasks;
+      let found;
+      try {
+        found = await readCrcRecordsFrom(file, start, (tasks[tasks.length - 1] as SliceTask).end, frames);
+      } finally {
+        await file.close();
+      }
+      if (found === null) return tasks;
+      records = found.records;
+      meta = await readMetaRecordsAt(this.ranges(metaKey(paths)), found.first, records.byteLength / CRC_RECORD_BYTES);
+    }
+    for (const t of tasks) {
+      const crcs = sliceCrcRecords(records, t.start, t.end);
+      if (crcs === null) continue;
+      // Copies: a view would take its whole backing buffer along to the worker.
+      t.crcs = new Uint8Array(crcs);
+      if (meta !== null) {
+        const k = (crcs.byteOffset - records.byteOffset) / CRC_RECORD_BYTES;
+        t.meta = new Uint8Array(meta.subarray(k * META_RECORD_BYTES, (k + crcs.byteLength / CRC_RECORD_BYTES) * META_RECORD_BYTES));
+      }
+    }
+    return tasks;
+  }
+
+  /**
+   * Decode slices on the pool. A frame that fails its checksum or decode
+   * fails the page with `corrupt_range` naming that frame's seq range (from
+   * the entry sidecar), and marks the session degraded for the catalog.
+   */
+  private async decode(id: string, v: SessionView, tasks: SliceTask[], recordDamage = true) {
+    // Consumed large results go back to the workers as arenas (page-task.ts): memory already paged in.
+    // A backend the workers cannot read: the slices' bytes go with the tasks (moved, not copied).
+    if (this.source === '') {
+      await Promise.all(
+        tasks.map(async (t) => {
+          if (t.end > t.start) t.bytes = (await this.storage.read(v.paths.events, t.start, t.end)) ?? Buffer.alloc(0);
+        }),
+      );
+    }
+    for (const t of tasks) {
+      if (t.end - t.start >= this.inPlaceBytes) t.inPlace = true;
+      const spare = this.spares.pop();
+      if (spare !== undefined) t.arena = spare;
+    }
+    const results = await Promise.all(tasks.map((t) => runSlice(this.pool, t)));
+    const out = [];
+    for (const r of results) {
+      if (r instanceof ArrayBuffer) {
+        out.push(parseSlice(r));
+        continue;
+      }
+      const { offset, reason, kind } = r.error;
+      // The worker knows the seq the bad frame should start at; the sidecar knows how many it holds.
+      // (Not for claims: those name the whole slice whose frames the plan misdescribed.)
+      const entry = r.error.kind === 'claim' ? null : await this.withEntries(v, (entries) => entries.findBySeq(r.error.fromSeq)).catch(() => null);
+      const fromSeq = entry?.entry.offset === offset ? entry.entry.seq : r.error.fromSeq;
+      const toSeq = entry?.entry.offset === offset ? entry.entry.seq + Math.max(1, entry.entry.count) : r.error.toSeq;
+      const message = `events [${fromSeq}, ${toSeq}) cannot be read: ${reason}`;
+      if (recordDamage) this.views.noteDamage(id, { code: kind === 'claim' ? 'entries_disagree' : 'corrupt_frame', message: kind === 'claim' ? `${message} (run repair)` : message, offset, fromSeq, toSeq });
+      throw new PagerError('corrupt_range', message, { fromSeq, toSeq, offset, kind });
+    }
+    return out;
+  }
+
+  /**
+   * Keep the result buffers of an assembled page for later tasks (the page
+   * was copied out of them): those of in-place size (arenas; smaller results
+   * are cheap fresh copies), one per worker, bounded in bytes.
+   */
+  private recycle(slices: readonly ParsedSlice[]): void {
+    for (const s of slices) {
+      const b = s.buffer;
+      if (b.byteLength < this.inPlaceBytes || this.spares.length >= this.threads) continue;
+      if (this.spares.reduce((a, x) => a + x.byteLength, b.byteLength) > SPARE_MAX_TOTAL_BYTES) continue;
+      this.spares.push(b);
+    }
+  }
+
+  async pageBuffer(id: string, params: PageParams = {}, signal?: AbortSignal): Promise<PageBuffer> {
+    const view = await this.views.view(id);
+    this.servable(id, view);
+    const r = resolvePageParams(params, view.nextSeq - 1);
+    // A page is a function of the session's files and the resolved parameters.
+    const key = view.version === '' ? null : `${id}\n${view.version}\n${r.throughSeq}:${r.end}:${r.maxMessages}:${r.maxBytes ?? ''}`;
+    const hit = key === null ? undefined : this.pageCache.get(key);
+    if (hit !== undefined) {
+      this.pagesServed++;
+      return hit;
+    }
+    const t0 = performance.now();
+    let plan = await this.planResolved(view, r);
+    const t1 = performance.now();
+    // The client left while we planned: queue nothing for it.
+    signal?.throwIfAborted();
+    const decodePlan = async (p: IndexedPlan) =>
+      this.decode(id, view, await this.withChecksums(view.paths, this.slices(id, p.span, p.fromSeq, p.toSeq), p.span?.count ?? 0, p.lastRecord), p.fromIndex !== true);
+    let slices;
+    try {
+      slices = await decodePlan(plan);
+    } catch (err) {
+      // A damaged binary index must never fail a page the log can serve: plan again from the sidecar.
+      if (!(plan.fromIndex === true && err instanceof PagerError && err.code === 'corrupt_range')) throw err;
+      // Frames that contradict the index's claims: the index lies, and is not used again.
+      if (err.details?.kind === 'claim') await this.indexTrust.drop(view.paths);
+      plan = await this.planResolved(view, r, false);
+      slices = await decodePlan(plan);
+    }
+    const t2 = performance.now();
+    const env = { sessionId: id, throughSeq: plan.throughSeq, fromSeq: plan.fromSeq, toSeq: plan.toSeq, hasMore: plan.hasMore };
+    const body = assemblePage(env, slices);
+    this.recycle(slices);
+    this.pagesServed++;
+    const t3 = performance.now();
+    const logBytesRead = slices.reduce((a, s) => a + s.bytesRead, 0);
+    const read = Math.max(0, ...slices.map((s) => s.readMs));
+    const decode = Math.max(0, ...slices.map((s) => s.decodeMs));
+    const timing = { plan: t1 - t0, read, decode, pool: Math.max(0, t2 - t1 - Math.max(0, ...slices.map((s) => s.readMs + s.decodeMs))), assemble: t3 - t2, total: t3 - t0 };
+    const page: PageBuffer = { body, ...env, frames: plan.span?.count ?? 0, frameBytes: plan.span?.bytes ?? 0, logBytesRead, timing };
+    if (key !== null) {
+      // A cached page was not built by the request that gets it: no timing.
+      const { timing: _built, ...prepared } = page;
+      this.pageCache.set(key, prepared, r.throughSeq === view.nextSeq - 1 && r.end === r.throughSeq + 1);
+    }
+    return page;
+  }
+
+  async page(id: string, params: PageParams = {}): Promise<Page> {
+    const pb = await this.pageBuffer(id, params);
+    return JSON.parse(pb.body.toString('utf8')) as Page;
+  }
+
+  async readEvents(id: string, fromSeq: number, toSeq: number): Promise<SessionEvent[]> {
+    const v = await this.views.view(id);
+    this.servable(id, v);
+    const to = Math.min(toSeq, v.nextSeq);
+    if (!Number.isSafeInteger(fromSeq) || fromSeq < 0) throw new PagerError('invalid_request', 'fromSeq must be a non-negative integer');
+    if (to <= fromSeq) return [];
+    const span = await this.withEntries(v, async (entries) => planRange(fromSeq, to, entries.backwardFrom(await this.lineEndFor(entries, v, to - 1))));
+    const why = checkRange(span, fromSeq, to, v);
+    if (why !== null) throw new PagerError('repair_required', `session ${id}: the entry sidecar is inconsistent (${why}): run repair`);
+    const slices = await this.decode(id, v, await this.withChecksums(v.paths, this.slices(id, span, fromSeq, to), span?.count ?? 0));
+    const body = assemblePage({ sessionId: id, throughSeq: to - 1, fromSeq, toSeq: to, hasMore: fromSeq > 0 }, slices);
+    this.recycle(slices);
+    return expandRecords((JSON.parse(body.toString('utf8')) as Page).records);
+  }
+}

@@ -1,0 +1,199 @@
+/**
+ * Session views: what the page path and the catalog know of a session, from
+ * bounded reads only (session-state.ts), cached while the versions of its
+ * three objects are unchanged; the in-process writer's committed metadata
+ * when this store writes the session; and damage found by pages, folded in
+ * so the session shows degraded.
+ */
+import type { StorageBackend } from '../../storage/backend.js';
+import { EVENTS_SUFFIX, INDEX, META_SUFFIX, SESSIONS, isValidSessionId, sessionKeys, type SessionKeys } from '../../storage/layout.js';
+import { PagerError } from '../core/errors.js';
+import type { SessionMeta } from '../meta-file.js';
+import { catalogState, loadSessionState, needsRepair, type SessionState, type SessionStatus, type StateProblem } from '../session-state.js';
+import type { CatalogEntry, PageVersion } from '../store-types.js';
+
+/** What the page path needs to know of a session, from bounded reads only. */
+export interface SessionView {
+  paths: SessionKeys;
+  status: SessionStatus;
+  reasons: string[];
+  nextSeq: number;
+  entriesSize: number;
+  indexedLength: number;
+  frameCount: number;
+  /** Changes whenever the session's objects may have: keys cached pages ('' when they moved while read). */
+  version: string;
+}
+
+/** Versions of a session's three objects (local: sizes, mtimes and inodes): a view is reused while they are unchanged. */
+async function stamp(storage: StorageBackend, paths: SessionKeys): Promise<string> {
+  let out = '';
+  for (const p of [paths.events, paths.entries, paths.meta]) {
+    const s = await storage.stat(p);
+    out += s === null ? '-|' : `${s.version}|`;
+  }
+  return out;
+}
+
+export class SessionViews {
+  private readonly views = new Map<string, { stamp: string; state: SessionState }>();
+  /** Catalog states read from metadata alone (catalogState); never used by pages. */
+  private readonly catalogViews = new Map<string, { stamp: string; state: SessionState }>();
+  /** Frames found corrupt by pages, per session: the session shows degraded. */
+  private readonly damage = new Map<string, StateProblem[]>();
+  hits = 0;
+  misses = 0;
+
+  constructor(
+    private readonly storage: StorageBackend,
+    /** The committed metadata of this store's open writer of a session, if any. */
+    private readonly committed: (id: string) => Promise<SessionMeta | undefined>,
+  ) {}
+
+  /** Drop what is cached of a session (its writer closed, or was created). */
+  forget(id: string): void {
+    this.views.delete(id);
+  }
+
+  /** The session's state and the stamp it was read under ('' when the objects moved meanwhile). */
+  private async loadStamped(paths: SessionKeys): Promise<{ state: SessionState; stamp: string }> {
+    const s = await stamp(this.storage, paths);
+    const cached = this.views.get(paths.id);
+    if (cached !== undefined && cached.stamp === s) {
+      this.hits++;
+      return cached;
+    }
+    this.misses++;
+    const state = await loadSessionState(paths, this.storage);
+    // Stamp again: if an object moved while we read, do not cache a mixed view.
+    if ((await stamp(this.storage, paths)) !== s) return { state, stamp: '' };
+    const entry = { stamp: s, state };
+    this.views.set(paths.id, entry);
+    return entry;
+  }
+
+  /**
+   * A session's state for the catalog: a page's view if still fresh by its
+   * stamp; else the metadata alone when the objects are as it last wrote
+   * them (kept by stamp too, apart from the views pages use); else full checks.
+   */
+  private async catalogView(paths: SessionKeys): Promise<SessionState> {
+    const s = await stamp(this.storage, paths);
+    const cached = this.views.get(paths.id) ?? this.catalogViews.get(paths.id);
+    if (cached !== undefined && cached.stamp === s) {
+      this.hits++;
+      return cached.state;
+    }
+    const fast = await catalogState(paths, this.storage);
+    if (fast !== null) {
+      if ((await stamp(this.storage, paths)) === s) this.catalogViews.set(paths.id, { stamp: s, state: fast });
+      return fast;
+    }
+    return (await this.loadStamped(paths)).state;
+  }
+
+  /** The page path's view of a session; `session_not_found` when it does not exist. */
+  async view(id: string): Promise<SessionView> {
+    const paths = sessionKeys(id);
+    const m = await this.committed(id);
+    if (m !== undefined) {
+      // The in-process writer knows exactly what is committed; no reads needed.
+      const reasons = m.issues.map((i) => i.message);
+      return { paths, status: reasons.length ? 'degraded' : 'ok', reasons, nextSeq: m.nextSeq, entriesSize: m.entriesLength, indexedLength: m.indexedLength, frameCount: m.frameCount, version: `w${m.indexedLength}:${m.entriesLength}` };
+    }
+    const stamped = await this.loadStamped(paths);
+    const state = this.withDamage(stamped.state);
+    if (state.status === 'repair_required' && state.problems[0]?.code === 'log_missing') {
+      if ((await this.storage.stat(paths.meta)) === null) throw new PagerError('session_not_found', `session ${id} not found`);
+    }
+    return { paths, status: state.status, reasons: state.reasons, nextSeq: state.nextSeq, entriesSize: state.entriesSize, indexedLength: state.indexedLength, frameCount: state.frameCount, version: stamped.stamp };
+  }
+
+  /** What a page's ETag rests on: the next seq, whether pages are served, and which log this is (store-types.ts PageVersion). */
+  async pageVersion(id: string): Promise<PageVersion> {
+    const v = await this.view(id);
+    const s = await this.storage.stat(v.paths.events);
+    return { nextSeq: v.nextSeq, servable: v.status !== 'repair_required', incarnation: s?.incarnation ?? '' };
+  }
+
+  /** Remember a frame a page found corrupt (the objects say nothing of it until doctor or repair). */
+  noteDamage(id: string, problem: StateProblem): void {
+    let list = this.damage.get(id);
+    if (list === undefined) {
+      list = [];
+      this.damage.set(id, list);
+    }
+    if (!list.some((p) => p.offset === problem.offset)) list.push(problem);
+  }
+
+  private withDamage(state: SessionState): SessionState {
+    const found = this.damage.get(state.id);
+    if (found === undefined || state.status === 'repair_required') return state;
+    const fresh = found.filter((p) => !state.problems.some((q) => q.offset === p.offset && q.code === p.code));
+    if (fresh.length === 0) return state;
+    return { ...state, status: 'degraded', reasons: [...state.reasons, ...fresh.map((p) => p.message)], problems: [...state.problems, ...fresh] };
+  }
+
+  private catalogEntry(id: string, raw: SessionState): CatalogEntry {
+    const state = this.withDamage(raw);
+    const m = state.meta;
+    return {
+      id,
+      status: state.status,
+      reasons: state.reasons,
+      title: m?.title ?? null,
+      createdAt: m?.createdAt ?? null,
+      updatedAt: m?.updatedAt ?? null,
+      nextSeq: state.nextSeq,
+      lastSeq: state.nextSeq - 1,
+      eventCount: state.nextSeq,
+      frameCount: state.frameCount,
+      indexedLength: state.indexedLength,
+      logSize: state.logSize,
+      hasUserMessage: m?.hasUserMessage ?? false,
+      provider: m?.provider ?? null,
+      model: m?.model ?? null,
+      agentPreset: m?.agentPreset ?? null,
+      lastCompactionSeq: m?.lastCompactionSeq ?? null,
+      tokens: m?.tokens ?? null,
+      metaStale: state.metaStale,
+      format: m?.format ?? null,
+      header: m?.header ?? null,
+    };
+  }
+
+  /** The catalog: every session with a log or a metadata sidecar, by id; never fails for one bad session. */
+  async list(): Promise<CatalogEntry[]> {
+    const ids = new Set<string>();
+    const names = await Promise.all([this.storage.list(SESSIONS).catch(() => [] as string[]), this.storage.list(INDEX).catch(() => [] as string[])]);
+    for (const n of names[0]) if (n.endsWith(EVENTS_SUFFIX)) ids.add(n.slice(0, -EVENTS_SUFFIX.length));
+    for (const n of names[1]) if (n.endsWith(META_SUFFIX)) ids.add(n.slice(0, -META_SUFFIX.length));
+    const sorted = [...ids].filter((id) => isValidSessionId(id));
+    sorted.sort();
+    const out: CatalogEntry[] = new Array(sorted.length);
+    // Bounded concurrency: thousands of sessions must not open thousands of files at once.
+    let next = 0;
+    const work = async () => {
+      while (next < sorted.length) {
+        const i = next++;
+        const id = sorted[i] as string;
+        try {
+          out[i] = this.catalogEntry(id, await this.catalogView(sessionKeys(id)));
+        } catch (err) {
+          // A bad session never fails the catalog.
+          out[i] = this.catalogEntry(id, needsRepair(sessionKeys(id), { code: 'internal', message: `cannot be read: ${(err as Error).message}` }, null));
+        }
+      }
+    };
+    await Promise.all(Array.from({ length: Math.min(16, sorted.length) }, work));
+    return out;
+  }
+
+  /** One session's catalog entry, from its objects (after its writer's last append); `session_not_found` when absent. */
+  async info(id: string): Promise<CatalogEntry> {
+    const paths = sessionKeys(id);
+    await this.view(id);
+    if ((await this.committed(id)) !== undefined) this.views.delete(id);
+    return this.catalogEntry(id, (await this.loadStamped(paths)).state);
+  }
+}
