@@ -100,9 +100,8 @@ describe('layering (docs/architecture.md)', () => {
         'main/demo.ts',
         'main/warmup/page-path-warmup.ts',
         'main/reference-reader.ts',
-        // Whether the built worker file exists; the package's version for the OpenAPI document (code, not session data).
+        // Whether the built worker file exists (code, not session data).
         'main/worker-pool.ts',
-        'main/server/openapi.ts',
       ],
       (m) => !m.file.startsWith('storage/local/'),
     );
