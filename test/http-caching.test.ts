@@ -190,7 +190,8 @@ describe('content codings', () => {
     const url = '/v1/sessions/c/page?throughSeq=1100&maxMessages=30';
     const id = await a.inject({ url, headers: AUTH });
     const gz = await a.inject({ url, headers: { ...AUTH, 'accept-encoding': 'gzip' } });
-    const br = await a.inject({ url, headers: { ...AUTH, 'accept-encoding': 'br, gzip' } });
+    // br only when neither zstd nor gzip is accepted (issue 12: zstd > gzip > br).
+    const br = await a.inject({ url, headers: { ...AUTH, 'accept-encoding': 'br' } });
     expect(gz.headers['content-encoding']).toBe('gzip');
     expect(br.headers['content-encoding']).toBe('br');
     expect(id.headers['content-encoding']).toBeUndefined();

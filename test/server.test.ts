@@ -6,6 +6,7 @@ import { Writable } from 'node:stream';
 import { gunzipSync, brotliDecompressSync, gzipSync } from 'node:zlib';
 import { promises as fsp } from 'node:fs';
 import { join } from 'node:path';
+import { decompress as fzstdDecompress } from 'fzstd';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { FastifyInstance } from 'fastify';
 import { buildServer, type ServerOptions } from '../src/main/server/index.js';
@@ -217,8 +218,12 @@ describe('compression', () => {
     expect(br.headers['content-encoding']).toBe('br');
     expect(brotliDecompressSync(br.rawPayload).equals(plain.rawPayload)).toBe(true);
     expect(br.rawPayload.length).toBeLessThan(plain.rawPayload.length / 2);
+    // Preference zstd > gzip > br among equal weights (issue 12).
     const both = await app.inject({ url, headers: { ...AUTH, 'accept-encoding': 'gzip, deflate, br' } });
-    expect(both.headers['content-encoding']).toBe('br');
+    expect(both.headers['content-encoding']).toBe('gzip');
+    const browser = await app.inject({ url, headers: { ...AUTH, 'accept-encoding': 'gzip, deflate, br, zstd' } });
+    expect(browser.headers['content-encoding']).toBe('zstd');
+    expect(Buffer.from(fzstdDecompress(browser.rawPayload)).equals(plain.rawPayload)).toBe(true);
     expect(both.headers.vary).toMatch(/accept-encoding/i);
     // The catalog is compressed too.
     const cat = await app.inject({ url: '/v1/sessions', headers: { ...AUTH, 'accept-encoding': 'gzip' } });

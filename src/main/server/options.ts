@@ -76,6 +76,8 @@ export interface ServerOptions {
     brotliQuality?: number;
     /** gzip level, 1..9 (default 6). */
     gzipLevel?: number;
+    /** zstd level for page and catalog bodies up to 256 KiB, 1..19 (default 6; larger bodies step down, page-encoding.ts). */
+    zstdLevel?: number;
   };
   follow?: FollowOptions;
   /** CORS: allowed origin(s), comma-separated, or `*`; null or absent: CORS off (default). */
@@ -100,7 +102,7 @@ export interface ResolvedOptions {
   lagSampleMs: number;
   retryAfterSeconds: number;
   shedDelayMs: number;
-  compression: { threshold: number; brotliQuality: number; gzipLevel: number };
+  compression: { threshold: number; brotliQuality: number; gzipLevel: number; zstdLevel: number };
   /** null: admission off. maxInFlight null: 2 per worker thread (known once the store is). */
   admission: null | { maxInFlight: number | null; queueFactor: number; minQueueMs: number; maxQueueMs: number; maxQueue: number };
   follow: ResolvedFollowOptions;
@@ -135,7 +137,7 @@ export function resolveOptions(o: ServerOptions = {}): ResolvedOptions {
             maxQueueMs: o.admission?.maxQueueMs ?? 2_000,
             maxQueue: o.admission?.maxQueue ?? 1024,
           },
-    compression: { threshold: c.threshold ?? 1024, brotliQuality: c.brotliQuality ?? 4, gzipLevel: c.gzipLevel ?? 6 },
+    compression: { threshold: c.threshold ?? 1024, brotliQuality: c.brotliQuality ?? 4, gzipLevel: c.gzipLevel ?? 6, zstdLevel: c.zstdLevel ?? 6 },
     follow: {
       heartbeatMs: f.heartbeatMs ?? 15_000,
       maxBufferedBytes: f.maxBufferedBytes ?? 4 * 1024 * 1024,

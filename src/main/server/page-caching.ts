@@ -14,9 +14,9 @@
  *   the pinned page's at the same cut: they are the same bytes.
  *
  * Tags are strong and differ per content coding (RFC 9110 8.8.3: a strong
- * validator is unique across representations; the br and gzip forms are
- * other representations): `"<digest>"` identity, `"<digest>-br"`,
- * `"<digest>-gzip"`. The coding of a page depends only on Accept-Encoding
+ * validator is unique across representations; the zstd, gzip and br forms
+ * are other representations): `"<digest>"` identity, `"<digest>-zstd"`,
+ * `"<digest>-gzip"`, `"<digest>-br"`. The coding of a page depends only on Accept-Encoding
  * (never on its size), so the selected representation's tag is known
  * before the page is, and If-None-Match is compared with it (weak
  * comparison, as RFC 9110 13.1.2 says for If-None-Match).

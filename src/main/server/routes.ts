@@ -15,7 +15,7 @@ import { parseLastEventId } from './follow.js';
 import type { ServerMetrics } from './metrics.js';
 import type { ResolvedOptions } from './options.js';
 import { checkLoop, checkPool, holdShed, type OverloadPolicy } from './overload.js';
-import { bodyDigest, etagFor, noneMatch, pageDigest, setPageCaching } from './page-caching.js';
+import { addVary, bodyDigest, etagFor, noneMatch, pageDigest, setPageCaching } from './page-caching.js';
 import { negotiate, PageEncoder } from './page-encoding.js';
 import { APPEND_SCHEMA, CATALOG_SCHEMA, CREATE_SCHEMA, FOLLOW_SCHEMA, INFO_SCHEMA, PAGE_SCHEMA } from './schemas.js';
 
@@ -76,8 +76,19 @@ export async function routes(app: FastifyInstance, o: RoutesOptions): Promise<vo
   const releasePage = async (request: FastifyRequest) => releases.get(request)?.();
 
   // Params, query strings and bodies are validated by the route schemas (schemas.ts, validation.ts).
-  app.get('/v1/sessions', { onRequest: shedLoop, schema: CATALOG_SCHEMA }, async () => {
-    return { sessions: await store.list() };
+  // The catalog takes the page's coding path (zstd > gzip > br), not @fastify/compress's (br, gzip only).
+  app.get('/v1/sessions', { onRequest: shedLoop, compress: false, schema: CATALOG_SCHEMA }, async (request: FastifyRequest, reply: FastifyReply) => {
+    // Serialized by the route's response schema, as fastify would; the bytes are then coded like a page's.
+    const serialize = reply.getSerializationFunction('200', 'application/json');
+    const payload = { sessions: await store.list() };
+    const body = Buffer.from(serialize === undefined ? JSON.stringify(payload) : serialize(payload));
+    addVary(reply, 'Accept-Encoding');
+    reply.type('application/json; charset=utf-8');
+    const encoding = body.length < o.opts.compression.threshold ? null : negotiate(request.headers['accept-encoding']);
+    if (encoding === null) return reply.send(body);
+    const compressed = await encoder.encode(body, encoding);
+    if (reply.sent) return reply;
+    return reply.header('content-encoding', encoding).send(compressed);
   });
 
   app.get('/v1/sessions/:id', { onRequest: shedLoop, schema: INFO_SCHEMA }, async (request) => {
