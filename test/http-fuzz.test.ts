@@ -16,6 +16,7 @@
  * runs 100,000 (SP_FUZZ_REQUESTS=N for any other count, SP_FUZZ_SEED=S to
  * replay a run; the seed is printed when a run fails).
  */
+import { decompress as fzstdDecompress } from 'fzstd';
 import { promises as fsp } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -353,6 +354,7 @@ function requestBytes(plan: Plan): Buffer {
 
 function decoded(a: RawAnswer): Buffer {
   const ce = (a.headers['content-encoding'] ?? '').toLowerCase();
+  if (ce === 'zstd') return Buffer.from(fzstdDecompress(a.body));
   if (ce === 'gzip') return gunzipSync(a.body);
   if (ce === 'br') return brotliDecompressSync(a.body);
   if (ce === 'deflate') return inflateSync(a.body);
