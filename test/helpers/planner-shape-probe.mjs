@@ -5,10 +5,16 @@ const dist = process.argv[2];
 const { planPage } = await import(`${dist}/main/core/page-planner.js`);
 const { warmUpPlanner } = await import(`${dist}/main/warmup/planner-warmup.js`);
 const optimized = () => (%GetOptimizationStatus(planPage) & 16) !== 0;
-%PrepareFunctionForOptimization(planPage);
-await warmUpPlanner(4);
-%OptimizeFunctionOnNextCall(planPage);
-await warmUpPlanner(1);
-const warmed = optimized();
+// A warm-up round may still meet a first shape (a deopt), so optimize again, up
+// to three rounds, before judging; what the test asserts is that a garbage
+// collection between pages does not throw the optimized code away.
+let warmed = false;
+for (let round = 0; round < 3 && !warmed; round++) {
+  %PrepareFunctionForOptimization(planPage);
+  await warmUpPlanner(4);
+  %OptimizeFunctionOnNextCall(planPage);
+  await warmUpPlanner(1);
+  warmed = optimized();
+}
 gc();
 process.stdout.write(JSON.stringify({ warmed, afterGc: optimized() }));
