@@ -4,16 +4,24 @@
  * the run fails when anything is left in it at the end, naming what. Other
  * processes on the machine cannot make it fail, and it never looks at the
  * machine's own temp folder.
+ *
+ * Vitest runs a globalSetup once for the root config and again for each
+ * project that inherits it: only the first makes (and checks) the folder.
  */
 import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
+const OWNER = 'SESSION_PAGER_TEST_RUN_DIR';
+
 export default function setup(): () => void {
   const outer = process.env.TMPDIR;
+  if (outer !== undefined && process.env[OWNER] === outer) return () => undefined;
   const dir = mkdtempSync(join(tmpdir(), 'session-pager-test-run-'));
   process.env.TMPDIR = dir;
+  process.env[OWNER] = dir;
   return () => {
+    delete process.env[OWNER];
     if (outer === undefined) delete process.env.TMPDIR;
     else process.env.TMPDIR = outer;
     const left = readdirSync(dir);
