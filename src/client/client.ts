@@ -13,6 +13,7 @@ import { ClientError, errorFromResponse } from './errors.js';
 import { Follower, type FollowOptions } from './follow.js';
 import { checkJoin } from './continuity.js';
 import { checkPage, type CheckedPage } from './page-check.js';
+import { sleep } from './sleep.js';
 
 export interface ClientOptions {
   /** The server's base URL, e.g. `http://127.0.0.1:8080`. */
@@ -56,21 +57,6 @@ export interface AppendResult {
   fromSeq: number;
   toSeq: number;
   nextSeq: number;
-}
-
-export function sleep(ms: number, signal?: AbortSignal): Promise<void> {
-  return new Promise((resolve, reject) => {
-    if (signal?.aborted) return reject(signal.reason);
-    const t = setTimeout(() => {
-      signal?.removeEventListener('abort', onAbort);
-      resolve();
-    }, ms);
-    const onAbort = () => {
-      clearTimeout(t);
-      reject(signal?.reason);
-    };
-    signal?.addEventListener('abort', onAbort, { once: true });
-  });
 }
 
 export class SessionPagerClient {

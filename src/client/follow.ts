@@ -18,7 +18,7 @@ import type { Page, SessionEvent } from '../main/core/types.js';
 import { validateEvent } from '../main/core/chunk-codec.js';
 import { RecordError } from '../main/core/errors.js';
 import type { SessionPagerClient } from './client.js';
-import { sleep } from './client.js';
+import { sleep } from './sleep.js';
 import { place } from './continuity.js';
 import { ClientError, errorFromResponse } from './errors.js';
 import { checkPage } from './page-check.js';
