@@ -39,6 +39,8 @@ describe('session-pager page', () => {
     [['--through-seq', '100', '--max-messages', '2'], { throughSeq: 100, maxMessages: 2 }],
     [['--before-seq', '150', '--max-messages', '4'], { beforeSeq: 150, maxMessages: 4 }],
     [['--max-bytes', '2000'], { maxBytes: 2000 }],
+    // Decoded on worker threads instead of this one (the default).
+    [['--workers', '2', '--max-messages', '5'], { maxMessages: 5 }],
   ])('prints the page of %j as one JSON line, exit 0', (flags, params) => {
     const r = page('talk', '--data', dir, ...(flags as string[]));
     expect(r.stderr).toBe('');

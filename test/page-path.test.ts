@@ -24,16 +24,20 @@ let store: PagerStore;
  * hands it back with later tasks), to exercise in-place results.
  */
 let splitting: PagerStore;
+/** A store with no worker threads (main/inline-pool.ts: one-shot commands), every slice in place, so its arena comes back. */
+let inThread: PagerStore;
 
 beforeAll(async () => {
   dir = mkdtempSync(join(tmpdir(), 'sp-page-'));
   store = await openStore({ dataDir: dir, workers: 2 });
   splitting = await openStore({ dataDir: dir, workers: 4, splitCost: 1, inPlaceBytes: 0 });
+  inThread = await openStore({ dataDir: dir, inThread: true, inPlaceBytes: 0 });
 });
 
 afterAll(async () => {
   await store?.close();
   await splitting?.close();
+  await inThread?.close();
   rmSync(dir, { recursive: true, force: true });
 });
 
@@ -70,7 +74,7 @@ function eventsOf(file: string): { header: Record<string, unknown>; events: Sess
 
 describe('page path on random logs', () => {
   let n = 0;
-  it('every page equals the reference page, through both stores', async () => {
+  it('every page equals the reference page, through every store', async () => {
     await fc.assert(
       fc.asyncProperty(
         randomLogArb(),
@@ -101,6 +105,7 @@ describe('page path on random logs', () => {
             if (q.maxBytes !== undefined) params.maxBytes = q.maxBytes;
             await expectSamePage(store, id, log, params);
             await expectSamePage(splitting, id, log, params);
+            await expectSamePage(inThread, id, log, params);
           }
           await walk(store, id, log, walkMessages);
           await walk(splitting, id, log, walkMessages, 400);
@@ -126,6 +131,7 @@ describe('page path on the dsh fixtures', () => {
     await expectSamePage(splitting, id, log, { maxMessages: 3 });
     await walk(store, id, log, 2);
     await walk(splitting, id, log, 1 + (i % 3), 2000);
+    await walk(inThread, id, log, 3);
     if (events.length > 2) {
       const mid = Math.floor(events.length / 2);
       await expectSamePage(store, id, log, { throughSeq: mid, maxMessages: 2 });

@@ -26,6 +26,7 @@ import { Subscriptions } from './store/subscriptions.js';
 import { SessionWriters } from './store/writers.js';
 import { warmUpStore } from './warmup/warm-up.js';
 import { createPagePool, type PagePool } from './worker-pool.js';
+import { InlinePool } from './inline-pool.js';
 import { ChangeWatchers } from '../storage/local/change-watch.js';
 import { sessionKeys } from '../storage/layout.js';
 import { EventFollower, type FollowOptions } from './event-follow.js';
@@ -56,7 +57,7 @@ export class PagerStore implements Store {
     this.storage = storageOf(opts);
     this.dataDir = opts.dataDir ?? `${this.storage.kind}:`;
     this.ownsPool = pool === undefined;
-    this.pool = pool ?? createPagePool({ threads: opts.workers, maxQueue: opts.maxQueue, jitWarmUp: opts.warmUp?.jit ?? true });
+    this.pool = pool ?? (opts.inThread === true ? new InlinePool() : createPagePool({ threads: opts.workers, maxQueue: opts.maxQueue, jitWarmUp: opts.warmUp?.jit ?? true }));
     this.threads = this.pool.options.maxThreads;
     this.splitCost = opts.splitCost ?? DEFAULT_SPLIT_COST;
     this.pagePathWarmUp = opts.warmUp?.pagePath ?? true;

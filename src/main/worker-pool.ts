@@ -25,7 +25,21 @@ export interface PageWorkerData {
   jitWarmUp: boolean;
 }
 
-export type PagePool = Piscina<SliceTask, SliceResult>;
+/**
+ * What the store needs of a pool: a piscina pool of page workers, or the
+ * in-thread one of a one-shot command (inline-pool.ts), which decodes on
+ * the calling thread because starting a worker costs more than it saves
+ * on one page.
+ */
+export interface PagePool {
+  readonly options: { readonly maxThreads: number; readonly maxQueue: number };
+  readonly queueSize: number;
+  readonly utilization: number;
+  readonly completed: number;
+  readonly threads: readonly { readonly threadId: number }[];
+  run(task: SliceTask, opts: { transferList?: ArrayBuffer[] }): Promise<SliceResult>;
+  close(): Promise<void>;
+}
 
 export function createPagePool(opts: PoolOptions = {}): PagePool {
   if (!existsSync(WORKER_FILE)) {

@@ -235,7 +235,8 @@ export function decodeSlice(task: SliceTask, bytes: Buffer, readMs = 0, into: En
 // pool says so (StoreOptions.warmUp.jit); never when this module is loaded outside a pool.
 if ((workerData as { jitWarmUp?: boolean } | undefined)?.jitWarmUp === true) warmUpJit(decodeInArena);
 
-export default function pageTask(task: SliceTask): SliceResult {
+/** One task, the result not yet marked to be moved (the in-thread pool's entry: main/inline-pool.ts). */
+export function runPageTask(task: SliceTask): SliceResult {
   // A consumed result handed back: our arena from now on, when larger.
   if (task.arena !== undefined && task.arena.byteLength > arena.length) arena = Buffer.from(task.arena);
   // An empty slice reads nothing (the pool's warm-up sends these).
@@ -258,5 +259,10 @@ export default function pageTask(task: SliceTask): SliceResult {
     // The result is a copy: the sinks and the arena are free for the next task.
     for (const s of Object.values(sinks)) s.reset(KEEP_BYTES);
   }
+  return result;
+}
+
+export default function pageTask(task: SliceTask): SliceResult {
+  const result = runPageTask(task);
   return (result instanceof ArrayBuffer ? Piscina.move(result) : result) as SliceResult;
 }

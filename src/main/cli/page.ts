@@ -16,7 +16,7 @@ export const command = defineCommand({
     'before-seq': { type: 'int', describe: 'exclusive upper bound, for older pages (the previous page\'s fromSeq)', defaultText: 'none' },
     'max-messages': { type: 'int', describe: 'counted messages per page, 1 to 1000', defaultText: '50' },
     'max-bytes': { type: 'int', describe: 'soft target for the stored bytes the page covers', defaultText: 'none' },
-    workers: { type: 'int', min: 1, describe: 'worker threads', defaultText: 'one per core, at most 8' },
+    workers: { type: 'int', min: 1, describe: 'decode on this many worker threads', defaultText: 'none: this thread decodes (faster for one page)' },
   },
   existingDir: 'data',
   examples: ['session-pager page demo-long --max-messages 5 --data ./.demo-data'],
@@ -27,9 +27,11 @@ export const command = defineCommand({
     if (values['max-messages'] !== undefined) params.maxMessages = values['max-messages'];
     if (values['max-bytes'] !== undefined) params.maxBytes = values['max-bytes'];
     // One page, then exit: the workers' JIT warm-up (~1.2 s) costs more than it saves on one
-    // page, even the 5M tail (whole command 1.74 -> 0.50 s, same bytes). An explicit setting wins.
+    // page, even the 5M tail (whole command 1.74 -> 0.50 s, same bytes), and so does starting
+    // workers at all (docs/benchmarks.md, "Start-up"): this thread decodes unless --workers is given.
     const warmUp = warmUpFromEnv(process.env, { jit: false });
-    const store = await openStore({ dataDir: values.data, workers: values.workers, readOnly: true, warmUp });
+    const inThread = values.workers === undefined;
+    const store = await openStore({ dataDir: values.data, workers: values.workers, inThread, readOnly: true, warmUp });
     try {
       const page = await store.pageBuffer(positionals[0] as string, params);
       await new Promise<void>((resolve, reject) => {

@@ -21,6 +21,12 @@ export interface StoreOptions {
   storage?: StorageBackend;
   /** Page worker threads (default: available cores, at most 8). */
   workers?: number;
+  /**
+   * Decode on the calling thread instead of a worker pool (main/inline-pool.ts):
+   * for a process that builds a page or two and exits, where starting workers
+   * costs more than they save. `workers` is then ignored.
+   */
+  inThread?: boolean;
   /** Bound of the worker queue, in slices. */
   maxQueue?: number;
   /**
