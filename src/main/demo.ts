@@ -11,8 +11,10 @@ import { join } from 'node:path';
 import { generateSession } from './gen/generate.js';
 import { sessionPaths } from './paths.js';
 import type { FrameEncoding } from '../streams/frame-codec.js';
+import { DEMO_DATA_DIR } from './demo-dir.js';
 
-export const DEMO_DATA_DIR = './.demo-data';
+export { DEMO_DATA_DIR };
+
 const MARKER = '.demo-complete';
 const TOKEN_FILE = '.demo-token';
 

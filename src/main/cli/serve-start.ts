@@ -2,9 +2,12 @@
  * Starting the server of `session-pager serve`, in the order that makes a
  * bad start fail fast and a good one visible at once:
  *
- *   1. open the store (its worker threads start in the background);
- *   2. build the app and listen: a port clash fails here, in milliseconds,
- *      before any warm-up; /livez answers from now on;
+ *   1. listen, with a bare node:http server (server/early-listen.ts): a port
+ *      clash fails here, in milliseconds, before anything heavy is loaded;
+ *      /livez answers from now on, every other request is held;
+ *   2. load the app and the store (its worker threads start in the
+ *      background), build the app on that server; the held requests are
+ *      served from here on;
  *   3. print the banner (stderr: stdout carries only the JSON log lines);
  *   4. warm up (demo corpus on first start, workers, the page path's JIT
  *      warm-up) while already serving; /readyz turns 200 when done.
@@ -13,10 +16,10 @@
  * the server made itself (the demo's) is.
  */
 import type { FastifyInstance } from 'fastify';
-import { DEMO_DATA_DIR, DEMO_PLAN, demoToken, ensureDemoCorpus, type DemoSessionPlan } from '../demo.js';
-import { buildServer, shutdown, type ServerOptions } from '../server/index.js';
+import type { DemoSessionPlan } from '../demo.js';
+import { EarlyListener } from '../server/early-listen.js';
+import { resolveOptions, type ServerOptions } from '../server/options.js';
 import { Readiness } from '../server/readiness.js';
-import { openStore, warmUpFromEnv } from '../store.js';
 import type { Store } from '../store-types.js';
 import { CliError, Progress } from './common.js';
 
@@ -81,37 +84,46 @@ function admissionFromEnv(env: NodeJS.ProcessEnv): ServerOptions {
   return Object.keys(a).length > 0 ? { ...out, admission: a } : out;
 }
 
-/** Listen at once, then warm up while serving. Used by `run` and by the tests. */
+/** Listen at once, then build the app, then warm up while serving. Used by `run` and by the tests. */
 export async function startServe(cfg: ServeConfig, extra: ServerOptions = {}, out: NodeJS.WritableStream = process.stderr): Promise<RunningServer> {
-  let token = cfg.token;
-  let source = cfg.tokenSource;
-  if (cfg.demo && token === null) {
-    token = await demoToken(cfg.dataDir);
-    source = 'demo';
-  }
-  const store = await openStore({ dataDir: cfg.dataDir, workers: cfg.workers, warmUp: warmUpFromEnv(process.env) });
-  const readiness = new Readiness(false);
-  const app = buildServer(store, {
-    logger: { level: cfg.logLevel },
-    ...admissionFromEnv(process.env),
-    ...(cfg.corsOrigin !== null ? { corsOrigin: cfg.corsOrigin } : {}),
-    ...extra,
-    token,
-    readiness,
-  });
+  const serverOptions: ServerOptions = { ...admissionFromEnv(process.env), ...(cfg.corsOrigin !== null ? { corsOrigin: cfg.corsOrigin } : {}), ...extra };
+  const limits = resolveOptions(serverOptions);
+  const early = new EarlyListener({ requestTimeoutMs: limits.requestTimeoutMs, keepAliveTimeoutMs: limits.keepAliveTimeoutMs, maxConnections: limits.maxConnections, retryAfterSeconds: limits.retryAfterSeconds });
   let url: string;
   try {
-    url = await app.listen({ host: cfg.host, port: cfg.port });
+    url = await early.listen(cfg.host, cfg.port);
   } catch (err) {
-    await shutdown(app, store).catch(() => undefined);
     const e = err as NodeJS.ErrnoException;
     if (e.code === 'EADDRINUSE') throw new CliError(`${cfg.host}:${cfg.port} is already in use (pick another --port or SESSION_PAGER_PORT)`, 1);
     if (e.code === 'EADDRNOTAVAIL' || e.code === 'ENOTFOUND') throw new CliError(`cannot listen on ${cfg.host}: ${e.code}`, 1);
     if (e.code === 'EACCES') throw new CliError(`not allowed to listen on ${cfg.host}:${cfg.port} (EACCES)`, 1);
     throw err;
   }
+  // Loaded only now, so the port is bound before the heaviest imports of the process.
+  const [{ openStore, warmUpFromEnv }, { buildServer }, demo] = await Promise.all([import('../store.js'), import('../server/index.js'), import('../demo.js')]);
+  let token = cfg.token;
+  let source = cfg.tokenSource;
+  let store: Store | null = null;
+  let app: FastifyInstance;
+  const readiness = new Readiness(false);
+  try {
+    if (cfg.demo && token === null) {
+      token = await demo.demoToken(cfg.dataDir);
+      source = 'demo';
+    }
+    store = await openStore({ dataDir: cfg.dataDir, workers: cfg.workers, warmUp: warmUpFromEnv(process.env) });
+    app = buildServer(store, { logger: { level: cfg.logLevel }, ...serverOptions, token, readiness, serverFactory: early.factory });
+    await app.ready();
+  } catch (err) {
+    early.fail(`the server failed to start: ${(err as Error)?.message ?? String(err)}`);
+    await early.close();
+    await store?.close().catch(() => undefined);
+    throw err;
+  }
+  early.open();
+  const opened = store;
   const auth = authHeader(token, source);
-  const sample = cfg.demo ? ((cfg.demoPlan ?? DEMO_PLAN).at(-1)?.id ?? 'demo-long') : ((await store.list().catch(() => []))[0]?.id ?? '<id>');
+  const sample = cfg.demo ? ((cfg.demoPlan ?? demo.DEMO_PLAN).at(-1)?.id ?? 'demo-long') : ((await opened.list().catch(() => []))[0]?.id ?? '<id>');
   out.write(
     [
       `session-pager listening on ${url} (data: ${cfg.dataDir}); warming up, /readyz says when done`,
@@ -127,9 +139,9 @@ export async function startServe(cfg: ServeConfig, extra: ServerOptions = {}, ou
   const t0 = performance.now();
   const ready = readiness.follow(
     (async () => {
-      if (cfg.demo) await makeDemo(cfg, out);
+      if (cfg.demo) await makeDemo(cfg, demo, out);
       // Workers start and optimize their decode path; pages asked meanwhile are served, slower.
-      await store.warmUp();
+      await opened.warmUp();
       // Held a while longer on request (tests watch the warming state through it).
       const hold = Number(process.env.SESSION_PAGER_READY_DELAY_MS ?? 0);
       if (Number.isFinite(hold) && hold > 0) await new Promise((r) => setTimeout(r, Math.min(hold, 600_000)).unref());
@@ -143,13 +155,22 @@ export async function startServe(cfg: ServeConfig, extra: ServerOptions = {}, ou
     (err: unknown) => app.log.error({ err }, 'warm-up failed'),
   );
   let closing: Promise<void> | undefined;
-  return { app, store, url, token, ready, close: () => (closing ??= shutdown(app, store)) };
+  // The app ends follow streams and refuses new requests; the server then waits for the busy connections; the store goes last.
+  const close = async () => {
+    try {
+      await app.close();
+      await early.close();
+    } finally {
+      await opened.close();
+    }
+  };
+  return { app, store: opened, url, token, ready, close: () => (closing ??= close()) };
 }
 
-async function makeDemo(cfg: ServeConfig, out: NodeJS.WritableStream): Promise<void> {
+async function makeDemo(cfg: ServeConfig, demo: typeof import('../demo.js'), out: NodeJS.WritableStream): Promise<void> {
   const bar = new Map<string, Progress>();
-  const corpus = await ensureDemoCorpus(cfg.dataDir, {
-    replace: cfg.dataDir === DEMO_DATA_DIR,
+  const corpus = await demo.ensureDemoCorpus(cfg.dataDir, {
+    replace: cfg.dataDir === demo.DEMO_DATA_DIR,
     ...(cfg.demoPlan ? { plan: cfg.demoPlan } : {}),
     onProgress: (id, done, total) => {
       let p = bar.get(id);

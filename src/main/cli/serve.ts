@@ -11,7 +11,7 @@
  * serve-start.ts. SIGTERM / SIGINT shut down gracefully.
  */
 import { isIP } from 'node:net';
-import { DEMO_DATA_DIR } from '../demo.js';
+import { DEMO_DATA_DIR } from '../demo-dir.js';
 import { defineCommand, type OptionsDecl, type OptionValues } from './command.js';
 import { CliError } from './common.js';
 import { startServe, type ServeConfig, type TokenSource } from './serve-start.js';

@@ -76,6 +76,7 @@ export function buildServer(store: Store, options: ServerOptions = {}): FastifyI
     // An over-long id is an invalid id (400, param named), not a router error; the URL limit bounds it.
     routerOptions: { maxParamLength: o.maxUrlLength },
     ajv: AJV_OPTIONS,
+    ...(o.serverFactory !== undefined ? { serverFactory: o.serverFactory } : {}),
   });
   addValidation(app);
   for (const schema of SHARED_SCHEMAS) app.addSchema(schema);

@@ -84,6 +84,12 @@ export interface ServerOptions {
   corsOrigin?: string | null;
   /** What /readyz and /healthz report (default: ready at once; `serve` passes one that is warming up). */
   readiness?: Readiness;
+  /**
+   * The server the app takes its requests from, already listening (fastify's
+   * `serverFactory`; `serve` listens before it builds the app: early-listen.ts).
+   * The caller then closes that server; `app.listen()` is not used.
+   */
+  serverFactory?: FastifyServerOptions['serverFactory'];
 }
 
 export interface ResolvedFollowOptions extends Required<FollowOptions> {}
@@ -108,6 +114,7 @@ export interface ResolvedOptions {
   follow: ResolvedFollowOptions;
   readiness: Readiness;
   corsOrigin: string | null;
+  serverFactory: FastifyServerOptions['serverFactory'] | undefined;
 }
 
 export function resolveOptions(o: ServerOptions = {}): ResolvedOptions {
@@ -149,5 +156,6 @@ export function resolveOptions(o: ServerOptions = {}): ResolvedOptions {
     },
     readiness: o.readiness ?? new Readiness(true),
     corsOrigin: o.corsOrigin ? o.corsOrigin : null,
+    serverFactory: o.serverFactory,
   };
 }

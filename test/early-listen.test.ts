@@ -1,0 +1,95 @@
+/**
+ * Listening before the app exists (server/early-listen.ts): `serve` binds
+ * its port first, answers /livez from the bare server, holds every other
+ * request until the app is built on that server, and the app then serves
+ * them as if they had just arrived (a page asked that early is served, not
+ * refused; an append's body is not lost). Past the bound, or when the app
+ * cannot be built, the held requests get the SPEC's error shape.
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { buildServer } from '../src/main/server/index.js';
+import { EarlyListener } from '../src/main/server/early-listen.js';
+import { makeEvents, rawRequest, seedSession, sleep, tempStore, until, type RawResponse, type TempStore } from './server-helpers.js';
+
+let ts: TempStore;
+
+beforeAll(async () => {
+  ts = await tempStore(1);
+  await seedSession(ts.store, 'early', 300, 100);
+});
+
+afterAll(async () => {
+  await ts.cleanup();
+});
+
+const LIMITS = { requestTimeoutMs: 30_000, keepAliveTimeoutMs: 5_000, maxConnections: 100 };
+
+describe('early listen', () => {
+  it('answers /livez at once, holds a page and an append until the app is built, then the app serves both', async () => {
+    const early = new EarlyListener(LIMITS);
+    const url = await early.listen('127.0.0.1', 0);
+    const app = buildServer(ts.store, { serverFactory: early.factory });
+    try {
+      const live = await rawRequest(`${url}/livez`);
+      expect(live.status).toBe(200);
+      expect(JSON.parse(live.body.toString())).toEqual({ status: 'ok' });
+      let page: RawResponse | null = null;
+      let append: RawResponse | null = null;
+      const pageAsked = rawRequest(`${url}/v1/sessions/early/page?maxMessages=3`).then((r) => (page = r));
+      const appended = rawRequest(`${url}/v1/sessions/early/events`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ events: makeEvents(300, 5) }) }).then(
+        (r) => (append = r),
+      );
+      await until('both requests held', () => early.heldCount === 2);
+      await sleep(100);
+      expect(page).toBeNull();
+      expect(append).toBeNull();
+      await app.ready();
+      early.open();
+      await Promise.all([pageAsked, appended]);
+      expect(append!.status).toBe(200);
+      expect(page!.status).toBe(200);
+      // The page the store gives for the same cut (the append may have landed before or after it was built).
+      const got = JSON.parse(page!.body.toString()) as { throughSeq: number };
+      expect([299, 304]).toContain(got.throughSeq);
+      expect(got).toEqual(await ts.store.page('early', { maxMessages: 3, throughSeq: got.throughSeq }));
+      expect(await ts.store.nextSeq('early')).toBe(305);
+      // From now on the app answers everything, /livez included.
+      expect((await rawRequest(`${url}/v1/sessions/nobody/page`)).status).toBe(404);
+      expect((await rawRequest(`${url}/livez`)).status).toBe(200);
+    } finally {
+      await app.close();
+      await early.close();
+    }
+    expect(early.server.listening).toBe(false);
+  });
+
+  it('past its bound a request is `overloaded` with Retry-After; if the app cannot be built, what was held is `internal`', async () => {
+    const early = new EarlyListener({ ...LIMITS, maxHeld: 1, retryAfterSeconds: 3 });
+    const url = await early.listen('127.0.0.1', 0);
+    try {
+      const held = rawRequest(`${url}/v1/sessions`);
+      await until('one request held', () => early.heldCount === 1);
+      const refused = await rawRequest(`${url}/v1/sessions`);
+      expect(refused.status).toBe(503);
+      expect(refused.headers['retry-after']).toBe('3');
+      expect(JSON.parse(refused.body.toString())).toMatchObject({ error: { code: 'overloaded' } });
+      early.fail('the server failed to start: no store');
+      const r = await held;
+      expect(r.status).toBe(500);
+      expect(JSON.parse(r.body.toString())).toEqual({ error: { code: 'internal', message: 'the server failed to start: no store' } });
+    } finally {
+      await early.close();
+    }
+  });
+
+  it('a port in use fails at listen, before any app exists', async () => {
+    const first = new EarlyListener(LIMITS);
+    const url = await first.listen('127.0.0.1', 0);
+    const second = new EarlyListener(LIMITS);
+    try {
+      await expect(second.listen('127.0.0.1', Number(new URL(url).port))).rejects.toMatchObject({ code: 'EADDRINUSE' });
+    } finally {
+      await first.close();
+    }
+  });
+});
