@@ -96,9 +96,8 @@ describe('layering (docs/architecture.md)', () => {
         'main/maintenance/io.ts',
         'main/maintenance/reindex.ts',
         'main/maintenance/repair.ts',
-        // The demo corpus's folder, the warm-up's temporary data directory, the oracle's whole-file read.
+        // The demo corpus's folder, the oracle's whole-file read.
         'main/demo.ts',
-        'main/warmup/page-path-warmup.ts',
         'main/reference-reader.ts',
         // Whether the built worker file exists (code, not session data).
         'main/worker-pool.ts',

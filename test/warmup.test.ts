@@ -1,19 +1,22 @@
 /**
  * The store's warm-up serves a generated session's pages through the real
- * page path before the first request, and leaves nothing behind: not in the
- * store's data directory, not in the temporary directory.
+ * page path before the first request, on an in-memory store of its own, and
+ * leaves nothing behind: nothing in the store's data directory, nothing in
+ * the temporary directory, no session anywhere, no reference to its data.
  */
 import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { openStore } from '../src/main/store.js';
+import { warmUpPagePath, type WarmupStore } from '../src/main/warmup/page-path-warmup.js';
+import type { StorageBackend } from '../src/storage/backend.js';
+import type { PageParams } from '../src/main/core/types.js';
 
 describe('store warm-up', () => {
-  it('runs pages through the shared pool, writes nothing to the data dir and removes its session', async () => {
+  it('runs pages through the shared pool, writes no file anywhere and serves nothing of its own afterwards', async () => {
     const dataDir = mkdtempSync(join(tmpdir(), 'warmup-data-'));
-    const leftovers = () => readdirSync(tmpdir()).filter((f) => f.startsWith('session-pager-warmup-'));
-    const before = new Set(leftovers());
+    const before = new Set(readdirSync(tmpdir()));
     const store = await openStore({ dataDir, workers: 1 });
     try {
       await store.warmUp();
@@ -21,34 +24,69 @@ describe('store warm-up', () => {
       expect(store.stats().pool.completed).toBeGreaterThan(10);
       expect(store.stats().pagesServed).toBe(0);
       expect(await store.list()).toEqual([]);
-      expect(leftovers().filter((f) => !before.has(f))).toEqual([]);
+      expect(readdirSync(dataDir).sort()).toEqual(['sessions']);
+      expect(readdirSync(join(dataDir, 'sessions'))).toEqual(['index']);
+      expect(readdirSync(join(dataDir, 'sessions', 'index'))).toEqual([]);
+      // Nothing new in the temporary directory (other test files may add their own meanwhile: only the warm-up's names count).
+      expect(readdirSync(tmpdir()).filter((f) => !before.has(f) && /warmup/.test(f) && !f.startsWith('warmup-data-'))).toEqual([]);
     } finally {
       await store.close();
       rmSync(dataDir, { recursive: true, force: true });
     }
-  }, 30_000);
+  }, 60_000);
+
+  it('serves its pages from an in-memory backend, and empties it when done', async () => {
+    const seen: { storage: StorageBackend | null } = { storage: null };
+    const asked: PageParams[] = [];
+    const store = await openStore({ dataDir: mkdtempSync(join(tmpdir(), 'warmup-data-')), workers: 1, warmUp: { jit: false } });
+    try {
+      await warmUpPagePath(async (storage): Promise<WarmupStore> => {
+        seen.storage = storage;
+        expect(storage.kind).toBe('memory');
+        expect(await storage.list('sessions')).toEqual(expect.arrayContaining(['warmup.events']));
+        return {
+          pageBuffer: async (id, params) => {
+            asked.push(params);
+            return store.pageBuffer(id, params).catch((err: Error) => err);
+          },
+          close: async () => undefined,
+        };
+      });
+      expect(asked.length).toBeGreaterThanOrEqual(6);
+      expect(seen.storage).not.toBeNull();
+      expect(await seen.storage!.list('sessions')).toEqual([]);
+    } finally {
+      await store.close();
+      rmSync(store.dataDir, { recursive: true, force: true });
+    }
+  }, 60_000);
 
   it('a warm-up that cannot run is a warning, not a failure to start', async () => {
     const dataDir = mkdtempSync(join(tmpdir(), 'warmup-data-'));
-    const store = await openStore({ dataDir, workers: 1 });
-    const saved = process.env.TMPDIR;
+    const store = await openStore({ dataDir, workers: 1, warmUp: { jit: false } });
     const warnings: string[] = [];
     const onWarning = (w: Error) => warnings.push(w.message);
     process.on('warning', onWarning);
-    // No temporary directory to write the warm-up session in.
-    process.env.TMPDIR = join(dataDir, 'missing', 'dir');
     try {
-      await store.warmUp();
+      // A store that cannot serve the warm-up's pages (it is closed).
+      const broken = await openStore({ dataDir, workers: 1, warmUp: { jit: false } });
+      await broken.close();
+      const { warmUpStore } = await import('../src/main/warmup/warm-up.js');
+      const { createPagePool } = await import('../src/main/worker-pool.js');
+      const pool = createPagePool({ threads: 1, jitWarmUp: false });
+      try {
+        await warmUpStore({ pool, threads: 1, pagePath: true, openStore: async () => broken });
+      } finally {
+        await pool.close();
+      }
       await new Promise((r) => setImmediate(r));
-      expect(warnings.some((m) => m.startsWith('page-path warm-up skipped: ') && m.includes('ENOENT'))).toBe(true);
+      expect(warnings.some((m) => m.startsWith('page-path warm-up skipped: ') && m.includes('store is closed'))).toBe(true);
       // And the store serves as usual.
       expect(await store.list()).toEqual([]);
     } finally {
-      if (saved === undefined) delete process.env.TMPDIR;
-      else process.env.TMPDIR = saved;
       process.off('warning', onWarning);
       await store.close();
       rmSync(dataDir, { recursive: true, force: true });
     }
-  }, 30_000);
+  }, 60_000);
 });

@@ -166,11 +166,7 @@ export class PagerStore implements Store {
       pool: this.pool,
       threads: this.threads,
       pagePath: this.pagePathWarmUp,
-      openStore: async (dataDir) => {
-        const storage = new LocalBackend(dataDir);
-        await storage.ensureFolder(INDEX);
-        return new PagerStore({ ...opts, storage }, this.pool);
-      },
+      openStore: async (storage) => new PagerStore({ ...opts, storage }, this.pool),
     });
   }
 

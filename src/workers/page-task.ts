@@ -233,7 +233,11 @@ export function decodeSlice(task: SliceTask, bytes: Buffer, readMs = 0, into: En
 }
 // Through the arena, as tasks decode (its copy paths are the ones to optimize). On when the
 // pool says so (StoreOptions.warmUp.jit); never when this module is loaded outside a pool.
-if ((workerData as { jitWarmUp?: boolean } | undefined)?.jitWarmUp === true) warmUpJit(decodeInArena);
+// The warm-up's arena is then let go: idle, it held ~5 MB a worker, and a big first page needs a larger one anyway.
+if ((workerData as { jitWarmUp?: boolean } | undefined)?.jitWarmUp === true) {
+  warmUpJit(decodeInArena);
+  dropArena();
+}
 
 /** One task, the result not yet marked to be moved (the in-thread pool's entry: main/inline-pool.ts). */
 export function runPageTask(task: SliceTask): SliceResult {

@@ -6,9 +6,10 @@
  *    the workers as the pool's workerData);
  * 2. meanwhile the planner warms up on this thread (planner-warmup.ts);
  * 3. when `pagePath`: a generated session's pages are served through the
- *    whole page path, by a second store borrowing the pool
- *    (page-path-warmup.ts), and the planner is warmed once more.
+ *    whole page path, by a second store over an in-memory backend borrowing
+ *    the pool (page-path-warmup.ts), and the planner is warmed once more.
  */
+import type { StorageBackend } from '../../storage/backend.js';
 import { runSlice, type PagePool } from '../worker-pool.js';
 import { sliceTask } from '../../workers/slice-protocol.js';
 import { warmUpPagePath, type WarmupStore } from './page-path-warmup.js';
@@ -18,14 +19,14 @@ export interface WarmUpPlan {
   pool: PagePool;
   threads: number;
   pagePath: boolean;
-  /** A store over the local data directory `dataDir` that borrows `pool`. */
-  openStore: (dataDir: string) => Promise<WarmupStore>;
+  /** A store over `storage` (the warm-up's in-memory one) that borrows `pool`. */
+  openStore: (storage: StorageBackend) => Promise<WarmupStore>;
 }
 
 export async function warmUpStore(plan: WarmUpPlan): Promise<void> {
   const empty = sliceTask('', '', 0, 0, 0, 0, 0, 0);
   // The planner warms up on this thread while the workers start (see planner-warmup.ts).
-  await Promise.all([warmUpPlanner(12, plan.pagePath), ...Array.from({ length: plan.threads * 2 }, () => runSlice(plan.pool, empty))]);
+  await Promise.all([warmUpPlanner(30, plan.pagePath), ...Array.from({ length: plan.threads * 2 }, () => runSlice(plan.pool, empty))]);
   if (!plan.pagePath) return;
   try {
     await warmUpPagePath(plan.openStore);
