@@ -30,6 +30,7 @@ import { join, resolve } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { expandRecords } from '../src/main/core/chunk-codec.js';
 import type { Page, SessionEvent } from '../src/main/core/types.js';
+import { mulberry32 } from '../src/main/gen/prng.js';
 import { diagnose } from '../src/main/maintenance/doctor.js';
 import { planRepair, repairSession } from '../src/main/maintenance/repair.js';
 import { sessionPaths } from '../src/main/paths.js';
@@ -49,18 +50,6 @@ const BUDGET_MS = process.env.SESSION_PAGER_CRASH_TRIALS === undefined ? 120_000
 const MIN_TRIALS = Math.min(TRIALS, 12);
 const SEED = Number(process.env.SESSION_PAGER_CRASH_SEED ?? Date.now() % 1_000_000_007);
 const AUTH = { authorization: `Bearer ${TOKEN}` };
-
-/** mulberry32: a small seeded PRNG, so a failing run can be replayed. */
-function prng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 /** What the clients know of a session: events acknowledged, and sent at all (acknowledged or not). */
 interface Model {
@@ -175,7 +164,7 @@ async function doctorAndRepairAgree(dataDir: string): Promise<void> {
 
 describe('crash fault suite: SIGKILL during creates and appends', () => {
   it(`keeps every acknowledged event over ${MIN_TRIALS}-${TRIALS} trials (seed ${SEED})`, { timeout: Math.max(600_000, TRIALS * 20_000) }, async () => {
-    const rnd = prng(SEED);
+    const rnd = mulberry32(SEED);
     const pick = (n: number) => Math.floor(rnd() * n);
     const dataDir = mkdtempSync(join(tmpdir(), 'sp-crash-'));
     dirs.push(dataDir);

@@ -7,6 +7,7 @@
  */
 import { setMaxListeners } from 'node:events';
 import { SessionPagerClient } from '../client/index.js';
+import { mulberry32 } from '../main/gen/prng.js';
 import { percentiles, Recorder, type Percentiles } from './recorder.js';
 import { attachLoop, randomPages, scrollLoop, writerLoop, type LoopContext, type Target } from './scenarios.js';
 import { RssSampler } from './server-metrics.js';
@@ -54,17 +55,6 @@ export interface LoadReport {
   afterLoad: { pagesMs: number[]; statuses: number[] };
   bytes: number;
   writerSession: string | null;
-}
-
-function mulberry32(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
 }
 
 const mb = (b: number | undefined) => (b === undefined ? null : Math.round(b / 1048576));

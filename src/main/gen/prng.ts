@@ -1,7 +1,9 @@
 /**
- * A small seeded PRNG (mulberry32) for `gen`. Generated sessions must be
- * byte-identical for a seed on every machine and Node version, so nothing in
- * the generator may use Math.random or the clock.
+ * The project's one seeded PRNG (mulberry32): `gen` (Rng), and the load
+ * harness and the fault suites (mulberry32()), whose runs replay from their
+ * seed. Generated sessions must be byte-identical for a seed on every
+ * machine and Node version, so nothing in the generator may use Math.random
+ * or the clock.
  */
 
 /** Mix a (seed, stream) pair into a 32-bit state; seeds use all 53 bits. */
@@ -67,4 +69,14 @@ export class Rng {
     const h = (n: number): string => this.chars(n, HEX);
     return `${h(8)}-${h(4)}-4${h(3)}-${this.pick(['8', '9', 'a', 'b'])}${h(3)}-${h(12)}`;
   }
+}
+
+/**
+ * mulberry32 as a plain function: uniform numbers in [0, 1) from a 32-bit
+ * seed (`seed >>> 0`), the same sequence as `new Rng(seed).next()`. A run
+ * that prints its seed can be replayed exactly.
+ */
+export function mulberry32(seed: number): () => number {
+  const rng = new Rng(seed >>> 0);
+  return () => rng.next();
 }
