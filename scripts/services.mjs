@@ -119,11 +119,11 @@ async function until(what, timeoutMs, probe, state, name) {
 
 /* ----------------------------------------------------------------- redis */
 
-/** redis-server on a free loopback port, nothing persisted. Returns { url, port }. */
-export async function startRedis(state) {
+/** redis-server on a free loopback port (or `port`: a restart), nothing persisted. Returns { url, port }. */
+export async function startRedis(state, { port: fixed } = {}) {
   const dir = join(state, 'redis');
   mkdirSync(dir, { recursive: true });
-  const port = await freePort();
+  const port = fixed ?? (await freePort());
   daemon(state, 'redis', 'redis-server', [
     '--bind', '127.0.0.1', '--port', String(port), '--dir', dir,
     '--save', '', '--appendonly', 'no', '--daemonize', 'no', '--protected-mode', 'yes',
@@ -310,10 +310,10 @@ export function daemons(state) {
   });
 }
 
-/** Stop every daemon of `state` (TERM, then KILL after 10 s), gateway first, monitor last; remove `state` unless `keep`. */
-export async function stopAll(state, { keep = false } = {}) {
+/** Stop every daemon of `state` (or those `only` names) (TERM, then KILL after 10 s), gateway first, monitor last; remove `state` unless `keep`. */
+export async function stopAll(state, { keep = false, only } = {}) {
   const order = ['radosgw', 'ceph-osd', 'ceph-mon', 'redis'];
-  const list = daemons(state).sort((a, b) => order.indexOf(a.name) - order.indexOf(b.name));
+  const list = daemons(state).filter((d) => only === undefined || only.includes(d.name)).sort((a, b) => order.indexOf(a.name) - order.indexOf(b.name));
   for (const d of list) {
     if (!d.running) continue;
     try {

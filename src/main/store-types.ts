@@ -8,6 +8,7 @@ import type { AppendResult } from './session-writer.js';
 import type { FrameEncoding } from '../streams/frame-codec.js';
 import type { TokenTotals } from './core/summary.js';
 import type { FollowOptions } from './event-follow.js';
+import type { AppendBusStats } from './store/append-bus.js';
 
 export interface CatalogEntry {
   id: string;
@@ -71,7 +72,7 @@ export interface StoreStats {
   cache: { hits: number; misses: number; pageHits: number; pageMisses: number; pageBytes: number };
   pagesServed: number;
   /** Sessions with a file watcher (one each, shared by their followers) and open library followers. */
-  follow: { watchedSessions: number; followers: number };
+  follow: { watchedSessions: number; followers: number; bus?: AppendBusStats & { watchedSessions: number } };
 }
 
 /**

@@ -30,6 +30,8 @@ import { InlinePool } from './inline-pool.js';
 import { ChangeWatchers } from '../storage/local/change-watch.js';
 import { sessionKeys } from '../storage/layout.js';
 import { EventFollower, type FollowOptions } from './event-follow.js';
+import { RedisAppendBus } from './store/redis-bus.js';
+import { RemoteAppends } from './store/remote-appends.js';
 
 export type { StoreOptions, WarmUpOptions } from './store/options.js';
 export { warmUpFromEnv } from './store/options.js';
@@ -46,6 +48,11 @@ export class PagerStore implements Store {
   private readonly writers: SessionWriters;
   private readonly subscriptions = new Subscriptions();
   private readonly watchers: ChangeWatchers;
+  private readonly watchFiles: boolean;
+  /** Other processes' appends, over the append bus (null without one). */
+  private readonly remote: RemoteAppends | null;
+  /** Whether close() closes the bus (not one the caller gave). */
+  private readonly ownsBus: boolean;
   private readonly follows = new Set<EventFollower>();
   private closed = false;
 
@@ -65,7 +72,11 @@ export class PagerStore implements Store {
       this.storage,
       opts.format ?? 'jsonl',
       opts.writerIdleMs ?? DEFAULT_WRITER_IDLE_MS,
-      (id, events) => this.subscriptions.publish(id, events),
+      (id, events) => {
+        this.subscriptions.publish(id, events);
+        const last = events[events.length - 1];
+        if (last !== undefined) this.remote?.published(id, last.seq + 1);
+      },
       (id) => this.views.forget(id),
     );
     this.views = new SessionViews(this.storage, (id) => this.writers.committed(id));
@@ -75,6 +86,10 @@ export class PagerStore implements Store {
       pageCacheBytes: opts.pageCacheBytes ?? DEFAULT_PAGE_CACHE_BYTES,
     });
     this.watchers = new ChangeWatchers(opts.watchPollMs);
+    this.watchFiles = opts.watchFiles ?? true;
+    const bus = opts.appendBus ?? (opts.redisUrl !== undefined ? new RedisAppendBus(opts.redisUrl, { prefix: opts.redisPrefix, onError: opts.onBusError }) : null);
+    this.ownsBus = opts.appendBus === undefined && bus !== null;
+    this.remote = bus === null ? null : new RemoteAppends(bus, (id) => this.nextSeq(id));
   }
 
   async list(): Promise<CatalogEntry[]> {
@@ -132,15 +147,20 @@ export class PagerStore implements Store {
   }
 
   /**
-   * Be told when another process may have appended to `id` (a change of its
-   * entry sidecar: storage/local/change-watch.ts). Local files only: other
-   * backends have no change notification yet (appends through this store
-   * still reach `subscribe`).
+   * Be told when another process may have appended to `id`: a change of its
+   * entry sidecar (local files: storage/local/change-watch.ts, with its
+   * backstop poll) and a message on the append bus (`redisUrl`: any process
+   * on any host over the same storage; store/remote-appends.ts). Appends
+   * through this store reach `subscribe` instead.
    */
   watch(id: string, listener: () => void, opts: { keepAlive?: boolean } = {}): () => void {
     const keys = sessionKeys(id);
-    if (!(this.storage instanceof LocalBackend)) return () => undefined;
-    return this.watchers.watch(id, this.storage.path(keys.entries), listener, opts);
+    const stops: (() => void)[] = [];
+    if (this.watchFiles && this.storage instanceof LocalBackend) stops.push(this.watchers.watch(id, this.storage.path(keys.entries), listener, opts));
+    if (this.remote !== null) stops.push(this.remote.watch(id, listener));
+    return () => {
+      for (const stop of stops.splice(0)) stop();
+    };
   }
 
   follow(id: string, opts: FollowOptions = {}): AsyncIterableIterator<SessionEvent> {
@@ -176,7 +196,7 @@ export class PagerStore implements Store {
       pool: { threads: this.threads, queueSize: this.pool.queueSize, maxQueue: this.pool.options.maxQueue, utilization: this.pool.utilization, completed: this.pool.completed, threadIds: this.pool.threads.map((w) => w.threadId) },
       cache: { hits: this.views.hits, misses: this.views.misses, pageHits: page.hits, pageMisses: page.misses, pageBytes: page.size },
       pagesServed: this.pages.pagesServed,
-      follow: { watchedSessions: this.watchers.size, followers: this.follows.size },
+      follow: { watchedSessions: this.watchers.size, followers: this.follows.size, ...(this.remote !== null ? { bus: { ...this.remote.bus.stats(), watchedSessions: this.remote.size } } : {}) },
     };
   }
 
@@ -189,7 +209,9 @@ export class PagerStore implements Store {
     this.closed = true;
     for (const f of [...this.follows]) f.end();
     this.watchers.close();
+    this.remote?.close();
     await this.writers.closeAll();
+    if (this.ownsBus) await this.remote?.bus.close();
     if (this.ownsPool) await this.pool.close();
   }
 }

@@ -37,6 +37,8 @@ export interface ServeConfig {
   logLevel: string;
   /** Origin allowed by CORS (null: CORS off). */
   corsOrigin: string | null;
+  /** Redis for follow across processes (null: none; store/redis-bus.ts). */
+  redisUrl?: string | null;
   /** The demo corpus to make (tests use a small one); default DEMO_PLAN. */
   demoPlan?: readonly DemoSessionPlan[];
 }
@@ -106,13 +108,22 @@ export async function startServe(cfg: ServeConfig, extra: ServerOptions = {}, ou
   let store: Store | null = null;
   let app: FastifyInstance;
   const readiness = new Readiness(false);
+  let logBusError = (err: Error): void => void out.write(`session-pager serve: redis: ${err.message}\n`);
   try {
     if (cfg.demo && token === null) {
       token = await demo.demoToken(cfg.dataDir);
       source = 'demo';
     }
-    store = await openStore({ dataDir: cfg.dataDir, workers: cfg.workers, warmUp: warmUpFromEnv(process.env) });
+    store = await openStore({
+      dataDir: cfg.dataDir,
+      workers: cfg.workers,
+      warmUp: warmUpFromEnv(process.env),
+      // The bus connects in the background; its errors go to the server's log.
+      ...(cfg.redisUrl ? { redisUrl: cfg.redisUrl, onBusError: (err: Error) => logBusError(err) } : {}),
+    });
     app = buildServer(store, { logger: { level: cfg.logLevel }, ...serverOptions, token, readiness, serverFactory: early.factory });
+    const log = app.log;
+    logBusError = (err) => void log.warn({ err: err.message }, 'redis: follow across processes falls back to polling until it reconnects');
     await app.ready();
   } catch (err) {
     early.fail(`the server failed to start: ${(err as Error)?.message ?? String(err)}`);
@@ -129,6 +140,7 @@ export async function startServe(cfg: ServeConfig, extra: ServerOptions = {}, ou
       `session-pager listening on ${url} (data: ${cfg.dataDir}); warming up, /readyz says when done`,
       tokenLine(token, source),
       ...(cfg.corsOrigin !== null ? [`cors: allowed origin ${cfg.corsOrigin}`] : []),
+      ...(cfg.redisUrl ? [`follow across processes: appends published on ${redactUrl(cfg.redisUrl)}`] : []),
       'try:',
       `  curl -s --compressed${auth} '${url}/v1/sessions'`,
       `  curl -s --compressed${auth} '${url}/v1/sessions/${sample}/page?maxMessages=5'`,
@@ -165,6 +177,13 @@ export async function startServe(cfg: ServeConfig, extra: ServerOptions = {}, ou
     }
   };
   return { app, store: opened, url, token, ready, close: () => (closing ??= close()) };
+}
+
+/** A URL without its password (never printed). */
+function redactUrl(url: string): string {
+  const u = new URL(url);
+  if (u.password !== '') u.password = '***';
+  return u.toString();
 }
 
 async function makeDemo(cfg: ServeConfig, demo: typeof import('../demo.js'), out: NodeJS.WritableStream): Promise<void> {

@@ -2,7 +2,7 @@
  * `session-pager serve`: the HTTP API of SPEC section 6 on fastify.
  *
  * Every flag has an environment variable (SESSION_PAGER_DATA, _HOST, _PORT,
- * _TOKEN, _WORKERS, _LOG_LEVEL, _CORS_ORIGIN); the flag wins, an empty
+ * _TOKEN, _WORKERS, _LOG_LEVEL, _CORS_ORIGIN, _REDIS_URL); the flag wins, an empty
  * variable counts as unset, a bad value is named by its variable. Without
  * a token the server listens on loopback only (auth off); on any other
  * address it refuses to start. --demo serves the demo corpus (generated
@@ -13,6 +13,7 @@
 import { isIP } from 'node:net';
 import { DEMO_DATA_DIR } from '../demo-dir.js';
 import { defineCommand, type OptionsDecl, type OptionValues } from './command.js';
+import { checkRedisUrl } from '../store/redis-bus.js';
 import { CliError } from './common.js';
 import { startServe, type ServeConfig, type TokenSource } from './serve-start.js';
 
@@ -37,6 +38,13 @@ const OPTIONS = {
   workers: { type: 'int', min: 1, env: 'SESSION_PAGER_WORKERS', describe: 'page worker threads', defaultText: 'one per core, at most 8' },
   demo: { type: 'boolean', describe: 'serve the demo corpus (generated on first start) and make a token if none is given' },
   'log-level': { type: 'string', arg: 'LEVEL', env: 'SESSION_PAGER_LOG_LEVEL', choices: LOG_LEVELS, default: 'info', describe: 'JSON log level on stdout' },
+  redis: {
+    type: 'string',
+    arg: 'URL',
+    env: 'SESSION_PAGER_REDIS_URL',
+    describe: 'follow across processes and hosts: publish appends on Redis and hear of other processes\' there (redis://host:port)',
+    defaultText: 'none',
+  },
   'cors-origin': {
     type: 'string',
     arg: 'ORIGIN',
@@ -103,7 +111,16 @@ function configFrom(values: ServeValues, env: NodeJS.ProcessEnv): ServeConfig {
   }
   const cors = values['cors-origin'];
   const corsOrigin = cors === undefined ? null : checkOrigin(cors, env.SESSION_PAGER_CORS_ORIGIN === cors ? 'SESSION_PAGER_CORS_ORIGIN' : '--cors-origin');
-  return { dataDir, host, port, token, tokenSource, workers, demo, logLevel, corsOrigin };
+  const redisUrl = values.redis === undefined ? null : redisFrom(values.redis, env.SESSION_PAGER_REDIS_URL === values.redis ? 'SESSION_PAGER_REDIS_URL' : '--redis');
+  return { dataDir, host, port, token, tokenSource, workers, demo, logLevel, corsOrigin, redisUrl };
+}
+
+function redisFrom(url: string, from: string): string {
+  try {
+    return checkRedisUrl(url.trim());
+  } catch (err) {
+    throw new CliError(`${from}: ${(err as Error).message}`);
+  }
 }
 
 async function serve(cfg: ServeConfig): Promise<number> {

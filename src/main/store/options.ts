@@ -5,6 +5,7 @@
  */
 import type { StorageBackend } from '../../storage/backend.js';
 import type { FrameEncoding } from '../../streams/frame-codec.js';
+import type { AppendBus } from './append-bus.js';
 
 /** The warm-ups a store runs (docs/architecture.md, "Worker pool"); both default on. */
 export interface WarmUpOptions {
@@ -55,6 +56,24 @@ export interface StoreOptions {
   watchPollMs?: number;
   /** Which warm-ups run (default: all). */
   warmUp?: WarmUpOptions;
+  /**
+   * Follow across processes and hosts: publish each durable append on Redis
+   * pub/sub and hear of other processes' appends there (`redis://host:port`;
+   * store/redis-bus.ts). Ignored when `appendBus` is given.
+   */
+  redisUrl?: string;
+  /** Channel prefix on Redis (default `session-pager:append:`). */
+  redisPrefix?: string;
+  /** An append bus of the caller's (tests, another transport); the store does not close it. */
+  appendBus?: AppendBus;
+  /** Told of the Redis connection's errors (once per disconnection): the server logs them. */
+  onBusError?: (err: Error) => void;
+  /**
+   * Whether followers watch a local data directory's entry sidecars for
+   * other processes' appends (fs.watch and the backstop poll; default true).
+   * Tests of the append bus turn it off, so what arrives came by the bus.
+   */
+  watchFiles?: boolean;
 }
 
 /**

@@ -1,0 +1,66 @@
+/**
+ * How processes tell each other of durable appends (follow across processes
+ * and hosts over shared storage): after each durable append, the writer's
+ * process publishes `{session, nextSeq}`; every process's followers of that
+ * session then read the new frames from storage by seq, as they do for any
+ * notification. A message only says "look again, there is at least this
+ * much": it carries no event, so a lost, late, duplicated or forged message
+ * can cost latency, never an event or a duplicate (the backstop poll of
+ * `store.watch` covers a lost one).
+ *
+ * The transport is a bus (Redis pub/sub in redis-bus.ts; tests may give
+ * another). This file holds the interface and the message format.
+ */
+import { isValidSessionId } from '../../storage/layout.js';
+
+/** A bus listener: a message's `nextSeq`, or `undefined` when messages may have been lost (a reconnection) and every session is to be looked at again. */
+export type BusListener = (nextSeq: number | undefined) => void;
+
+export interface AppendBus {
+  /** Tell other processes that `id` has `nextSeq` durable events. Never throws, never waits: a lost message is a delay. */
+  publish(id: string, nextSeq: number): void;
+  /** Hear of `id`'s appends by other processes (and this one's own: callers drop echoes). Returns the function that stops it. */
+  subscribe(id: string, listener: BusListener): () => void;
+  /** What the bus has done so far (the store's stats). */
+  stats(): AppendBusStats;
+  close(): Promise<void>;
+}
+
+export interface AppendBusStats {
+  kind: string;
+  connected: boolean;
+  published: number;
+  received: number;
+  /** Messages dropped as malformed (not `{session, nextSeq}` for their channel). */
+  rejected: number;
+}
+
+export interface AppendMessage {
+  session: string;
+  nextSeq: number;
+}
+
+export function encodeAppendMessage(session: string, nextSeq: number): string {
+  return JSON.stringify({ session, nextSeq });
+}
+
+/**
+ * A message read off the bus, or null when it is not exactly
+ * `{"session": <a session id>, "nextSeq": <non-negative safe integer>}`
+ * (anyone with access to the bus can publish; such a message is dropped).
+ */
+export function decodeAppendMessage(text: string): AppendMessage | null {
+  let v: unknown;
+  try {
+    v = JSON.parse(text);
+  } catch {
+    return null;
+  }
+  if (typeof v !== 'object' || v === null || Array.isArray(v)) return null;
+  const keys = Object.keys(v);
+  if (keys.length !== 2) return null;
+  const { session, nextSeq } = v as Record<string, unknown>;
+  if (!isValidSessionId(session)) return null;
+  if (typeof nextSeq !== 'number' || !Number.isSafeInteger(nextSeq) || nextSeq < 0) return null;
+  return { session, nextSeq };
+}
