@@ -20,7 +20,7 @@
  * DIR defaults to `.services/` in the current directory. The environment:
  *   SESSION_PAGER_TEST_S3_ENDPOINT  http://127.0.0.1:<port> (what makes `npm test` run the S3 suites)
  *   SESSION_PAGER_TEST_S3_BUCKET    a bucket made for the tests
- *   AWS_ENDPOINT_URL_S3, AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_REGION
+ *   AWS_ENDPOINT_URL, AWS_ENDPOINT_URL_S3, AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_REGION
  *   SESSION_PAGER_TEST_REDIS_URL    redis://127.0.0.1:<port>
  *
  * Why each Ceph setting is there is said beside it in cephConf(). The module
@@ -274,6 +274,7 @@ export function envFor({ rgw, redis }) {
     Object.assign(env, {
       SESSION_PAGER_TEST_S3_ENDPOINT: rgw.endpoint,
       SESSION_PAGER_TEST_S3_BUCKET: rgw.bucket,
+      AWS_ENDPOINT_URL: rgw.endpoint,
       AWS_ENDPOINT_URL_S3: rgw.endpoint,
       AWS_ACCESS_KEY_ID: rgw.accessKeyId,
       AWS_SECRET_ACCESS_KEY: rgw.secretAccessKey,
