@@ -89,7 +89,10 @@ export class PagerStore implements Store {
     this.watchFiles = opts.watchFiles ?? true;
     const bus = opts.appendBus ?? (opts.redisUrl !== undefined ? new RedisAppendBus(opts.redisUrl, { prefix: opts.redisPrefix, onError: opts.onBusError }) : null);
     this.ownsBus = opts.appendBus === undefined && bus !== null;
-    this.remote = bus === null ? null : new RemoteAppends(bus, (id) => this.nextSeq(id));
+    // A network store caches what it looked up for a while: a message makes it look again (refresh).
+    const storage = this.storage as { refresh?(key: string): Promise<void> };
+    const refresh = async (id: string) => storage.refresh?.(sessionKeys(id).meta);
+    this.remote = bus === null ? null : new RemoteAppends(bus, (id) => this.nextSeq(id), refresh);
   }
 
   async list(): Promise<CatalogEntry[]> {

@@ -7,8 +7,10 @@
  * One bus subscription per watched session, shared by its listeners. A
  * message is acted on once per process, not once per follower: an echo of
  * this store's own append, a duplicate, or one older than what is known is
- * dropped. A message can arrive before the storage this process reads
- * shows the append (a store whose reads lag its writes): then the
+ * dropped. A network store's reader keeps what it looked up for a short
+ * while, so a message first makes the backend forget the session's cached
+ * state (`refresh`), then tells the listeners. A message can still arrive
+ * before the storage this process reads shows the append: then the
  * committed end is looked at again, 25 ms doubling to about 3 s in all,
  * and the listeners are told once it has caught up. So a follower never
  * waits on a message that came too early; the backstop poll covers one
@@ -37,6 +39,8 @@ export class RemoteAppends {
     readonly bus: AppendBus,
     /** The session's committed end as this process's storage shows it now. */
     private readonly committedEnd: (id: string) => Promise<number>,
+    /** Make the storage forget what it cached of the session (a network store), so the next look is fresh. */
+    private readonly refresh: (id: string) => Promise<void> = async () => undefined,
   ) {}
 
   /** Sessions with a bus subscription (tests: none is leaked). */
@@ -81,13 +85,19 @@ export class RemoteAppends {
     if (this.watched.get(id) !== w) return;
     if (nextSeq === undefined) {
       // Messages may have been lost (a reconnection): look again.
-      fire(w);
+      void this.fresh(id).then(() => fire(w));
       return;
     }
     if (nextSeq <= w.known) return;
     w.known = nextSeq;
-    fire(w);
-    void this.catchUp(id, w);
+    void this.fresh(id).then(() => {
+      fire(w);
+      void this.catchUp(id, w);
+    });
+  }
+
+  private fresh(id: string): Promise<void> {
+    return this.refresh(id).catch(() => undefined);
   }
 
   /** While the storage here shows less than the newest message, look again later, and tell the listeners when it has caught up. */
@@ -107,6 +117,7 @@ export class RemoteAppends {
         }
         if (i === CATCH_UP_MS.length) return; // The backstop poll takes over.
         await new Promise((r) => setTimeout(r, CATCH_UP_MS[i]).unref());
+        await this.fresh(id);
       }
     } finally {
       w.catchingUp = false;
