@@ -30,7 +30,7 @@ import { InlinePool } from './inline-pool.js';
 import { ChangeWatchers } from '../storage/local/change-watch.js';
 import { sessionKeys } from '../storage/layout.js';
 import { EventFollower, type FollowOptions } from './event-follow.js';
-import { RedisAppendBus } from './store/redis-bus.js';
+import type { AppendBus } from './store/append-bus.js';
 import { RemoteAppends } from './store/remote-appends.js';
 
 export type { StoreOptions, WarmUpOptions } from './store/options.js';
@@ -59,8 +59,12 @@ export class PagerStore implements Store {
   /** Whether close() ends the pool (not when it was lent by another store). */
   private readonly ownsPool: boolean;
 
-  /** `pool`: another store's, for a store that only borrows it (the page-path warm-up's). */
-  constructor(opts: StoreOptions, pool?: PagePool) {
+  /**
+   * `pool`: another store's, for a store that only borrows it (the page-path
+   * warm-up's). `ownBus`: the bus `opts.appendBus` was made for this store
+   * (openStore's, from `redisUrl`), so close() closes it.
+   */
+  constructor(opts: StoreOptions, pool?: PagePool, ownBus = false) {
     this.storage = storageOf(opts);
     this.dataDir = opts.dataDir ?? `${this.storage.kind}:`;
     this.ownsPool = pool === undefined;
@@ -87,8 +91,9 @@ export class PagerStore implements Store {
     });
     this.watchers = new ChangeWatchers(opts.watchPollMs);
     this.watchFiles = opts.watchFiles ?? true;
-    const bus = opts.appendBus ?? (opts.redisUrl !== undefined ? new RedisAppendBus(opts.redisUrl, { prefix: opts.redisPrefix, onError: opts.onBusError }) : null);
-    this.ownsBus = opts.appendBus === undefined && bus !== null;
+    if (opts.appendBus === undefined && opts.redisUrl !== undefined) throw new PagerError('internal', 'a store with redisUrl is opened by openStore()');
+    const bus: AppendBus | null = opts.appendBus ?? null;
+    this.ownsBus = ownBus && bus !== null;
     // A network store caches what it looked up for a while: a message makes it look again (refresh).
     const storage = this.storage as { refresh?(key: string): Promise<void> };
     const refresh = async (id: string) => storage.refresh?.(sessionKeys(id).meta);
@@ -226,7 +231,21 @@ function storageOf(opts: StoreOptions): StorageBackend {
 }
 
 export async function openStore(opts: StoreOptions): Promise<PagerStore> {
-  const store = new PagerStore(opts);
-  if (opts.readOnly !== true) await store.storage.ensureFolder(INDEX);
+  if (opts.appendBus === undefined && opts.redisUrl !== undefined) {
+    // ioredis loads only for a store that uses it (it costs a serving process's start-up otherwise).
+    const { RedisAppendBus } = await import('./store/redis-bus.js');
+    const appendBus = new RedisAppendBus(opts.redisUrl, { prefix: opts.redisPrefix, onError: opts.onBusError });
+    return finishOpen(new PagerStore({ ...opts, appendBus }, undefined, true), opts);
+  }
+  return finishOpen(new PagerStore(opts), opts);
+}
+
+async function finishOpen(store: PagerStore, opts: StoreOptions): Promise<PagerStore> {
+  try {
+    if (opts.readOnly !== true) await store.storage.ensureFolder(INDEX);
+  } catch (err) {
+    await store.close().catch(() => undefined); // its pool and bus connections would keep the process alive
+    throw err;
+  }
   return store;
 }

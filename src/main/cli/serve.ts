@@ -13,7 +13,7 @@
 import { isIP } from 'node:net';
 import { DEMO_DATA_DIR } from '../demo-dir.js';
 import { defineCommand, type OptionsDecl, type OptionValues } from './command.js';
-import { checkRedisUrl } from '../store/redis-bus.js';
+import { checkRedisUrl } from '../store/append-bus.js';
 import { CliError } from './common.js';
 import { startServe, type ServeConfig, type TokenSource } from './serve-start.js';
 

@@ -12,6 +12,7 @@
  * another). This file holds the interface and the message format.
  */
 import { isValidSessionId } from '../../storage/layout.js';
+import { PagerError } from '../core/errors.js';
 
 /** A bus listener: a message's `nextSeq`, or `undefined` when messages may have been lost (a reconnection) and every session is to be looked at again. */
 export type BusListener = (nextSeq: number | undefined) => void;
@@ -63,4 +64,17 @@ export function decodeAppendMessage(text: string): AppendMessage | null {
   if (!isValidSessionId(session)) return null;
   if (typeof nextSeq !== 'number' || !Number.isSafeInteger(nextSeq) || nextSeq < 0) return null;
   return { session, nextSeq };
+}
+
+/** `redis://` or `rediss://` URL, else `invalid_request` naming what is wrong. */
+export function checkRedisUrl(url: string): string {
+  let u: URL;
+  try {
+    u = new URL(url);
+  } catch {
+    throw new PagerError('invalid_request', `redis URL ${JSON.stringify(url)} is not a URL (redis://host:port)`);
+  }
+  if (u.protocol !== 'redis:' && u.protocol !== 'rediss:') throw new PagerError('invalid_request', `redis URL must start with redis:// or rediss://, got ${JSON.stringify(url)}`);
+  if (u.hostname === '') throw new PagerError('invalid_request', `redis URL ${JSON.stringify(url)} names no host`);
+  return url;
 }

@@ -12,8 +12,9 @@
  * of it from the next message, a reconnection or their backstop poll.
  */
 import { Redis, type RedisOptions } from 'ioredis';
-import { PagerError } from '../core/errors.js';
-import { decodeAppendMessage, encodeAppendMessage, type AppendBus, type AppendBusStats, type BusListener } from './append-bus.js';
+import { checkRedisUrl, decodeAppendMessage, encodeAppendMessage, type AppendBus, type AppendBusStats, type BusListener } from './append-bus.js';
+
+export { checkRedisUrl } from './append-bus.js';
 
 export const DEFAULT_REDIS_PREFIX = 'session-pager:append:';
 
@@ -22,19 +23,6 @@ export interface RedisBusOptions {
   prefix?: string;
   /** Told of connection errors (at most one per disconnection), for the server's log. */
   onError?: (err: Error) => void;
-}
-
-/** `redis://` or `rediss://` URL, else `invalid_request` naming what is wrong. */
-export function checkRedisUrl(url: string): string {
-  let u: URL;
-  try {
-    u = new URL(url);
-  } catch {
-    throw new PagerError('invalid_request', `redis URL ${JSON.stringify(url)} is not a URL (redis://host:port)`);
-  }
-  if (u.protocol !== 'redis:' && u.protocol !== 'rediss:') throw new PagerError('invalid_request', `redis URL must start with redis:// or rediss://, got ${JSON.stringify(url)}`);
-  if (u.hostname === '') throw new PagerError('invalid_request', `redis URL ${JSON.stringify(url)} names no host`);
-  return url;
 }
 
 /** Reconnect after 50 ms, doubling up to 2 s: a restarted Redis is found again within about 2 s. */
