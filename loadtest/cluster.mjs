@@ -44,26 +44,16 @@ const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
 /* ------------------------------------------------------------ events */
 
-/** mulberry32: a small seeded PRNG (the run is reproducible by --seed). */
-function prng(seed) {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+const { mulberry32 } = await import(new URL('../dist/main/gen/prng.js', import.meta.url).href);
 
 /**
- * An endless, realistic event stream: turns of a user message, a streamed
+ * An endless, realistic event stream (seeded: the run is reproducible by --seed): turns of a user message, a streamed
  * answer (a run of text deltas, sometimes reasoning deltas first) and the
  * assistant message that closes it. Batches cut it anywhere, so runs span
  * appends as they do live.
  */
 export function eventStream(seed = 1) {
-  const rand = prng(seed);
+  const rand = mulberry32(seed);
   const int = (lo, hi) => lo + Math.floor(rand() * (hi - lo + 1));
   const words = ['alpha', 'beta', 'gamma', 'delta', 'tool', 'page', 'seq', 'frame', 'index', 'cluster', 'redis', 'gateway'];
   const text = (n) => Array.from({ length: n }, () => words[int(0, words.length - 1)]).join(' ');
@@ -295,7 +285,7 @@ export async function runCluster({ storeArgs, redisUrl, appends = 300, batch = 1
   const sendLatency = [];
   let pages = 0;
   let retried = null;
-  const rand = prng(seed ^ 0x5eed);
+  const rand = mulberry32(seed ^ 0x5eed);
   const servers = [];
   const followers = [];
   // Over a remote store each process keeps its own local directory (a writer's durable tail lives
