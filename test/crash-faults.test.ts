@@ -16,6 +16,16 @@
  *   repair_required (a write cut inside a frame: doctor said repair cuts
  *   it; the suite repairs and carries on), and counts both.
  *
+ * A random kill moment almost never lands inside a write (a write is one
+ * system call), so about half the trials also end with a torn write made on
+ * purpose: a writer in its own process (test/helpers/torn-append-child.mjs)
+ * that SIGKILLs itself after writing only part of an append's frames or of
+ * its entry lines. Its outcome is known exactly and asserted: what is served
+ * (nothing of that write, or the frames of its whole entry lines), what
+ * doctor says, what the first append is told (repair_required for a torn
+ * frame, seq_conflict naming the end of the complete frames otherwise),
+ * where repair cuts, and what is kept.
+ *
  * CI runs up to 24 trials (at least 12, then as many as fit in two
  * minutes). The long mode is the same file by hand, every trial asked for:
  *
@@ -27,6 +37,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
+import { unpack } from 'msgpackr';
 import { afterAll, describe, expect, it } from 'vitest';
 import { expandRecords } from '../src/main/core/chunk-codec.js';
 import type { Page, SessionEvent } from '../src/main/core/types.js';
@@ -35,10 +46,13 @@ import { diagnose } from '../src/main/maintenance/doctor.js';
 import { planRepair, repairSession } from '../src/main/maintenance/repair.js';
 import { sessionPaths } from '../src/main/paths.js';
 import { decodeWholeLog, referencePage } from '../src/main/reference-reader.js';
+import { loadSessionState } from '../src/main/session-state.js';
+import { SessionWriter } from '../src/main/session-writer.js';
 import { makeEvents, sleep, until } from './server-helpers.js';
 
 const ROOT = resolve(import.meta.dirname, '..');
 const BIN = join(ROOT, 'bin', 'session-pager.js');
+const TORN_CHILD = join(ROOT, 'test', 'helpers', 'torn-append-child.mjs');
 const TOKEN = 'crash-token-123456';
 const TRIALS = Number(process.env.SESSION_PAGER_CRASH_TRIALS ?? 24);
 /**
@@ -67,6 +81,21 @@ interface Model {
    * unindexed until a writer opens the session and indexes them, maybe trials later.
    */
   maxSent: number;
+  /** A torn write made on purpose (injectTornWrite) whose outcome the first append after it must show. */
+  torn?: TornOutcome;
+}
+
+/** What a torn write must lead to, computed from the bytes it wrote. */
+interface TornOutcome {
+  target: 'log' | 'entries';
+  /** Next seq pages serve until a writer opens the session. */
+  servedSeq: number;
+  /** expectedSeq of the seq_conflict the first append gets, or null: it gets repair_required (a torn frame). */
+  expectedSeq: number | null;
+  /** Where repair cuts the log (the end of the write's complete frames), when a frame is torn. */
+  cutAt: number | null;
+  /** Next seq after that repair: the complete frames before the cut are kept. */
+  keptSeq: number;
 }
 
 interface Figures {
@@ -80,6 +109,9 @@ interface Figures {
   pagesChecked: number;
   tornTailsRepaired: number;
   tailsIndexedByWriter: number;
+  tornWritesInjected: number;
+  tornFramesInjected: number;
+  partialEntryLinesInjected: number;
   lost: number;
 }
 
@@ -143,6 +175,96 @@ async function checkPages(url: string, dataDir: string, m: Model, figures: Figur
   return next;
 }
 
+/** Length of the whole frame at `at` when it ends by `end` (JSONL: a line; binary: 16-byte SPF2 header + payload), else null. */
+function wholeFrameLength(buf: Buffer, at: number, end: number): number | null {
+  if (at >= end) return null;
+  if (buf[at] === 0x7b) {
+    const nl = buf.indexOf(0x0a, at);
+    return nl !== -1 && nl < end ? nl + 1 - at : null;
+  }
+  if (at + 16 > end) return null;
+  const len = 16 + buf.readUInt32LE(at + 8);
+  return at + len <= end ? len : null;
+}
+
+/** Logical events one whole frame holds (a packed row holds dt.length + 1). */
+function eventsOfFrame(frame: Buffer): number {
+  const r = (frame[0] === 0x7b ? JSON.parse(frame.toString('utf8')) : unpack(frame.subarray(16))) as { seq0?: number; data: { dt?: unknown[] } };
+  return r.seq0 !== undefined ? (r.data.dt as unknown[]).length + 1 : 1;
+}
+
+/**
+ * With the server down: an append of `n` events to `m` by a writer that SIGKILLs itself part-way
+ * through its write of the log or of the entry lines; records the exact outcome on the model and
+ * checks what doctor says of it at once. False when the session cannot take it now (it needs repair).
+ */
+async function injectTornWrite(dataDir: string, m: Model, target: 'log' | 'entries', fraction: number, n: number): Promise<boolean> {
+  const p = sessionPaths(dataDir, m.id);
+  // Where a writer stands: opening indexes the complete frames a kill left, as the server's writer would.
+  let from: number;
+  try {
+    const w = await SessionWriter.open(dataDir, m.id);
+    from = w.nextSeq;
+    await w.close();
+  } catch (err) {
+    if ((err as { code?: string }).code === 'repair_required') return false;
+    throw err;
+  }
+  const child = spawn(process.execPath, [TORN_CHILD, dataDir, m.id, target, String(fraction)], { cwd: ROOT, stdio: ['pipe', 'pipe', 'pipe'] });
+  children.add(child);
+  let out = '';
+  let err = '';
+  child.stdout.on('data', (d: Buffer) => (out += d.toString()));
+  child.stderr.on('data', (d: Buffer) => (err += d.toString()));
+  const exited = new Promise<NodeJS.Signals | null>((r) => child.on('exit', (_code, signal) => r(signal)));
+  child.stdin.end(JSON.stringify(makeEvents(from, n)));
+  const signal = await exited;
+  children.delete(child);
+  expect(signal, `torn writer: ${out} ${err}`).toBe('SIGKILL');
+  const torn = JSON.parse(out.trim().split('\n')[0] as string) as { target: string; pos: number; cut: number; length: number };
+  expect(torn.target).toBe(target);
+  expect(torn.cut).toBeGreaterThan(0);
+  expect(torn.cut).toBeLessThan(torn.length);
+  m.acked = from;
+  m.sent = from + n;
+  m.maxSent = Math.max(m.maxSent, m.sent);
+  m.dirty = true;
+  if (target === 'log') {
+    // The whole frames among the bytes written are unindexed; a frame cut short is a torn tail.
+    const log = readFileSync(p.events);
+    expect(log.length).toBe(torn.pos + torn.cut);
+    let at = torn.pos;
+    let kept = 0;
+    for (let len = wholeFrameLength(log, at, log.length); len !== null; len = wholeFrameLength(log, at, log.length)) {
+      kept += eventsOfFrame(log.subarray(at, at + len));
+      at += len;
+    }
+    const cutShort = at < log.length;
+    m.torn = { target, servedSeq: from, expectedSeq: cutShort ? null : from + kept, cutAt: cutShort ? at : null, keptSeq: from + kept };
+  } else {
+    // The frames are whole; the entry lines written whole index some of them, the last line is cut.
+    const text = readFileSync(p.entries).subarray(torn.pos, torn.pos + torn.cut).toString('utf8');
+    expect(text.endsWith('\n')).toBe(false);
+    const whole = text.split('\n').slice(0, -1).reduce((k, l) => k + (JSON.parse(l) as { count: number }).count, 0);
+    m.torn = { target, servedSeq: from + whole, expectedSeq: from + n, cutAt: null, keptSeq: from + n };
+  }
+  // Exactly what a reader and doctor see of it.
+  const s = await loadSessionState(p);
+  expect(s.status, `${m.id}: ${s.reasons.join('; ')}`).toBe('degraded');
+  expect(s.nextSeq, m.id).toBe(m.torn.servedSeq);
+  expect(s.problems.map((x) => x.code), m.id).toEqual(target === 'entries' ? ['entries_partial_tail', 'unindexed_tail'] : ['unindexed_tail']);
+  const [report] = await diagnose(dataDir, m.id, { deep: true });
+  const codes = report!.issues.map((i) => i.code).sort();
+  if (m.torn.cutAt !== null) {
+    const tail = report!.issues.find((i) => i.code.startsWith('tail_'));
+    expect(tail?.offset, `${m.id}: ${JSON.stringify(report!.issues)}`).toBe(m.torn.cutAt);
+    expect(tail?.message, m.id).toContain('(repair cuts it)');
+  } else {
+    expect(codes, `${m.id}: ${JSON.stringify(report!.issues)}`).toEqual(target === 'entries' ? ['entries_partial_tail', 'unindexed_frames'] : ['unindexed_frames']);
+  }
+  return true;
+}
+
 /** doctor --deep and repair --dry-run, on every session: they must agree. */
 async function doctorAndRepairAgree(dataDir: string): Promise<void> {
   const reports = await diagnose(dataDir, undefined, { deep: true });
@@ -155,7 +277,7 @@ async function doctorAndRepairAgree(dataDir: string): Promise<void> {
     // A crash only ever leaves what a writer cut short: nothing repair would have to leave to a human.
     expect(plan.unfixable, r.id).toEqual([]);
     for (const i of r.issues) {
-      expect(['tail_torn', 'tail_damaged', 'tail_garbage', 'tail_bad_length', 'unindexed_tail', 'unindexed_frames', 'create_interrupted'], `${r.id}: ${i.code}: ${i.message}`).toContain(i.code);
+      expect(['tail_torn', 'tail_damaged', 'tail_garbage', 'tail_bad_length', 'unindexed_tail', 'unindexed_frames', 'entries_partial_tail', 'create_interrupted'], `${r.id}: ${i.code}: ${i.message}`).toContain(i.code);
     }
     if (r.issues.some((i) => i.code === 'create_interrupted')) expect(removes || plan.steps.some((s) => s.kind === 'reindex'), r.id).toBe(true);
     if (r.status === 'ok') expect(cuts, r.id).toEqual([]);
@@ -169,7 +291,7 @@ describe('crash fault suite: SIGKILL during creates and appends', () => {
     const dataDir = mkdtempSync(join(tmpdir(), 'sp-crash-'));
     dirs.push(dataDir);
     const models = new Map<string, Model>();
-    const figures: Figures = { trials: 0, creates: 0, createsAcked: 0, createsRetaken: 0, appendsAcked: 0, eventsAcked: 0, unackedSeen: 0, pagesChecked: 0, tornTailsRepaired: 0, tailsIndexedByWriter: 0, lost: 0 };
+    const figures: Figures = { trials: 0, creates: 0, createsAcked: 0, createsRetaken: 0, appendsAcked: 0, eventsAcked: 0, unackedSeen: 0, pagesChecked: 0, tornTailsRepaired: 0, tailsIndexedByWriter: 0, tornWritesInjected: 0, tornFramesInjected: 0, partialEntryLinesInjected: 0, lost: 0 };
     let nextId = 0;
     const t0 = Date.now();
 
@@ -194,6 +316,8 @@ describe('crash fault suite: SIGKILL during creates and appends', () => {
           }
         }
         const next = await checkPages(url, dataDir, m, figures);
+        // A torn write's frames are not served until a writer opens the session.
+        if (m.torn !== undefined) expect(next, m.id).toBe(m.torn.servedSeq);
         // What the server holds is durable now; the client carries on from there.
         m.acked = next;
         m.sent = next;
@@ -234,12 +358,17 @@ describe('crash fault suite: SIGKILL during creates and appends', () => {
             if (r.status === 409 && r.json.error.code === 'repair_required') {
               // Only a tail a write cut short, and doctor said repair cuts it: repair, then carry on.
               expect(r.json.error.message, m.id).toMatch(/invalid unindexed tail/);
+              const torn = m.torn;
+              m.torn = undefined;
+              if (torn !== undefined) expect(torn.cutAt, `${m.id}: a torn write that left no torn frame`).not.toBeNull();
               m.sent = from;
               const out = await repairSession(sessionPaths(dataDir, m.id));
               expect(out.done.map((s) => s.kind)).toEqual(['backup', 'truncate', 'reindex']);
+              if (torn !== undefined) expect((out.done[1] as { from: number }).from, m.id).toBe(torn.cutAt);
               figures.tornTailsRepaired++;
               // The complete frames of the cut write stay (repair keeps every valid frame): carry on after them.
               const next = await checkPages(url, dataDir, m, figures);
+              if (torn !== undefined) expect(next, m.id).toBe(torn.keptSeq);
               m.acked = next;
               m.sent = next;
               continue;
@@ -248,6 +377,9 @@ describe('crash fault suite: SIGKILL during creates and appends', () => {
               // Complete frames of a write the kill cut before they were indexed: readers do not serve
               // them, the writer indexes them when it opens the session. Only events that were sent.
               expect(r.json.error.expectedSeq, m.id).toBeLessThanOrEqual(m.maxSent);
+              const torn = m.torn;
+              m.torn = undefined;
+              if (torn !== undefined) expect(r.json.error.expectedSeq, `${m.id}: after a torn ${torn.target} write`).toBe(torn.expectedSeq);
               const next = await checkPages(url, dataDir, m, figures);
               expect(next, m.id).toBe(r.json.error.expectedSeq);
               m.acked = next;
@@ -256,12 +388,16 @@ describe('crash fault suite: SIGKILL during creates and appends', () => {
               continue;
             }
             if (r.status !== 200) throw new Error(`POST ${m.id}: ${r.status} ${JSON.stringify(r.json)}`);
+            // The first append after a torn write is told about it (above), never accepted as if nothing were there.
+            expect(m.torn, m.id).toBeUndefined();
             expect(r.json).toEqual({ fromSeq: from, toSeq: from + n, nextSeq: from + n });
             m.acked = from + n;
             figures.appendsAcked++;
             figures.eventsAcked += n;
           } catch (err) {
             if (!stop) throw err;
+            // Cut by the kill: what the server did of the torn write before it is unknown now.
+            m.torn = undefined;
           } finally {
             m.busy = false;
           }
@@ -279,6 +415,21 @@ describe('crash fault suite: SIGKILL during creates and appends', () => {
       // A client's failure before the kill is the test's failure; after it, requests were cut.
       for (const r of await Promise.allSettled(ops)) if (r.status === 'rejected') throw r.reason;
       figures.trials++;
+      // Every other trial, a torn write on purpose (a random kill moment almost never lands inside one).
+      if (trial % 2 === 0) {
+        const target = figures.tornWritesInjected % 2 === 0 ? 'log' : 'entries';
+        const candidates = [...models.values()].filter((m) => m.createAcked && m.torn === undefined);
+        for (let tries = 0; tries < 3 && candidates.length > 0; tries++) {
+          const m = candidates.splice(pick(candidates.length), 1)[0] as Model;
+          const n = rnd() < 0.2 ? 300 + pick(1500) : 2 + pick(60);
+          if (await injectTornWrite(dataDir, m, target, 0.05 + 0.9 * rnd(), n)) {
+            figures.tornWritesInjected++;
+            if (target === 'entries') figures.partialEntryLinesInjected++;
+            else if (m.torn?.cutAt !== null) figures.tornFramesInjected++;
+            break;
+          }
+        }
+      }
       await doctorAndRepairAgree(dataDir);
     }
 

@@ -31,6 +31,8 @@ import { checkMetaShape, readMeta, type SessionMeta } from './meta-file.js';
 import type { SessionPaths } from './paths.js';
 import { findInterruptedCreate, type InterruptedCreate } from './interrupted-create.js';
 import { quoteValue } from './core/excerpt.js';
+import { entryFor } from '../streams/batch-encoder.js';
+import { encodeEntry } from '../streams/entry-codec.js';
 
 export type SessionStatus = 'ok' | 'degraded' | 'repair_required';
 
@@ -51,6 +53,7 @@ export type ProblemCode =
   | 'entries_unreadable'
   | 'entries_empty'
   | 'entries_partial_line'
+  | 'entries_partial_tail'
   | 'entries_malformed'
   | 'entries_bad_first'
   | 'entries_out_of_order'
@@ -69,6 +72,8 @@ export interface StateProblem {
   /** Seq range [fromSeq, toSeq) concerned, when known. */
   fromSeq?: number;
   toSeq?: number;
+  /** Bytes concerned from `offset`, when known. */
+  length?: number;
 }
 
 export interface SessionState {
@@ -215,7 +220,15 @@ const APPEND_RACE = new Set(['entries_past_log', 'entries_partial_line']);
 export async function loadSessionState(paths: SessionPaths, storage: StorageBackend = localFiles): Promise<SessionState> {
   for (let attempt = 0; ; attempt++) {
     const s = await loadSessionStateOnce(paths, storage);
-    if (s.status !== 'repair_required' || attempt >= 3) return s;
+    if (attempt >= 3) return s;
+    if (s.status !== 'repair_required') {
+      // A partial entry line is also what a write in flight shows for a moment: read again once the sidecar moved on.
+      const partial = s.problems.find((p) => p.code === 'entries_partial_tail');
+      if (partial === undefined) return s;
+      const st = await storage.stat(paths.entries).catch(() => null);
+      if (st === null || st.size === (partial.offset ?? 0) + (partial.length ?? 0)) return s;
+      continue;
+    }
     // The log is stat'ed before the sidecars are read, so an append landing in
     // between looks like sidecars ahead of the log: read again before calling it damage.
     const now = await statLog(storage, paths.events);
@@ -257,8 +270,16 @@ async function loadSessionStateOnce(paths: SessionPaths, storage: StorageBackend
   }
   try {
     if (entries.size === 0) return broken({ code: 'entries_empty', message: 'entry sidecar is empty' }, meta);
+    // A write of entry lines cut by a crash leaves part of a line at the end: never acknowledged
+    // (the metadata is written after the lines), so the whole lines before it are the sidecar,
+    // once the log is shown to hold the frame that line was describing (partialTailDisagrees).
+    let partialTail: { start: number; bytes: Buffer } | null = null;
     if (!(await entries.endsWithNewline())) {
-      return broken({ code: 'entries_partial_line', message: `entry sidecar ends in a partial line (size ${entries.size})`, offset: entries.size }, meta);
+      partialTail = await entries.partialLastLine();
+      if (partialTail === null || partialTail.start === 0) {
+        return broken({ code: 'entries_partial_line', message: `entry sidecar ends in a partial line (size ${entries.size})`, offset: entries.size }, meta);
+      }
+      entries = entries.prefix(partialTail.start);
     }
     const first = (await entries.first())!;
     const fe = first.entry;
@@ -332,6 +353,19 @@ async function loadSessionStateOnce(paths: SessionPaths, storage: StorageBackend
     }
 
     const problems: StateProblem[] = [];
+    if (partialTail !== null) {
+      const rawSize = partialTail.start + partialTail.bytes.length;
+      const bad = await partialTailDisagrees(storage, paths.events, partialTail.bytes, indexedLength, nextSeq, logSize);
+      if (bad !== null) {
+        return broken({ code: 'entries_partial_line', message: `entry sidecar ends in a partial line (size ${rawSize}) ${bad}`, offset: rawSize }, meta);
+      }
+      problems.push({
+        code: 'entries_partial_tail',
+        message: `entry sidecar ends in ${partialTail.bytes.length} bytes of an entry line a crash cut short, at byte ${partialTail.start} (never acknowledged: not used, and the writer cuts it)`,
+        offset: partialTail.start,
+        length: partialTail.bytes.length,
+      });
+    }
     if (logSize > indexedLength) {
       problems.push({ code: 'unindexed_tail', message: `unindexed tail of ${logSize - indexedLength} bytes at offset ${indexedLength} is not served`, offset: indexedLength });
     }
@@ -345,6 +379,32 @@ async function loadSessionStateOnce(paths: SessionPaths, storage: StorageBackend
   } finally {
     await entries.close();
   }
+}
+
+/**
+ * Whether the log contradicts reading `partial` (the bytes after the entry
+ * sidecar's last newline) as the start of the line of the next frame, the
+ * one at `indexedLength`: the writer writes a batch's frames before their
+ * entry lines, so that frame is whole in the log and the bytes are a prefix
+ * of the line it gets. Anything else (no such frame, a torn one, bytes no
+ * writer would write for it) is damage. One read of one frame. Returns a
+ * reason, or null when the log agrees.
+ */
+async function partialTailDisagrees(storage: StorageBackend, eventsKey: string, partial: Buffer, indexedLength: number, nextSeq: number, logSize: number): Promise<string | null> {
+  if (logSize <= indexedLength) return 'and the log has no frame past its indexed end for that line to describe';
+  for await (const f of scanObject(storage, eventsKey, indexedLength, Math.min(logSize, indexedLength + MAX_FRAME_BYTES + 16))) {
+    if (!f.ok) return `and the frame after the indexed end is not valid: ${f.message}`;
+    let r: StorageRecord;
+    try {
+      r = validateRecord(f.record);
+    } catch (err) {
+      return `and the frame after the indexed end is not a valid record: ${(err as Error).message}`;
+    }
+    if (recordSpan(r).seq !== nextSeq) return `and the frame after the indexed end starts at seq ${recordSpan(r).seq}, not ${nextSeq}`;
+    const line = Buffer.from(encodeEntry(entryFor(r, indexedLength, f.length, f.schema)), 'utf8');
+    return partial.length < line.length && line.subarray(0, partial.length).equals(partial) ? null : 'that is not the start of the line of the frame after the indexed end';
+  }
+  return 'and the log has no frame past its indexed end for that line to describe';
 }
 
 /** A servable session's state: ok, or degraded when it has problems. */

@@ -240,6 +240,12 @@ export class SessionWriter {
       }
       log = await storage.openWritable(paths.events, 'existing');
       entries = await storage.openWritable(paths.entries, 'existing');
+      if (state.problems.some((p) => p.code === 'entries_partial_tail')) {
+        // Part of an entry line a crash cut short (never acknowledged; session-state.ts checked the
+        // log holds its frame, which indexTail below indexes again): cut it, so no line is written after it.
+        await entries.truncate(state.entriesSize);
+        await entries.sync();
+      }
       crc = await CrcProjection.open(storage, paths, state.indexedLength, false);
       idx = await IndexProjection.open(storage, paths, state.meta.frameCount, state.indexedLength);
       const w = new SessionWriter(storage, paths, state.meta, log, entries, lock, opts.durable ?? true, now, crc, idx);

@@ -72,6 +72,24 @@ export class EntriesFile {
     return e;
   }
 
+  /** The same sidecar read only up to `size` (a line boundary); shares the reader (close one of them). */
+  prefix(size: number): EntriesFile {
+    return new EntriesFile(this.reader, Math.min(size, this.size));
+  }
+
+  /**
+   * The bytes after the last newline (a line without its end) and where they
+   * start, reading back at most `maxBytes`; null when no newline lies within
+   * them (and the file is longer than that). Start 0: no complete line at all.
+   */
+  async partialLastLine(maxBytes = 64 * 1024): Promise<{ start: number; bytes: Buffer } | null> {
+    const from = Math.max(0, this.size - maxBytes);
+    const b = await this.read(from, this.size - from);
+    const nl = b.lastIndexOf(NEWLINE);
+    if (nl === -1 && from > 0) return null;
+    return { start: from + nl + 1, bytes: b.subarray(nl + 1) };
+  }
+
   /** Whether the sidecar ends with a complete line. */
   async endsWithNewline(): Promise<boolean> {
     if (this.size === 0) return true;

@@ -43,9 +43,10 @@ export class SidecarComparer {
     this.result.present = reader !== null;
   }
 
-  static async open(path: string): Promise<SidecarComparer> {
+  /** `limit`: compare only the sidecar's first bytes (the whole lines loadSessionState trusts). */
+  static async open(path: string, limit = Infinity): Promise<SidecarComparer> {
     try {
-      return new SidecarComparer(await FileLineReader.open(path));
+      return new SidecarComparer(await FileLineReader.open(path, undefined, limit));
     } catch (err) {
       if ((err as NodeJS.ErrnoException).code === 'ENOENT') return new SidecarComparer(null);
       throw err;

@@ -122,7 +122,8 @@ export async function diagnoseSession(paths: SessionPaths, opts: DoctorOptions =
   if (!opts.deep || state.problems[0]?.code === 'log_missing') return report;
 
   // Deep: one full scan, compared with the entry sidecar line by line.
-  const comparer = await SidecarComparer.open(paths.entries);
+  // The sidecar's trusted lines (a partial last line a crash left is reported, not compared).
+  const comparer = await SidecarComparer.open(paths.entries, repairNeeded ? Infinity : state.entriesSize);
   const progress = opts.onProgress;
   const onProgress = progress ? (b: number): void => progress(b, state.logSize, paths.id) : undefined;
   // And the projections, against the same frames (those the sidecar indexes).

@@ -73,10 +73,11 @@ export class FileLineReader {
     this.splitter = new LineSplitter(maxLine);
   }
 
-  static async open(path: string, maxLine = 1024 * 1024): Promise<FileLineReader> {
+  /** Reads the file's first `limit` bytes (default: all of it). */
+  static async open(path: string, maxLine = 1024 * 1024, limit = Infinity): Promise<FileLineReader> {
     const fh = await fsp.open(path, 'r');
     const st = await fh.stat();
-    return new FileLineReader(fh, st.size, maxLine);
+    return new FileLineReader(fh, Math.min(st.size, limit), maxLine);
   }
 
   /** The next line and whether it was newline-terminated; null at the end. */

@@ -97,7 +97,7 @@ function sidecarsDiffer(state: SessionState, a: LogAnalysis, cmp: SidecarCompari
 export async function planRepair(paths: SessionPaths, opts: RepairOptions = {}): Promise<RepairPlan> {
   if (!(await sessionExists(paths))) throw new PagerError('session_not_found', `session ${paths.id} not found`);
   const before = await loadSessionState(paths);
-  const comparer = await SidecarComparer.open(paths.entries);
+  const comparer = await SidecarComparer.open(paths.entries, before.status === 'repair_required' ? Infinity : before.entriesSize);
   const analysis = await analyzeLog(paths.events, { onProgress: opts.onProgress, onEntry: (e, corrupt) => comparer.check(e, corrupt) });
   const sidecar = await comparer.finish();
   const plan: RepairPlan = { id: paths.id, steps: [], kept: [], unfixable: [], before, analysis, sidecar };
