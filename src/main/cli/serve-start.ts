@@ -86,9 +86,18 @@ function admissionFromEnv(env: NodeJS.ProcessEnv): ServerOptions {
   return Object.keys(a).length > 0 ? { ...out, admission: a } : out;
 }
 
+/**
+ * SESSION_PAGER_REQUEST_TIMEOUT_MS: time to receive a whole request (head and
+ * body) before it is answered 408 request_timeout (default 30 s).
+ */
+function limitsFromEnv(env: NodeJS.ProcessEnv): ServerOptions {
+  const t = Number(env.SESSION_PAGER_REQUEST_TIMEOUT_MS ?? '');
+  return env.SESSION_PAGER_REQUEST_TIMEOUT_MS !== undefined && Number.isSafeInteger(t) && t >= 1 ? { requestTimeoutMs: t } : {};
+}
+
 /** Listen at once, then build the app, then warm up while serving. Used by `run` and by the tests. */
 export async function startServe(cfg: ServeConfig, extra: ServerOptions = {}, out: NodeJS.WritableStream = process.stderr): Promise<RunningServer> {
-  const serverOptions: ServerOptions = { ...admissionFromEnv(process.env), ...(cfg.corsOrigin !== null ? { corsOrigin: cfg.corsOrigin } : {}), ...extra };
+  const serverOptions: ServerOptions = { ...admissionFromEnv(process.env), ...limitsFromEnv(process.env), ...(cfg.corsOrigin !== null ? { corsOrigin: cfg.corsOrigin } : {}), ...extra };
   const limits = resolveOptions(serverOptions);
   const early = new EarlyListener({ requestTimeoutMs: limits.requestTimeoutMs, keepAliveTimeoutMs: limits.keepAliveTimeoutMs, maxConnections: limits.maxConnections, retryAfterSeconds: limits.retryAfterSeconds });
   let url: string;

@@ -14,6 +14,7 @@
  */
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { nodeTimeouts } from './options.js';
 
 type Handler = (req: IncomingMessage, res: ServerResponse) => void;
 
@@ -47,7 +48,8 @@ export class EarlyListener {
     this.maxHeld = o.maxHeld ?? 1024;
     this.retryAfter = o.retryAfterSeconds ?? 1;
     // The settings fastify gives a server it makes (its lib/server.js), with the app's values.
-    this.server = createServer((req, res) => this.onRequest(req, res));
+    // With the node settings that make the request timeout hold (options.ts).
+    this.server = createServer(nodeTimeouts(o.requestTimeoutMs), (req, res) => this.onRequest(req, res));
     this.server.keepAliveTimeout = o.keepAliveTimeoutMs;
     this.server.requestTimeout = o.requestTimeoutMs;
     this.server.setTimeout(0);

@@ -30,7 +30,7 @@ import { addValidation, AJV_OPTIONS } from './validation.js';
 import { FollowHub } from './follow.js';
 import { ServerMetrics, metricsPlugin, metricsRoute } from './metrics.js';
 import { addOpenApi, openApiDocument, openapiRoute } from './openapi.js';
-import { resolveOptions, type ResolvedOptions, type ServerOptions } from './options.js';
+import { nodeTimeouts, resolveOptions, type ResolvedOptions, type ServerOptions } from './options.js';
 import { LoadMonitor, type OverloadPolicy } from './overload.js';
 import { readinessRoutes } from './readiness.js';
 import { routes } from './routes.js';
@@ -68,6 +68,8 @@ export function buildServer(store: Store, options: ServerOptions = {}): FastifyI
     frameworkErrors: frameworkErrors(o.bodyLimit),
     bodyLimit: o.bodyLimit,
     requestTimeout: o.requestTimeoutMs,
+    // What makes the request timeout hold (options.ts); a serverFactory's server sets them itself.
+    http: nodeTimeouts(o.requestTimeoutMs),
     keepAliveTimeout: o.keepAliveTimeoutMs,
     connectionTimeout: 0, // follow streams are long-lived; request and keep-alive timeouts bound the rest
     forceCloseConnections: 'idle',

@@ -117,6 +117,19 @@ export interface ResolvedOptions {
   serverFactory: FastifyServerOptions['serverFactory'] | undefined;
 }
 
+/**
+ * Node's own settings that make `requestTimeoutMs` hold, for every server we
+ * create (fastify's and the early listener's): node checks the timeout only
+ * every `connectionsCheckingInterval` (30 s by default, as long as our whole
+ * timeout), so a tenth of it, and a request is cut within 1.1x of the
+ * timeout; and with a headers timeout longer than the request timeout
+ * (node's 60 s default against our 30 s) node 20 never times out a request
+ * whose head came but whose body stalls, so it is held at the request timeout.
+ */
+export function nodeTimeouts(requestTimeoutMs: number): { connectionsCheckingInterval: number; headersTimeout: number } {
+  return { connectionsCheckingInterval: Math.min(30_000, Math.max(50, Math.round(requestTimeoutMs / 10))), headersTimeout: Math.min(60_000, requestTimeoutMs) };
+}
+
 export function resolveOptions(o: ServerOptions = {}): ResolvedOptions {
   const f = o.follow ?? {};
   const c = o.compression ?? {};
