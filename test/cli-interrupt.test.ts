@@ -115,6 +115,20 @@ describe('interrupting gen', () => {
     expect((await run(['doctor', 'g-2-0', '--data', data])).code).toBe(0);
   }, 180_000);
 
+  it('SIGKILL mid-run (nothing can clean up): the session left shows degraded, "gen did not finish", never as a healthy shorter one', async () => {
+    const data = join(tmp.dir, 'killed');
+    const args = ['gen', '--data', data, '--events', '200000', '--seed', '3', '--id-prefix', 'g'];
+    const i = await interruptWhen(args, () => sizeOf(join(data, 'sessions', 'g-3-0.events')) > 100_000, 'SIGKILL');
+    expect(i.sent).toBe(true);
+    expect(i.signal).toBe('SIGKILL');
+    const doctor = await run(['doctor', '--json', '--data', data]);
+    const sessions = (JSON.parse(doctor.stdout) as { sessions: { id: string; status: string; eventCount: number | null; issues: { message: string }[] }[] }).sessions;
+    expect(sessions.map((s) => s.id)).toEqual(['g-3-0']);
+    expect(sessions[0]!.status).toBe('degraded');
+    expect(sessions[0]!.eventCount).toBeLessThan(200_000);
+    expect(sessions[0]!.issues.map((x) => x.message).join('; ')).toMatch(/gen did not finish writing this session/);
+  }, 180_000);
+
   it('SIGINT during the second of two sessions: the first, complete, stays; the second is removed', async () => {
     const data = join(tmp.dir, 'two');
     const args = ['gen', '--data', data, '--events', '200000', '--sessions', '2', '--seed', '2', '--id-prefix', 'g'];

@@ -34,7 +34,18 @@ export interface WriterOptions {
   format?: FrameEncoding;
   /** Clock, for tests. */
   now?: () => number;
+  /**
+   * On create: a note recorded in the metadata's issues until `finish()`, so a
+   * session whose writer dies first (SIGKILL: nothing removes it) shows as
+   * `degraded` with this reason, never as a healthy shorter session. `gen`
+   * uses it: its appends are not durable one by one, so its metadata is only
+   * written at create and at close.
+   */
+  unfinished?: string;
 }
+
+/** Code of the recorded issue `WriterOptions.unfinished` places. */
+export const UNFINISHED_ISSUE = 'unfinished';
 
 /** What an append did: `{fromSeq, toSeq, nextSeq}` as the HTTP append answers, and what it stored. */
 export interface AppendResult {
@@ -203,7 +214,7 @@ export class SessionWriter {
         createdAt: typeof h.createdAt === 'number' ? h.createdAt : t,
         updatedAt: t,
         ...emptySummary(h),
-        issues: [],
+        issues: opts.unfinished !== undefined ? [{ code: UNFINISHED_ISSUE, message: opts.unfinished }] : [],
       };
       await writeMeta(storage, paths.meta, meta);
       const crc = await CrcProjection.open(storage, paths, enc.bytes.length, true);
@@ -357,6 +368,14 @@ export class SessionWriter {
       }
     }
     return { fromSeq, toSeq: this.meta.nextSeq, nextSeq: this.meta.nextSeq, frames: enc.frameCount, bytes: enc.bytes.length };
+  }
+
+  /** The session is complete: drop the `unfinished` note (written with the metadata at close). */
+  finish(): void {
+    const kept = this.meta.issues.filter((i) => i.code !== UNFINISHED_ISSUE);
+    if (kept.length === this.meta.issues.length) return;
+    this.meta.issues = kept;
+    this.dirty = true;
   }
 
   /** Flush (when not durable), write metadata, release the lock. */

@@ -45,7 +45,13 @@ async function removeUnfinished(dataDir: string, id: string): Promise<void> {
 export async function generateSession(dataDir: string, opts: GenerateOptions, control: GenerateControl = {}): Promise<GenerateResult> {
   const { header, batches } = sessionBatches(opts);
   // Not durable per append: one fsync at close is enough for a generated corpus and keeps gen fast.
-  const writer = await SessionWriter.create(dataDir, header.id, header, { durable: false, format: opts.format ?? 'jsonl' });
+  // Until it is finished, the metadata says so: a gen killed outright (SIGKILL, nothing removes it) leaves a
+  // session that shows `degraded` with this reason, not one that looks like a healthy shorter session.
+  const writer = await SessionWriter.create(dataDir, header.id, header, {
+    durable: false,
+    format: opts.format ?? 'jsonl',
+    unfinished: 'gen did not finish writing this session (it was killed): its events stop short of what was asked; delete it or generate it again',
+  });
   let written = 0;
   let count = 0;
   let finished = false;
@@ -63,6 +69,7 @@ export async function generateSession(dataDir: string, opts: GenerateOptions, co
       count++;
       opts.onProgress?.(written);
     }
+    writer.finish();
     finished = true;
   } finally {
     await writer.close();
