@@ -138,13 +138,21 @@ async function startServer(dataDir: string): Promise<{ url: string; child: Child
 }
 
 async function call(url: string, method: string, path: string, body?: unknown): Promise<{ status: number; json: any }> {
-  const res = await fetch(url + path, {
-    method,
-    headers: body === undefined ? AUTH : { ...AUTH, 'content-type': 'application/json' },
-    body: body === undefined ? undefined : JSON.stringify(body),
-  });
-  const text = await res.text();
-  return { status: res.status, json: text.length > 0 ? JSON.parse(text) : null };
+  for (let attempt = 0; ; attempt++) {
+    const res = await fetch(url + path, {
+      method,
+      headers: body === undefined ? AUTH : { ...AUTH, 'content-type': 'application/json' },
+      body: body === undefined ? undefined : JSON.stringify(body),
+    });
+    const text = await res.text();
+    const json = text.length > 0 ? JSON.parse(text) : null;
+    // Shed (event-loop lag on a loaded machine): nothing was done; retry after Retry-After, as a client would.
+    if (res.status === 503 && json?.error?.code === 'overloaded' && attempt < 30) {
+      await sleep(1000 * Number(res.headers.get('retry-after') ?? 1));
+      continue;
+    }
+    return { status: res.status, json };
+  }
 }
 
 /** Every page from the tail, pinned: each equals the reference reader's page of the log's indexed bytes. */
