@@ -276,7 +276,8 @@ async function loadSessionStateOnce(paths: SessionPaths, storage: StorageBackend
     let partialTail: { start: number; bytes: Buffer } | null = null;
     if (!(await entries.endsWithNewline())) {
       partialTail = await entries.partialLastLine();
-      if (partialTail === null || partialTail.start === 0) {
+      // Bytes the metadata counts (acknowledged) are never an unacknowledged tail.
+      if (partialTail === null || partialTail.start === 0 || meta.entriesLength > partialTail.start) {
         return broken({ code: 'entries_partial_line', message: `entry sidecar ends in a partial line (size ${entries.size})`, offset: entries.size }, meta);
       }
       entries = entries.prefix(partialTail.start);
