@@ -25,15 +25,20 @@
  * asks pages at random cuts (every one built by the worker pool).
  *
  * Per run: goodput (2xx/s), admitted (2xx) latency p50/p99/max, 503s/s,
- * other statuses and errors. Capacity is the best goodput of the session's
- * runs; goodput is also printed as a share of it. --json prints one JSON
- * document instead of the table (test/overload.test.ts reads it).
+ * other statuses and errors, the server's RSS and peak RSS from the OS
+ * (/proc/<pid>/status VmRSS, VmHWM), the machine's 1-minute load average at
+ * the start and end of the run, and recovery: the latencies of 5 pages asked
+ * one after another the moment the load stops. Capacity is the best goodput
+ * of the session's runs; goodput is also printed as a share of it, and p99
+ * as a multiple of the lowest level's (the unloaded p99). --json prints one
+ * JSON document instead of the table (test/overload.test.ts reads it).
  */
 import autocannon from 'autocannon';
 import { spawn } from 'node:child_process';
 import { Agent, request } from 'node:http';
 import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { loadavg, tmpdir } from 'node:os';
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { randomBytes } from 'node:crypto';
@@ -171,9 +176,11 @@ try {
 
   const token = randomBytes(18).toString('base64url');
   const args = ['bin/session-pager.js', 'serve', '--data', dir, '--port', '0', '--log-level', 'warn', ...(workers ? ['--workers', String(workers)] : [])];
-  server = spawn(process.execPath, args, { cwd: ROOT, env: { ...process.env, SESSION_PAGER_TOKEN: token, ...serverEnv }, stdio: ['ignore', 'ignore', 'pipe'] });
+  server = spawn(process.execPath, args, { cwd: ROOT, env: { ...process.env, SESSION_PAGER_TOKEN: token, ...serverEnv }, stdio: ['ignore', 'pipe', 'pipe'] });
+  // The banner (stderr) names the port; stdout carries only log lines.
   let err = '';
   server.stderr.on('data', (d) => (err += d));
+  server.stdout.on('data', () => undefined);
   const exited = new Promise((r) => server.on('exit', r));
   const base = await new Promise((resolve, reject) => {
     const timer = setInterval(() => {
@@ -202,7 +209,7 @@ try {
   const bytes = (await sample.arrayBuffer()).byteLength;
   out.sampleBytes = bytes;
   log(`server ${base}, scenario ${values.scenario}, maxMessages ${maxMessages}, ${values.encoding}, a page ~${Math.round(bytes / 1024)} KiB on the wire, ${duration} s per run`);
-  log('conns  mode     goodput/s  share   p50 ms   p99 ms   max ms   503/s  other errors  server mean ms  server cpu');
+  log('conns  mode     goodput/s  share   p50 ms   p99 ms   max ms   503/s  other errors  server mean ms  server cpu  rss/peak MB  load  recovery ms');
   // Server-side view: time from request to response written, for the pages it answered (200).
   const serverSide = async () => {
     const m = await (await fetch(`${base}/metrics`, { headers })).text();
@@ -214,16 +221,41 @@ try {
       count: num(/^session_pager_http_request_duration_seconds_count\{method="GET",route="\/v1\/sessions\/:id\/page",status_code="200"\} (\S+)$/m),
     };
   };
+  // The server's memory from the OS: resident now and the peak so far (MB).
+  const serverRss = () => {
+    try {
+      const st = readFileSync(`/proc/${server.pid}/status`, 'utf8');
+      const kb = (k) => Number(new RegExp(`^${k}:\\s+(\\d+) kB`, 'm').exec(st)?.[1] ?? NaN);
+      return { rssMb: Math.round(kb('VmRSS') / 102.4) / 10, peakRssMb: Math.round(kb('VmHWM') / 102.4) / 10 };
+    } catch {
+      return { rssMb: null, peakRssMb: null };
+    }
+  };
+  // Recovery: pages asked one at a time the moment a run's load stops.
+  const recovery = async () => {
+    const ms = [];
+    for (let i = 0; i < 5; i++) {
+      const t0 = performance.now();
+      const res = await fetch(`${base}${pathFor()}`, { headers });
+      await res.arrayBuffer();
+      ms.push(res.status === 200 ? Math.round((performance.now() - t0) * 10) / 10 : `${res.status}`);
+    }
+    return ms;
+  };
   for (const conns of levels) {
     for (const mode of modes) {
       const before = await serverSide();
+      const loadStart = loadavg()[0];
       const r = mode === 'ignore' ? await runIgnore(base, headers, pathFor, conns) : await runHonour(base, headers, pathFor, conns);
+      r.recoveryMs = await recovery();
+      r.load = [Math.round(loadStart * 10) / 10, Math.round(loadavg()[0] * 10) / 10];
+      Object.assign(r, serverRss());
       const after = await serverSide();
       r.serverCpu = Math.round(((after.cpu - before.cpu) / ((after.t - before.t) / 1000)) * 100) / 100;
       r.serverMeanMs = after.count > before.count ? Math.round(((after.sum - before.sum) / (after.count - before.count)) * 1e5) / 100 : null;
       out.runs.push(r);
       log(
-        `${String(conns).padStart(5)}  ${mode.padEnd(7)} ${String(r.goodput).padStart(10)}  ${'     '}  ${String(r.p50).padStart(7)}  ${String(r.p99).padStart(7)}  ${String(r.max).padStart(7)}  ${String(r.shedPerSecond).padStart(6)}  ${String(r.other).padStart(5)} ${String(r.errors).padStart(6)}  ${String(r.serverMeanMs).padStart(8)}  ${String(r.serverCpu).padStart(6)}`,
+        `${String(conns).padStart(5)}  ${mode.padEnd(7)} ${String(r.goodput).padStart(10)}  ${'     '}  ${String(r.p50).padStart(7)}  ${String(r.p99).padStart(7)}  ${String(r.max).padStart(7)}  ${String(r.shedPerSecond).padStart(6)}  ${String(r.other).padStart(5)} ${String(r.errors).padStart(6)}  ${String(r.serverMeanMs).padStart(8)}  ${String(r.serverCpu).padStart(6)}  ${r.rssMb}/${r.peakRssMb}  ${r.load.join('-')}  ${r.recoveryMs.join(' ')}`,
       );
       // Let queued work and Retry-After pauses drain between runs.
       await new Promise((res) => setTimeout(res, 1500));
@@ -234,6 +266,7 @@ try {
   for (const r of out.runs) r.share = Math.round((r.goodput / capacity) * 100) / 100;
   const unloaded = out.runs.find((r) => r.connections === Math.min(...levels) && r.mode === modes[0]);
   out.unloadedP99 = unloaded?.p99 ?? null;
+  for (const r of out.runs) r.p99Ratio = out.unloadedP99 && r.p99 !== null ? Math.round((r.p99 / out.unloadedP99) * 100) / 100 : null;
   log(`capacity (best goodput): ${capacity}/s; unloaded p99 (${unloaded?.connections} conn): ${out.unloadedP99} ms`);
   for (const r of out.runs) log(`  ${String(r.connections).padStart(4)} ${r.mode.padEnd(7)} goodput ${Math.round(r.share * 100)}% of capacity, p99 ${out.unloadedP99 ? (r.p99 / out.unloadedP99).toFixed(1) : '-'}x unloaded`);
   if (values.json) process.stdout.write(JSON.stringify(out) + '\n');
