@@ -70,13 +70,15 @@ function tokenLine(token: string | null, source: TokenSource): string {
  * Admission tuning from the environment, for operators and comparison runs
  * (loadtest/overload.mjs): SESSION_PAGER_ADMISSION=off admits every page (the
  * unbounded behaviour, with SESSION_PAGER_SHED_DELAY_MS=0 the one before
- * issue 16), SESSION_PAGER_MAX_IN_FLIGHT=N, SESSION_PAGER_QUEUE_FACTOR=X
- * and SESSION_PAGER_SHED_DELAY_MS=N tune it.
+ * issue 16), SESSION_PAGER_MAX_IN_FLIGHT=N, SESSION_PAGER_QUEUE_FACTOR=X,
+ * SESSION_PAGER_SHED_DELAY_MS=N and SESSION_PAGER_MAX_SHED_DELAY_MS=N tune it.
  */
 function admissionFromEnv(env: NodeJS.ProcessEnv): ServerOptions {
   const out: ServerOptions = {};
   const d = Number(env.SESSION_PAGER_SHED_DELAY_MS ?? '');
   if (env.SESSION_PAGER_SHED_DELAY_MS !== undefined && env.SESSION_PAGER_SHED_DELAY_MS !== '' && Number.isFinite(d) && d >= 0) out.shedDelayMs = d;
+  const dm = Number(env.SESSION_PAGER_MAX_SHED_DELAY_MS ?? '');
+  if (env.SESSION_PAGER_MAX_SHED_DELAY_MS !== undefined && env.SESSION_PAGER_MAX_SHED_DELAY_MS !== '' && Number.isFinite(dm) && dm >= 0) out.maxShedDelayMs = dm;
   if (env.SESSION_PAGER_ADMISSION === 'off') return { ...out, admission: false };
   const n = Number(env.SESSION_PAGER_MAX_IN_FLIGHT ?? '');
   const f = Number(env.SESSION_PAGER_QUEUE_FACTOR ?? '');

@@ -61,6 +61,11 @@ export interface ServerOptions {
    */
   shedDelayMs?: number;
   /**
+   * A page request shed again on the same connection is held twice as long
+   * as the last one, up to this, ms (default 4000); admitted, it starts over.
+   */
+  maxShedDelayMs?: number;
+  /**
    * Admission of page requests (admission.ts): at most `maxInFlight` at once
    * (default 2 per worker thread), the others wait at most `queueFactor`
    * (default 0.5) times the smoothed time of one, within [minQueueMs,
@@ -108,6 +113,7 @@ export interface ResolvedOptions {
   lagSampleMs: number;
   retryAfterSeconds: number;
   shedDelayMs: number;
+  maxShedDelayMs: number;
   compression: { threshold: number; brotliQuality: number; gzipLevel: number; zstdLevel: number };
   /** null: admission off. maxInFlight null: 2 per worker thread (known once the store is). */
   admission: null | { maxInFlight: number | null; queueFactor: number; minQueueMs: number; maxQueueMs: number; maxQueue: number };
@@ -147,6 +153,7 @@ export function resolveOptions(o: ServerOptions = {}): ResolvedOptions {
     lagSampleMs: o.lagSampleMs ?? 100,
     retryAfterSeconds: o.retryAfterSeconds ?? 1,
     shedDelayMs: o.shedDelayMs ?? 500,
+    maxShedDelayMs: o.maxShedDelayMs ?? 4_000,
     admission:
       o.admission === false
         ? null

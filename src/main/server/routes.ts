@@ -14,7 +14,7 @@ import type { FollowHub } from './follow.js';
 import { parseLastEventId } from './follow.js';
 import type { ServerMetrics } from './metrics.js';
 import type { ResolvedOptions } from './options.js';
-import { checkLoop, checkPool, holdShed, type OverloadPolicy } from './overload.js';
+import { checkLoop, checkPool, holdShed, ShedPacer, type OverloadPolicy } from './overload.js';
 import { addVary, bodyDigest, etagFor, noneMatch, pageDigest, setPageCaching } from './page-caching.js';
 import { negotiate, PageEncoder } from './page-encoding.js';
 import { APPEND_SCHEMA, CATALOG_SCHEMA, CREATE_SCHEMA, FOLLOW_SCHEMA, INFO_SCHEMA, PAGE_SCHEMA } from './schemas.js';
@@ -57,15 +57,22 @@ export async function routes(app: FastifyInstance, o: RoutesOptions): Promise<vo
     checkLoop(policy);
     checkPool(policy);
   };
+  // A page request shed again and again on one connection is held longer each time (overload.ts: ShedPacer).
+  const pacer = new ShedPacer(o.opts.shedDelayMs, Math.max(o.opts.shedDelayMs, o.opts.maxShedDelayMs));
   // Pages are admitted by what the server can finish; the slot is held until the response is done.
   const admitPage = async (request: FastifyRequest, reply: FastifyReply) => {
     if (o.admission === null) return hold(shedPool);
     const admission = o.admission;
+    const conn = request.raw.socket;
     let release!: () => void;
-    await hold(async () => {
-      shedPool();
-      release = await admission.acquire();
-    });
+    await holdShed(
+      async () => {
+        shedPool();
+        release = await admission.acquire();
+      },
+      () => pacer.shed(conn),
+    );
+    pacer.admitted(conn);
     releases.set(request, release);
     // Released when the response is done (onResponse below), or the connection closed before.
     reply.raw.once('close', release);
