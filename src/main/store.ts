@@ -24,7 +24,6 @@ import { PageService } from './store/page-service.js';
 import { SessionViews, type SessionView } from './store/session-views.js';
 import { Subscriptions } from './store/subscriptions.js';
 import { SessionWriters } from './store/writers.js';
-import { warmUpStore } from './warmup/warm-up.js';
 import { createPagePool, type PagePool } from './worker-pool.js';
 import { InlinePool } from './inline-pool.js';
 import { ChangeWatchers } from '../storage/local/change-watch.js';
@@ -190,6 +189,8 @@ export class PagerStore implements Store {
     // arenas back as real large pages do (a task's arena first set on the second real
     // page deoptimized the planner there, "code dependencies", and recompiled it beside the decode).
     const opts = { splitCost: this.splitCost, pageCacheBytes: 0, inPlaceBytes: 64 * 1024 };
+    // Loaded when asked for: a process that never warms up (`session-pager page`) does not load the generator.
+    const { warmUpStore } = await import('./warmup/warm-up.js');
     return warmUpStore({
       pool: this.pool,
       threads: this.threads,
