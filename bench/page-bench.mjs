@@ -53,45 +53,13 @@ for (const s of sessions) {
   await generateSession(dataDir, { id: s.id, events: s.events, tailEvents: s.tail, seed: s.seed });
 }
 
-// A session of fixture-shaped conversations (~28 events and ~2.6 KB per
-// message, as the 121 real dsh logs have), for "typical page" latency: the
-// generated sessions stream ~900 deltas per message, so their 50-message
-// pages are ~1.4 MB, far from a typical page.
+// A session of fixture-shaped conversations (bench/fixture-session.mjs), for
+// "typical page" latency: the generated sessions' 50-message pages are ~1.4 MB.
 const TYPICAL = 'bench-typical';
 if (!existsSync(join(dataDir, 'sessions', `${TYPICAL}.events`))) {
   process.stderr.write(`building ${TYPICAL} from the dsh fixtures...\n`);
-  const { readdirSync, readFileSync } = await import('node:fs');
-  const { expandRow } = await import(join(root, 'dist/main/core/chunk-codec.js'));
-  const { SessionWriter } = await import(join(root, 'dist/main/session-writer.js'));
-  const fixtures = join(root, 'test/fixtures/dsh');
-  const convs = readdirSync(fixtures).filter((f) => f.endsWith('.jsonl')).sort().map((f) => {
-    const out = [];
-    for (const line of readFileSync(join(fixtures, f), 'utf8').split('\n').slice(1)) {
-      if (!line) continue;
-      const r = JSON.parse(line);
-      if ('seq0' in r) out.push(...expandRow(r));
-      else out.push(r);
-    }
-    return out;
-  }).filter((c) => c.length > 0);
-  const w = await SessionWriter.create(dataDir, TYPICAL, { type: 'session', version: 0, createdAt: 1_780_000_000_000 }, { durable: false });
-  let seq = 0;
-  let time = 1_780_000_000_000;
-  while (seq < 1_000_000) {
-    for (const conv of convs) {
-      const base = seq;
-      const t0 = conv[0]?.time ?? 0;
-      const shifted = conv.map((e) => {
-        const c = { ...e, seq: base + e.seq, time: time + (e.time - t0) };
-        if (Array.isArray(e.sourceEventSeqs)) c.sourceEventSeqs = e.sourceEventSeqs.map((x) => base + x);
-        return c;
-      });
-      for (let i = 0; i < shifted.length; i += 7) await w.append(shifted.slice(i, i + 7));
-      seq += shifted.length;
-      time = shifted[shifted.length - 1].time + 1000;
-    }
-  }
-  await w.close();
+  const { buildFixtureSession } = await import('./fixture-session.mjs');
+  await buildFixtureSession(dataDir, TYPICAL, 1_000_000);
 }
 
 function measure(mode, id, params = {}, extra = {}) {

@@ -3,14 +3,14 @@
 // reader and the raw read of the page's bytes (the floor), side by side in one
 // run, interleaved, each measurement in a fresh process (peer-child.mjs).
 //
-//   node bench/peer-bench.mjs [--full] [--data DIR] [--rounds N] [--seconds S] [--no-plots]
+//   node bench/peer-bench.mjs [--full] [--data DIR] [--rounds N] [--seconds S] [--no-plots] [--setup-only]
 //
 // Quick mode (default, a few minutes on 2 cores) scales the workloads down;
 // --full runs the issue's sizes. Before anything is timed the peer's page
 // bytes are checked against the service's on hundreds of random pages.
 // Prints markdown tables; writes docs/bench-*.svg and the raw JSON beside.
-import { spawnSync, spawn } from 'node:child_process';
-import { existsSync, mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { spawnSync } from 'node:child_process';
+import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { cpus, totalmem } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -25,6 +25,7 @@ const { values } = parseArgs({
     rounds: { type: 'string' },
     seconds: { type: 'string' },
     'no-plots': { type: 'boolean', default: false },
+    'setup-only': { type: 'boolean', default: false },
   },
 });
 const full = values.full;
@@ -65,36 +66,8 @@ if (!has(manyIds.at(-1))) {
 }
 if (!has('pb-typical')) {
   log(`building pb-typical (${W.typical} events of dsh-fixture-shaped conversations)`);
-  const { expandRow } = await import(dist('main/core/chunk-codec.js'));
-  const fixtures = join(root, 'test/fixtures/dsh');
-  const convs = readdirSync(fixtures).filter((f) => f.endsWith('.jsonl')).sort().map((f) => {
-    const out = [];
-    for (const line of readFileSync(join(fixtures, f), 'utf8').split('\n').slice(1)) {
-      if (!line) continue;
-      const r = JSON.parse(line);
-      if ('seq0' in r) out.push(...expandRow(r));
-      else out.push(r);
-    }
-    return out;
-  }).filter((c) => c.length > 0);
-  const w = await SessionWriter.create(dataDir, 'pb-typical', { type: 'session', version: 0, createdAt: 1_780_000_000_000 }, { durable: false });
-  let seq = 0;
-  let time = 1_780_000_000_000;
-  while (seq < W.typical) {
-    for (const conv of convs) {
-      const base = seq;
-      const t0 = conv[0]?.time ?? 0;
-      const shifted = conv.map((e) => {
-        const c = { ...e, seq: base + e.seq, time: time + (e.time - t0) };
-        if (Array.isArray(e.sourceEventSeqs)) c.sourceEventSeqs = e.sourceEventSeqs.map((x) => base + x);
-        return c;
-      });
-      for (let i = 0; i < shifted.length; i += 7) await w.append(shifted.slice(i, i + 7));
-      seq += shifted.length;
-      time = shifted[shifted.length - 1].time + 1000;
-    }
-  }
-  await w.close();
+  const { buildFixtureSession } = await import('./fixture-session.mjs');
+  await buildFixtureSession(dataDir, 'pb-typical', W.typical);
 }
 
 const workloads = [
@@ -125,6 +98,11 @@ for (const w of workloads) {
     const proj = join(idx, id);
     if (existsSync(proj)) for (const f of readdirSync(proj)) w.storeBytes += fileSize(join(proj, f));
   }
+}
+
+if (values['setup-only']) {
+  log(`workloads and peer databases ready in ${dataDir}`);
+  process.exit(0);
 }
 
 // --- the pages each workload asks for --------------------------------------
@@ -187,28 +165,20 @@ for (let r = 0; r < rounds; r++) {
   }
 }
 
-// --- over HTTP: this service in a fresh process ---------------------------
+// --- over HTTP: this service and the peer, side by side ---------------------
+// Per workload, a fresh `serve` (2 page workers) over a data dir holding just
+// that workload's sessions, and a fresh peer server (2 worker threads) over
+// its database; the load from bench/http-load.mjs children (a process of
+// their own), alternating servers step by step and the order round by round.
+// Random-page workloads get fresh random pages per request (what a prepared-
+// page cache cannot hold); tail workloads the tail page again and again.
+const { startService, startPeer, linkedDataDir } = await import(new URL('./servers.mjs', import.meta.url).href);
 const token = 'bench-token-0123456789';
-const srv = spawn(process.execPath, [join(root, 'bin/session-pager.js'), 'serve', '--data', dataDir, '--port', '0', '--workers', '2', '--log-level', 'warn'], { env: { ...process.env, SESSION_PAGER_TOKEN: token }, stdio: ['ignore', 'pipe', 'pipe'] });
-let banner = '';
-srv.stdout.on('data', (d) => (banner += d));
-srv.stderr.on('data', (d) => (banner += d));
-const url = await new Promise((res, rej) => {
-  const t = setInterval(() => {
-    const m = /listening on (http:\/\/127\.0\.0\.1:\d+)/.exec(banner);
-    if (m) {
-      clearInterval(t);
-      res(m[1]);
-    }
-  }, 100);
-  setTimeout(() => rej(new Error(`serve did not start: ${banner}`)), 60_000);
-});
-const auth = { authorization: `Bearer ${token}` };
 const ENCODINGS = { identity: 'identity', gzip: 'gzip', br: 'br', zstd: 'zstd', browser: 'gzip, deflate, br, zstd' };
 const { request } = await import('node:http');
-function wireBytes(path, enc) {
+function wireBytes(url, path, enc) {
   return new Promise((res, rej) => {
-    const req = request(`${url}${path}`, { headers: { ...auth, 'accept-encoding': enc } }, (r) => {
+    const req = request(`${url}${path}`, { headers: { authorization: `Bearer ${token}`, 'accept-encoding': enc } }, (r) => {
       let n = 0;
       r.on('data', (c) => (n += c.length));
       r.on('end', () => res({ bytes: n, encoding: r.headers['content-encoding'] ?? 'identity', status: r.statusCode }));
@@ -217,29 +187,57 @@ function wireBytes(path, enc) {
     req.end();
   });
 }
-const autocannon = (await import('autocannon')).default;
-async function cannon(w, connections, enc) {
-  let i = 0;
-  const r = await autocannon({
-    url,
-    connections,
-    duration: Math.max(2, Math.round(seconds / 2)),
-    headers: { ...auth, 'accept-encoding': enc },
-    requests: [{ setupRequest: (req) => { const p = w.pages[i++ % w.pages.length]; const q = new URLSearchParams(Object.entries(p.params).map(([k, v]) => [k, String(v)])); return { ...req, path: `/v1/sessions/${p.id}/page?${q}` }; } }],
-  });
-  return { rps: r.requests.average, p50: r.latency.p50, p99: r.latency.p99, non2xx: r.non2xx };
+function httpLoad(server, w, connections, enc, round) {
+  const args = [join(root, 'bench/http-load.mjs'), '--url', server.url, '--token', token, '--pages', w.pagesFile, '--connections', String(connections), '--seconds', String(httpSeconds), '--accept-encoding', ENCODINGS[enc], '--seed', String(1 + round)];
+  if (!w.tailOnly) args.push('--random');
+  const r = spawnSync(process.execPath, args, { encoding: 'utf8', maxBuffer: 1 << 24 });
+  if (r.status !== 0) throw new Error(`http-load ${server.name} ${w.name} failed: ${r.stderr}`);
+  return JSON.parse(r.stdout.trim().split('\n').pop());
 }
+const httpSeconds = Math.max(2, Math.round(seconds / 2));
+const HTTP_STEPS = ['identity-1', 'identity-16', 'browser-1', 'browser-16'];
+const SERVERS = ['pager', 'peer'];
+const HTTP_CHECKS = 100;
+let httpChecked = 0;
 for (const w of workloads) {
-  const p = w.pages[0];
-  const q = new URLSearchParams(Object.entries(p.params).map(([k, v]) => [k, String(v)]));
-  w.wire = {};
-  for (const [name, enc] of Object.entries(ENCODINGS)) w.wire[name] = await wireBytes(`/v1/sessions/${p.id}/page?${q}`, enc);
-  w.http = {};
-  for (const enc of ['identity', 'browser']) for (const c of [1, 16]) w.http[`${enc}-${c}`] = await cannon(w, c, ENCODINGS[enc]);
-  log(`http ${w.name}: ${JSON.stringify(w.http)}`);
+  const dir = linkedDataDir(dataDir, w.ids, join(dataDir, `http-${w.name}`));
+  const servers = { pager: await startService(dir, token), peer: await startPeer(w.db, token) };
+  try {
+    const p = w.pages[0];
+    const path = `/v1/sessions/${p.id}/page?${new URLSearchParams(Object.entries(p.params).map(([k, v]) => [k, String(v)]))}`;
+    w.wire = {};
+    w.peerWire = {};
+    for (const [name, enc] of Object.entries(ENCODINGS)) {
+      w.wire[name] = await wireBytes(servers.pager.url, path, enc);
+      w.peerWire[name] = await wireBytes(servers.peer.url, path, enc);
+    }
+    // Same bytes over HTTP too, before anything is timed: random pages of the workload from both servers.
+    const { mulberry32 } = await import(dist('main/gen/prng.js'));
+    const r32 = mulberry32(w.events);
+    for (let k = 0; k < HTTP_CHECKS; k++) {
+      const id = w.ids[Math.floor(r32() * w.ids.length)];
+      const l = last.get(id);
+      const q = k === 0 ? 'maxMessages=50' : `throughSeq=${l}&beforeSeq=${1 + Math.floor(r32() * (l + 1))}&maxMessages=${[1, 5, 50, 200][k % 4]}`;
+      const [a, b] = await Promise.all([servers.pager, servers.peer].map((sv) => fetch(`${sv.url}/v1/sessions/${id}/page?${q}`, { headers: { authorization: `Bearer ${token}`, 'accept-encoding': 'identity' } }).then(async (res) => ({ status: res.status, body: Buffer.from(await res.arrayBuffer()) }))));
+      if (a.status !== 200 || b.status !== 200 || !a.body.equals(b.body)) throw new Error(`over HTTP the peer's page differs from the service's: ${id} ?${q} (status ${b.status} vs ${a.status}, ${b.body.length} vs ${a.body.length} bytes)`);
+      httpChecked++;
+    }
+    w.http = Object.fromEntries(SERVERS.map((s) => [s, Object.fromEntries(HTTP_STEPS.map((k) => [k, []]))]));
+    for (let r = 0; r < rounds; r++) {
+      for (const step of HTTP_STEPS) {
+        const [enc, c] = step.split('-');
+        for (const s of r % 2 === 0 ? SERVERS : [...SERVERS].reverse()) {
+          log(`http round ${r + 1}/${rounds}: ${w.name} ${s} ${step}`);
+          w.http[s][step].push(httpLoad(servers[s], w, Number(c), enc, r));
+        }
+      }
+    }
+    w.httpRssMB = { pager: servers.pager.peakRssMB(), peer: servers.peer.peakRssMB() };
+  } finally {
+    await Promise.all(Object.values(servers).map((s) => s.stop()));
+    rmSync(dir, { recursive: true, force: true });
+  }
 }
-srv.kill('SIGTERM');
-await new Promise((r) => srv.once('exit', r));
 
 // --- report -----------------------------------------------------------------
 const pct = (xs, q) => { const s = [...xs].sort((a, b) => a - b); return s.length === 0 ? NaN : s[Math.min(s.length - 1, Math.ceil(q * s.length) - 1)]; };
@@ -248,27 +246,49 @@ const f1 = (x) => (Number.isFinite(x) ? (x >= 100 ? Math.round(x).toLocaleString
 const mb = (b) => (b / 1048576).toFixed(1);
 const summary = {};
 const lines = [];
-lines.push(`Run ${new Date().toISOString()} on ${cpus().length} x ${cpus()[0]?.model ?? '?'}, ${Math.round(totalmem() / 2 ** 30)} GiB, Node ${process.version}, better-sqlite3 ${JSON.parse(readFileSync(join(root, 'node_modules/better-sqlite3/package.json'), 'utf8')).version}; ${full ? 'full' : 'quick'} mode, ${rounds} fresh processes per reader and workload (reference: 1), ${seconds} s budget each; peer == service bytes on ${checked} pages.`, '');
-lines.push('| workload | reader | cold p50 ms | cold p99 ms | warm p50 ms | warm p99 ms | pages/s (1) | pages/s (16) | peak RSS MB | bytes read (rchar) MB |', '|---|---|---|---|---|---|---|---|---|---|');
+lines.push(`Run ${new Date().toISOString()} on ${cpus().length} x ${cpus()[0]?.model ?? '?'}, ${Math.round(totalmem() / 2 ** 30)} GiB, Node ${process.version}, better-sqlite3 ${JSON.parse(readFileSync(join(root, 'node_modules/better-sqlite3/package.json'), 'utf8')).version}; ${full ? 'full' : 'quick'} mode, ${rounds} fresh processes per reader and workload (reference: 1), ${seconds} s budget each; peer == service bytes on ${checked} pages in process and ${httpChecked} over HTTP.`, '');
+lines.push('| workload | reader | cold p50 ms | cold p99 ms | warm p50 ms | warm p99 ms | pages/s (1) | p99 ms (1) | pages/s (16) | p99 ms (16) | peak RSS MB | bytes read (rchar) MB |', '|---|---|---|---|---|---|---|---|---|---|---|---|');
 for (const w of workloads) {
-  summary[w.name] = { label: w.label, events: w.events, storeBytes: w.storeBytes, peerBytes: w.peerBytes, wire: w.wire, http: w.http, readers: {} };
+  summary[w.name] = { label: w.label, events: w.events, storeBytes: w.storeBytes, peerBytes: w.peerBytes, wire: w.wire, peerWire: w.peerWire, http: w.http, httpRssMB: w.httpRssMB, readers: {} };
   for (const m of READERS) {
     const runs = w.runs[m];
     const cold = runs.map((x) => x.coldMs);
     const warm = runs.flatMap((x) => x.warmMs);
-    const s = { coldP50: med(cold), coldP99: pct(cold, 0.99), warmP50: med(warm), warmP99: pct(warm, 0.99), pps1: med(runs.map((x) => x.pagesPerSec1)), pps16: med(runs.map((x) => x.pagesPerSec16)), peakRssMB: med(runs.map((x) => x.peakRssMB)), coldRssMB: med(runs.map((x) => x.coldRssMB)), rcharMB: med(runs.map((x) => x.rchar)) / 1048576 };
+    const s = { coldP50: med(cold), coldP99: pct(cold, 0.99), warmP50: med(warm), warmP99: pct(warm, 0.99), pps1: med(runs.map((x) => x.pagesPerSec1)), pps16: med(runs.map((x) => x.pagesPerSec16)), p99at1: med(runs.map((x) => x.p99at1)), p99at16: med(runs.map((x) => x.p99at16)), peakRssMB: med(runs.map((x) => x.peakRssMB)), coldRssMB: med(runs.map((x) => x.coldRssMB)), rcharMB: med(runs.map((x) => x.rchar)) / 1048576 };
     summary[w.name].readers[m] = s;
-    lines.push(`| ${w.name} | ${m} | ${f1(s.coldP50)} | ${f1(s.coldP99)} | ${f1(s.warmP50)} | ${f1(s.warmP99)} | ${f1(s.pps1)} | ${f1(s.pps16)} | ${f1(s.peakRssMB)} | ${f1(s.rcharMB)} |`);
+    lines.push(`| ${w.name} | ${m} | ${f1(s.coldP50)} | ${f1(s.coldP99)} | ${f1(s.warmP50)} | ${f1(s.warmP99)} | ${f1(s.pps1)} | ${f1(s.p99at1)} | ${f1(s.pps16)} | ${f1(s.p99at16)} | ${f1(s.peakRssMB)} | ${f1(s.rcharMB)} |`);
   }
 }
-lines.push('', '| workload | service store MB | peer db MB | wire identity | gzip | br | zstd | browser (what it chose) |', '|---|---|---|---|---|---|---|---|');
-for (const w of workloads) lines.push(`| ${w.name} | ${mb(w.storeBytes)} | ${mb(w.peerBytes)} | ${w.wire.identity.bytes.toLocaleString('en')} | ${w.wire.gzip.bytes.toLocaleString('en')} | ${w.wire.br.bytes.toLocaleString('en')} | ${w.wire.zstd.bytes.toLocaleString('en')} (${w.wire.zstd.encoding}) | ${w.wire.browser.bytes.toLocaleString('en')} (${w.wire.browser.encoding}) |`);
-lines.push('', '| workload | HTTP identity 1 conn pages/s, p99 ms | identity 16 | browser encoding 1 | browser encoding 16 |', '|---|---|---|---|---|');
-for (const w of workloads) lines.push(`| ${w.name} | ${['identity-1', 'identity-16', 'browser-1', 'browser-16'].map((k) => `${f1(w.http[k].rps)}, ${w.http[k].p99}${w.http[k].non2xx ? ` (${w.http[k].non2xx} non-2xx)` : ''}`).join(' | ')} |`);
-lines.push('', '| workload | service / peer pages/s (1) | (16) | peer cold / service cold | service / peer peak RSS |', '|---|---|---|---|---|');
+lines.push('', '| workload | service store MB | peer db MB | server | wire identity | gzip | br | zstd | browser (what it chose) |', '|---|---|---|---|---|---|---|---|---|');
+for (const w of workloads) {
+  for (const [who, wire] of [['session-pager', w.wire], ['SQLite peer', w.peerWire]]) {
+    lines.push(`| ${w.name} | ${mb(w.storeBytes)} | ${mb(w.peerBytes)} | ${who} | ${wire.identity.bytes.toLocaleString('en')} | ${wire.gzip.bytes.toLocaleString('en')} | ${wire.br.bytes.toLocaleString('en')} | ${wire.zstd.bytes.toLocaleString('en')} (${wire.zstd.encoding}) | ${wire.browser.bytes.toLocaleString('en')} (${wire.browser.encoding}) |`);
+  }
+}
+// Over HTTP: 2xx/s and p99 per step, medians over the rounds (fresh random pages for the random workloads).
+const httpStat = (runs) => ({ okPerSec: med(runs.map((x) => x.okPerSec)), p99: med(runs.map((x) => x.p99)), non2xx: runs.reduce((a, x) => a + Object.entries(x.byStatus).filter(([k]) => k !== '200').reduce((b, [, v]) => b + v, 0) + x.errors + x.timeouts, 0) });
+lines.push('', `Over HTTP (fresh server processes, load from a separate process, ${httpSeconds} s per step, medians of ${rounds} rounds; 2xx pages/s, p99 ms):`, '');
+lines.push('| workload | server | identity 1 conn | identity 16 | browser encoding 1 | browser encoding 16 | server peak RSS MB |', '|---|---|---|---|---|---|---|');
+for (const w of workloads) {
+  summary[w.name].httpStats = {};
+  for (const sv of SERVERS) {
+    const st = Object.fromEntries(HTTP_STEPS.map((k) => [k, httpStat(w.http[sv][k])]));
+    summary[w.name].httpStats[sv] = st;
+    lines.push(`| ${w.name} | ${sv === 'pager' ? 'session-pager' : 'SQLite peer'} | ${HTTP_STEPS.map((k) => `${f1(st[k].okPerSec)}, ${st[k].p99}${st[k].non2xx ? ` (${st[k].non2xx} non-2xx)` : ''}`).join(' | ')} | ${f1(w.httpRssMB[sv])} |`);
+  }
+}
+lines.push('', '| workload | in process: service / peer pages/s (1) | (16) | p99 peer / service (1) | (16) | peer cold / service cold | service / peer peak RSS | HTTP: service / peer 2xx/s (1) | (16) | p99 peer / service (1) | (16) |', '|---|---|---|---|---|---|---|---|---|---|---|');
 for (const w of workloads) {
   const r = summary[w.name].readers;
-  lines.push(`| ${w.name} | ${f1(r.pager.pps1 / r.peer.pps1)}x | ${f1(r.pager.pps16 / r.peer.pps16)}x | ${f1(r.peer.coldP50 / r.pager.coldP50)}x | ${f1(r.pager.peakRssMB / r.peer.peakRssMB)} |`);
+  const h = summary[w.name].httpStats;
+  summary[w.name].ratios = {
+    pps1: r.pager.pps1 / r.peer.pps1, pps16: r.pager.pps16 / r.peer.pps16, p99x1: r.peer.p99at1 / r.pager.p99at1, p99x16: r.peer.p99at16 / r.pager.p99at16,
+    cold: r.peer.coldP50 / r.pager.coldP50, rss: r.pager.peakRssMB / r.peer.peakRssMB,
+    http1: h.pager['identity-1'].okPerSec / h.peer['identity-1'].okPerSec, http16: h.pager['identity-16'].okPerSec / h.peer['identity-16'].okPerSec,
+    httpP99x1: h.peer['identity-1'].p99 / h.pager['identity-1'].p99, httpP99x16: h.peer['identity-16'].p99 / h.pager['identity-16'].p99,
+  };
+  const x = summary[w.name].ratios;
+  lines.push(`| ${w.name} | ${f1(x.pps1)}x | ${f1(x.pps16)}x | ${f1(x.p99x1)}x | ${f1(x.p99x16)}x | ${f1(x.cold)}x | ${f1(x.rss)} | ${f1(x.http1)}x | ${f1(x.http16)}x | ${f1(x.httpP99x1)}x | ${f1(x.httpP99x16)}x |`);
 }
 const report = lines.join('\n') + '\n';
 process.stdout.write(report);

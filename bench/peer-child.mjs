@@ -1,6 +1,6 @@
 // One reader in a fresh process (bench/peer-bench.mjs spawns it), one JSON
-// line out: the first page (cold), the same pages again (warm), pages/s with
-// 1 and 16 in flight, peak RSS from the OS and bytes read (/proc/self/io).
+// line out: the first page (cold), the same pages again (warm), pages/s and
+// p99 latency with 1 and 16 in flight, peak RSS from the OS and bytes read (/proc/self/io).
 //   node bench/peer-child.mjs <pager|peer|reference|floor> <dataDir> <dbPath> <pagesJson> <seconds>
 import { closeSync, openSync, readFileSync, readSync } from 'node:fs';
 import { join } from 'node:path';
@@ -102,15 +102,20 @@ for (const inflight of [1, 16]) {
   const stopAt = now() + seconds * 250;
   let done = 0;
   let i = 0;
+  const lat = [];
   const t1 = now();
   const lane = async () => {
     while (now() < stopAt) {
+      const ts = now();
       await (inflight === 1 ? one : concurrent)(pages[i++ % pages.length]);
+      lat.push(now() - ts);
       done++;
     }
   };
   await Promise.all(Array.from({ length: inflight }, lane));
   out[`pagesPerSec${inflight}`] = done / ((now() - t1) / 1000);
+  lat.sort((a, b) => a - b);
+  out[`p99at${inflight}`] = lat[Math.min(lat.length - 1, Math.ceil(0.99 * lat.length) - 1)];
 }
 const io1 = io();
 out.peakRssMB = peakRssMB();

@@ -1,11 +1,37 @@
 // A peer worker thread: its own SQLite connection, one page per message.
+// In process (peer-child.mjs) it answers the page's length; for the peer's
+// HTTP server (peer-server.mjs, `body: true`) the page's bytes themselves,
+// compressed when asked, moved to the main thread without a copy.
 import { parentPort, workerData } from 'node:worker_threads';
 import { PeerReader } from './sqlite-peer.mjs';
 
+const dist = new URL('../dist/', import.meta.url);
 const reader = new PeerReader(workerData.dbPath);
-parentPort.on('message', ({ id, page }) => {
+let compress; // loaded on the first compressed answer: the same codings and levels as the service's
+const levels = { brotliQuality: 4, gzipLevel: 6, zstdLevel: 6 };
+
+/** A Buffer that owns its whole ArrayBuffer (small Buffer.from results share a pool, which must not move). */
+function owned(buf) {
+  if (buf.byteOffset === 0 && buf.buffer.byteLength === buf.length) return buf;
+  const out = Buffer.allocUnsafeSlow(buf.length);
+  buf.copy(out);
+  return out;
+}
+
+parentPort.on('message', async ({ id, page, body, encoding }) => {
   try {
-    parentPort.postMessage({ id, bytes: reader.page(page.id, page.params).length });
+    const bytes = reader.page(page.id, page.params);
+    if (!body) {
+      parentPort.postMessage({ id, bytes: bytes.length });
+      return;
+    }
+    let out = bytes;
+    if (encoding) {
+      compress ??= await import(new URL('main/server/page-encoding.js', dist).href);
+      out = await compress.compressBody(bytes, encoding, compress.levelFor(encoding, bytes.length, levels));
+    }
+    const moved = owned(out);
+    parentPort.postMessage({ id, body: moved, bytes: bytes.length }, [moved.buffer]);
   } catch (err) {
     parentPort.postMessage({ id, error: String(err?.message ?? err) });
   }

@@ -1,0 +1,72 @@
+#!/usr/bin/env node
+// HTTP load for bench/peer-bench.mjs, in a process of its own (never the
+// server's, nor the bench's): autocannon against one server, one JSON line
+// out. Pages are either the workload's fixed list (--pages FILE, cycled:
+// the tail page) or fresh random 50-message pages over the sessions in it
+// (--random: a random session and beforeSeq per request, pinned at the
+// session's last seq, as `session-pager loadtest --scenario random` asks).
+//
+//   node bench/http-load.mjs --url URL --token T --pages FILE [--random] [--seed N]
+//        --connections N --seconds S [--accept-encoding E]
+import { readFileSync } from 'node:fs';
+import { parseArgs } from 'node:util';
+import autocannon from 'autocannon';
+
+const dist = new URL('../dist/', import.meta.url);
+const { mulberry32 } = await import(new URL('main/gen/prng.js', dist).href);
+const { values } = parseArgs({
+  options: {
+    url: { type: 'string' },
+    token: { type: 'string' },
+    pages: { type: 'string' },
+    random: { type: 'boolean', default: false },
+    seed: { type: 'string', default: '1' },
+    connections: { type: 'string', default: '1' },
+    seconds: { type: 'string', default: '4' },
+    'accept-encoding': { type: 'string', default: 'identity' },
+  },
+});
+const pages = JSON.parse(readFileSync(values.pages, 'utf8')); // [{ id, params }]
+const rand = mulberry32(Number(values.seed));
+// The sessions of the list and each one's last seq (pinned cut of the random pages).
+const lastSeq = new Map();
+for (const p of pages) lastSeq.set(p.id, Math.max(lastSeq.get(p.id) ?? -1, p.params.throughSeq ?? -1));
+const ids = [...lastSeq.keys()];
+let i = 0;
+const pathOf = () => {
+  if (!values.random) {
+    const p = pages[i++ % pages.length];
+    return `/v1/sessions/${encodeURIComponent(p.id)}/page?${new URLSearchParams(Object.entries(p.params).map(([k, v]) => [k, String(v)]))}`;
+  }
+  const id = ids[Math.floor(rand() * ids.length)];
+  const last = lastSeq.get(id);
+  return `/v1/sessions/${encodeURIComponent(id)}/page?throughSeq=${last}&beforeSeq=${1 + Math.floor(rand() * (last + 1))}&maxMessages=50`;
+};
+const byStatus = {};
+const inst = autocannon({
+  url: values.url,
+  connections: Number(values.connections),
+  duration: Number(values.seconds),
+  timeout: 30,
+  headers: { authorization: `Bearer ${values.token}`, 'accept-encoding': values['accept-encoding'] },
+  requests: [{ setupRequest: (req) => ({ ...req, method: 'GET', path: pathOf() }) }],
+});
+inst.on('response', (_c, status) => (byStatus[status] = (byStatus[status] ?? 0) + 1));
+const r = await inst;
+const ok = byStatus[200] ?? 0;
+process.stdout.write(
+  `${JSON.stringify({
+    connections: Number(values.connections),
+    seconds: Number(values.seconds),
+    requests: r.requests.total,
+    rps: r.requests.total / Number(values.seconds),
+    okPerSec: ok / Number(values.seconds),
+    p50: r.latency.p50,
+    p99: r.latency.p99,
+    max: r.latency.max,
+    byStatus,
+    errors: r.errors,
+    timeouts: r.timeouts,
+    bytes: r.throughput.total,
+  })}\n`,
+);

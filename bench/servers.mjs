@@ -1,0 +1,115 @@
+// The two servers the benches drive over HTTP, each a fresh process of its
+// own: session-pager's `serve` (2 page workers) and the SQLite peer's
+// (bench/peer-server.mjs, 2 worker threads). Used by bench/peer-bench.mjs
+// and bench/capacity.mjs.
+import { spawn } from 'node:child_process';
+import { existsSync, linkSync, mkdirSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { dirname, join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const root = resolve(dirname(fileURLToPath(import.meta.url)), '..');
+
+/** Peak RSS (VmHWM) of a live process, MB; NaN once it is gone. */
+export function peakRssOf(pid) {
+  try {
+    const m = /^VmHWM:\s+(\d+) kB/m.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
+    return m ? Number(m[1]) / 1024 : NaN;
+  } catch {
+    return NaN;
+  }
+}
+
+/** CPU seconds (user + system) a live process has used so far, from /proc. */
+export function cpuSecondsOf(pid) {
+  try {
+    const f = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
+    return (Number(f[11]) + Number(f[12])) / 100; // utime, stime in clock ticks (USER_HZ = 100 on Linux)
+  } catch {
+    return NaN;
+  }
+}
+
+/** Resolves once GET /readyz answers 200: warm-ups done, serving at full speed. */
+async function ready(url, ms = 120_000) {
+  const until = Date.now() + ms;
+  for (;;) {
+    const ok = await fetch(`${url}/readyz`).then((r) => r.ok, () => false);
+    if (ok) return;
+    if (Date.now() > until) throw new Error(`${url} not ready after ${ms} ms`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
+function start(name, args, env) {
+  const child = spawn(process.execPath, args, { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  let banner = '';
+  child.stdout.on('data', (d) => (banner += d));
+  child.stderr.on('data', (d) => (banner += d));
+  const exited = new Promise((r) => child.once('exit', r));
+  return new Promise((res, rej) => {
+    const resolveReady = (srv) => ready(srv.url).then(() => res(srv), (err) => srv.stop().then(() => rej(err)));
+    const t = setInterval(() => {
+      const m = /listening on (http:\/\/127\.0\.0\.1:\d+)/.exec(banner);
+      if (m) {
+        clearInterval(t);
+        clearTimeout(timeout);
+        resolveReady({
+          name,
+          url: m[1],
+          pid: child.pid,
+          peakRssMB: () => peakRssOf(child.pid),
+          cpuSeconds: () => cpuSecondsOf(child.pid),
+          stop: async () => {
+            child.kill('SIGTERM');
+            await exited;
+          },
+        });
+      }
+    }, 50);
+    const timeout = setTimeout(() => {
+      clearInterval(t);
+      child.kill('SIGKILL');
+      rej(new Error(`${name} did not start: ${banner}`));
+    }, 120_000);
+    child.once('exit', (code) => {
+      clearInterval(t);
+      clearTimeout(timeout);
+      rej(new Error(`${name} exited (${code}) before listening: ${banner}`));
+    });
+  });
+}
+
+/** session-pager serve over `dataDir` (2 workers); resolves once it is ready (warm-ups done). */
+export function startService(dataDir, token, { args = [], env = {}, nodeArgs = [] } = {}) {
+  return start('session-pager', [...nodeArgs, join(root, 'bin/session-pager.js'), 'serve', '--data', dataDir, '--port', '0', '--workers', '2', '--log-level', 'warn', ...args], { ...env, SESSION_PAGER_TOKEN: token });
+}
+
+/** The SQLite peer's HTTP server over database `db` (2 worker threads). */
+export function startPeer(db, token, { env = {}, nodeArgs = [] } = {}) {
+  return start('SQLite peer', [...nodeArgs, join(root, 'bench/peer-server.mjs'), '--db', db, '--port', '0', '--workers', '2', '--token', token], env);
+}
+
+/**
+ * A data directory holding only `ids` (hard links to their files in
+ * `dataDir`: no copy), so a server over it lists just that workload and
+ * the load harness's random pages stay within it.
+ */
+export function linkedDataDir(dataDir, ids, dest) {
+  rmSync(dest, { recursive: true, force: true });
+  mkdirSync(join(dest, 'sessions', 'index'), { recursive: true });
+  const link = (rel) => {
+    const from = join(dataDir, rel);
+    if (existsSync(from)) linkSync(from, join(dest, rel));
+  };
+  for (const id of ids) {
+    link(join('sessions', `${id}.events`));
+    link(join('sessions', 'index', `${id}.index.json`));
+    link(join('sessions', 'index', `${id}.entries.jsonl`));
+    const proj = join(dataDir, 'sessions', 'index', id);
+    if (existsSync(proj)) {
+      mkdirSync(join(dest, 'sessions', 'index', id));
+      for (const f of readdirSync(proj)) link(join('sessions', 'index', id, f));
+    }
+  }
+  return dest;
+}
