@@ -201,8 +201,21 @@ export class PagerStore implements Store {
 
   stats(): StoreStats {
     const page = this.pages.cache;
+    const pool = this.pool;
     return {
-      pool: { threads: this.threads, queueSize: this.pool.queueSize, maxQueue: this.pool.options.maxQueue, utilization: this.pool.utilization, completed: this.pool.completed, threadIds: this.pool.threads.map((w) => w.threadId) },
+      pool: {
+        threads: this.threads,
+        queueSize: this.pool.queueSize,
+        maxQueue: this.pool.options.maxQueue,
+        // Read when asked (the /metrics gauge), not on every call: piscina computes it from a
+        // summary of its run-time histogram (mean, stddev, percentiles), and the load-shedding
+        // check reads stats() on every page request.
+        get utilization() {
+          return pool.utilization;
+        },
+        completed: this.pool.completed,
+        threadIds: this.pool.threads.map((w) => w.threadId),
+      },
       cache: { hits: this.views.hits, misses: this.views.misses, pageHits: page.hits, pageMisses: page.misses, pageBytes: page.size },
       pagesServed: this.pages.pagesServed,
       follow: { watchedSessions: this.watchers.size, followers: this.follows.size, ...(this.remote !== null ? { bus: { ...this.remote.bus.stats(), watchedSessions: this.remote.size } } : {}) },
