@@ -10,6 +10,7 @@
  */
 import { countedGroup } from '../main/core/page-rule.js';
 import type { SessionEvent } from '../main/core/types.js';
+import { tailGroup, UNDECIDED } from './message-group-tail.js';
 
 const USER = Buffer.from('user/message"');
 const ASSISTANT = Buffer.from('assistant/message"');
@@ -56,5 +57,8 @@ export function recordGroup(r: SessionEvent): number {
  * in its bytes).
  */
 export function messageGroup(b: Uint8Array, start: number, end: number, seq: number, groupKeys: boolean): number {
-  return groupKeys ? parsedGroup(b, start, end) : seq;
+  if (!groupKeys) return seq;
+  // Most messages end with their group keys: read them there (message-group-tail.ts), else parse.
+  const g = tailGroup(b, start, end, seq);
+  return g === UNDECIDED ? parsedGroup(b, start, end) : g;
 }
