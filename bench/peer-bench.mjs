@@ -266,7 +266,7 @@ for (const w of workloads) {
   }
 }
 // Over HTTP: 2xx/s and p99 per step, medians over the rounds (fresh random pages for the random workloads).
-const httpStat = (runs) => ({ okPerSec: med(runs.map((x) => x.okPerSec)), p99: med(runs.map((x) => x.p99)), non2xx: runs.reduce((a, x) => a + Object.entries(x.byStatus).filter(([k]) => k !== '200').reduce((b, [, v]) => b + v, 0) + x.errors + x.timeouts, 0) });
+const httpStat = (runs) => ({ okPerSec: med(runs.map((x) => x.okPerSec)), p99: med(runs.map((x) => (x.okPerSec > 0 ? x.p99 : NaN)).filter(Number.isFinite)), non2xx: runs.reduce((a, x) => a + Object.entries(x.byStatus).filter(([k]) => k !== '200').reduce((b, [, v]) => b + v, 0) + x.errors + x.timeouts, 0) });
 lines.push('', `Over HTTP (fresh server processes, load from a separate process, ${httpSeconds} s per step, medians of ${rounds} rounds; 2xx pages/s, p99 ms):`, '');
 lines.push('| workload | server | identity 1 conn | identity 16 | browser encoding 1 | browser encoding 16 | server peak RSS MB |', '|---|---|---|---|---|---|---|');
 for (const w of workloads) {
@@ -274,7 +274,7 @@ for (const w of workloads) {
   for (const sv of SERVERS) {
     const st = Object.fromEntries(HTTP_STEPS.map((k) => [k, httpStat(w.http[sv][k])]));
     summary[w.name].httpStats[sv] = st;
-    lines.push(`| ${w.name} | ${sv === 'pager' ? 'session-pager' : 'SQLite peer'} | ${HTTP_STEPS.map((k) => `${f1(st[k].okPerSec)}, ${st[k].p99}${st[k].non2xx ? ` (${st[k].non2xx} non-2xx)` : ''}`).join(' | ')} | ${f1(w.httpRssMB[sv])} |`);
+    lines.push(`| ${w.name} | ${sv === 'pager' ? 'session-pager' : 'SQLite peer'} | ${HTTP_STEPS.map((k) => `${f1(st[k].okPerSec)}, ${f1(st[k].p99)}${st[k].non2xx ? ` (${st[k].non2xx} non-2xx)` : ''}`).join(' | ')} | ${f1(w.httpRssMB[sv])} |`);
   }
 }
 lines.push('', '| workload | in process: service / peer pages/s (1) | (16) | p99 peer / service (1) | (16) | peer cold / service cold | service / peer peak RSS | HTTP: service / peer 2xx/s (1) | (16) | p99 peer / service (1) | (16) |', '|---|---|---|---|---|---|---|---|---|---|---|');
