@@ -10,10 +10,10 @@
  * The decoder's modules are loaded on the first task, so a process that
  * opens a store and asks no page does not load them.
  */
-import type { SliceResult, SliceTask } from '../workers/slice-protocol.js';
+import type { CompressTask, SliceResult, SliceTask } from '../workers/slice-protocol.js';
 import type { PagePool } from './worker-pool.js';
 
-type RunTask = (task: SliceTask) => SliceResult;
+type RunTask = (task: SliceTask | CompressTask) => SliceResult;
 
 export class InlinePool implements PagePool {
   /** One "thread": a page is cut into one slice (slices are cut per thread). */
@@ -30,7 +30,7 @@ export class InlinePool implements PagePool {
     return this.busyMs / Math.max(1, performance.now() - this.since);
   }
 
-  async run(task: SliceTask): Promise<SliceResult> {
+  async run(task: SliceTask | CompressTask): Promise<SliceResult> {
     if (this.closed) throw new Error('page pool is closed');
     this.task ??= import('../workers/page-task.js').then((m) => m.runPageTask);
     const run = await this.task;

@@ -6,7 +6,8 @@
  * never parsed here.
  */
 import { continuesRun, type RunKey } from './core/chunk-codec.js';
-import { fragRecords, mergeInto, piecesToBuffer, RecordList, type FragRun } from './core/fragment-run.js';
+import { fragRecords, mergeInto, piecesToBuffer, RecordList, type FragRun, type Piece } from './core/fragment-run.js';
+import type { CodedPiece } from '../streams/gzip-members.js';
 import { RESULT_TRAILER_BYTES, type FragmentRunHeader, type SliceHeader } from '../workers/slice-protocol.js';
 
 export interface ParsedSlice {
@@ -20,6 +21,9 @@ export interface ParsedSlice {
   decodeMs: number;
   /** The result buffer the views point into (free for reuse once the page is assembled). */
   buffer: ArrayBuffer;
+  /** Sections the worker compressed (workers/slice-compress.ts), by the section's view (as it appears among the page's pieces). */
+  coded: Map<Uint8Array, CodedPiece> | null;
+  codeMs: number;
 }
 
 function key(h: FragmentRunHeader): RunKey {
@@ -33,14 +37,25 @@ export function parseSlice(ab: ArrayBuffer): ParsedSlice {
   const bytes = new Uint8Array(ab);
   const trailer = new DataView(ab, ab.byteLength - RESULT_TRAILER_BYTES);
   const header = JSON.parse(Buffer.from(ab, trailer.getUint32(0, true), trailer.getUint32(4, true)).toString('utf8')) as SliceHeader;
+  const codedAt = new Map((header.coded ?? []).map((c) => [c.of, c]));
+  const coded = codedAt.size === 0 ? null : new Map<Uint8Array, CodedPiece>();
+  // A section's view, with its coded form when the worker made one.
+  const section = (at: number, n: number): Uint8Array => {
+    const view = bytes.subarray(at, at + n);
+    const c = n > 0 ? codedAt.get(at) : undefined;
+    if (c !== undefined && c.length === n) coded?.set(view, { bytes: bytes.subarray(c.at, c.at + c.bytes), crc: c.crc, length: c.length });
+    return view;
+  };
   const run = (h: FragmentRunHeader | null): FragRun | null => {
     if (h === null) return null;
-    const dt = bytes.subarray(h.dtAt, h.dtAt + h.dtBytes);
-    const members = bytes.subarray(h.membersAt, h.membersAt + h.memberBytes);
+    const dt = section(h.dtAt, h.dtBytes);
+    const members = section(h.membersAt, h.memberBytes);
     return { ...key(h), seq0: h.seq0, time0: h.time0, lastSeq: h.lastSeq, lastTime: h.lastTime, n: h.n, dt: dt.length ? [dt] : [], members: [members] };
   };
-  const body = bytes.subarray(header.bodyAt, header.bodyAt + header.bodyBytes);
-  return { head: run(header.head), whole: header.whole, body, tail: run(header.tail), frames: header.frames, bytesRead: header.bytesRead, readMs: header.readMs, decodeMs: header.decodeMs, buffer: ab };
+  const body = section(header.bodyAt, header.bodyBytes);
+  const head = run(header.head);
+  const tail = run(header.tail);
+  return { head, whole: header.whole, body, tail, frames: header.frames, bytesRead: header.bytesRead, readMs: header.readMs, decodeMs: header.decodeMs, buffer: ab, coded, codeMs: header.codeMs ?? 0 };
 }
 
 export interface PageEnvelope {
@@ -53,6 +68,16 @@ export interface PageEnvelope {
 
 /** Concatenate slices (in page order) into the page JSON. */
 export function assemblePage(env: PageEnvelope, slices: readonly ParsedSlice[]): Buffer {
+  return piecesToBuffer(assemblePieces(env, slices));
+}
+
+/**
+ * The page JSON as pieces, in order (concatenated, they are the page): the
+ * slices' sections as the very views parseSlice made (so their coded forms
+ * are found by identity, main/coded-page.ts) between the strings the
+ * assembler writes.
+ */
+export function assemblePieces(env: PageEnvelope, slices: readonly ParsedSlice[]): Piece[] {
   const records = new RecordList();
   let open: FragRun | null = null;
   const flush = () => {
@@ -80,5 +105,5 @@ export function assemblePage(env: PageEnvelope, slices: readonly ParsedSlice[]):
   }
   flush();
   const head = `{"sessionId":${JSON.stringify(env.sessionId)},"throughSeq":${env.throughSeq},"fromSeq":${env.fromSeq},"toSeq":${env.toSeq},"hasMore":${env.hasMore},"records":[`;
-  return piecesToBuffer([head, ...records.pieces, ']}']);
+  return [head, ...records.pieces, ']}'];
 }

@@ -15,10 +15,24 @@
  * a 64 MiB cache of one-off typical pages cost every page ~0.2 ms (fresh,
  * unreused memory for each body, see docs/benchmarks.md).
  */
+import type { PageEncoding } from './page-coding.js';
 import type { PageBuffer } from './store-types.js';
 
+/** A page's bytes in the cache: its body and every compressed form kept with it. */
+function pageBytes(page: PageBuffer): number {
+  let n = page.body.length;
+  for (const f of page.forms?.values() ?? []) n += f.length;
+  return n;
+}
+
+/**
+ * Compressed forms (`PageBuffer.forms`) live with their body and count in
+ * the same byte budget: a page asked in a coding is asked so again (every
+ * browser sends the same Accept-Encoding), and compressing it again would
+ * cost more than building it.
+ */
 export class PageCache {
-  private readonly entries = new Map<string, PageBuffer>();
+  private readonly entries = new Map<string, { page: PageBuffer; bytes: number }>();
   private bytes = 0;
   hits = 0;
   misses = 0;
@@ -48,20 +62,36 @@ export class PageCache {
     this.entries.delete(key);
     this.entries.set(key, hit);
     this.hits++;
-    return hit;
+    return hit.page;
   }
 
   /** A page just built; `newest`: it is its session's newest page. */
   set(key: string, page: PageBuffer, newest = false): void {
-    const n = page.body.length;
+    const n = pageBytes(page);
     if (this.maxBytes <= 0 || n > this.maxEntryBytes || this.entries.has(key)) return;
     if (!newest && !this.seenBefore(key)) return;
-    this.entries.set(key, page);
+    this.entries.set(key, { page, bytes: n });
     this.bytes += n;
+    this.evict();
+  }
+
+  /** A compressed form of the page kept under `key` (when that is still `page`), counted in the budget. */
+  addForm(key: string, page: PageBuffer, encoding: PageEncoding, form: Buffer): void {
+    const e = this.entries.get(key);
+    if (e === undefined || e.page !== page || page.forms?.has(encoding) === true) return;
+    if (e.bytes + form.length > this.maxEntryBytes) return;
+    (page.forms ??= new Map()).set(encoding, form);
+    e.bytes += form.length;
+    this.bytes += form.length;
+    this.evict();
+  }
+
+  /** Least recently used first, until the bytes fit. */
+  private evict(): void {
     for (const [k, v] of this.entries) {
       if (this.bytes <= this.maxBytes) break;
       this.entries.delete(k);
-      this.bytes -= v.body.length;
+      this.bytes -= v.bytes;
     }
   }
 

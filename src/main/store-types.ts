@@ -9,6 +9,7 @@ import type { FrameEncoding } from '../streams/frame-codec.js';
 import type { TokenTotals } from './core/summary.js';
 import type { FollowOptions } from './event-follow.js';
 import type { AppendBusStats } from './store/append-bus.js';
+import type { OutputCoding, PageEncoding } from './page-coding.js';
 
 export interface CatalogEntry {
   id: string;
@@ -52,6 +53,10 @@ export interface PageBuffer {
   logBytesRead: number;
   /** Where the time went when the page was built (absent on a prepared-page cache hit). */
   timing?: PageTiming;
+  /** Compressed forms of `body` kept with it in the prepared-page cache (page-cache.ts); owned by the cache. */
+  forms?: Map<PageEncoding, Buffer>;
+  /** The body in the coding it was asked in (pageBuffer's `coding`), when one was. */
+  encoded?: { encoding: PageEncoding; body: Buffer };
 }
 
 /** Milliseconds per phase of one page (the slowest worker's for read and decode: slices run in parallel). */
@@ -63,6 +68,8 @@ export interface PageTiming {
   pool: number;
   assemble: number;
   total: number;
+  /** Compressing in the output coding, the slowest worker's (its joining, and brotli, count in assemble). */
+  code?: number;
 }
 
 export interface StoreStats {
@@ -106,7 +113,13 @@ export interface Store {
    * slices are queued (running decodes are never interrupted: aborting a
    * running piscina task would kill its worker).
    */
-  pageBuffer(id: string, params?: PageParams, signal?: AbortSignal): Promise<PageBuffer>;
+  pageBuffer(id: string, params?: PageParams, signal?: AbortSignal, coding?: OutputCoding): Promise<PageBuffer>;
+  /**
+   * `body` compressed in `coding` as a page is (gzip and zstd on the page
+   * workers in parallel, brotli in one piece): for the routes whose bodies no
+   * worker built (the catalog).
+   */
+  encodeBody?(body: Buffer, coding: OutputCoding): Promise<Buffer>;
   /** See PageVersion; a backend without a cheap log identity may leave it out (pages are then validated by their bytes). */
   pageVersion?(id: string): Promise<PageVersion>;
   /** Logical events [fromSeq, toSeq) of the indexed log (bounded by the caller). */

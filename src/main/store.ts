@@ -26,6 +26,7 @@ import { Subscriptions } from './store/subscriptions.js';
 import { SessionWriters } from './store/writers.js';
 import { createPagePool, type PagePool } from './worker-pool.js';
 import { InlinePool } from './inline-pool.js';
+import type { OutputCoding } from './page-coding.js';
 import { ChangeWatchers } from '../storage/local/change-watch.js';
 import { sessionKeys } from '../storage/layout.js';
 import { EventFollower, type FollowOptions } from './event-follow.js';
@@ -67,7 +68,7 @@ export class PagerStore implements Store {
     this.storage = storageOf(opts);
     this.dataDir = opts.dataDir ?? `${this.storage.kind}:`;
     this.ownsPool = pool === undefined;
-    this.pool = pool ?? (opts.inThread === true ? new InlinePool() : createPagePool({ threads: opts.workers, maxQueue: opts.maxQueue, jitWarmUp: opts.warmUp?.jit ?? true }));
+    this.pool = pool ?? (opts.inThread === true ? new InlinePool() : createPagePool({ threads: opts.workers, maxQueue: opts.maxQueue, jitWarmUp: opts.warmUp?.jit ?? true, ...(opts.minCodedSection === undefined ? {} : { minCodedSection: opts.minCodedSection }) }));
     this.threads = this.pool.options.maxThreads;
     this.splitCost = opts.splitCost ?? DEFAULT_SPLIT_COST;
     this.pagePathWarmUp = opts.warmUp?.pagePath ?? true;
@@ -115,9 +116,14 @@ export class PagerStore implements Store {
     return this.pages.plan(id, params);
   }
 
-  async pageBuffer(id: string, params: PageParams = {}, signal?: AbortSignal): Promise<PageBuffer> {
+  async pageBuffer(id: string, params: PageParams = {}, signal?: AbortSignal, coding?: OutputCoding): Promise<PageBuffer> {
     this.assertOpen();
-    return this.pages.pageBuffer(id, params, signal);
+    return this.pages.pageBuffer(id, params, signal, coding);
+  }
+
+  async encodeBody(body: Buffer, coding: OutputCoding): Promise<Buffer> {
+    this.assertOpen();
+    return this.pages.encodeBody(body, coding);
   }
 
   async pageVersion(id: string): Promise<PageVersion> {

@@ -8,7 +8,7 @@ import { availableParallelism } from 'node:os';
 import { fileURLToPath } from 'node:url';
 import { Piscina } from 'piscina';
 import { PagerError } from './core/errors.js';
-import type { SliceResult, SliceTask } from '../workers/slice-protocol.js';
+import type { CompressTask, SliceResult, SliceTask } from '../workers/slice-protocol.js';
 
 /** Both src/main and dist/main sit two levels under the package root, so this resolves the built worker from either. */
 export const WORKER_FILE = fileURLToPath(new URL('../../dist/workers/page-task.js', import.meta.url));
@@ -18,11 +18,14 @@ export interface PoolOptions {
   maxQueue?: number;
   /** Workers optimize their decode path as they start (default true; workers/jit-warmup.ts). */
   jitWarmUp?: boolean;
+  /** Sections shorter than this are left to the main thread to compress (workers/slice-compress.ts). */
+  minCodedSection?: number;
 }
 
 /** What every worker is started with (piscina's workerData). */
 export interface PageWorkerData {
   jitWarmUp: boolean;
+  minCodedSection?: number;
 }
 
 /**
@@ -37,7 +40,7 @@ export interface PagePool {
   readonly utilization: number;
   readonly completed: number;
   readonly threads: readonly { readonly threadId: number }[];
-  run(task: SliceTask, opts: { transferList?: ArrayBuffer[] }): Promise<SliceResult>;
+  run(task: SliceTask | CompressTask, opts: { transferList?: ArrayBuffer[] }): Promise<SliceResult>;
   close(): Promise<void>;
 }
 
@@ -46,13 +49,13 @@ export function createPagePool(opts: PoolOptions = {}): PagePool {
     throw new Error(`page worker not built: ${WORKER_FILE} is missing (run \`npm run build\`)`);
   }
   const threads = Math.max(1, opts.threads ?? Math.min(availableParallelism(), 8));
-  return new Piscina<SliceTask, SliceResult>({
+  return new Piscina<SliceTask | CompressTask, SliceResult>({
     filename: WORKER_FILE,
     minThreads: threads,
     maxThreads: threads,
     idleTimeout: 24 * 60 * 60 * 1000,
     maxQueue: opts.maxQueue ?? threads * 64,
-    workerData: { jitWarmUp: opts.jitWarmUp ?? true } satisfies PageWorkerData,
+    workerData: { jitWarmUp: opts.jitWarmUp ?? true, ...(opts.minCodedSection === undefined ? {} : { minCodedSection: opts.minCodedSection }) } satisfies PageWorkerData,
     // A young generation sized for a big page's tens of MB of short-lived buffers
     // (fewer scavenges on the first one), yet small enough that the warm-up does
     // not grow the heap: 96 MB cost ~15 MB of peak RSS for nothing measurable.
@@ -75,4 +78,25 @@ export async function runSlice(pool: PagePool, task: SliceTask): Promise<SliceRe
     }
     throw err;
   }
+}
+
+/**
+ * `bytes` compressed as one piece on a worker (workers/slice-compress.ts):
+ * the coded bytes and, for gzip, the CRC-32 of `bytes`. The bytes go as a
+ * moved copy (a view would take its whole backing buffer along).
+ */
+export async function runCompress(pool: PagePool, bytes: Uint8Array, coding: number, level: number): Promise<{ bytes: Buffer; crc: number; length: number }> {
+  const copy = new Uint8Array(bytes);
+  let r: SliceResult;
+  try {
+    r = await pool.run({ compress: copy, coding, level } satisfies CompressTask, { transferList: [copy.buffer as ArrayBuffer] });
+  } catch (err) {
+    if (err instanceof Error && /queue is at limit/i.test(err.message)) {
+      throw new PagerError('overloaded', 'page worker queue is full, retry shortly', { retryAfter: 1 });
+    }
+    throw err;
+  }
+  if (!(r instanceof ArrayBuffer)) throw new PagerError('internal', 'a compress task returned no bytes');
+  const out = Buffer.from(r);
+  return { bytes: out.subarray(0, out.length - 4), crc: out.readUInt32LE(out.length - 4), length: bytes.byteLength };
 }

@@ -23,7 +23,8 @@ import { rowLength, type RunKey } from '../main/core/chunk-codec.js';
 import { ARENA_HEADER_ROOM, newEncoderSinks, SliceEncoder, type EncoderSinks } from './slice-encoder.js';
 import type { ByteSink } from '../main/core/byte-sink.js';
 import { warmUpJit } from './jit-warmup.js';
-import { decodeTask, type SliceFault, type SliceResult, type SliceTask } from './slice-protocol.js';
+import { CODING_NONE, decodeTask, type CompressTask, type SliceFault, type SliceResult, type SliceTask } from './slice-protocol.js';
+import { codeBytes, codeSlice } from './slice-compress.js';
 import { addClaim, frameClaim, NO_CLAIM } from '../main/core/frame-claim.js';
 import { isMessageTypeAt, mentionsGroupKeys, messageGroup, recordGroup } from '../streams/message-group.js';
 
@@ -240,7 +241,9 @@ if ((workerData as { jitWarmUp?: boolean } | undefined)?.jitWarmUp === true) {
 }
 
 /** One task, the result not yet marked to be moved (the in-thread pool's entry: main/inline-pool.ts). */
-export function runPageTask(task: SliceTask): SliceResult {
+export function runPageTask(task: SliceTask | CompressTask): SliceResult {
+  // Bytes to compress, no slice to decode (slice-compress.ts).
+  if ('compress' in task) return codeBytes(task.compress, task.coding, task.level) as SliceResult;
   // A consumed result handed back: our arena from now on, when larger.
   if (task.arena !== undefined && task.arena.byteLength > arena.length) arena = Buffer.from(task.arena);
   // An empty slice reads nothing (the pool's warm-up sends these).
@@ -257,6 +260,8 @@ export function runPageTask(task: SliceTask): SliceResult {
     return corrupt(atOffset, atSeq, task.endSeq, `the decoder failed on the frame at offset ${atOffset}: ${(err as Error)?.message ?? String(err)}`, 'decoder');
   }
   keepSmallCursor();
+  // The output coding: the slice's sections compressed here, where they were built (slice-compress.ts).
+  if (task.coding !== CODING_NONE && result instanceof ArrayBuffer) result = codeSlice(result, task.coding, task.level, result === arena.buffer ? len : 0);
   if (result === arena.buffer || arena.length > KEEP_ARENA_BYTES) {
     dropArena();
   } else {
@@ -266,7 +271,7 @@ export function runPageTask(task: SliceTask): SliceResult {
   return result;
 }
 
-export default function pageTask(task: SliceTask): SliceResult {
+export default function pageTask(task: SliceTask | CompressTask): SliceResult {
   const result = runPageTask(task);
   return (result instanceof ArrayBuffer ? Piscina.move(result) : result) as SliceResult;
 }

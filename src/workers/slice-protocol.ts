@@ -52,7 +52,18 @@ export interface SliceTask {
    * checks against the frames; NO_CLAIM for tasks not built from a plan.
    */
   digest: number;
+  /**
+   * The output coding the worker compresses the slice's sections in
+   * (slice-compress.ts): CODING_NONE, CODING_GZIP or CODING_ZSTD, at `level`.
+   */
+  coding: number;
+  level: number;
 }
+
+/** Output codings of a slice task (numbers: the task keeps one shape, see decodeTask). */
+export const CODING_NONE = 0;
+export const CODING_GZIP = 1;
+export const CODING_ZSTD = 2;
 
 /**
  * A task, in the one object shape every task has: all fields present, in
@@ -61,7 +72,7 @@ export interface SliceTask {
  * say) deoptimized it at the start of the first large page.
  */
 export function sliceTask(source: string, session: string, start: number, end: number, firstSeq: number, endSeq: number, fromSeq: number, toSeq: number): SliceTask {
-  return { source, session, start, end, firstSeq, endSeq, fromSeq, toSeq, crcs: undefined, meta: undefined, bytes: undefined, arena: undefined, inPlace: false, digest: NO_CLAIM };
+  return { source, session, start, end, firstSeq, endSeq, fromSeq, toSeq, crcs: undefined, meta: undefined, bytes: undefined, arena: undefined, inPlace: false, digest: NO_CLAIM, coding: CODING_NONE, level: 0 };
 }
 
 /**
@@ -82,6 +93,8 @@ export function decodeTask(t: SliceTask): SliceTask {
   c.meta = t.meta;
   c.inPlace = t.inPlace;
   c.digest = t.digest;
+  c.coding = t.coding;
+  c.level = t.level;
   return c;
 }
 
@@ -115,6 +128,25 @@ export interface SliceHeader {
   /** Milliseconds the worker spent reading the slice's bytes, and decoding them. */
   readMs: number;
   decodeMs: number;
+  /** Sections the worker compressed in the task's coding (slice-compress.ts), and the milliseconds it took. */
+  coded?: CodedSectionHeader[];
+  codeMs?: number;
+}
+
+/** A compressed section: the identity section at `of` (`length` bytes, CRC-32 `crc` for gzip), coded at `at` (`bytes` bytes). */
+export interface CodedSectionHeader {
+  of: number;
+  length: number;
+  crc: number;
+  at: number;
+  bytes: number;
+}
+
+/** A task that only compresses bytes (a prepared page asked in a coding it was not built in; the catalog). */
+export interface CompressTask {
+  compress: Uint8Array;
+  coding: number;
+  level: number;
 }
 
 export interface SliceFault {

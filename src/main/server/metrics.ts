@@ -72,7 +72,7 @@ export class ServerMetrics {
     });
     this.pagePhase = new Histogram({
       name: `${P}page_phase_seconds`,
-      help: 'Time per phase of pages built (not cache hits): plan, read and decode (slowest worker), pool (queue and messaging), assemble, total',
+      help: 'Time per phase of pages built (not cache hits): plan, read and decode (slowest worker), code (output compression, slowest worker), pool (queue and messaging), assemble, total',
       labelNames: ['phase'],
       buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1],
       registers,

@@ -9,17 +9,9 @@
  * `compressBody` is a pure function of (bytes, coding, level) so it can move
  * into the page workers later (issue 12: compression per slice).
  */
-import { Encoder as ZstdEncoder } from '@toondepauw/node-zstd';
-import { promisify } from 'node:util';
-import { brotliCompress, constants as zc, gzip } from 'node:zlib';
+import { compressBody, ENCODING_PREFERENCE, levelFor, type CompressionLevels, type PageEncoding } from '../page-coding.js';
 
-const brotli = promisify(brotliCompress);
-const gz = promisify(gzip);
-
-export type PageEncoding = 'zstd' | 'gzip' | 'br';
-
-/** Server preference among equally acceptable codings (brotli last: its streams do not concatenate). */
-export const ENCODING_PREFERENCE: readonly PageEncoding[] = ['zstd', 'gzip', 'br'];
+export { compressBody, ENCODING_PREFERENCE, LARGE_BODY, levelFor, SMALL_BODY, type CompressionLevels, type PageEncoding } from '../page-coding.js';
 
 /** One element of Accept-Encoding: coding name (lower case) and its q value. */
 function parseAcceptEncoding(header: string): Map<string, number> {
@@ -70,55 +62,6 @@ export function negotiate(acceptEncoding: string | string[] | undefined): PageEn
   const identityQ = weights.get('identity');
   if (identityQ !== undefined && identityQ > bestQ) return null;
   return best;
-}
-
-export interface CompressionLevels {
-  /** brotli quality for bodies up to SMALL_BODY; larger bodies step down (levelFor). */
-  brotliQuality: number;
-  /** gzip level for bodies up to SMALL_BODY; larger bodies step down (levelFor). */
-  gzipLevel: number;
-  /** zstd level for bodies up to SMALL_BODY; larger bodies step down (levelFor). */
-  zstdLevel?: number;
-}
-
-/** Bodies up to this size get the configured levels: compressing them costs little next to the request. */
-export const SMALL_BODY = 256 * 1024;
-/** Above this, the fastest levels: a multi-megabyte page must not cost several times its own build. */
-export const LARGE_BODY = 2 * 1024 * 1024;
-
-/**
- * The level for a body of `size` bytes (docs/decisions.md "Response
- * compression: zstd, negotiation, levels by size"): the configured level up
- * to SMALL_BODY, a middle level up to LARGE_BODY, the fast level above.
- * Configured levels are caps: a lower one is never raised.
- */
-export function levelFor(encoding: PageEncoding, size: number, levels: CompressionLevels): number {
-  const tier = size <= SMALL_BODY ? 0 : size <= LARGE_BODY ? 1 : 2;
-  switch (encoding) {
-    case 'zstd':
-      return Math.min(levels.zstdLevel ?? 6, [Infinity, 3, 1][tier]!);
-    case 'gzip':
-      return Math.min(levels.gzipLevel, [Infinity, 4, 1][tier]!);
-    case 'br':
-      return Math.min(levels.brotliQuality, [Infinity, 4, 2][tier]!);
-  }
-}
-
-const zstdEncoders = new Map<number, ZstdEncoder>();
-
-/** `body` compressed as one complete stream (zstd: one frame) of `encoding` at `level`. */
-export async function compressBody(body: Buffer, encoding: PageEncoding, level: number): Promise<Buffer> {
-  switch (encoding) {
-    case 'zstd': {
-      let enc = zstdEncoders.get(level);
-      if (enc === undefined) zstdEncoders.set(level, (enc = new ZstdEncoder(level)));
-      return enc.encode(body);
-    }
-    case 'gzip':
-      return gz(body, { level });
-    case 'br':
-      return brotli(body, { params: { [zc.BROTLI_PARAM_QUALITY]: level, [zc.BROTLI_PARAM_MODE]: zc.BROTLI_MODE_TEXT, [zc.BROTLI_PARAM_SIZE_HINT]: body.length } });
-  }
 }
 
 export class PageEncoder {

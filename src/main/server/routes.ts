@@ -93,7 +93,8 @@ export async function routes(app: FastifyInstance, o: RoutesOptions): Promise<vo
     reply.type('application/json; charset=utf-8');
     const encoding = body.length < o.opts.compression.threshold ? null : negotiate(request.headers['accept-encoding']);
     if (encoding === null) return reply.send(body);
-    const compressed = await encoder.encode(body, encoding);
+    // On the page workers, as pages are (a store that cannot: here, in one piece).
+    const compressed = store.encodeBody === undefined ? await encoder.encode(body, encoding) : await store.encodeBody(body, { encoding, levels: o.opts.compression });
     if (reply.sent) return reply;
     return reply.header('content-encoding', encoding).send(compressed);
   });
@@ -119,7 +120,8 @@ export async function routes(app: FastifyInstance, o: RoutesOptions): Promise<vo
         return reply.code(304).send();
       }
     }
-    const pb = await store.pageBuffer(id, params, request.signal);
+    // Built in that coding: gzip and zstd by the page workers as they build its slices; kept with the prepared page.
+    const pb = await store.pageBuffer(id, params, request.signal, encoding === null ? undefined : { encoding, levels: o.opts.compression });
     if (reply.sent) return reply; // timed out or the client went away meanwhile
     const events = pb.toSeq - pb.fromSeq;
     if (request.pager) request.pager.page = { fromSeq: pb.fromSeq, toSeq: pb.toSeq, events, bytes: pb.body.length, frames: pb.frames };
@@ -134,10 +136,10 @@ export async function routes(app: FastifyInstance, o: RoutesOptions): Promise<vo
     }
     setPageCaching(reply, etag, pinned);
     // The prepared body goes out as it is; never re-serialized. Compressed forms are
-    // memoized per body, so a cached page is compressed once, not per request.
+    // kept with the prepared page, so a cached page is compressed once, not per request.
     reply.type('application/json; charset=utf-8');
     if (encoding === null) return reply.send(pb.body);
-    const compressed = await encoder.encode(pb.body, encoding);
+    const compressed = pb.encoded?.encoding === encoding ? pb.encoded.body : await encoder.encode(pb.body, encoding);
     if (reply.sent) return reply;
     return reply.header('content-encoding', encoding).send(compressed);
   });

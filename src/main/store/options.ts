@@ -74,6 +74,12 @@ export interface StoreOptions {
    * Tests of the append bus turn it off, so what arrives came by the bus.
    */
   watchFiles?: boolean;
+  /**
+   * Slice sections shorter than this are compressed by the main thread, not
+   * the worker (default 4 KiB, workers/slice-compress.ts); tests lower it so
+   * small pages take the workers' path.
+   */
+  minCodedSection?: number;
 }
 
 /**

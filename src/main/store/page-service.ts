@@ -25,14 +25,21 @@ import { checkPlan, checkRange } from '../core/plan-check.js';
 import { crcKey, metaKey } from '../crc-projection.js';
 import { IndexTrust } from '../index-trust.js';
 import { indexKey } from '../index-projection.js';
-import { assemblePage, parseSlice, type ParsedSlice } from '../page-assembler.js';
+import { assemblePage, assemblePieces, parseSlice, type ParsedSlice } from '../page-assembler.js';
 import { PageCache } from '../page-cache.js';
 import type { PageBuffer } from '../store-types.js';
-import { runSlice, type PagePool } from '../worker-pool.js';
+import { runCompress, runSlice, type PagePool } from '../worker-pool.js';
+import { piecesToBuffer } from '../core/fragment-run.js';
+import { codedPage, joinCodedPieces, workerCoding } from '../coded-page.js';
+import { compressBody, levelFor, type OutputCoding, type PageEncoding } from '../page-coding.js';
+import type { CodedPiece } from '../../streams/gzip-members.js';
 import type { SessionView, SessionViews } from './session-views.js';
 
 /** A plan, and when it came from the binary frame index, the record number of its last frame. */
 type IndexedPlan = PagePlan & { fromIndex?: boolean; lastRecord?: number };
+
+/** A body compressed on the pool (encodeBody) is cut into pieces of at least this many bytes, one per worker at most. */
+const MIN_COMPRESS_PIECE = 256 * 1024;
 
 /** Result buffers kept for reuse as worker arenas: at most this many bytes in all. */
 const SPARE_MAX_TOTAL_BYTES = 128 * 1024 * 1024;
@@ -267,7 +274,24 @@ export class PageService {
     }
   }
 
-  async pageBuffer(id: string, params: PageParams = {}, signal?: AbortSignal): Promise<PageBuffer> {
+  /**
+   * `body` compressed in `coding`: gzip and zstd cut into one piece per
+   * worker, compressed on the pool in parallel and joined (coded-page.ts),
+   * brotli in one piece (its streams do not concatenate; zlib runs it on the
+   * libuv pool).
+   */
+  async encodeBody(body: Buffer, coding: OutputCoding): Promise<Buffer> {
+    const level = levelFor(coding.encoding, body.length, coding.levels);
+    const encoding = coding.encoding;
+    if (encoding === 'br') return compressBody(body, 'br', level);
+    const n = Math.max(1, Math.min(this.threads, Math.floor(body.length / MIN_COMPRESS_PIECE)));
+    const cuts = Array.from({ length: n + 1 }, (_, i) => Math.round((body.length * i) / n));
+    const parts: CodedPiece[] = await Promise.all(cuts.slice(0, -1).map((a, i) => runCompress(this.pool, body.subarray(a, cuts[i + 1]), workerCoding(encoding), level)));
+    return joinCodedPieces(parts, encoding);
+  }
+
+  /** The page as asked: `coding` adds its body in that coding (`encoded`), from the cache when it holds that form. */
+  async pageBuffer(id: string, params: PageParams = {}, signal?: AbortSignal, coding?: OutputCoding): Promise<PageBuffer> {
     const view = await this.views.view(id);
     this.servable(id, view);
     const r = resolvePageParams(params, view.nextSeq - 1);
@@ -276,15 +300,32 @@ export class PageService {
     const hit = key === null ? undefined : this.pageCache.get(key);
     if (hit !== undefined) {
       this.pagesServed++;
-      return hit;
+      if (coding === undefined) return hit;
+      let form = hit.forms?.get(coding.encoding);
+      if (form === undefined) {
+        // Prepared in another coding (or none): compressed now, on the pool, and kept with it.
+        form = await this.encodeBody(hit.body, coding);
+        this.pageCache.addForm(key as string, hit, coding.encoding, form);
+      }
+      return { ...hit, encoded: { encoding: coding.encoding, body: form } };
     }
     const t0 = performance.now();
     let plan = await this.planResolved(view, r);
     const t1 = performance.now();
     // The client left while we planned: queue nothing for it.
     signal?.throwIfAborted();
-    const decodePlan = async (p: IndexedPlan) =>
-      this.decode(id, view, await this.withChecksums(view.paths, this.slices(id, p.span, p.fromSeq, p.toSeq), p.span?.count ?? 0, p.lastRecord), p.fromIndex !== true);
+    // gzip and zstd are compressed by the workers, slice by slice, at the level for the page's size.
+    const encoding: PageEncoding | null = coding?.encoding ?? null;
+    const wc = encoding === null ? 0 : workerCoding(encoding);
+    const level = (p: IndexedPlan) => (coding === undefined ? 0 : levelFor(coding.encoding, p.span?.bytes ?? 0, coding.levels));
+    const decodePlan = async (p: IndexedPlan) => {
+      const tasks = this.slices(id, p.span, p.fromSeq, p.toSeq);
+      for (const t of tasks) {
+        t.coding = wc;
+        t.level = level(p);
+      }
+      return this.decode(id, view, await this.withChecksums(view.paths, tasks, p.span?.count ?? 0, p.lastRecord), p.fromIndex !== true);
+    };
     let slices;
     try {
       slices = await decodePlan(plan);
@@ -298,20 +339,33 @@ export class PageService {
     }
     const t2 = performance.now();
     const env = { sessionId: id, throughSeq: plan.throughSeq, fromSeq: plan.fromSeq, toSeq: plan.toSeq, hasMore: plan.hasMore };
-    const body = assemblePage(env, slices);
+    const pieces = assemblePieces(env, slices);
+    const body = piecesToBuffer(pieces);
+    let encoded: PageBuffer['encoded'];
+    if (encoding === 'gzip' || encoding === 'zstd') {
+      // Joined before the result buffers go back to the workers: the coded pieces are views into them.
+      const coded = new Map<Uint8Array, CodedPiece>();
+      for (const s of slices) for (const [k, v] of s.coded ?? []) coded.set(k, v);
+      encoded = { encoding, body: codedPage(pieces, coded, encoding, level(plan)) };
+    }
     this.recycle(slices);
+    // brotli: in one piece, after the page is built.
+    if (encoding === 'br') encoded = { encoding, body: await compressBody(body, 'br', level(plan)) };
     this.pagesServed++;
     const t3 = performance.now();
     const logBytesRead = slices.reduce((a, s) => a + s.bytesRead, 0);
     const read = Math.max(0, ...slices.map((s) => s.readMs));
     const decode = Math.max(0, ...slices.map((s) => s.decodeMs));
-    const timing = { plan: t1 - t0, read, decode, pool: Math.max(0, t2 - t1 - Math.max(0, ...slices.map((s) => s.readMs + s.decodeMs))), assemble: t3 - t2, total: t3 - t0 };
+    const code = Math.max(0, ...slices.map((s) => s.codeMs));
+    const timing = { plan: t1 - t0, read, decode, pool: Math.max(0, t2 - t1 - Math.max(0, ...slices.map((s) => s.readMs + s.decodeMs + s.codeMs))), assemble: t3 - t2, total: t3 - t0, code };
     const page: PageBuffer = { body, ...env, frames: plan.span?.count ?? 0, frameBytes: plan.span?.bytes ?? 0, logBytesRead, timing };
     if (key !== null) {
       // A cached page was not built by the request that gets it: no timing.
       const { timing: _built, ...prepared } = page;
+      if (encoded !== undefined) prepared.forms = new Map([[encoded.encoding, encoded.body]]);
       this.pageCache.set(key, prepared, r.throughSeq === view.nextSeq - 1 && r.end === r.throughSeq + 1);
     }
+    if (encoded !== undefined) page.encoded = encoded;
     return page;
   }
 
