@@ -30,6 +30,8 @@ export function joinCodedPieces(parts: readonly CodedPiece[], encoding: 'gzip' |
     const g = gzipMember(parts);
     return Buffer.from(g.buffer, g.byteOffset, g.byteLength);
   }
+  // An empty body is still one (empty) frame: some decoders refuse zero bytes.
+  if (parts.length === 0) return Buffer.from(codePiece(Buffer.alloc(0), CODING_ZSTD, 1));
   let n = 0;
   for (const p of parts) n += p.bytes.byteLength;
   const out = Buffer.allocUnsafe(n);

@@ -36,6 +36,10 @@ import type { Store } from '../store-types.js';
 import { toPagerError } from './errors.js';
 import type { ServerMetrics } from './metrics.js';
 import type { ResolvedFollowOptions } from './options.js';
+import { levelFor, type CompressionLevels } from '../page-coding.js';
+import { negotiate } from './page-encoding.js';
+import { innerPiece, StreamCoder } from './stream-coding.js';
+import type { CodedPiece } from '../../streams/gzip-members.js';
 
 /** Live batches are serialized once, however many followers they go to. */
 const frameCache = new WeakMap<readonly SessionEvent[], Buffer[]>();
@@ -64,6 +68,16 @@ function dataLines(body: Buffer): Buffer {
       .join(''),
     'utf8',
   );
+}
+
+/**
+ * The snapshot frame around its page, when the page's bytes go into it
+ * untouched (compact JSON: no line break), so a page coded already can be
+ * sent between the two; null otherwise.
+ */
+function snapshotEdges(throughSeq: number, page: Buffer): { before: Buffer; after: Buffer } | null {
+  if (page.indexOf(0x0a) !== -1 || page.indexOf(0x0d) !== -1) return null;
+  return { before: Buffer.from(`id: ${throughSeq}\nevent: snapshot\ndata: {"cursor":${throughSeq},"page":`), after: Buffer.from('}\n\n') };
 }
 
 export function snapshotFrame(throughSeq: number, page: Buffer): Buffer {
@@ -127,6 +141,8 @@ class FollowStream {
     readonly sessionId: string,
     next: number,
     knownEnd: number,
+    /** The response's content coding (stream-coding.ts); null: identity. */
+    private readonly coder: StreamCoder | null = null,
   ) {
     this.next = next;
     this.knownEnd = knownEnd;
@@ -166,11 +182,19 @@ class FollowStream {
     w?.();
   }
 
-  start(first: Buffer): void {
+  /**
+   * `first`: the snapshot frame (or nothing, on resume); `coded`: the same
+   * frame as its edges around its page coded already, when the page came coded.
+   */
+  start(first: Buffer, coded?: { before: Buffer; page: CodedPiece; after: Buffer }): void {
     const res = this.res;
     res.on('close', () => this.onClose());
     this.request.raw.socket?.setNoDelay(true);
-    this.rawWrite(Buffer.concat([Buffer.from(`retry: ${this.hub.opts.retryMs}\n\n`), first]));
+    const retry = Buffer.from(`retry: ${this.hub.opts.retryMs}\n\n`);
+    const c = this.coder;
+    // In the order they are sent: a stream's coding is one sequence of pieces.
+    if (coded !== undefined && c !== null) this.send(Buffer.concat([c.code(Buffer.concat([retry, coded.before])), c.coded(coded.page), c.code(coded.after)]), retry.length + first.length);
+    else this.rawWrite(Buffer.concat([retry, first]));
     const o = this.hub.opts;
     this.heartbeat = setInterval(() => {
       if (!this.closed && !this.waitingDrain) this.rawWrite(': heartbeat\n\n');
@@ -223,9 +247,14 @@ class FollowStream {
 
   private rawWrite(chunk: Buffer | string): boolean {
     const n = typeof chunk === 'string' ? Buffer.byteLength(chunk) : chunk.length;
-    this.bytes += n;
-    this.hub.metrics.bytesOut.inc({ route: '/v1/sessions/:id/follow' }, n);
-    return this.res.write(chunk);
+    return this.send(this.coder === null ? chunk : this.coder.code(chunk), n);
+  }
+
+  /** Bytes for the wire (coded when the stream is), standing for `identityBytes` of the stream. */
+  private send(wire: Buffer | string, identityBytes: number): boolean {
+    this.bytes += identityBytes;
+    this.hub.metrics.bytesOut.inc({ route: '/v1/sessions/:id/follow' }, typeof wire === 'string' ? Buffer.byteLength(wire) : wire.length);
+    return this.res.write(wire);
   }
 
   private async write(chunk: Buffer): Promise<void> {
@@ -338,7 +367,8 @@ class FollowStream {
           : errorFrame('overloaded', 'the client is not reading fast enough; reconnect with Last-Event-ID', { lastEventId: this.next - 1, retryAfter: 1 });
     }
     if (reason !== 'error') this.hub.metrics.followDropped.inc({ reason });
-    this.res.end(frame);
+    // A coded stream ends with its coding's end (gzip: the trailer), so the client sees a whole body.
+    this.res.end(this.coder === null ? frame : Buffer.concat([this.coder.code(frame), this.coder.finish()]));
     this.graceTimer = setTimeout(() => this.res.destroy(), this.hub.opts.endGraceMs);
     this.graceTimer.unref();
     this.closed = true;
@@ -372,6 +402,8 @@ export class FollowHub {
     readonly store: Store,
     readonly opts: ResolvedFollowOptions,
     readonly metrics: ServerMetrics,
+    /** Streams are coded as the client accepts (zstd, gzip) at these levels; undefined: never coded. */
+    readonly levels?: CompressionLevels,
   ) {}
 
   get size(): number {
@@ -399,6 +431,12 @@ export class FollowHub {
     let first: Buffer;
     let next: number;
     let knownEnd: number;
+    // The stream's coding: zstd or gzip as negotiated (stream-coding.ts: brotli streams go out uncoded).
+    const negotiated = this.levels === undefined ? null : negotiate(request.headers['accept-encoding']);
+    const encoding = negotiated === 'br' ? null : negotiated;
+    // Events are small: each piece at the configured level, the page as the page path coded it.
+    const coder = encoding === null ? null : new StreamCoder(encoding, levelFor(encoding, 0, this.levels as CompressionLevels));
+    let firstCoded: { before: Buffer; page: CodedPiece; after: Buffer } | undefined;
     try {
       if (lastEventId !== undefined) {
         const info = await this.store.info(id);
@@ -408,10 +446,14 @@ export class FollowHub {
         knownEnd = info.nextSeq;
         first = Buffer.alloc(0);
       } else {
-        const pb = await this.store.pageBuffer(id, maxMessages === undefined ? {} : { maxMessages }, request.signal);
+        const pb = await this.store.pageBuffer(id, maxMessages === undefined ? {} : { maxMessages }, request.signal, encoding === null ? undefined : { encoding, levels: this.levels as CompressionLevels });
         next = pb.throughSeq + 1;
         knownEnd = next;
         first = snapshotFrame(pb.throughSeq, pb.body);
+        // The page goes into the stream as the page path coded it: the frame's edges are coded around it.
+        const edges = snapshotEdges(pb.throughSeq, pb.body);
+        const inner = coder === null || edges === null || pb.encoded?.encoding !== encoding ? null : innerPiece(pb.encoded.body, coder.encoding, pb.body.length);
+        if (edges !== null && inner !== null) firstCoded = { ...edges, page: inner };
         this.metrics.observePage('/v1/sessions/:id/follow', pb);
         if (request.pager) request.pager.page = { fromSeq: pb.fromSeq, toSeq: pb.toSeq, events: pb.toSeq - pb.fromSeq, bytes: pb.body.length, frames: pb.frames };
       }
@@ -435,15 +477,17 @@ export class FollowHub {
       'cache-control': 'no-cache, no-transform',
       'x-accel-buffering': 'no',
       'x-request-id': String(request.id),
+      ...(this.levels === undefined ? {} : { vary: 'Accept-Encoding' }),
+      ...(coder === null ? {} : { 'content-encoding': coder.encoding }),
     });
-    const stream = new FollowStream(this, request, res, id, next, knownEnd);
+    const stream = new FollowStream(this, request, res, id, next, knownEnd, coder);
     stream.unsubscribe = unsubscribe;
     this.streams.add(stream);
     this.metrics.followStreams.inc();
     if (request.pager) request.pager.streaming = true;
     pending = stream.onLive;
     for (const events of early) stream.onLive(events);
-    stream.start(first);
+    stream.start(first, firstCoded);
     this.metrics.httpDuration.observe({ method: 'GET', route: '/v1/sessions/:id/follow', status_code: '200' }, reply.elapsedTime / 1000);
   }
 

@@ -97,7 +97,7 @@ export function buildServer(store: Store, options: ServerOptions = {}): FastifyI
   // The warm-up's own stalls are not load: shedding starts from a clean slate once ready.
   o.readiness.onReady(() => monitor.reset());
   const metrics = new ServerMetrics(store, monitor, o.readiness, () => admission);
-  const hub = new FollowHub(store, o.follow, metrics);
+  const hub = new FollowHub(store, o.follow, metrics, o.compression);
   const threads = store.stats().pool.threads;
   const admission =
     o.admission === null ? null : new Admission({ ...o.admission, maxInFlight: o.admission.maxInFlight ?? 2 * threads, retryAfterSeconds: o.retryAfterSeconds });
