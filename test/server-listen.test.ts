@@ -59,8 +59,13 @@ describe('on the wire', () => {
     expect(br.headers['content-encoding']).toBe('br');
     expect(brotliDecompressSync(br.body).equals(plain.body)).toBe(true);
     expect(JSON.parse(plain.body.toString())).toEqual(await ts.store.page('wire', { maxMessages: 100 }));
-    // The follow stream is never compressed (events must not wait in a compressor).
-    const c = await openSse(`${base}/v1/sessions/wire/follow?maxMessages=1`, { ...AUTH, 'accept-encoding': 'gzip, br' });
+    // A follow stream is coded as a whole (issue 12), each write a piece ending on a flush, so
+    // no event waits in a compressor (test/http-coded-process.test.ts decodes one as it arrives);
+    // a client that accepts no coding gets it uncoded.
+    const coded = await openSse(`${base}/v1/sessions/wire/follow?maxMessages=1`, { ...AUTH, 'accept-encoding': 'gzip, br' });
+    expect(coded.res.headers['content-encoding']).toBe('gzip');
+    coded.close();
+    const c = await openSse(`${base}/v1/sessions/wire/follow?maxMessages=1`, AUTH);
     expect(c.res.headers['content-encoding']).toBeUndefined();
     await c.waitFor('snapshot', (e) => e.length === 1);
     c.close();

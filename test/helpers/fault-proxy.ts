@@ -117,6 +117,9 @@ export class SseProxy {
       const headers = { ...req.headers };
       if (isFollow) {
         this.follows++;
+        // It edits the event stream as text: a proxy that rewrites a body asks for it uncoded
+        // (follow streams are coded when the client accepts it, issue 12).
+        headers['accept-encoding'] = 'identity';
         const last = headers['last-event-id'];
         if (typeof last === 'string') {
           this.resumes++;
