@@ -8,7 +8,11 @@
 // reports the wire bytes per coding next to dsh's published figures for a
 // 416,756-event tail page, and the serving process's peak RSS (VmHWM).
 //
-//   node bench/compress-bench.mjs [--data DIR] [--runs N] [--workers N]
+//   node bench/compress-bench.mjs [--data DIR] [--runs N] [--workers N] [--vs DIR]
+//
+// --vs DIR: also serve from the built checkout in DIR (another commit, say
+// the one before a change), identity and as a browser asks, interleaved in
+// the same rounds: a before/after pair measured side by side.
 //
 // Prints a markdown report on stdout (docs/benchmarks.md keeps the latest).
 import { spawn } from 'node:child_process';
@@ -25,6 +29,7 @@ const { values } = parseArgs({
     data: { type: 'string', default: '/tmp/session-pager-compress-bench' },
     runs: { type: 'string', default: '5' },
     workers: { type: 'string', default: '2' },
+    vs: { type: 'string' },
   },
 });
 const dataDir = values.data;
@@ -39,6 +44,8 @@ if (!existsSync(join(dataDir, 'sessions', `${ID}.events`))) {
 }
 
 const MODES = { identity: 'identity', browser: 'gzip, deflate, br, zstd', zstd: 'zstd', gzip: 'gzip', br: 'br' };
+if (values.vs !== undefined) Object.assign(MODES, { 'vs identity': 'identity', 'vs browser': 'gzip, deflate, br, zstd' });
+const rootOf = (mode) => (mode.startsWith('vs ') ? resolve(values.vs) : root);
 const token = 'bench-token-0123456789';
 
 function get(url, headers) {
@@ -64,8 +71,8 @@ function peakRss(pid) {
 }
 
 /** A fresh server, ready (warm); resolves with its URL and process. */
-async function startServer() {
-  const srv = spawn(process.execPath, [join(root, 'bin/session-pager.js'), 'serve', '--data', dataDir, '--port', '0', '--workers', workers, '--log-level', 'warn'], { env: { ...process.env, SESSION_PAGER_TOKEN: token }, stdio: ['ignore', 'pipe', 'pipe'] });
+async function startServer(from) {
+  const srv = spawn(process.execPath, [join(from, 'bin/session-pager.js'), 'serve', '--data', dataDir, '--port', '0', '--workers', workers, '--log-level', 'warn'], { env: { ...process.env, SESSION_PAGER_TOKEN: token }, stdio: ['ignore', 'pipe', 'pipe'] });
   let banner = '';
   srv.stdout.on('data', (d) => (banner += d));
   srv.stderr.on('data', (d) => (banner += d));
@@ -107,7 +114,7 @@ for (let round = 0; round < runs; round++) {
   // Interleaved, and rotated each round so no mode always follows the same one.
   const order = names.map((_, i) => names[(i + round) % names.length]);
   for (const mode of order) {
-    const { url, srv } = await startServer();
+    const { url, srv } = await startServer(rootOf(mode));
     const headers = { authorization: `Bearer ${token}`, 'accept-encoding': MODES[mode] };
     const r = await get(`${url}/v1/sessions/${ID}/page`, headers);
     if (r.status !== 200) throw new Error(`${mode}: status ${r.status}`);
@@ -133,12 +140,13 @@ const events = expandRecords(page.records);
 const rawBytes = events.reduce((a, e) => a + Buffer.byteLength(JSON.stringify(e)) + 1, 0);
 
 const lines = [];
+if (values.vs !== undefined) lines.push(`--vs: ${values.vs}; its browser/identity ratio: ${(median(results['vs browser'].map((x) => x.ms)) / median(results['vs identity'].map((x) => x.ms))).toFixed(2)}.`, '');
 lines.push(`Cold 5M tail page (${page.toSeq - page.fromSeq} events, ${events.length} expanded), fresh server per measurement (${workers} workers), ${runs} rounds interleaved; load average 1-min during the run: ${Math.min(...load).toFixed(1)}-${Math.max(...load).toFixed(1)}.`);
 lines.push('', '| asked (Accept-Encoding) | answered | wire bytes | median ms to last byte | min-max ms | x identity | peak RSS MB (median) |', '|---|---|---|---|---|---|---|');
 for (const m of names) {
   const xs = results[m];
   const ms = xs.map((x) => x.ms);
-  lines.push(`| ${m === 'browser' ? MODES[m] : m} | ${xs[0].encoding} | ${xs[0].bytes.toLocaleString('en')} | ${median(ms).toFixed(1)} | ${Math.min(...ms).toFixed(1)}-${Math.max(...ms).toFixed(1)} | ${(median(ms) / idMs).toFixed(2)} | ${mb(median(xs.map((x) => x.rss)))} |`);
+  lines.push(`| ${m === 'browser' ? MODES[m] : m === 'vs browser' ? `${MODES[m]} (--vs)` : m === 'vs identity' ? 'identity (--vs)' : m} | ${xs[0].encoding} | ${xs[0].bytes.toLocaleString('en')} | ${median(ms).toFixed(1)} | ${Math.min(...ms).toFixed(1)}-${Math.max(...ms).toFixed(1)} | ${(median(ms) / idMs).toFixed(2)} | ${mb(median(xs.map((x) => x.rss)))} |`);
 }
 lines.push('', '| | dsh (416,756-event tail page) | this page |', '|---|---|---|');
 lines.push(`| raw events | 69.4 MB | ${mb(rawBytes)} MB |`);
