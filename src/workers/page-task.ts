@@ -9,6 +9,8 @@
  * JSONL frames take byte-scanning fast paths: frames that match the
  * writer's checksums the leanest (trusted-frame-scanner.ts), others the
  * validating scanners (jsonl-row-scanner.ts, jsonl-event-scanner.ts).
+ * Binary frames are transcoded to the same JSON bytes and read alike
+ * (binary-frame.ts).
  * Everything else, and any frame the scanners decline, is decoded in full.
  */
 import { Piscina, workerData } from 'piscina';
@@ -27,6 +29,7 @@ import { CODING_NONE, decodeTask, type CompressTask, type SliceFault, type Slice
 import { codeBytes, codeSlice } from './slice-compress.js';
 import { addClaim, frameClaim, NO_CLAIM } from '../main/core/frame-claim.js';
 import { isMessageTypeAt, mentionsGroupKeys, messageGroup, recordGroup } from '../streams/message-group.js';
+import { binary, BINARY_READ, BINARY_WRONG_SEQ, binaryFrame } from './binary-frame.js';
 
 /** The sinks every task of this worker builds in. */
 const sinks = newEncoderSinks();
@@ -122,6 +125,7 @@ let atSeq = 0;
 
 const BRACE = 0x7b;
 const NEWLINE = 0x0a;
+const MAGIC0 = 0x53; // 'S' of SPF2
 
 /** `resultArena`: the buffer `into` was placed in, when the result may be that buffer itself (see arenaFor). */
 export function decodeSlice(task: SliceTask, bytes: Buffer, readMs = 0, into: EncoderSinks = newEncoderSinks(), resultArena: Buffer | null = null): SliceResult {
@@ -196,6 +200,18 @@ export function decodeSlice(task: SliceTask, bytes: Buffer, readMs = 0, into: En
         enc.frames++;
         continue;
       }
+    }
+    if (bytes[pos] === MAGIC0) {
+      // Transcoded to the JSON bytes of its record and read as those (binary-frame.ts).
+      const r = binaryFrame(bytes, pos, offset, len, seq, task, crcs, enc);
+      if (r === BINARY_READ) {
+        claims = addClaim(claims, binary.claim);
+        seq += binary.count;
+        pos += binary.length;
+        enc.frames++;
+        continue;
+      }
+      if (r === BINARY_WRONG_SEQ) return corrupt(offset, seq, seq + binary.count, `frame holds seq ${binary.first}, the entry sidecar says ${seq}`);
     }
     const f = decodeRecordFrame(bytes, pos, offset, len);
     if (!f.ok) return corrupt(offset, seq, task.endSeq, f.message);
