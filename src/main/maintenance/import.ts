@@ -48,6 +48,7 @@ import { sessionExists, tempPathFor } from './reindex.js';
 import { BufferedWriter, LineSplitter } from './io.js';
 import { jsonErrorReason, quoteInput, quoteValue, safeLine } from '../core/excerpt.js';
 import { forEachArrayElement } from './json-array.js';
+import { ProjectionFiles } from './projection-files.js';
 
 const ZSTD_MAGIC = Buffer.from([0x28, 0xb5, 0x2f, 0xfd]);
 const READ_CHUNK = 64 * 1024;
@@ -193,7 +194,11 @@ export async function importSession(dataDir: string, file: string, opts: ImportO
   const logFh = await fsp.open(tmpLog, 'wx');
   const entriesFh = await fsp.open(tmpEntries, 'wx');
   let placed = false;
+  // The frame index and, where the frames allow, checksums (projection-files.ts): the fast path, as for a session the writer created.
+  let projections: ProjectionFiles | null = null;
+  let projected = false;
   try {
+    projections = await ProjectionFiles.create(localFiles, paths, true);
     const zstd = await isZstd(file);
     const log = new BufferedWriter(logFh);
     const entries = new BufferedWriter(entriesFh);
@@ -222,7 +227,9 @@ export async function importSession(dataDir: string, file: string, opts: ImportO
         acc.summary = emptySummary(acc.header);
         const frame = frameOf(acc.header);
         await log.write(frame);
-        await entries.write(encodeEntry({ v: 1, seq: 0, count: 0, offset: 0, length: frame.length, kind: 'session', schema: RECORD_SCHEMA }));
+        const entry = { v: 1 as const, seq: 0, count: 0, offset: 0, length: frame.length, kind: 'session', schema: RECORD_SCHEMA };
+        await entries.write(encodeEntry(entry));
+        await projections?.frame(frame, 0, acc.header, frame[0] === BRACE ? 'jsonl' : 'binary', entry);
         frames++;
         return;
       }
@@ -238,7 +245,9 @@ export async function importSession(dataDir: string, file: string, opts: ImportO
       const frame = frameOf(r);
       const offset = log.length;
       await log.write(frame);
-      await entries.write(encodeEntry(entryFor(r, offset, frame.length, RECORD_SCHEMA)));
+      const entry = entryFor(r, offset, frame.length, RECORD_SCHEMA);
+      await entries.write(encodeEntry(entry));
+      await projections?.frame(frame, offset, r, frame[0] === BRACE ? 'jsonl' : 'binary', entry);
       frames++;
       expected += span.count;
       const events: SessionEvent[] = isRowType(r.type) && 'seq0' in r ? expandRow(r as ChunkRow) : [r as SessionEvent];
@@ -355,12 +364,15 @@ export async function importSession(dataDir: string, file: string, opts: ImportO
       issues: [],
     } as SessionMeta;
     await writeMeta(localFiles, paths.meta, meta);
+    await projections.finish();
+    projected = true;
     return { id, source: zstd ? 'zstd' : 'jsonl', document, format, events: expected, frames, logBytes: log.length, verbatim, meta };
   } finally {
     await logFh.close().catch(() => undefined);
     await entriesFh.close().catch(() => undefined);
     if (!placed) await fsp.rm(tmpLog, { force: true });
     await fsp.rm(tmpEntries, { force: true });
+    if (!projected) await projections?.abandon();
     await lock.release();
   }
 }

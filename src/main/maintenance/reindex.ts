@@ -23,6 +23,7 @@ import { checkMetaShape, readMeta, writeMeta, type RecordedIssue, type SessionMe
 import type { SessionPaths } from '../paths.js';
 import { analyzeLog, type CorruptRange, type LogAnalysis } from './analyze.js';
 import { BufferedWriter } from './io.js';
+import { ProjectionFiles } from './projection-files.js';
 
 /** A recorded issue of a kept corrupt range: seq range [seq, toSeq) and bytes [offset, offset + length). */
 export interface CorruptIssue extends RecordedIssue {
@@ -142,9 +143,25 @@ async function reindexLocked(paths: SessionPaths, opts: ReindexOptions): Promise
     if (typeof shaped === 'string') throw new Error(`reindex built invalid metadata: ${shaped}`);
     await writeMeta(localFiles, paths.meta, meta);
     // Derived projections were built from the old sidecars: all go, but the frame index, rebuilt
-    // from the new lines (the checksum projections hold only what a writer wrote itself).
-    await fsp.rm(paths.projections, { recursive: true, force: true });
-    await fsp.mkdir(paths.projections, { recursive: true });
+    // from the new lines, and checksums for the frames whose bytes are what a writer writes
+    // (projection-files.ts), read from the log again.
+    const projections = await ProjectionFiles.create(localFiles, paths, false);
+    try {
+      const log = await fsp.open(paths.events, 'r');
+      try {
+        await projections.frames({ read: async (pos, len) => {
+          const b = Buffer.allocUnsafe(len);
+          const { bytesRead } = await log.read(b, 0, len, pos);
+          return b.subarray(0, bytesRead);
+        } }, analysis.indexedEnd);
+      } finally {
+        await log.close();
+      }
+      await projections.finish();
+    } catch (err) {
+      await projections.abandon();
+      throw err;
+    }
     await fsp.rename(idxTmp, join(paths.projections, INDEX_FILE_NAME));
     return { id: paths.id, analysis, entriesLength: out.length, meta };
   } finally {
