@@ -124,10 +124,17 @@ function utf8End(src: Uint8Array, p: number, end: number): number {
  * the index after its closing quote, or -1 when declined.
  */
 export function writeJsonString(src: Uint8Array, p: number, len: number, out: Uint8Array, o: number, strict: boolean): number {
-  const end = p + len;
   if (len >= 3 && src[p] === 0xef && src[p + 1] === 0xbb && src[p + 2] === 0xbf) return -1;
-  const cls = strict ? CLASS : TRUSTED_CLASS;
   out[o++] = QUOTE;
+  o = writeEscaped(src, p, p + len, out, o, strict);
+  if (o < 0) return -1;
+  out[o++] = QUOTE;
+  return o;
+}
+
+/** String bytes src[p, end) as they are inside a JSON string (escaped as JSON.stringify escapes), at out[o]: the index after them, or -1 when declined. */
+export function writeEscaped(src: Uint8Array, p: number, end: number, out: Uint8Array, o: number, strict: boolean): number {
+  const cls = strict ? CLASS : TRUSTED_CLASS;
   while (p < end) {
     const c = src[p] as number;
     const k = cls[c];
@@ -152,12 +159,11 @@ export function writeJsonString(src: Uint8Array, p: number, len: number, out: Ui
       while (p < e) out[o++] = src[p++] as number;
     }
   }
-  out[o++] = QUOTE;
   return o;
 }
 
 /** A safe integer's decimal digits at out[o]; the index after them. */
-function writeInt(v: number, out: Uint8Array, o: number): number {
+export function writeInt(v: number, out: Uint8Array, o: number): number {
   if (v >= 0 && v < 10) {
     out[o] = 0x30 + v;
     return o + 1;

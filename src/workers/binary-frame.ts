@@ -19,7 +19,8 @@ import { crc32 } from 'node:zlib';
 import type { SliceEncoder } from './slice-encoder.js';
 import type { SliceTask } from './slice-protocol.js';
 import type { CrcCursor } from '../streams/frame-crc-file.js';
-import { BINARY_HEADER_BYTES, frameBounds } from '../streams/frame-codec.js';
+import { BINARY_FRAME_VERSION, BINARY_HEADER_BYTES, MAX_FRAME_BYTES } from '../streams/frame-codec.js';
+import { binaryRow, readWriterRow, rowGapsBound, rowMembersBound, writeRowGaps, writeRowMembers } from '../streams/msgpack-row.js';
 import { jsonBytesBound, msgpackToJson, TRANSCODE_DECLINED } from '../streams/msgpack-json.js';
 import { scanJsonlRow } from '../streams/jsonl-row-scanner.js';
 import { scanJsonlEvent } from '../streams/jsonl-event-scanner.js';
@@ -45,13 +46,36 @@ let scratch = Buffer.allocUnsafe(64 * 1024);
  * task's page range. BINARY_READ: `binary` says what it held.
  */
 export function binaryFrame(bytes: Buffer, pos: number, offset: number, len: number, seq: number, task: SliceTask, crcs: CrcCursor, enc: SliceEncoder): number {
-  const b = frameBounds(bytes, pos, offset, len);
-  if (!b.ok) return BINARY_FULL_DECODE;
-  const length = b.length;
+  // The header as frame-codec.ts reads it (anything off is left to it, to be named).
+  if (pos + BINARY_HEADER_BYTES > len || bytes[pos + 1] !== 0x50 || bytes[pos + 2] !== 0x46 || bytes[pos + 3] !== 0x32 || bytes.readUInt16LE(pos + 4) !== BINARY_FRAME_VERSION) return BINARY_FULL_DECODE;
+  const payloadLength = bytes.readUInt32LE(pos + 8);
+  if (payloadLength > MAX_FRAME_BYTES || pos + BINARY_HEADER_BYTES + payloadLength > len) return BINARY_FULL_DECODE;
+  const length = BINARY_HEADER_BYTES + payloadLength;
   const trusted = crcs.trustedLength(offset) === length;
   const payload = pos + BINARY_HEADER_BYTES;
   const payloadEnd = pos + length;
   if (!trusted && crc32(bytes.subarray(payload, payloadEnd)) !== bytes.readUInt32LE(pos + 12)) return BINARY_FULL_DECODE;
+  binary.length = length;
+  // The writer's own row, wholly in the page: its gaps and members transcoded straight into the run (msgpack-row.ts).
+  if (trusted && readWriterRow(bytes, payload, payloadEnd)) {
+    const r = binaryRow;
+    binary.count = r.n;
+    binary.first = r.seq0;
+    if (r.seq0 !== seq) return BINARY_WRONG_SEQ;
+    binary.claim = frameClaim(seq, offset, -1);
+    if (seq + r.n <= task.fromSeq || seq >= task.toSeq) return BINARY_READ;
+    if (seq >= task.fromSeq && seq + r.n <= task.toSeq) {
+      enc.wholeRow(r.key, seq, r.time0, r.time0 + r.dtSum, r.n);
+      const dt = enc.runGaps;
+      dt.reserve(rowGapsBound());
+      dt.length = writeRowGaps(bytes, dt.buf, dt.length, dt.length > 0);
+      const m = enc.runMembers;
+      m.reserve(rowMembersBound());
+      m.length = writeRowMembers(bytes, m.buf, m.length, m.length > 0);
+      return BINARY_READ;
+    }
+    // Cut by the page's edge (two rows a page at most): read below, as any other.
+  }
   const room = jsonBytesBound(payloadEnd - payload);
   let out = scratch;
   if (room > out.length) {
@@ -63,7 +87,6 @@ export function binaryFrame(bytes: Buffer, pos: number, offset: number, len: num
   // As a JSONL frame holding these bytes is read (page-task.ts).
   const layout = trusted ? scanTrustedFrame(out, 0, end) : OTHER_LAYOUT;
   const raw = layout === TRUSTED_ROW ? trustedRow : layout === OTHER_LAYOUT ? scanJsonlRow(out, 0, end, false) : null;
-  binary.length = length;
   if (raw !== null) {
     binary.count = raw.n;
     binary.first = raw.seq0;

@@ -257,6 +257,26 @@ export class SliceEncoder {
     this.memberBytes(row.buf, starts[from] as number, ends[to - 1] as number);
   }
 
+  /**
+   * A whole stored row whose gaps and members the caller then writes itself,
+   * as JSON, into `runGaps` and `runMembers` (comma-joined, a comma first
+   * when the sink is not empty): a binary frame's row, transcoded straight
+   * into the page (workers/binary-frame.ts).
+   */
+  wholeRow(key: RunKey, seq: number, time0: number, lastTime: number, count: number): void {
+    this.extend(key, seq, time0, lastTime, count);
+  }
+
+  /** The open run's gaps (valid right after wholeRow). */
+  get runGaps(): ByteSink {
+    return this.dt;
+  }
+
+  /** The open run's members (valid right after wholeRow). */
+  get runMembers(): ByteSink {
+    return this.members;
+  }
+
   /** Members [from, to) of a decoded row (binary frames, or JSONL the scanner declined). */
   row(row: ChunkRow, from: number, to: number): void {
     const dt = row.data.dt;

@@ -1,0 +1,389 @@
+/**
+ * A packed row in the writer's own MessagePack layout, read without
+ * building it, pure: the binary counterpart of trusted-frame-scanner.ts's
+ * row walk. The writer packs runToRow's object with msgpackr, so the bytes
+ * of a row it wrote are, key for key:
+ *
+ *   {type: "<kind>-chunks", seq0, time0, data: {turn, step, index,
+ *    [id, [name,]] dt: [...], texts | args: [...]}}
+ *
+ * with keys as fixstrs, integers in whichever width msgpackr picked (a
+ * float64 past 32 bits: msgpackr writes large integers so) and members as
+ * strings. Reading one checks those literals and reads the integers, walks
+ * the gaps (their sum) and the member headers (their count), and leaves
+ * the members where they are: the caller writes their JSON straight into
+ * the page (writeRowGaps, writeRowMembers), one pass over their bytes.
+ *
+ * Only for frames that match the writer's checksum record (a validated
+ * record the writer packed): what this does not recognize exactly it
+ * declines (false), and the frame is read the general way.
+ */
+import type { RunKey } from '../main/core/chunk-codec.js';
+import { writeEscaped, writeInt } from './msgpack-json.js';
+
+/** One key or value literal as msgpackr packs it (fixstr header and bytes). */
+function fixstr(s: string): Uint8Array {
+  const b = Buffer.from(s, 'utf8');
+  return Uint8Array.from([0xa0 | b.length, ...b]);
+}
+
+const TYPE = fixstr('type');
+const TEXT = fixstr('text-chunks');
+const REASONING = fixstr('reasoning-chunks');
+const TOOL = fixstr('tool-call-chunks');
+const SEQ0 = fixstr('seq0');
+const TIME0 = fixstr('time0');
+const DATA = fixstr('data');
+const TURN = fixstr('turn');
+const STEP = fixstr('step');
+const INDEX = fixstr('index');
+const ID = fixstr('id');
+const NAME = fixstr('name');
+const DT = fixstr('dt');
+const TEXTS = fixstr('texts');
+const ARGS = fixstr('args');
+
+function has(b: Uint8Array, i: number, lit: Uint8Array): boolean {
+  const n = lit.length;
+  for (let k = 0; k < n; k++) if (b[i + k] !== lit[k]) return false;
+  return true;
+}
+
+let dv: DataView = new DataView(new ArrayBuffer(8));
+let dvOf: Uint8Array | null = null;
+
+/** The integer read by int(): value, and where it ended. */
+let num = 0;
+let numEnd = 0;
+
+/** A MessagePack integer at b[i] (any width; a float64 holding a safe integer, as msgpackr writes those): false when it is none. */
+function int(b: Uint8Array, i: number, end: number): boolean {
+  const t = b[i] as number;
+  if (t <= 0x7f || t >= 0xe0) {
+    num = t <= 0x7f ? t : t - 0x100;
+    numEnd = i + 1;
+    return true;
+  }
+  const n = t === 0xcc || t === 0xd0 ? 1 : t === 0xcd || t === 0xd1 ? 2 : t === 0xce || t === 0xd2 ? 4 : t === 0xcb ? 8 : 0;
+  if (n === 0 || i + 1 + n > end) return false;
+  const v = t === 0xcc ? (b[i + 1] as number) : t === 0xcd ? dv.getUint16(i + 1) : t === 0xce ? dv.getUint32(i + 1) : t === 0xd0 ? dv.getInt8(i + 1) : t === 0xd1 ? dv.getInt16(i + 1) : t === 0xd2 ? dv.getInt32(i + 1) : dv.getFloat64(i + 1);
+  if (!Number.isSafeInteger(v) || Object.is(v, -0)) return false;
+  num = v;
+  numEnd = i + 1 + n;
+  return true;
+}
+
+/** A string at b[i]: its bytes' start in strAt, length in strLen; false when none. */
+let strAt = 0;
+let strLen = 0;
+function str(b: Uint8Array, i: number, end: number): boolean {
+  const t = b[i] as number;
+  if (t >= 0xa0 && t <= 0xbf) {
+    strAt = i + 1;
+    strLen = t & 0x1f;
+  } else if (t === 0xd9) {
+    if (i + 2 > end) return false;
+    strAt = i + 2;
+    strLen = b[i + 1] as number;
+  } else if (t === 0xda) {
+    if (i + 3 > end) return false;
+    strAt = i + 3;
+    strLen = dv.getUint16(i + 1);
+  } else if (t === 0xdb) {
+    if (i + 5 > end) return false;
+    strAt = i + 5;
+    strLen = dv.getUint32(i + 1);
+  } else return false;
+  return strAt + strLen <= end;
+}
+
+/** An array header at b[i]: its length in arrLen, items from arrAt; false when none. */
+let arrLen = 0;
+let arrAt = 0;
+function arr(b: Uint8Array, i: number, end: number): boolean {
+  const t = b[i] as number;
+  if (t >= 0x90 && t <= 0x9f) {
+    arrLen = t & 0x0f;
+    arrAt = i + 1;
+  } else if (t === 0xdc) {
+    if (i + 3 > end) return false;
+    arrLen = dv.getUint16(i + 1);
+    arrAt = i + 3;
+  } else if (t === 0xdd) {
+    if (i + 5 > end) return false;
+    arrLen = dv.getUint32(i + 1);
+    arrAt = i + 5;
+  } else return false;
+  return arrAt + arrLen <= end;
+}
+
+function startsWithBom(b: Uint8Array, at: number, len: number): boolean {
+  return len >= 3 && b[at] === 0xef && b[at + 1] === 0xbb && b[at + 2] === 0xbf;
+}
+
+/** The last id or name decoded, by its bytes: a tool call's rows repeat both in every frame. */
+class StringCache {
+  private raw = new Uint8Array(0);
+  private value = '';
+
+  decode(b: Uint8Array, at: number, len: number): string {
+    const raw = this.raw;
+    if (raw.length === len) {
+      let k = 0;
+      while (k < len && raw[k] === b[at + k]) k++;
+      if (k === len) return this.value;
+    }
+    this.raw = Uint8Array.prototype.slice.call(b, at, at + len);
+    this.value = Buffer.from(b.buffer, b.byteOffset + at, len).toString('utf8');
+    return this.value;
+  }
+}
+
+const ids = new StringCache();
+const names = new StringCache();
+
+function newKey(kind: RunKey['kind'], turn: number, step: number, index: number, id: string | undefined, name: string | undefined): RunKey {
+  return { kind, turn, step, index, id, name };
+}
+
+/** The last key handed out: a block's rows share one key object (the encoder compares keys by identity first). */
+let lastKey: RunKey = newKey('text', -1, -1, -1, undefined, undefined);
+
+/** The row read by readWriterRow (reused: consume it at once). `dtAt`, `membersAt`: where its gap and member items start in the frame's bytes. */
+export const binaryRow = { key: lastKey, seq0: 0, time0: 0, n: 0, dtSum: 0, dtAt: 0, membersAt: 0, end: 0 };
+
+/**
+ * Read the MessagePack row b[start, end) in the writer's layout into
+ * `binaryRow`; false when it is not one (any other record, another layout,
+ * a value outside what the row rule allows, a member beginning with a
+ * byte-order mark: see msgpack-json.ts). The members themselves are walked
+ * only as writeRowMembers writes them (it throws on one that is not a
+ * string: a frame the writer's checksum vouches for has none).
+ */
+export function readWriterRow(b: Uint8Array, start: number, end: number): boolean {
+  if (b !== dvOf) {
+    dv = new DataView(b.buffer, b.byteOffset, b.byteLength);
+    dvOf = b;
+  }
+  let i = start;
+  if (b[i] !== 0x84 || !has(b, i + 1, TYPE)) return false;
+  i += 1 + TYPE.length;
+  let kind: RunKey['kind'];
+  let type: Uint8Array;
+  const c = b[i + 1];
+  if (c === 0x74) {
+    type = b[i + 2] === 0x65 ? TEXT : TOOL;
+    kind = type === TEXT ? 'text' : 'tool';
+  } else if (c === 0x72) {
+    type = REASONING;
+    kind = 'reasoning';
+  } else return false;
+  if (!has(b, i, type)) return false;
+  i += type.length;
+  if (!has(b, i, SEQ0) || !int(b, i + SEQ0.length, end) || num < 0) return false;
+  const seq0 = num;
+  i = numEnd;
+  if (!has(b, i, TIME0) || !int(b, i + TIME0.length, end)) return false;
+  const time0 = num;
+  i = numEnd;
+  const tool = kind === 'tool';
+  if (!has(b, i, DATA)) return false;
+  i += DATA.length;
+  const fields = b[i++] as number;
+  if (tool ? fields !== 0x86 && fields !== 0x87 : fields !== 0x85) return false;
+  if (!has(b, i, TURN) || !int(b, i + TURN.length, end)) return false;
+  const turn = num;
+  i = numEnd;
+  if (!has(b, i, STEP) || !int(b, i + STEP.length, end)) return false;
+  const step = num;
+  i = numEnd;
+  if (!has(b, i, INDEX) || !int(b, i + INDEX.length, end)) return false;
+  const index = num;
+  i = numEnd;
+  let id: string | undefined;
+  let name: string | undefined;
+  if (tool) {
+    if (!has(b, i, ID) || !str(b, i + ID.length, end) || startsWithBom(b, strAt, strLen)) return false;
+    id = ids.decode(b, strAt, strLen);
+    i = strAt + strLen;
+    if (fields === 0x87) {
+      if (!has(b, i, NAME) || !str(b, i + NAME.length, end) || startsWithBom(b, strAt, strLen)) return false;
+      name = names.decode(b, strAt, strLen);
+      i = strAt + strLen;
+    }
+  }
+  if (!has(b, i, DT) || !arr(b, i + DT.length, end)) return false;
+  const gaps = arrLen;
+  const dtAt = arrAt;
+  i = arrAt;
+  let sum = 0;
+  let abs = 0;
+  for (let k = 0; k < gaps; k++) {
+    const t = b[i] as number;
+    if (t <= 0x7f) {
+      sum += t;
+      abs += t;
+      i++;
+      continue;
+    }
+    if (!int(b, i, end)) return false;
+    sum += num;
+    abs += Math.abs(num);
+    i = numEnd;
+  }
+  const members = tool ? ARGS : TEXTS;
+  if (!has(b, i, members) || !arr(b, i + members.length, end)) return false;
+  const n = arrLen;
+  const membersAt = arrAt;
+  if (n !== gaps + 1) return false;
+  // A member beginning with a byte-order mark needs 0xef: look at the headers only where one is near.
+  if (nextEf(b, arrAt) < end && !membersWithoutBom(b, arrAt, n, end)) return false;
+  if (!Number.isSafeInteger(seq0 + (n - 1)) || !Number.isSafeInteger(time0 + sum)) return false;
+  // Every member's time must be a safe integer too (always so while the gaps and time0 stay small).
+  if (Math.abs(time0) + abs > 2 ** 52 && !partialSumsSafe(b, dtAt, gaps, time0, end)) return false;
+  const k = lastKey;
+  const key = k.kind === kind && k.turn === turn && k.step === step && k.index === index && k.id === id && k.name === name ? k : (lastKey = newKey(kind, turn, step, index, id, name));
+  const r = binaryRow;
+  r.key = key;
+  r.seq0 = seq0;
+  r.time0 = time0;
+  r.n = n;
+  r.dtSum = sum;
+  r.dtAt = dtAt;
+  r.membersAt = membersAt;
+  r.end = end;
+  return true;
+}
+
+/** Where the next 0xef byte at or after a position is, per buffer (one native search per stretch of the slice, not per frame). */
+let efOf: Uint8Array | null = null;
+let efAt = -1;
+function nextEf(b: Uint8Array, from: number): number {
+  if (b !== efOf || (efAt >= 0 && efAt < from)) {
+    efOf = b;
+    efAt = Buffer.from(b.buffer, b.byteOffset, b.byteLength).indexOf(0xef, from);
+  }
+  return efAt < 0 ? Infinity : efAt;
+}
+
+/** Whether the `n` string members from b[i] are all strings, none beginning with a byte-order mark. */
+function membersWithoutBom(b: Uint8Array, i: number, n: number, end: number): boolean {
+  for (let k = 0; k < n; k++) {
+    if (!str(b, i, end)) return false;
+    if (strLen >= 3 && b[strAt] === 0xef && b[strAt + 1] === 0xbb && b[strAt + 2] === 0xbf) return false;
+    i = strAt + strLen;
+  }
+  return true;
+}
+
+function partialSumsSafe(b: Uint8Array, at: number, gaps: number, time0: number, end: number): boolean {
+  let t = time0;
+  for (let k = 0; k < gaps; k++) {
+    if (!int(b, at, end)) return false;
+    t += num;
+    if (!Number.isSafeInteger(t)) return false;
+    at = numEnd;
+  }
+  return true;
+}
+
+/** Most bytes writeRowGaps writes for the last row read (a separator and up to 17 characters a gap). */
+export function rowGapsBound(): number {
+  return binaryRow.n * 18;
+}
+
+/** Most bytes writeRowMembers writes for the last row read: its member bytes escaped (6 a byte at most), quotes and commas. */
+export function rowMembersBound(): number {
+  return (binaryRow.end - binaryRow.membersAt) * 6 + binaryRow.n * 3;
+}
+
+/** The gaps of the row last read, comma-joined JSON numbers, at out[o] (after a comma when `comma`): the index after them. */
+export function writeRowGaps(b: Uint8Array, out: Uint8Array, o: number, comma: boolean): number {
+  const gaps = binaryRow.n - 1;
+  let i = binaryRow.dtAt;
+  const end = binaryRow.end;
+  for (let k = 0; k < gaps; k++) {
+    if (comma || k > 0) out[o++] = 0x2c;
+    const t = b[i] as number;
+    if (t < 10) {
+      out[o++] = 0x30 + t;
+      i++;
+    } else if (t < 100) {
+      const q = (t / 10) | 0;
+      out[o++] = 0x30 + q;
+      out[o++] = 0x30 + (t - 10 * q);
+      i++;
+    } else {
+      int(b, i, end);
+      o = writeInt(num, out, o);
+      i = numEnd;
+    }
+  }
+  return o;
+}
+
+/** Bytes escaped inside a JSON string (quote, backslash, control characters): the writer's strings are well-formed UTF-8, copied as they are otherwise. */
+const ESCAPED = new Uint8Array(256);
+for (let c = 0; c < 0x20; c++) ESCAPED[c] = 1;
+ESCAPED[0x22] = 1;
+ESCAPED[0x5c] = 1;
+
+/** A view of the output for word stores, per output buffer. */
+let outView: DataView = new DataView(new ArrayBuffer(8));
+let outOf: Uint8Array | null = null;
+
+/**
+ * The members of the row last read, comma-joined JSON strings, at out[o]
+ * (after a comma when `comma`): the index after them. Throws if they do not
+ * end where the row does (a frame the writer's checksum vouched for cannot).
+ */
+export function writeRowMembers(b: Uint8Array, out: Uint8Array, o: number, comma: boolean): number {
+  if (b !== dvOf) {
+    dv = new DataView(b.buffer, b.byteOffset, b.byteLength);
+    dvOf = b;
+  }
+  if (out !== outOf) {
+    outView = new DataView(out.buffer, out.byteOffset, out.byteLength);
+    outOf = out;
+  }
+  const src = dv;
+  const dst = outView;
+  const n = binaryRow.n;
+  let i = binaryRow.membersAt;
+  const end = binaryRow.end;
+  for (let k = 0; k < n; k++) {
+    if (comma || k > 0) out[o++] = 0x2c;
+    const t = b[i] as number;
+    let at = i + 1;
+    let len = t - 0xa0;
+    if (len < 0 || len > 0x1f) {
+      if (!str(b, i, end)) throw new Error('a member of a checksummed binary row is not a string');
+      at = strAt;
+      len = strLen;
+    }
+    const stop = at + len;
+    out[o++] = 0x22;
+    // Four bytes a step, tested as a word (exact: any byte below 0x20, equal to 0x22 or to
+    // 0x5c; the bytes past the member taken as 'a') and stored whole, the excess of the last
+    // word overwritten by what follows; from a word holding a byte to escape on, byte by byte.
+    let j = 0;
+    if (stop + 4 <= b.length) {
+      for (; j < len; j += 4) {
+        const w = src.getUint32(at + j, true);
+        const rem = len - j;
+        const m = rem >= 4 ? -1 : (1 << (8 * rem)) - 1;
+        const x = (w & m) | (0x61616161 & ~m);
+        const q = x ^ 0x22222222;
+        const e = x ^ 0x5c5c5c5c;
+        if ((((x - 0x20202020) & ~x) | ((q - 0x01010101) & ~q) | ((e - 0x01010101) & ~e)) & 0x80808080) break;
+        dst.setUint32(o + j, w, true);
+      }
+    }
+    if (j >= len) o += len;
+    else o = writeEscaped(b, at + j, stop, out, o + j, false);
+    out[o++] = 0x22;
+    i = stop;
+  }
+  if (i !== end) throw new Error('a checksummed binary row does not end with its members');
+  return o;
+}
