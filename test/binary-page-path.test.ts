@@ -82,7 +82,7 @@ describe('binary logs the writer wrote', () => {
       }),
       { numRuns: 40 },
     );
-  });
+  }, 240_000);
 
   it('a binary session pages the very bytes the same events stored as JSONL do', async () => {
     await fc.assert(
@@ -96,9 +96,9 @@ describe('binary logs the writer wrote', () => {
           expect(b.replace(`"sessionId":"b${k}"`, '')).toBe(j.replace(`"sessionId":"j${k}"`, ''));
         }
       }),
-      { numRuns: 25 },
+      { numRuns: 15 },
     );
-  });
+  }, 240_000);
 });
 
 /** A log of the events' records (packed per batch as the writer packs), each frame MessagePack with foreign widths, or now and then JSONL. */
@@ -136,5 +136,5 @@ describe('binary frames another encoder wrote', () => {
       }),
       { numRuns: 40 },
     );
-  });
+  }, 240_000);
 });
