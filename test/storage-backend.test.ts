@@ -12,11 +12,11 @@ import { BACKENDS } from './helpers/backends.js';
 for (const b of BACKENDS) {
   describe(`storage backend: ${b.name}`, () => {
     let storage: StorageBackend;
-    let dispose: () => void;
+    let dispose: () => Promise<void>;
     beforeEach(() => {
       ({ storage, dispose } = b.make());
     });
-    afterEach(() => dispose());
+    afterEach(async () => dispose());
 
     it('a missing object: stat and reads say so, reader and existing-open fail with ENOENT', async () => {
       expect(await storage.stat('sessions/none.events')).toBeNull();

@@ -93,7 +93,7 @@ const chat = (from: number, n: number): SessionEvent[] =>
 for (const b of BACKENDS) {
   describe(`backend compliance: ${b.name}`, () => {
     let storage: StorageBackend;
-    let dispose: () => void;
+    let dispose: () => Promise<void>;
     let store: PagerStore;
     /** Every page cut across 4 workers, results in place: slice edges and arenas. */
     let splitting: PagerStore;
@@ -106,7 +106,7 @@ for (const b of BACKENDS) {
     afterAll(async () => {
       await store?.close();
       await splitting?.close();
-      dispose?.();
+      await dispose?.();
     });
 
     it('pages of random logs equal the reference, through both planners and any slicing', async () => {

@@ -9,6 +9,7 @@
 import { CliError } from './cli/common.js';
 import { HelpRequested, type Command } from './cli/command.js';
 import { assertDataDirExists } from './cli/data-dir.js';
+import { isRemoteStore } from './cli/store-flag.js';
 import { Interrupted } from './cli/interrupt.js';
 import { COMMANDS, loadAllCommands, loadCommand } from './cli/registry.js';
 import { isPagerError } from './core/errors.js';
@@ -57,7 +58,8 @@ export async function main(argv: string[], env: NodeJS.ProcessEnv = process.env)
   }
   try {
     const args = cmd.parse(rest, env);
-    if (cmd.existingDir !== undefined) await assertDataDirExists(args.values[cmd.existingDir] as string);
+    // With a remote --store, --data holds only writers' tails: it need not exist yet.
+    if (cmd.existingDir !== undefined && !isRemoteStore(args.values.store as string | undefined)) await assertDataDirExists(args.values[cmd.existingDir] as string);
     return await cmd.run(args, env);
   } catch (err) {
     if (err instanceof HelpRequested) {

@@ -39,6 +39,7 @@ export { warmUpFromEnv } from './store/options.js';
 export class PagerStore implements Store {
   readonly dataDir: string;
   readonly storage: StorageBackend;
+  private readonly closeStorage: boolean;
   private readonly pool: PagePool;
   private readonly threads: number;
   private readonly splitCost: number;
@@ -66,6 +67,7 @@ export class PagerStore implements Store {
    */
   constructor(opts: StoreOptions, pool?: PagePool, ownBus = false) {
     this.storage = storageOf(opts);
+    this.closeStorage = opts.closeStorage === true;
     this.dataDir = opts.dataDir ?? `${this.storage.kind}:`;
     this.ownsPool = pool === undefined;
     this.pool = pool ?? (opts.inThread === true ? new InlinePool() : createPagePool({ threads: opts.workers, maxQueue: opts.maxQueue, jitWarmUp: opts.warmUp?.jit ?? true, ...(opts.minCodedSection === undefined ? {} : { minCodedSection: opts.minCodedSection }) }));
@@ -241,6 +243,7 @@ export class PagerStore implements Store {
     await this.writers.closeAll();
     if (this.ownsBus) await this.remote?.bus.close();
     if (this.ownsPool) await this.pool.close();
+    if (this.closeStorage) await this.storage.close?.();
   }
 }
 

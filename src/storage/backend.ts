@@ -98,7 +98,7 @@ export interface WorkerSource {
 
 /** Writes (openWritable, replace, lease) create the folders of their key as needed. */
 export interface StorageBackend {
-  /** Short name for messages and metrics ('local', 'memory'). */
+  /** Short name for messages and metrics ('local', 'memory', 's3'). */
   readonly kind: string;
   /** Where workers read slices themselves, or null: slices are read here and handed over. */
   readonly workerSource: WorkerSource | null;
@@ -136,4 +136,17 @@ export interface StorageBackend {
    * it. Fails with `session_busy` naming `what` while held.
    */
   lease(key: string, what: string): Promise<Lease>;
+  /**
+   * Forget what is cached of `key`'s state, so the next stat or read sees
+   * the store as it is now (a network store's readers reuse what they
+   * looked up for a short while; a follower told of an append elsewhere
+   * calls this first). Absent: nothing is cached.
+   */
+  refresh?(key: string): Promise<void>;
+  /**
+   * Finish what the backend holds for this process (a network store: seal
+   * and publish every session it writes, give their leases back). Absent:
+   * nothing to finish. Called by whoever made the backend.
+   */
+  close?(): Promise<void>;
 }

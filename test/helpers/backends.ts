@@ -1,20 +1,73 @@
 /**
  * Every storage backend the compliance suite runs against, each made fresh
  * per test file and cleaned up after: the local one in a temp data
- * directory, the in-memory one. A new backend (S3) adds one entry here and
- * then has to pass everything the others pass.
+ * directory, the in-memory one, and the S3 one twice: over an in-memory
+ * object store (always: the volume logic, manifests, segments, leases) and
+ * over a real S3 endpoint when one is configured (AWS_ENDPOINT_URL with
+ * AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY, as `npm run test:s3` sets them
+ * for the local Ceph RGW; bucket SESSION_PAGER_TEST_BUCKET, default
+ * `session-pager-test`, made when missing; each store under a fresh prefix,
+ * removed after).
  */
 import { mkdtempSync, rmSync } from 'node:fs';
+import { randomUUID } from 'node:crypto';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { StorageBackend } from '../../src/storage/backend.js';
 import { LocalBackend } from '../../src/storage/local/local-backend.js';
 import { MemoryBackend } from '../../src/storage/memory/memory-backend.js';
+import { MemoryObjectStore, type ObjectStore } from '../../src/storage/s3/object-store.js';
+import { S3Backend, type S3BackendOptions } from '../../src/storage/s3/s3-backend.js';
+import { S3ObjectStore } from '../../src/storage/s3/s3-client.js';
 
 export interface BackendUnderTest {
   name: string;
   /** A fresh, empty store; `dispose` removes whatever it left. */
-  make(): { storage: StorageBackend; dispose(): void };
+  make(): { storage: StorageBackend; dispose(): Promise<void> };
+}
+
+/** The S3 endpoint tests may use, from the environment (null: none configured). */
+export function testS3Endpoint(): { endpoint: string; bucket: string; credentials: { accessKeyId: string; secretAccessKey: string } } | null {
+  const endpoint = process.env.AWS_ENDPOINT_URL_S3 ?? process.env.AWS_ENDPOINT_URL;
+  const accessKeyId = process.env.AWS_ACCESS_KEY_ID;
+  const secretAccessKey = process.env.AWS_SECRET_ACCESS_KEY;
+  if (endpoint === undefined || endpoint === '' || accessKeyId === undefined || secretAccessKey === undefined) return null;
+  return { endpoint, bucket: process.env.SESSION_PAGER_TEST_BUCKET ?? 'session-pager-test', credentials: { accessKeyId, secretAccessKey } };
+}
+
+const madeBuckets = new Set<string>();
+
+/** An S3 object store on the configured endpoint, its bucket made when missing. */
+export async function testS3Store(): Promise<S3ObjectStore> {
+  const cfg = testS3Endpoint();
+  if (cfg === null) throw new Error('no S3 endpoint configured');
+  const store = new S3ObjectStore({ bucket: cfg.bucket, endpoint: cfg.endpoint, credentials: cfg.credentials });
+  if (!madeBuckets.has(cfg.bucket)) {
+    const { CreateBucketCommand } = await import('@aws-sdk/client-s3');
+    await store.client.send(new CreateBucketCommand({ Bucket: cfg.bucket })).catch((err: { name?: string }) => {
+      if (err.name !== 'BucketAlreadyOwnedByYou' && err.name !== 'BucketAlreadyExists') throw err;
+    });
+    madeBuckets.add(cfg.bucket);
+  }
+  return store;
+}
+
+/** An S3 backend over `objects` under a fresh prefix, its tail folder in a temp directory. Small segments, so tests seal. */
+export function makeS3Backend(objects: ObjectStore, opts: Partial<S3BackendOptions> = {}): { storage: S3Backend; tailDir: string; prefix: string; dispose(): Promise<void> } {
+  const tailDir = mkdtempSync(join(tmpdir(), 'sp-s3tail-'));
+  const prefix = opts.location?.prefix ?? `t-${randomUUID()}`;
+  const storage = new S3Backend({ objects, location: { bucket: 'b', prefix }, tailDir, segmentBytes: 4096, maxSegmentBytes: 16384, sealAgeMs: 2_000, ...opts });
+  return {
+    storage,
+    tailDir,
+    prefix,
+    async dispose() {
+      await storage.close();
+      rmSync(tailDir, { recursive: true, force: true });
+      const names = (await objects.list(`${prefix}/`)).names;
+      await objects.remove(names);
+    },
+  };
 }
 
 export const BACKENDS: BackendUnderTest[] = [
@@ -22,13 +75,32 @@ export const BACKENDS: BackendUnderTest[] = [
     name: 'local',
     make() {
       const dir = mkdtempSync(join(tmpdir(), 'sp-backend-'));
-      return { storage: new LocalBackend(dir), dispose: () => rmSync(dir, { recursive: true, force: true }) };
+      return { storage: new LocalBackend(dir), dispose: async () => rmSync(dir, { recursive: true, force: true }) };
     },
   },
   {
     name: 'memory',
     make() {
-      return { storage: new MemoryBackend(), dispose: () => undefined };
+      return { storage: new MemoryBackend(), dispose: async () => undefined };
+    },
+  },
+  {
+    name: 's3 (in-memory object store)',
+    make() {
+      return makeS3Backend(new MemoryObjectStore());
     },
   },
 ];
+
+if (testS3Endpoint() !== null) {
+  // The store is made lazily: the bucket is created on first use.
+  let objects: S3ObjectStore | null = null;
+  const lazy: ObjectStore = {
+    get: async (...a) => (objects ??= await testS3Store()).get(...a),
+    getAll: async (...a) => (objects ??= await testS3Store()).getAll(...a),
+    put: async (...a) => (objects ??= await testS3Store()).put(...a),
+    list: async (...a) => (objects ??= await testS3Store()).list(...a),
+    remove: async (...a) => (objects ??= await testS3Store()).remove(...a),
+  };
+  BACKENDS.push({ name: 's3 (endpoint)', make: () => makeS3Backend(lazy) });
+}

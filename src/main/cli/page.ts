@@ -5,6 +5,7 @@
 import { openStore, warmUpFromEnv } from '../store.js';
 import type { PageParams } from '../core/types.js';
 import { DATA_DIR, defineCommand } from './command.js';
+import { STORE, storageFromFlag } from './store-flag.js';
 
 export const command = defineCommand({
   name: 'page',
@@ -12,6 +13,7 @@ export const command = defineCommand({
   positionals: [{ name: 'id', describe: 'session id' }],
   options: {
     data: DATA_DIR,
+    store: STORE,
     'through-seq': { type: 'int', describe: 'pin the cut at this seq', defaultText: 'the last committed seq' },
     'before-seq': { type: 'int', describe: 'exclusive upper bound, for older pages (the previous page\'s fromSeq)', defaultText: 'none' },
     'max-messages': { type: 'int', describe: 'counted messages per page, 1 to 1000', defaultText: '50' },
@@ -20,7 +22,7 @@ export const command = defineCommand({
   },
   existingDir: 'data',
   examples: ['session-pager page demo-long --max-messages 5 --data ./.demo-data'],
-  async run({ values, positionals }) {
+  async run({ values, positionals }, env) {
     const params: PageParams = {};
     if (values['through-seq'] !== undefined) params.throughSeq = values['through-seq'];
     if (values['before-seq'] !== undefined) params.beforeSeq = values['before-seq'];
@@ -31,7 +33,8 @@ export const command = defineCommand({
     // workers at all (docs/benchmarks.md, "Start-up"): this thread decodes unless --workers is given.
     const warmUp = warmUpFromEnv(process.env, { jit: false });
     const inThread = values.workers === undefined;
-    const store = await openStore({ dataDir: values.data, workers: values.workers, inThread, readOnly: true, warmUp });
+    const storage = await storageFromFlag(values.store, values.data, env);
+    const store = await openStore({ dataDir: values.data, ...(storage !== null ? { storage, closeStorage: true } : {}), workers: values.workers, inThread, readOnly: true, warmUp });
     try {
       const page = await store.pageBuffer(positionals[0] as string, params);
       await new Promise<void>((resolve, reject) => {

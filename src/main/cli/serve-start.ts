@@ -22,12 +22,15 @@ import { resolveOptions, type ServerOptions } from '../server/options.js';
 import { Readiness } from '../server/readiness.js';
 import type { Store } from '../store-types.js';
 import { CliError, Progress } from './common.js';
+import { storageFromFlag } from './store-flag.js';
 
 /** Where the token came from: only a token the server made (`demo`) may be printed. */
 export type TokenSource = 'flag' | 'env' | 'demo' | null;
 
 export interface ServeConfig {
   dataDir: string;
+  /** `--store`: a remote store's URL (s3://bucket/prefix); absent: local files under dataDir. */
+  store?: string;
   host: string;
   port: number;
   token: string | null;
@@ -125,8 +128,10 @@ export async function startServe(cfg: ServeConfig, extra: ServerOptions = {}, ou
       token = await demo.demoToken(cfg.dataDir);
       source = 'demo';
     }
+    const storage = await storageFromFlag(cfg.store, cfg.dataDir, process.env);
     store = await openStore({
       dataDir: cfg.dataDir,
+      ...(storage !== null ? { storage, closeStorage: true } : {}),
       workers: cfg.workers,
       warmUp: warmUpFromEnv(process.env),
       // The bus connects in the background; its errors go to the server's log.
@@ -148,7 +153,7 @@ export async function startServe(cfg: ServeConfig, extra: ServerOptions = {}, ou
   const sample = cfg.demo ? ((cfg.demoPlan ?? demo.DEMO_PLAN).at(-1)?.id ?? 'demo-long') : ((await opened.list().catch(() => []))[0]?.id ?? '<id>');
   out.write(
     [
-      `session-pager listening on ${url} (data: ${cfg.dataDir}); warming up, /readyz says when done`,
+      `session-pager listening on ${url} (${cfg.store !== undefined ? `store: ${cfg.store}` : `data: ${cfg.dataDir}`}); warming up, /readyz says when done`,
       tokenLine(token, source),
       ...(cfg.corsOrigin !== null ? [`cors: allowed origin ${cfg.corsOrigin}`] : []),
       ...(cfg.redisUrl ? [`follow across processes: appends published on ${redactUrl(cfg.redisUrl)}`] : []),

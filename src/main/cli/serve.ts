@@ -16,6 +16,7 @@ import { defineCommand, type OptionsDecl, type OptionValues } from './command.js
 import { checkRedisUrl } from '../store/append-bus.js';
 import { CliError } from './common.js';
 import { startServe, type ServeConfig, type TokenSource } from './serve-start.js';
+import { STORE, isRemoteStore } from './store-flag.js';
 
 export { startServe, type RunningServer, type ServeConfig } from './serve-start.js';
 
@@ -32,6 +33,7 @@ export function isLoopback(host: string): boolean {
 
 const OPTIONS = {
   data: { type: 'string', arg: 'DIR', env: 'SESSION_PAGER_DATA', describe: 'data directory', defaultText: './data (./.demo-data with --demo)' },
+  store: STORE,
   host: { type: 'string', arg: 'HOST', env: 'SESSION_PAGER_HOST', default: '127.0.0.1', describe: 'address to listen on' },
   port: { type: 'int', max: 65535, env: 'SESSION_PAGER_PORT', default: 8080, describe: 'TCP port (0 picks a free one)' },
   token: { type: 'string', arg: 'T', env: 'SESSION_PAGER_TOKEN', describe: 'bearer token required on every route but the health checks and OpenAPI (never printed)', defaultText: 'none' },
@@ -106,13 +108,15 @@ function configFrom(values: ServeValues, env: NodeJS.ProcessEnv): ServeConfig {
   const token = rawToken !== undefined ? rawToken.trim() : null;
   if (token !== null && /\s/.test(token)) throw new CliError(`the token (${tokenName}) must not contain whitespace`);
   const dataDir = values.data ?? (demo ? DEMO_DATA_DIR : './data');
+  const store = isRemoteStore(values.store) ? (values.store as string) : null;
+  if (store !== null && demo) throw new CliError('--demo generates its corpus in local files: it does not go with --store');
   if (token === null && !demo && !isLoopback(host)) {
     throw new CliError(`refusing to listen on non-loopback address ${host} without a token: pass --token or set SESSION_PAGER_TOKEN`);
   }
   const cors = values['cors-origin'];
   const corsOrigin = cors === undefined ? null : checkOrigin(cors, env.SESSION_PAGER_CORS_ORIGIN === cors ? 'SESSION_PAGER_CORS_ORIGIN' : '--cors-origin');
   const redisUrl = values.redis === undefined ? null : redisFrom(values.redis, env.SESSION_PAGER_REDIS_URL === values.redis ? 'SESSION_PAGER_REDIS_URL' : '--redis');
-  return { dataDir, host, port, token, tokenSource, workers, demo, logLevel, corsOrigin, redisUrl };
+  return { dataDir, ...(store !== null ? { store } : {}), host, port, token, tokenSource, workers, demo, logLevel, corsOrigin, redisUrl };
 }
 
 function redisFrom(url: string, from: string): string {

@@ -20,6 +20,8 @@ export interface StoreOptions {
   dataDir?: string;
   /** Where sessions live (default: local files under `dataDir`). */
   storage?: StorageBackend;
+  /** Close `storage` with the store (StorageBackend.close: an S3 store seals and gives its sessions back); for a backend made for this store alone. */
+  closeStorage?: boolean;
   /** Page worker threads (default: available cores, at most 8). */
   workers?: number;
   /**

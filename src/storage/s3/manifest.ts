@@ -1,0 +1,191 @@
+/**
+ * A session volume's manifest (docs/s3-layout.md): the whole state of one
+ * session on an S3 store, written as numbered objects `manifest/<n>` with
+ * `If-None-Match: *`, so exactly one writer makes each number and a writer
+ * that did not read the latest one cannot make the next (its PUT fails:
+ * the epoch of the winner fences it). Every member (the log, the sidecars,
+ * the projections) is a list of extents in logical order: byte ranges of
+ * sealed segments, of tail objects, or small inline pieces. Pure: JSON in,
+ * checked structures out; extents cut and joined without I/O.
+ */
+import type { MemberName } from './remote-names.js';
+
+/** Bytes of a member: `len` bytes at `at` of remote object `o` (seg/..., tail/...), or inline (base64 `d`). */
+export type Extent = { o: string; at: number; len: number } | { d: string; len: number };
+
+export interface MemberState {
+  size: number;
+  mtimeMs: number;
+  /** Incarnation: set when the member is made anew. */
+  born: string;
+  /** Changes with every write (with the epoch that wrote it, it is the stat's version). */
+  w: string;
+  extents: Extent[];
+}
+
+/** Who holds the session's write lease. */
+export interface WriterId {
+  /** Random per backend instance. */
+  id: string;
+  host: string;
+  pid: number;
+  /** The writer's local tail folder (a restart on the same host finds its unpublished tail there). */
+  tail: string;
+}
+
+export interface Manifest {
+  v: 1;
+  session: string;
+  n: number;
+  /** Bumped by every writer that takes the session over; segment and tail names carry it. */
+  epoch: number;
+  /** The lease holder, null once released (a clean shutdown). */
+  writer: WriterId | null;
+  /** The holder renews (writes a manifest) at least this often; one older than twice this is stale. */
+  leaseMs: number;
+  /** Wall clock of the writer when it wrote this manifest. */
+  time: number;
+  /** Serial of the writer's next segment or tail object name. */
+  serial: number;
+  members: Partial<Record<MemberName, MemberState>>;
+}
+
+const MEMBER_RE = /^(events|entries|meta|p\/[A-Za-z0-9][A-Za-z0-9._-]{0,127})$/;
+const OBJ_RE = /^(seg\/\d+-\d+\.seg|tail\/\d+-\d+\.tail)$/;
+
+function fail(why: string): never {
+  throw new Error(`invalid manifest: ${why}`);
+}
+
+const isCount = (x: unknown): x is number => typeof x === 'number' && Number.isSafeInteger(x) && x >= 0;
+
+function checkExtent(e: unknown): Extent {
+  if (typeof e !== 'object' || e === null) fail('extent is not an object');
+  const x = e as Record<string, unknown>;
+  if (!isCount(x.len) || x.len === 0) fail('extent length');
+  if ('d' in x) {
+    if (typeof x.d !== 'string' || Buffer.from(x.d, 'base64').length !== x.len) fail('inline extent');
+    return { d: x.d, len: x.len };
+  }
+  if (typeof x.o !== 'string' || !OBJ_RE.test(x.o) || !isCount(x.at)) fail('remote extent');
+  return { o: x.o, at: x.at, len: x.len };
+}
+
+function checkMember(m: unknown): MemberState {
+  if (typeof m !== 'object' || m === null) fail('member is not an object');
+  const x = m as Record<string, unknown>;
+  if (!isCount(x.size) || typeof x.mtimeMs !== 'number' || typeof x.born !== 'string' || typeof x.w !== 'string' || !Array.isArray(x.extents)) fail('member fields');
+  const extents = x.extents.map(checkExtent);
+  if (extents.reduce((a, e) => a + e.len, 0) !== x.size) fail('member extents do not add up to its size');
+  return { size: x.size, mtimeMs: x.mtimeMs, born: x.born, w: x.w, extents };
+}
+
+function checkWriter(w: unknown): WriterId | null {
+  if (w === null) return null;
+  const x = w as Record<string, unknown>;
+  if (typeof x !== 'object' || typeof x.id !== 'string' || typeof x.host !== 'string' || !isCount(x.pid) || typeof x.tail !== 'string') fail('writer');
+  return { id: x.id, host: x.host, pid: x.pid, tail: x.tail };
+}
+
+export function encodeManifest(m: Manifest): Buffer {
+  return Buffer.from(JSON.stringify(m), 'utf8');
+}
+
+/** A manifest read back, checked field by field (`n` must be the number it was stored under). */
+export function decodeManifest(bytes: Buffer, n: number, session: string): Manifest {
+  let j: unknown;
+  try {
+    j = JSON.parse(bytes.toString('utf8'));
+  } catch {
+    fail('not JSON');
+  }
+  const x = j as Record<string, unknown>;
+  if (typeof x !== 'object' || x === null || x.v !== 1) fail('version');
+  if (x.session !== session) fail(`session ${JSON.stringify(x.session)}, expected ${JSON.stringify(session)}`);
+  if (x.n !== n) fail(`number ${String(x.n)} stored as ${n}`);
+  if (!isCount(x.epoch) || x.epoch < 1 || !isCount(x.leaseMs) || typeof x.time !== 'number' || !isCount(x.serial)) fail('epoch, lease, time or serial');
+  if (typeof x.members !== 'object' || x.members === null) fail('members');
+  const members: Partial<Record<MemberName, MemberState>> = {};
+  for (const [name, m] of Object.entries(x.members as Record<string, unknown>)) {
+    if (!MEMBER_RE.test(name)) fail(`member name ${JSON.stringify(name)}`);
+    members[name as MemberName] = checkMember(m);
+  }
+  return { v: 1, session, n, epoch: x.epoch, writer: checkWriter(x.writer), leaseMs: x.leaseMs, time: x.time, serial: x.serial, members };
+}
+
+/** The extents covering bytes [0, at) of a member (the last one cut short). */
+export function extentsBefore(extents: readonly Extent[], at: number): Extent[] {
+  const out: Extent[] = [];
+  let pos = 0;
+  for (const e of extents) {
+    if (pos >= at) break;
+    const take = Math.min(e.len, at - pos);
+    out.push(take === e.len ? e : cutExtent(e, 0, take));
+    pos += e.len;
+  }
+  return out;
+}
+
+/** Bytes [from, from + len) of one extent as an extent. */
+function cutExtent(e: Extent, from: number, len: number): Extent {
+  if ('d' in e) return { d: Buffer.from(e.d, 'base64').subarray(from, from + len).toString('base64'), len };
+  return { o: e.o, at: e.at + from, len };
+}
+
+/** The extents covering bytes [from, size) of a member. */
+export function extentsFrom(extents: readonly Extent[], from: number): Extent[] {
+  const out: Extent[] = [];
+  let pos = 0;
+  for (const e of extents) {
+    const end = pos + e.len;
+    if (end > from) out.push(pos >= from ? e : cutExtent(e, from - pos, end - from));
+    pos = end;
+  }
+  return out;
+}
+
+/** How far a member's leading extents are sealed segments (the part no tail object holds). */
+export function sealedEnd(extents: readonly Extent[]): number {
+  let pos = 0;
+  for (const e of extents) {
+    if ('d' in e || !e.o.startsWith('seg/')) break;
+    pos += e.len;
+  }
+  return pos;
+}
+
+/** One piece of a ranged read: `len` bytes at `at` of remote object `o`, or of an inline extent's bytes. */
+export type Piece = { o: string; at: number; len: number; pos: number } | { data: Buffer; pos: number };
+
+/**
+ * The pieces bytes [start, end) of a member are read from, in order (`pos`:
+ * where each goes in the result). Adjacent pieces of one object are joined,
+ * so a read crossing extents of the same segment is one ranged GET.
+ */
+export function piecesOf(extents: readonly Extent[], start: number, end: number): Piece[] {
+  const out: Piece[] = [];
+  let pos = 0;
+  for (const e of extents) {
+    const eEnd = pos + e.len;
+    if (eEnd > start && pos < end) {
+      const from = Math.max(start, pos) - pos;
+      const to = Math.min(end, eEnd) - pos;
+      if ('d' in e) out.push({ data: Buffer.from(e.d, 'base64').subarray(from, to), pos: pos + from - start });
+      else {
+        const last = out[out.length - 1];
+        if (last !== undefined && 'o' in last && last.o === e.o && last.at + last.len === e.at + from) last.len += to - from;
+        else out.push({ o: e.o, at: e.at + from, len: to - from, pos: pos + from - start });
+      }
+    }
+    pos = eEnd;
+    if (pos >= end) break;
+  }
+  return out;
+}
+
+/** Remote objects any member's extents name (what a manifest keeps alive). */
+export function objectsNamed(m: Pick<Manifest, 'members'>): Set<string> {
+  const out = new Set<string>();
+  for (const s of Object.values(m.members)) for (const e of s?.extents ?? []) if ('o' in e) out.add(e.o);
+  return out;
+}

@@ -1,0 +1,697 @@
+/**
+ * One session on an S3 store (docs/s3-layout.md): its members (the log, the
+ * sidecars, the projections) as the latest manifest describes them, read
+ * through the block cache; and, while this process writes the session, the
+ * writer's side: the unsealed tail of every member in local files (durable
+ * before an append is acknowledged), published for readers on every
+ * acknowledged change (a new manifest naming small inline pieces or a tail
+ * object), sealed into immutable segments cut at frame boundaries by size,
+ * by age and on release, and the lease: the epoch of the manifests this
+ * writer makes. A second writer cannot make the next manifest number (its
+ * PUT with If-None-Match fails), so it is told `session_busy` and never
+ * interleaves.
+ */
+import { PagerError } from '../../main/core/errors.js';
+import { StorageError, type ObjectStat, type WritableFile } from '../backend.js';
+import type { LocalBackend } from '../local/local-backend.js';
+import type { BlockCache } from './block-cache.js';
+import { decodeManifest, encodeManifest, extentsBefore, extentsFrom, objectsNamed, piecesOf, sealedEnd, type Extent, type Manifest, type MemberState, type WriterId } from './manifest.js';
+import { ObjectExists, ObjectNotFound, type ObjectStore } from './object-store.js';
+import { manifestName, manifestNumber, segmentName, tailName, type MemberName } from './remote-names.js';
+import { sealCut } from './seal-cut.js';
+import { encodeSegment, type SectionInput } from './segment-file.js';
+
+export interface VolumeConfig {
+  objects: ObjectStore;
+  cache: BlockCache;
+  /** Remote folder of this session's objects, ending in '/'. */
+  folder: string;
+  /** Local tail files, under `<id>/` (a LocalBackend rooted at the tail folder). */
+  local: LocalBackend;
+  me: WriterId;
+  leaseMs: number;
+  /** Readers reuse a manifest this long before looking for a newer one. */
+  freshMs: number;
+  /** A tail this large (log bytes) is sealed into a segment... */
+  segmentBytes: number;
+  /** ...of at most this many log bytes (at least one frame). */
+  maxSegmentBytes: number;
+  /** An unsealed write older than this is sealed (ms). */
+  sealAgeMs: number;
+  /** A publish whose new bytes are at most this goes inline in the manifest. */
+  inlineBytes: number;
+  /** Index members (entries, projections) up to this size are fetched whole on first touch. */
+  wholeIndexBytes: number;
+  /** Whether a process id is alive (a crashed writer's lease is taken over at once on its own host). */
+  alive(pid: number): boolean;
+}
+
+/** A member while this process owns the session: sealed remote extents, then the local tail. */
+interface Owned {
+  size: number;
+  mtimeMs: number;
+  born: string;
+  w: string;
+  /** Where the sealed part ends (= where the local file's bytes start). */
+  base: number;
+  /** Extents covering [0, base): sealed segments. */
+  sealed: Extent[];
+  /** Extents readers were last told for [base, base + their length). */
+  published: Extent[];
+  /** Lowest offset changed since the last publish (Infinity: none). */
+  dirtyFrom: number;
+  /** Lowest offset changed since a seal began (Infinity: none). */
+  lowWrite: number;
+  gen: number;
+  file: WritableFile;
+}
+
+interface Owner {
+  epoch: number;
+  /** The last manifest number this writer made. */
+  n: number;
+  serial: number;
+  leased: boolean;
+  members: Map<MemberName, Owned>;
+  /** performance.now() of the last publish's start. */
+  renewedAt: number;
+  /** When the oldest unsealed log byte was written (Date.now()), or null. */
+  oldestUnsealed: number | null;
+  fenced: PagerError | null;
+  timer: NodeJS.Timeout;
+  /** Manifest numbers this writer made and has not yet deleted. */
+  oldManifests: number[];
+}
+
+const LOCAL_RE = /^(.+)@(\d+)@(\d+)$/;
+
+function memberFile(member: MemberName): string {
+  return encodeURIComponent(member);
+}
+
+function memberOfFile(name: string): MemberName {
+  return decodeURIComponent(name) as MemberName;
+}
+
+export class SessionVolume {
+  private manifest: Manifest | null = null;
+  /** performance.now() when `manifest` was last checked against the store (-Infinity: never). */
+  private checkedAt = Number.NEGATIVE_INFINITY;
+  private refreshing: Promise<Manifest | null> | null = null;
+  private owner: Owner | null = null;
+  /** Serializes publishes, seals, claims and releases. */
+  private chain: Promise<unknown> = Promise.resolve();
+  private prefetched = false;
+  /** Counter for `born` and `w` values made by this process. */
+  private counter = 0;
+
+  constructor(
+    readonly id: string,
+    private readonly cfg: VolumeConfig,
+  ) {}
+
+  get owned(): boolean {
+    return this.owner !== null;
+  }
+
+  private serial<T>(f: () => Promise<T>): Promise<T> {
+    const run = this.chain.then(f);
+    this.chain = run.catch(() => undefined);
+    return run;
+  }
+
+  // ---------------------------------------------------------------- reading
+
+  /** The latest manifest (null: the session has none), at most `freshMs` old unless `force`. */
+  async latest(force = false): Promise<Manifest | null> {
+    if (!force && performance.now() - this.checkedAt < this.cfg.freshMs) return this.manifest;
+    if (this.refreshing !== null) return this.refreshing;
+    const started = performance.now();
+    this.refreshing = this.findLatest()
+      .then((m) => {
+        if (m !== null && (this.manifest === null || m.n >= this.manifest.n)) this.manifest = m;
+        this.checkedAt = started;
+        return this.manifest;
+      })
+      .finally(() => {
+        this.refreshing = null;
+      });
+    const m = await this.refreshing;
+    if (!this.prefetched && m !== null && this.owner === null) {
+      this.prefetched = true;
+      this.prefetchIndex(m);
+    }
+    return m;
+  }
+
+  /** One LIST (after the manifest known) and one GET of the newest (a deleted one: list again). */
+  private async findLatest(): Promise<Manifest | null> {
+    const dir = `${this.cfg.folder}manifest/`;
+    for (let attempt = 0; attempt < 5; attempt++) {
+      const known = this.manifest?.n;
+      const listed = await this.cfg.objects.list(dir, known === undefined ? {} : { startAfter: `${this.cfg.folder}${manifestName(known)}` });
+      let best = -1;
+      for (const name of listed.names) {
+        const n = manifestNumber(name.slice(this.cfg.folder.length));
+        if (n !== null && n > best) best = n;
+      }
+      if (best === -1) return this.manifest;
+      try {
+        return decodeManifest(await this.cfg.objects.getAll(`${this.cfg.folder}${manifestName(best)}`), best, this.id);
+      } catch (err) {
+        if (!(err instanceof ObjectNotFound)) throw err;
+      }
+    }
+    throw new StorageError('EIO', `session ${this.id}: manifests kept changing while read`);
+  }
+
+  /**
+   * A cold reader's first look: the index members' bytes a page needs first
+   * (whole when small, else their first and last blocks), fetched in the
+   * background beside the caller's own next reads, so a cold page's index
+   * reads cost one round trip, not one per probe.
+   */
+  private prefetchIndex(m: Manifest): void {
+    const B = this.cfg.cache.blockBytes;
+    for (const [name, s] of Object.entries(m.members) as [MemberName, MemberState][]) {
+      if (name === 'events' || name === 'meta' || s.size === 0) continue;
+      const ranges: [number, number][] = s.size <= this.cfg.wholeIndexBytes ? [[0, s.size]] : [[0, Math.min(B, s.size)], [Math.max(0, s.size - B), s.size]];
+      for (const [a, b] of ranges) this.readRemote(s.extents, a, b).catch(() => undefined);
+    }
+  }
+
+  private async readRemote(extents: readonly Extent[], start: number, end: number): Promise<Buffer> {
+    const pieces = piecesOf(extents, start, end);
+    const out = Buffer.allocUnsafe(Math.max(0, end - start));
+    let filled = 0;
+    await Promise.all(
+      pieces.map(async (p) => {
+        const bytes = 'data' in p ? p.data : await this.cfg.cache.read(`${this.cfg.folder}${p.o}`, p.at, p.len);
+        bytes.copy(out, p.pos);
+        filled = Math.max(filled, p.pos + bytes.length);
+      }),
+    );
+    return filled === out.length ? out : out.subarray(0, filled);
+  }
+
+  private wholeIndex(member: MemberName, s: MemberState, start: number, end: number): [number, number] {
+    // A small index member is read whole on its first touch: a binary search then costs one round trip.
+    if (member !== 'events' && s.size <= this.cfg.wholeIndexBytes) return [0, s.size];
+    return [start, end];
+  }
+
+  /** A member as readers see it, or null when it does not exist. */
+  async memberState(member: MemberName): Promise<MemberState | null> {
+    if (this.owner !== null) {
+      const o = this.owner.members.get(member);
+      return o === undefined ? null : { size: o.size, mtimeMs: o.mtimeMs, born: o.born, w: o.w, extents: [] };
+    }
+    return (await this.latest())?.members[member] ?? null;
+  }
+
+  async stat(member: MemberName): Promise<ObjectStat | null> {
+    const s = await this.memberState(member);
+    return s === null ? null : { size: s.size, mtimeMs: s.mtimeMs, version: `${s.born}:${s.w}`, incarnation: s.born };
+  }
+
+  async members(): Promise<MemberName[]> {
+    if (this.owner !== null) return [...this.owner.members.keys()];
+    return Object.keys((await this.latest())?.members ?? {}) as MemberName[];
+  }
+
+  /** Bytes [start, end) of a member (fewer at its end); null when it does not exist. */
+  async read(member: MemberName, start: number, end: number): Promise<Buffer | null> {
+    for (let attempt = 0; ; attempt++) {
+      const o = this.owner?.members.get(member);
+      if (this.owner !== null) {
+        if (o === undefined) return null;
+        return this.readOwned(o, start, end);
+      }
+      const s = (await this.latest(attempt > 0))?.members[member];
+      if (s === undefined) return null;
+      const to = Math.min(end, s.size);
+      if (to <= start) return Buffer.alloc(0);
+      try {
+        if (attempt === 0) {
+          const [a, b] = this.wholeIndex(member, s, start, to);
+          if (a !== start || b !== to) void this.readRemote(s.extents, a, b).catch(() => undefined);
+        }
+        return await this.readRemote(s.extents, start, to);
+      } catch (err) {
+        // A tail object dropped by a newer manifest: read that one.
+        if (err instanceof ObjectNotFound && attempt < 3) continue;
+        throw err;
+      }
+    }
+  }
+
+  private async readOwned(o: Owned, start: number, end: number): Promise<Buffer> {
+    const to = Math.min(end, o.size);
+    if (to <= start) return Buffer.alloc(0);
+    if (start >= o.base) return o.file.read(start - o.base, to - start);
+    const remote = await this.readRemote(o.sealed, start, Math.min(to, o.base));
+    if (to <= o.base) return remote;
+    return Buffer.concat([remote, await o.file.read(0, to - o.base)]);
+  }
+
+  // ---------------------------------------------------------------- owning
+
+  private busy(what: string, m: Manifest): PagerError {
+    const w = m.writer as WriterId;
+    const self = w.id === this.cfg.me.id;
+    return new PagerError('session_busy', `${what} is being written by process ${w.pid} on ${w.host}${self ? ' (this process)' : ''} (epoch ${m.epoch})`, { pid: w.pid, host: w.host, epoch: m.epoch });
+  }
+
+  /**
+   * Become the session's writer (idempotent for this process): read the
+   * latest manifest, refuse while another writer's lease is live, then
+   * make the next manifest with the next epoch. `leased`: the writer's
+   * lease proper, which this process grants once at a time.
+   */
+  claim(what: string, leased: boolean): Promise<void> {
+    if (this.owner !== null) {
+      if (this.owner.fenced !== null) return Promise.reject(this.owner.fenced);
+      if (leased) {
+        if (this.owner.leased) return Promise.reject(new PagerError('session_busy', `${what} is being written by this process`, { pid: process.pid }));
+        this.owner.leased = true;
+      }
+      return Promise.resolve();
+    }
+    return this.serial(async () => {
+      if (this.owner !== null) return this.claim(what, leased);
+      for (let attempt = 0; attempt < 3; attempt++) {
+        const m = await this.latest(true);
+        if (m?.writer != null && m.writer.id !== this.cfg.me.id) {
+          const w = m.writer;
+          const crashedHere = w.host === this.cfg.me.host && w.tail === this.cfg.me.tail && !this.cfg.alive(w.pid);
+          const lapsed = Date.now() - m.time > 2 * m.leaseMs;
+          if (!crashedHere && !lapsed) throw this.busy(what, m);
+        }
+        try {
+          await this.takeOver(m, leased);
+          return;
+        } catch (err) {
+          if (!(err instanceof ObjectExists)) throw err;
+          // Another writer made that number first: look again.
+        }
+      }
+      throw new PagerError('session_busy', `${what}: could not take the writer lease (manifests kept changing)`);
+    });
+  }
+
+  private async takeOver(m: Manifest | null, leased: boolean): Promise<void> {
+    const epoch = (m?.epoch ?? 0) + 1;
+    const dir = `${this.id}`;
+    // Our own unpublished tail, from a crash of this writer's folder: only if no one wrote after it.
+    const localEpoch = Number((await this.cfg.local.readAll(`${dir}/epoch`))?.toString() ?? 'NaN');
+    const recover = m !== null && m.writer !== null && m.writer.tail === this.cfg.me.tail && m.writer.host === this.cfg.me.host && localEpoch === m.epoch;
+    const localFiles = new Map<MemberName, { gen: number; base: number; name: string }>();
+    for (const name of await this.cfg.local.list(dir)) {
+      const x = LOCAL_RE.exec(name);
+      if (x === null) continue;
+      const member = memberOfFile(x[1] as string);
+      const gen = Number(x[2]);
+      const base = Number(x[3]);
+      const prev = localFiles.get(member);
+      if (!recover || (prev !== undefined && prev.gen > gen)) {
+        await this.cfg.local.remove(`${dir}/${name}`);
+        continue;
+      }
+      if (prev !== undefined) await this.cfg.local.remove(`${dir}/${prev.name}`);
+      localFiles.set(member, { gen, base, name });
+    }
+    await this.cfg.local.replace(`${dir}/epoch`, Buffer.from(String(epoch)));
+    const members = new Map<MemberName, Owned>();
+    const names = new Set<MemberName>([...(Object.keys(m?.members ?? {}) as MemberName[]), ...localFiles.keys()]);
+    for (const member of names) {
+      const s = m?.members[member];
+      const lf = localFiles.get(member);
+      if (recover && lf === undefined) continue; // Removed here, not yet published.
+      let base = s === undefined ? 0 : sealedEnd(s.extents);
+      let file: WritableFile;
+      let size: number;
+      if (lf !== undefined) {
+        // The local file holds [lf.base, ...); bytes between the sealed end and it come from the store.
+        const f = await this.cfg.local.openWritable(`${dir}/${lf.name}`, 'existing');
+        if (lf.base > base && s !== undefined) {
+          const gap = await this.readRemote(s.extents, base, lf.base);
+          const rest = await f.read(0, f.size);
+          await f.close();
+          file = await this.writeLocal(member, lf.gen + 1, base, Buffer.concat([gap, rest]));
+          await this.cfg.local.remove(`${dir}/${lf.name}`);
+          size = base + gap.length + rest.length;
+        } else {
+          base = lf.base;
+          file = f;
+          size = lf.base + f.size;
+        }
+      } else {
+        const s2 = s as MemberState;
+        const bytes = await this.readRemote(s2.extents, base, s2.size);
+        file = await this.writeLocal(member, 1, base, bytes);
+        size = s2.size;
+      }
+      const sealedExt = s === undefined ? [] : extentsBefore(s.extents, base);
+      members.set(member, {
+        size,
+        mtimeMs: s?.mtimeMs ?? Date.now(),
+        born: s?.born ?? this.born(epoch),
+        w: `${epoch}.${++this.counter}`,
+        base,
+        sealed: sealedExt,
+        published: [],
+        dirtyFrom: base,
+        lowWrite: Number.POSITIVE_INFINITY,
+        gen: lf?.gen ?? 1,
+        file,
+      });
+    }
+    const owner: Owner = {
+      epoch,
+      n: m?.n ?? 0,
+      serial: 0,
+      leased,
+      members,
+      renewedAt: performance.now(),
+      oldestUnsealed: null,
+      fenced: null,
+      timer: setInterval(() => this.tick(), Math.max(50, Math.min(this.cfg.leaseMs / 3, this.cfg.sealAgeMs / 2))),
+      oldManifests: m === null ? [] : [m.n],
+    };
+    owner.timer.unref();
+    for (const o of members.values()) if (o.size > o.base) owner.oldestUnsealed = Date.now();
+    this.owner = owner;
+    try {
+      await this.publishNow(false);
+    } catch (err) {
+      clearInterval(owner.timer);
+      for (const o of members.values()) await o.file.close().catch(() => undefined);
+      this.owner = null;
+      throw err instanceof PagerError && err.code === 'session_busy' ? new ObjectExists(manifestName(owner.n + 1)) : err;
+    }
+  }
+
+  private born(epoch: number): string {
+    return `${epoch}.${this.cfg.me.id.slice(0, 8)}.${++this.counter}`;
+  }
+
+  private async writeLocal(member: MemberName, gen: number, base: number, bytes: Buffer): Promise<WritableFile> {
+    const key = `${this.id}/${memberFile(member)}@${gen}@${base}`;
+    await this.cfg.local.replace(key, bytes);
+    return this.cfg.local.openWritable(key, 'existing');
+  }
+
+  private ownerOrThrow(): Owner {
+    const o = this.owner;
+    if (o === null) throw new StorageError('EIO', `session ${this.id} is not written by this process`);
+    if (o.fenced !== null) throw o.fenced;
+    return o;
+  }
+
+  /** A member's state for writing (created empty when `create`). */
+  async open(member: MemberName, create: boolean, truncate: boolean): Promise<Owned | null> {
+    const owner = this.ownerOrThrow();
+    let o = owner.members.get(member);
+    if (o === undefined) {
+      if (!create) return null;
+      o = await this.newMember(member, Buffer.alloc(0));
+    } else if (truncate) {
+      await this.truncate(member, 0);
+    }
+    return o;
+  }
+
+  private async newMember(member: MemberName, data: Buffer): Promise<Owned> {
+    const owner = this.ownerOrThrow();
+    const old = owner.members.get(member);
+    const gen = (old?.gen ?? 0) + 1;
+    const file = await this.writeLocal(member, gen, 0, data);
+    if (old !== undefined) await this.dropLocal(member, old);
+    const o: Owned = { size: data.length, mtimeMs: Date.now(), born: this.born(owner.epoch), w: `${owner.epoch}.${++this.counter}`, base: 0, sealed: [], published: [], dirtyFrom: 0, lowWrite: 0, gen, file };
+    owner.members.set(member, o);
+    if (data.length > 0) owner.oldestUnsealed ??= Date.now();
+    return o;
+  }
+
+  private async dropLocal(member: MemberName, o: Owned): Promise<void> {
+    await o.file.close().catch(() => undefined);
+    await this.cfg.local.remove(`${this.id}/${memberFile(member)}@${o.gen}@${o.base}`);
+  }
+
+  private touch(o: Owned, pos: number): void {
+    const owner = this.ownerOrThrow();
+    o.mtimeMs = Date.now();
+    o.w = `${owner.epoch}.${++this.counter}`;
+    o.dirtyFrom = Math.min(o.dirtyFrom, pos);
+    o.lowWrite = Math.min(o.lowWrite, pos);
+    owner.oldestUnsealed ??= Date.now();
+  }
+
+  /** Bring sealed bytes [at, base) back into the local tail (a write or cut inside a sealed segment). */
+  private async unseal(member: MemberName, o: Owned, at: number): Promise<void> {
+    const back = await this.readRemote(o.sealed, at, o.base);
+    const rest = await o.file.read(0, o.size - o.base);
+    const old = { ...o };
+    o.file = await this.writeLocal(member, o.gen + 1, at, Buffer.concat([back, rest]));
+    o.gen += 1;
+    await this.dropLocal(member, old);
+    o.sealed = extentsBefore(o.sealed, at);
+    o.published = [];
+    o.base = at;
+    o.dirtyFrom = Math.min(o.dirtyFrom, at);
+  }
+
+  async write(member: MemberName, data: Uint8Array, pos: number): Promise<void> {
+    const o = this.ownerOrThrow().members.get(member);
+    if (o === undefined) throw new StorageError('ENOENT', `no such object: ${member} of session ${this.id}`);
+    if (data.length === 0) return;
+    if (pos < o.base) await this.unseal(member, o, pos);
+    if (pos > o.size) {
+      // Past the end: zeros between, as a file has.
+      await o.file.write(Buffer.alloc(pos - o.size), o.size - o.base);
+    }
+    await o.file.write(data, pos - o.base);
+    this.touch(o, Math.min(pos, o.size));
+    o.size = Math.max(o.size, pos + data.length);
+  }
+
+  async truncate(member: MemberName, len: number): Promise<void> {
+    const o = this.ownerOrThrow().members.get(member);
+    if (o === undefined) throw new StorageError('ENOENT', `no such object: ${member} of session ${this.id}`);
+    if (len < o.base) await this.unseal(member, o, len);
+    if (len > o.size) await o.file.write(Buffer.alloc(len - o.size), o.size - o.base);
+    else await o.file.truncate(len - o.base);
+    this.touch(o, Math.min(len, o.size));
+    o.size = len;
+  }
+
+  /** Make a member's local tail durable (before an append is acknowledged). */
+  async sync(member: MemberName): Promise<void> {
+    const o = this.ownerOrThrow().members.get(member);
+    if (o !== undefined) await o.file.sync();
+  }
+
+  /** A member replaced whole (durable locally), then published. */
+  async replace(member: MemberName, data: Uint8Array, exclusive: boolean): Promise<void> {
+    const owner = this.ownerOrThrow();
+    if (exclusive && owner.members.has(member)) throw new StorageError('EEXIST', `object exists: ${member} of session ${this.id}`);
+    await this.newMember(member, Buffer.from(data));
+    await this.publish();
+  }
+
+  async remove(members: MemberName[]): Promise<void> {
+    const owner = this.ownerOrThrow();
+    let any = false;
+    for (const m of members) {
+      const o = owner.members.get(m);
+      if (o === undefined) continue;
+      owner.members.delete(m);
+      await this.dropLocal(m, o);
+      any = true;
+    }
+    if (any) await this.publish();
+  }
+
+  // ---------------------------------------------------------------- publishing
+
+  /** Tell readers: a new manifest naming every member as this writer has it. */
+  publish(): Promise<void> {
+    return this.serial(() => this.publishNow(false));
+  }
+
+  private async publishNow(release: boolean): Promise<void> {
+    const owner = this.ownerOrThrow();
+    const started = performance.now();
+    const sections: SectionInput[] = [];
+    const plan: { member: MemberName; o: Owned; keep: Extent[]; from: number; len: number }[] = [];
+    let inline = 0;
+    for (const [member, o] of owner.members) {
+      // What readers have for [base, from) stays; [from, size) is new.
+      let keep = o.dirtyFrom === Number.POSITIVE_INFINITY ? o.published : extentsBefore(o.published, Math.max(0, o.dirtyFrom - o.base));
+      // Too many pieces: publish the member's whole tail afresh as one.
+      if (keep.length > 24) keep = [];
+      const from = o.base + keep.reduce((a, e) => a + e.len, 0);
+      const len = o.size - from;
+      plan.push({ member, o, keep, from, len });
+      for (const e of keep) if ('d' in e) inline += e.len;
+      if (len > 0) sections.push({ member, start: from, data: await o.file.read(from - o.base, len) });
+    }
+    const fresh = sections.reduce((a, s) => a + s.data.length, 0);
+    const toInline = fresh <= this.cfg.inlineBytes && inline + fresh <= 8 * this.cfg.inlineBytes;
+    let tailObj: string | null = null;
+    const at = new Map<MemberName, number>();
+    if (!toInline && fresh > 0) {
+      tailObj = tailName(owner.epoch, owner.serial++);
+      const seg = encodeSegment(this.id, owner.epoch, 'tail', sections);
+      for (const s of seg.header.sections) at.set(s.member, s.at);
+      await this.cfg.objects.put(`${this.cfg.folder}${tailObj}`, seg.bytes, { ifAbsent: true });
+    }
+    const published = new Map<MemberName, Extent[]>();
+    const members: Manifest['members'] = {};
+    for (const p of plan) {
+      const ext = [...p.keep];
+      if (p.len > 0) {
+        if (tailObj === null) ext.push({ d: Buffer.from((sections.find((s) => s.member === p.member) as SectionInput).data).toString('base64'), len: p.len });
+        else ext.push({ o: tailObj, at: at.get(p.member) as number, len: p.len });
+      }
+      published.set(p.member, ext);
+      members[p.member] = { size: p.o.size, mtimeMs: p.o.mtimeMs, born: p.o.born, w: p.o.w, extents: [...p.o.sealed, ...ext] };
+    }
+    const m: Manifest = { v: 1, session: this.id, n: owner.n + 1, epoch: owner.epoch, writer: release ? null : this.cfg.me, leaseMs: this.cfg.leaseMs, time: Date.now(), serial: owner.serial, members };
+    try {
+      await this.cfg.objects.put(`${this.cfg.folder}${manifestName(m.n)}`, encodeManifest(m), { ifAbsent: true });
+    } catch (err) {
+      if (!(err instanceof ObjectExists)) throw err;
+      // Another writer made this number: fenced for good. Nothing of ours is ever published again.
+      const newer = await this.latest(true).catch(() => null);
+      owner.fenced = new PagerError('session_busy', `session ${this.id} was taken over by another writer (epoch ${newer?.epoch ?? '?'} > ${owner.epoch}); this writer is fenced`, { epoch: newer?.epoch ?? null });
+      if (tailObj !== null) await this.cfg.objects.remove([`${this.cfg.folder}${tailObj}`]).catch(() => undefined);
+      throw owner.fenced;
+    }
+    const before = this.manifest;
+    owner.n = m.n;
+    owner.renewedAt = started;
+    for (const p of plan) {
+      p.o.published = published.get(p.member) as Extent[];
+      p.o.dirtyFrom = Number.POSITIVE_INFINITY;
+    }
+    this.manifest = m;
+    this.checkedAt = performance.now();
+    // What no manifest of ours names any more (tail objects superseded, segments of removed members) and old manifests go.
+    const gone = before === null ? [] : [...objectsNamed(before)].filter((o) => !objectsNamed(m).has(o)).map((o) => `${this.cfg.folder}${o}`);
+    owner.oldManifests.push(m.n);
+    while (owner.oldManifests.length > 3) gone.push(`${this.cfg.folder}${manifestName(owner.oldManifests.shift() as number)}`);
+    if (gone.length > 0) void this.cfg.objects.remove(gone).catch(() => undefined);
+  }
+
+  // ---------------------------------------------------------------- sealing
+
+  /** Seal the log's tail into segments while it is `atLeast` bytes or more (0: everything at frame boundaries). */
+  seal(atLeast: number): Promise<void> {
+    return this.serial(async () => {
+      for (let round = 0; round < 1000; round++) if (!(await this.sealOnce(atLeast))) return;
+    });
+  }
+
+  private async sealOnce(atLeast: number): Promise<boolean> {
+    const owner = this.ownerOrThrow();
+    const ev = owner.members.get('events');
+    const en = owner.members.get('entries');
+    if (ev === undefined || en === undefined) return false;
+    if (ev.size - ev.base < Math.max(1, atLeast)) return false;
+    const cut = sealCut(await en.file.read(0, en.size - en.base), en.base, ev.base, ev.size, this.cfg.maxSegmentBytes);
+    if (cut.frames === 0) return false;
+    const cuts = new Map<MemberName, number>([
+      ['events', cut.events],
+      ['entries', cut.entries],
+    ]);
+    // The projections' records of the same frames: everything written to them so far (the writer keeps them in step).
+    const last = ev.size === cut.events;
+    for (const [member, o] of owner.members) if (member.startsWith('p/') && last && o.size > o.base) cuts.set(member, o.size);
+    const sections: SectionInput[] = [];
+    for (const [member, end] of cuts) {
+      const o = owner.members.get(member) as Owned;
+      o.lowWrite = Number.POSITIVE_INFINITY;
+      sections.push({ member, start: o.base, data: await o.file.read(0, end - o.base) });
+    }
+    const name = segmentName(owner.epoch, owner.serial++);
+    const seg = encodeSegment(this.id, owner.epoch, 'segment', sections);
+    await this.cfg.objects.put(`${this.cfg.folder}${name}`, seg.bytes, { ifAbsent: true });
+    for (const s of seg.header.sections) {
+      const o = owner.members.get(s.member);
+      // Written below the cut meanwhile (a repair, a test's damage): this seal is void.
+      if (o === undefined || o.lowWrite < s.start + s.len || o.base !== s.start) {
+        await this.cfg.objects.remove([`${this.cfg.folder}${name}`]).catch(() => undefined);
+        return false;
+      }
+    }
+    const undo = new Map<MemberName, Pick<Owned, 'base' | 'sealed' | 'published'>>();
+    for (const s of seg.header.sections) {
+      const o = owner.members.get(s.member) as Owned;
+      undo.set(s.member, { base: o.base, sealed: o.sealed, published: o.published });
+      o.sealed = [...o.sealed, { o: name, at: s.at, len: s.len }];
+      o.published = extentsFrom(o.published, s.len);
+      o.base += s.len;
+    }
+    try {
+      await this.publishNow(false);
+    } catch (err) {
+      for (const [member, u] of undo) Object.assign(owner.members.get(member) as Owned, u);
+      throw err;
+    }
+    // Now the local tail files lose what the segment holds.
+    for (const s of seg.header.sections) {
+      const o = owner.members.get(s.member) as Owned;
+      const rest = await o.file.read(s.len, o.size - o.base + s.len);
+      const old = { ...o, base: s.start };
+      o.file = await this.writeLocal(s.member, o.gen + 1, o.base, rest);
+      o.gen += 1;
+      await this.dropLocal(s.member, old);
+    }
+    owner.oldestUnsealed = ev.size > ev.base ? Date.now() : null;
+    return true;
+  }
+
+  /** The writer's timer: renew the lease, publish what a plain write left unpublished, seal by age. */
+  private tick(): void {
+    const owner = this.owner;
+    if (owner === null || owner.fenced !== null) return;
+    void this.serial(async () => {
+      if (this.owner !== owner || owner.fenced !== null) return;
+      const aged = owner.oldestUnsealed !== null && Date.now() - owner.oldestUnsealed >= this.cfg.sealAgeMs;
+      if (aged) {
+        for (let round = 0; round < 1000; round++) if (!(await this.sealOnce(0))) break;
+        owner.oldestUnsealed = null;
+      }
+      const dirty = [...owner.members.values()].some((o) => o.dirtyFrom !== Number.POSITIVE_INFINITY);
+      if (dirty || performance.now() - owner.renewedAt >= this.cfg.leaseMs / 3) await this.publishNow(false);
+    }).catch(() => undefined);
+  }
+
+  /** After an acknowledged change: seal when the log's tail has reached a segment's size. */
+  maybeSeal(): void {
+    const ev = this.owner?.members.get('events');
+    if (ev !== undefined && ev.size - ev.base >= this.cfg.segmentBytes) void this.seal(this.cfg.segmentBytes).catch(() => undefined);
+  }
+
+  /** The writer's lease given back (only the lease; the process may still write unleased). */
+  unlease(): void {
+    if (this.owner !== null) this.owner.leased = false;
+  }
+
+  /** Stop writing: seal everything, publish with no writer, forget the local tail. */
+  release(): Promise<void> {
+    return this.serial(async () => {
+      const owner = this.owner;
+      if (owner === null) return;
+      clearInterval(owner.timer);
+      if (owner.fenced === null) {
+        for (let round = 0; round < 1000; round++) if (!(await this.sealOnce(0))) break;
+        await this.publishNow(true);
+      }
+      for (const [member, o] of owner.members) await this.dropLocal(member, o);
+      await this.cfg.local.remove(`${this.id}/epoch`);
+      this.owner = null;
+    });
+  }
+}

@@ -1,0 +1,190 @@
+/**
+ * The pure parts of the S3 backend (docs/s3-layout.md): the store URL, the
+ * key-to-member mapping, manifests (strict decoding, extents cut and
+ * resolved), the segment object format, where a segment is cut, the round
+ * trip count of a call timeline, and the block cache's bound and coalescing.
+ */
+import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
+import { BlockCache } from '../src/storage/s3/block-cache.js';
+import { decodeManifest, encodeManifest, extentsBefore, extentsFrom, piecesOf, sealedEnd, type Extent, type Manifest } from '../src/storage/s3/manifest.js';
+import { roundTrips, type CallRecord } from '../src/storage/s3/object-store.js';
+import { listedName, manifestName, manifestNumber, roleOfKey } from '../src/storage/s3/remote-names.js';
+import { sealCut } from '../src/storage/s3/seal-cut.js';
+import { decodeSegment, encodeSegment } from '../src/storage/s3/segment-file.js';
+import { parseS3Url } from '../src/storage/s3/store-url.js';
+
+describe('s3 store URL', () => {
+  it('parses bucket and prefix, refuses what S3 or a path would not take', () => {
+    expect(parseS3Url('s3://bucket')).toEqual({ bucket: 'bucket', prefix: '' });
+    expect(parseS3Url('s3://my.bucket-1/a/b/')).toEqual({ bucket: 'my.bucket-1', prefix: 'a/b' });
+    for (const bad of ['s3://', 's3://B', 's3://ab', 'http://bucket/x', 's3://bucket/a//b', 's3://bucket/../x', 's3://bucket/a/./b']) expect(() => parseS3Url(bad), bad).toThrow();
+  });
+});
+
+describe('s3 remote names', () => {
+  it('maps the layout keys to session members and back to listed names', () => {
+    expect(roleOfKey('sessions/a.b.events')).toEqual({ id: 'a.b', member: 'events' });
+    expect(roleOfKey('sessions/index/x.index.json')).toEqual({ id: 'x', member: 'meta' });
+    expect(roleOfKey('sessions/index/x.entries.jsonl')).toEqual({ id: 'x', member: 'entries' });
+    expect(roleOfKey('sessions/index/x/frames.idx')).toEqual({ id: 'x', member: 'p/frames.idx' });
+    expect(roleOfKey('sessions/x.lock')).toEqual({ id: 'x', lock: true });
+    for (const bad of ['other/x.events', 'sessions/x', 'sessions/index/x/a/b', 'sessions/..events', 'sessions/index/x.json']) expect(roleOfKey(bad), bad).toBeNull();
+    expect(listedName('sessions', 'x', 'events')).toBe('x.events');
+    expect(listedName('sessions', 'x', 'meta')).toBe('index');
+    expect(listedName('sessions/index', 'x', 'p/frames.idx')).toBe('x');
+    expect(listedName('sessions/index/x', 'x', 'p/frames.idx')).toBe('frames.idx');
+    expect(manifestNumber(manifestName(42))).toBe(42);
+    expect(manifestName(3) < manifestName(10)).toBe(true);
+    expect(manifestNumber('manifest/12')).toBeNull();
+  });
+});
+
+const manifest = (over: Partial<Manifest> = {}): Manifest => ({
+  v: 1,
+  session: 's',
+  n: 3,
+  epoch: 2,
+  writer: { id: 'w', host: 'h', pid: 1, tail: '/t' },
+  leaseMs: 1000,
+  time: 5,
+  serial: 4,
+  members: { events: { size: 7, mtimeMs: 1, born: 'b', w: '1', extents: [{ o: 'seg/2-0.seg', at: 16, len: 4 }, { d: Buffer.from('xyz').toString('base64'), len: 3 }] } },
+  ...over,
+});
+
+describe('s3 manifest', () => {
+  it('round-trips, and refuses anything off (number, session, sizes, names)', () => {
+    const m = manifest();
+    expect(decodeManifest(encodeManifest(m), 3, 's')).toEqual(m);
+    expect(() => decodeManifest(encodeManifest(m), 4, 's')).toThrow(/number/);
+    expect(() => decodeManifest(encodeManifest(m), 3, 't')).toThrow(/session/);
+    expect(() => decodeManifest(Buffer.from('{'), 3, 's')).toThrow(/JSON/);
+    const badSize = manifest({ members: { events: { size: 8, mtimeMs: 1, born: 'b', w: '1', extents: [{ o: 'seg/2-0.seg', at: 0, len: 4 }] } } });
+    expect(() => decodeManifest(encodeManifest(badSize), 3, 's')).toThrow(/add up/);
+    const badObj = manifest({ members: { events: { size: 4, mtimeMs: 1, born: 'b', w: '1', extents: [{ o: '../x', at: 0, len: 4 }] } } });
+    expect(() => decodeManifest(encodeManifest(badObj), 3, 's')).toThrow(/remote extent/);
+    const badMember = { ...manifest(), members: { 'p/../x': manifest().members.events } };
+    expect(() => decodeManifest(encodeManifest(badMember as Manifest), 3, 's')).toThrow(/member name/);
+    const badInline = manifest({ members: { meta: { size: 2, mtimeMs: 1, born: 'b', w: '1', extents: [{ d: 'AAAA', len: 2 }] } } });
+    expect(() => decodeManifest(encodeManifest(badInline), 3, 's')).toThrow(/inline/);
+  });
+
+  it('extents cut and resolve into the pieces a ranged read needs (random members)', () => {
+    const extentArb = fc.oneof(
+      fc.record({ o: fc.constantFrom('seg/1-0.seg', 'seg/1-1.seg', 'tail/1-2.tail'), at: fc.integer({ min: 0, max: 100 }), len: fc.integer({ min: 1, max: 20 }) }),
+      fc.uint8Array({ minLength: 1, maxLength: 20 }).map((b) => ({ d: Buffer.from(b).toString('base64'), len: b.length })),
+    );
+    fc.assert(
+      fc.property(fc.array(extentArb, { maxLength: 8 }), fc.nat(), fc.nat(), fc.nat(), (extents: Extent[], a, b, c) => {
+        const size = extents.reduce((x, e) => x + e.len, 0);
+        // The bytes a member stands for: remote bytes named by (object, offset).
+        const byteAt = (e: Extent, i: number) => ('d' in e ? Buffer.from(e.d, 'base64')[i] as number : (e.o.length * 31 + e.at + i) & 0xff);
+        const flat: number[] = extents.flatMap((e) => Array.from({ length: e.len }, (_, i) => byteAt(e, i)));
+        const cut = size === 0 ? 0 : a % (size + 1);
+        expect(extentsBefore(extents, cut).reduce((x, e) => x + e.len, 0)).toBe(cut);
+        expect(extentsFrom(extents, cut).reduce((x, e) => x + e.len, 0)).toBe(size - cut);
+        const start = size === 0 ? 0 : b % (size + 1);
+        const end = start + (size - start === 0 ? 0 : c % (size - start + 1));
+        const out: number[] = new Array(end - start).fill(-1);
+        for (const p of piecesOf(extents, start, end)) {
+          if ('data' in p) p.data.forEach((v, i) => (out[p.pos + i] = v));
+          else for (let i = 0; i < p.len; i++) out[p.pos + i] = (p.o.length * 31 + p.at + i) & 0xff;
+        }
+        expect(out).toEqual(flat.slice(start, end));
+        const joined = [...extentsBefore(extents, cut), ...extentsFrom(extents, cut)];
+        const back: number[] = joined.flatMap((e) => Array.from({ length: e.len }, (_, i) => byteAt(e, i)));
+        expect(back).toEqual(flat);
+      }),
+      { numRuns: 300 },
+    );
+  });
+
+  it('joins adjacent pieces of one object into one read; sealedEnd stops at the first tail extent', () => {
+    const ex: Extent[] = [
+      { o: 'seg/1-0.seg', at: 10, len: 5 },
+      { o: 'seg/1-0.seg', at: 15, len: 5 },
+      { o: 'tail/1-1.tail', at: 0, len: 3 },
+    ];
+    expect(piecesOf(ex, 2, 9)).toEqual([{ o: 'seg/1-0.seg', at: 12, len: 7, pos: 0 }]);
+    expect(piecesOf(ex, 2, 12)).toEqual([
+      { o: 'seg/1-0.seg', at: 12, len: 8, pos: 0 },
+      { o: 'tail/1-1.tail', at: 0, len: 2, pos: 8 },
+    ]);
+    expect(sealedEnd(ex)).toBe(10);
+  });
+});
+
+describe('s3 segment objects', () => {
+  it('hold index sections first, the log last, each checked by its CRC', () => {
+    const { bytes, header } = encodeSegment('s', 3, 'segment', [
+      { member: 'events', start: 100, data: Buffer.from('EVENTS') },
+      { member: 'entries', start: 50, data: Buffer.from('LINES\n') },
+      { member: 'p/frames.idx', start: 64, data: Buffer.alloc(32, 7) },
+      { member: 'meta', start: 0, data: Buffer.alloc(0) },
+    ]);
+    expect(header.sections.map((s) => s.member)).toEqual(['entries', 'p/frames.idx', 'events']);
+    expect(decodeSegment(bytes)).toEqual(header);
+    for (const s of header.sections) expect(bytes.subarray(s.at, s.at + s.len).length).toBe(s.len);
+    expect(bytes.toString('utf8', header.sections[2]?.at, (header.sections[2]?.at ?? 0) + 6)).toBe('EVENTS');
+    const bad = Buffer.from(bytes);
+    bad[bad.length - 1] ^= 1;
+    expect(() => decodeSegment(bad)).toThrow(/events fails its CRC/);
+    expect(() => decodeSegment(Buffer.from('XXXX0000000000000000'))).toThrow(/magic/);
+  });
+});
+
+const line = (offset: number, length: number) => `${JSON.stringify({ v: 1, seq: offset, count: 1, offset, length, kind: 'x', schema: 1 })}\n`;
+
+describe('s3 seal cut', () => {
+  it('cuts at the last frame boundary within the size bound, at least one frame, never past the log', () => {
+    const lines = Buffer.from(line(100, 10) + line(110, 20) + line(130, 30) + line(160, 5));
+    const base = 1000;
+    expect(sealCut(lines, base, 100, 165, 1000)).toEqual({ events: 165, entries: base + lines.length, frames: 4 });
+    expect(sealCut(lines, base, 100, 165, 30)).toEqual({ events: 130, entries: base + Buffer.byteLength(line(100, 10) + line(110, 20)), frames: 2 });
+    // One frame larger than the bound still goes (alone).
+    expect(sealCut(lines, base, 100, 165, 5).frames).toBe(1);
+    // The log ends inside the third frame: two frames.
+    expect(sealCut(lines, base, 100, 150, 1000).frames).toBe(2);
+    // Lines that do not continue the sealed log, or a partial line: nothing past them.
+    expect(sealCut(lines, base, 90, 165, 1000).frames).toBe(0);
+    expect(sealCut(Buffer.from(line(100, 10) + '{"v":1,"seq"'), base, 100, 165, 1000).frames).toBe(1);
+    expect(sealCut(Buffer.from(line(100, 10) + line(111, 5)), base, 100, 165, 1000).frames).toBe(1);
+  });
+});
+
+describe('s3 round trips and block cache', () => {
+  it('counts calls in flight together once', () => {
+    const c = (start: number, end: number): CallRecord => ({ op: 'get', name: 'x', start, end, bytes: 0 });
+    expect(roundTrips([])).toBe(0);
+    expect(roundTrips([c(0, 10), c(1, 9), c(2, 11)])).toBe(1);
+    expect(roundTrips([c(0, 10), c(10, 20), c(11, 15), c(21, 30)])).toBe(3);
+  });
+
+  it('fetches a read\'s missing blocks of one object in one GET, never a block twice at once, and stays within its bound', async () => {
+    const object = Buffer.from(Array.from({ length: 10_000 }, (_, i) => i & 0xff));
+    const fetches: [number, number][] = [];
+    const cache = new BlockCache(
+      async (_n, s, e) => {
+        fetches.push([s, e]);
+        await new Promise((r) => setTimeout(r, 5));
+        return object.subarray(s, Math.min(e, object.length));
+      },
+      1000,
+      3000,
+    );
+    const [a, b] = await Promise.all([cache.read('o', 1500, 4000), cache.read('o', 2000, 100)]);
+    expect(a).toEqual(object.subarray(1500, 5500));
+    expect(b).toEqual(object.subarray(2000, 2100));
+    expect(fetches).toEqual([[1000, 6000]]);
+    expect(cache.size).toBeLessThanOrEqual(3000);
+    // The object's end: a short last block.
+    expect(await cache.read('o', 9500, 1000)).toEqual(object.subarray(9500, 10_000));
+    for (let i = 0; i < 10; i++) await cache.read('o', i * 1000, 1000);
+    expect(cache.size).toBeLessThanOrEqual(3000);
+    // Hits: the last three blocks are there.
+    const before = fetches.length;
+    await cache.read('o', 7000, 3000);
+    expect(fetches.length).toBe(before);
+  });
+});
