@@ -106,10 +106,10 @@ describe('s3 manifest', () => {
       { o: 'seg/1-0.seg', at: 15, len: 5 },
       { o: 'tail/1-1.tail', at: 0, len: 3 },
     ];
-    expect(piecesOf(ex, 2, 9)).toEqual([{ o: 'seg/1-0.seg', at: 12, len: 7, pos: 0 }]);
+    expect(piecesOf(ex, 2, 9)).toEqual([{ o: 'seg/1-0.seg', at: 12, len: 7, pos: 0, lo: 10, hi: 20 }]);
     expect(piecesOf(ex, 2, 12)).toEqual([
-      { o: 'seg/1-0.seg', at: 12, len: 8, pos: 0 },
-      { o: 'tail/1-1.tail', at: 0, len: 2, pos: 8 },
+      { o: 'seg/1-0.seg', at: 12, len: 8, pos: 0, lo: 10, hi: 20 },
+      { o: 'tail/1-1.tail', at: 0, len: 2, pos: 8, lo: 0, hi: 3 },
     ]);
     expect(sealedEnd(ex)).toBe(10);
   });
@@ -177,6 +177,11 @@ describe('s3 round trips and block cache', () => {
     expect(a).toEqual(object.subarray(1500, 5500));
     expect(b).toEqual(object.subarray(2000, 2100));
     expect(fetches).toEqual([[1000, 6000]]);
+    // Blocks keep to the extent asked for: none of another section's bytes are fetched.
+    const within = new BlockCache(async (_n, s, e) => (fetches.push([s, e]), object.subarray(s, e)), 1000, 10_000);
+    fetches.length = 0;
+    expect(await within.read('o', 2600, 300, 2500, 2950)).toEqual(object.subarray(2600, 2900));
+    expect(fetches).toEqual([[2500, 2950]]);
     expect(cache.size).toBeLessThanOrEqual(3000);
     // The object's end: a short last block.
     expect(await cache.read('o', 9500, 1000)).toEqual(object.subarray(9500, 10_000));

@@ -6,6 +6,8 @@
  * AWS_REGION or AWS_DEFAULT_REGION, AWS_ACCESS_KEY_ID,
  * AWS_SECRET_ACCESS_KEY, AWS_SESSION_TOKEN; without keys, the SDK's own
  * chain). A writer's unsealed tails then live under <data>/s3-tail/.
+ * SESSION_PAGER_S3_FRESH_MS: how long a reader reuses what it read of a
+ * session before looking at the store again (default 100 ms; 0: always).
  */
 import { join } from 'node:path';
 import type { StorageBackend } from '../../storage/backend.js';
@@ -45,5 +47,8 @@ export async function storageFromFlag(store: string | undefined, dataDir: string
   const credentials = id && secret ? { accessKeyId: id, secretAccessKey: secret, ...(env.AWS_SESSION_TOKEN ? { sessionToken: env.AWS_SESSION_TOKEN } : {}) } : undefined;
   const [{ S3Backend }, { S3ObjectStore }] = await Promise.all([import('../../storage/s3/s3-backend.js'), import('../../storage/s3/s3-client.js')]);
   const objects = new S3ObjectStore({ bucket: loc.bucket, ...(endpoint ? { endpoint } : {}), ...(region ? { region } : {}), ...(credentials ? { credentials } : {}) });
-  return new S3Backend({ objects, location: loc, tailDir: join(dataDir, 's3-tail', loc.bucket, loc.prefix === '' ? '_' : loc.prefix) });
+  // How long a reader reuses a session's manifest before looking again (ms; 0: every look goes to the store).
+  const fresh = Number(env.SESSION_PAGER_S3_FRESH_MS ?? '');
+  const freshMs = env.SESSION_PAGER_S3_FRESH_MS !== undefined && env.SESSION_PAGER_S3_FRESH_MS !== '' && Number.isFinite(fresh) && fresh >= 0 ? fresh : undefined;
+  return new S3Backend({ objects, location: loc, tailDir: join(dataDir, 's3-tail', loc.bucket, loc.prefix === '' ? '_' : loc.prefix), ...(freshMs !== undefined ? { freshMs } : {}) });
 }

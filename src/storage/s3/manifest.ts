@@ -154,13 +154,17 @@ export function sealedEnd(extents: readonly Extent[]): number {
   return pos;
 }
 
-/** One piece of a ranged read: `len` bytes at `at` of remote object `o`, or of an inline extent's bytes. */
-export type Piece = { o: string; at: number; len: number; pos: number } | { data: Buffer; pos: number };
+/**
+ * One piece of a ranged read: `len` bytes at `at` of remote object `o`
+ * (within the extent [lo, hi) of that object the member owns), or of an
+ * inline extent's bytes; `pos`: where it goes in the result.
+ */
+export type Piece = { o: string; at: number; len: number; pos: number; lo: number; hi: number } | { data: Buffer; pos: number };
 
 /**
- * The pieces bytes [start, end) of a member are read from, in order (`pos`:
- * where each goes in the result). Adjacent pieces of one object are joined,
- * so a read crossing extents of the same segment is one ranged GET.
+ * The pieces bytes [start, end) of a member are read from, in order.
+ * Adjacent pieces of one object are joined, so a read crossing extents of
+ * the same segment is one ranged GET.
  */
 export function piecesOf(extents: readonly Extent[], start: number, end: number): Piece[] {
   const out: Piece[] = [];
@@ -173,8 +177,10 @@ export function piecesOf(extents: readonly Extent[], start: number, end: number)
       if ('d' in e) out.push({ data: Buffer.from(e.d, 'base64').subarray(from, to), pos: pos + from - start });
       else {
         const last = out[out.length - 1];
-        if (last !== undefined && 'o' in last && last.o === e.o && last.at + last.len === e.at + from) last.len += to - from;
-        else out.push({ o: e.o, at: e.at + from, len: to - from, pos: pos + from - start });
+        if (last !== undefined && 'o' in last && last.o === e.o && last.at + last.len === e.at + from) {
+          last.len += to - from;
+          last.hi = Math.max(last.hi, e.at + e.len);
+        } else out.push({ o: e.o, at: e.at + from, len: to - from, pos: pos + from - start, lo: e.at, hi: e.at + e.len });
       }
     }
     pos = eEnd;

@@ -41,7 +41,7 @@ export interface S3BackendOptions {
 
 export const S3_DEFAULTS = {
   leaseMs: 30_000,
-  freshMs: 50,
+  freshMs: 100,
   segmentBytes: 8 * 1024 * 1024,
   maxSegmentBytes: 64 * 1024 * 1024,
   sealAgeMs: 60_000,
@@ -240,7 +240,6 @@ export class S3Backend implements StorageBackend {
   async replace(key: string, data: Uint8Array): Promise<void> {
     const { vol, member } = await this.writer(key);
     await vol.replace(member, data, false);
-    vol.maybeSeal();
   }
 
   async remove(key: string): Promise<void> {

@@ -52,8 +52,12 @@ interface Owned {
   mtimeMs: number;
   born: string;
   w: string;
-  /** Where the sealed part ends (= where the local file's bytes start). */
+  /** Where the sealed part ends. */
   base: number;
+  /** Where the local file's bytes start (<= base: a sealed part stays local until the file is cut). */
+  fileBase: number;
+  /** While the local file is being cut after a seal, writes wait for it. */
+  gate: Promise<void> | null;
   /** Extents covering [0, base): sealed segments. */
   sealed: Extent[];
   /** Extents readers were last told for [base, base + their length). */
@@ -126,11 +130,11 @@ export class SessionVolume {
   async latest(force = false): Promise<Manifest | null> {
     if (!force && performance.now() - this.checkedAt < this.cfg.freshMs) return this.manifest;
     if (this.refreshing !== null) return this.refreshing;
-    const started = performance.now();
+    // Fresh from when the look ended: on a slow store, a look's own round trip does not use up the window.
     this.refreshing = this.findLatest()
       .then((m) => {
         if (m !== null && (this.manifest === null || m.n >= this.manifest.n)) this.manifest = m;
-        this.checkedAt = started;
+        this.checkedAt = performance.now();
         return this.manifest;
       })
       .finally(() => {
@@ -166,17 +170,24 @@ export class SessionVolume {
   }
 
   /**
-   * A cold reader's first look: the index members' bytes a page needs first
-   * (whole when small, else their first and last blocks), fetched in the
+   * A cold reader's first look: what a page reads first, fetched in the
    * background beside the caller's own next reads, so a cold page's index
-   * reads cost one round trip, not one per probe.
+   * and edge reads cost one round trip together, not one per probe: the
+   * first and last block of every member (the sidecar's first and last
+   * lines, the log's header and last frame, the projections' ends), each
+   * a GET of its own (small, so the planner need not wait for more), then
+   * every index member of at most `wholeIndexBytes` whole.
    */
   private prefetchIndex(m: Manifest): void {
     const B = this.cfg.cache.blockBytes;
-    for (const [name, s] of Object.entries(m.members) as [MemberName, MemberState][]) {
-      if (name === 'events' || name === 'meta' || s.size === 0) continue;
-      const ranges: [number, number][] = s.size <= this.cfg.wholeIndexBytes ? [[0, s.size]] : [[0, Math.min(B, s.size)], [Math.max(0, s.size - B), s.size]];
-      for (const [a, b] of ranges) this.readRemote(s.extents, a, b).catch(() => undefined);
+    const members = Object.entries(m.members) as [MemberName, MemberState][];
+    for (const [, s] of members) {
+      if (s.size === 0) continue;
+      this.readRemote(s.extents, 0, Math.min(B, s.size)).catch(() => undefined);
+      if (s.size > B) this.readRemote(s.extents, Math.max(0, s.size - B), s.size).catch(() => undefined);
+    }
+    for (const [name, s] of members) {
+      if (name !== 'events' && name !== 'meta' && s.size > 2 * B && s.size <= this.cfg.wholeIndexBytes) this.readRemote(s.extents, 0, s.size).catch(() => undefined);
     }
   }
 
@@ -186,7 +197,7 @@ export class SessionVolume {
     let filled = 0;
     await Promise.all(
       pieces.map(async (p) => {
-        const bytes = 'data' in p ? p.data : await this.cfg.cache.read(`${this.cfg.folder}${p.o}`, p.at, p.len);
+        const bytes = 'data' in p ? p.data : await this.cfg.cache.read(`${this.cfg.folder}${p.o}`, p.at, p.len, p.lo, p.hi);
         bytes.copy(out, p.pos);
         filled = Math.max(filled, p.pos + bytes.length);
       }),
@@ -248,10 +259,11 @@ export class SessionVolume {
   private async readOwned(o: Owned, start: number, end: number): Promise<Buffer> {
     const to = Math.min(end, o.size);
     if (to <= start) return Buffer.alloc(0);
-    if (start >= o.base) return o.file.read(start - o.base, to - start);
-    const remote = await this.readRemote(o.sealed, start, Math.min(to, o.base));
-    if (to <= o.base) return remote;
-    return Buffer.concat([remote, await o.file.read(0, to - o.base)]);
+    while (o.gate !== null) await o.gate;
+    if (start >= o.fileBase) return o.file.read(start - o.fileBase, to - start);
+    const remote = await this.readRemote(o.sealed, start, Math.min(to, o.fileBase));
+    if (to <= o.fileBase) return remote;
+    return Buffer.concat([remote, await o.file.read(0, to - o.fileBase)]);
   }
 
   // ---------------------------------------------------------------- owning
@@ -358,6 +370,8 @@ export class SessionVolume {
         born: s?.born ?? this.born(epoch),
         w: `${epoch}.${++this.counter}`,
         base,
+        fileBase: base,
+        gate: null,
         sealed: sealedExt,
         published: [],
         dirtyFrom: base,
@@ -427,7 +441,7 @@ export class SessionVolume {
     const gen = (old?.gen ?? 0) + 1;
     const file = await this.writeLocal(member, gen, 0, data);
     if (old !== undefined) await this.dropLocal(member, old);
-    const o: Owned = { size: data.length, mtimeMs: Date.now(), born: this.born(owner.epoch), w: `${owner.epoch}.${++this.counter}`, base: 0, sealed: [], published: [], dirtyFrom: 0, lowWrite: 0, gen, file };
+    const o: Owned = { size: data.length, mtimeMs: Date.now(), born: this.born(owner.epoch), w: `${owner.epoch}.${++this.counter}`, base: 0, fileBase: 0, gate: null, sealed: [], published: [], dirtyFrom: 0, lowWrite: 0, gen, file };
     owner.members.set(member, o);
     if (data.length > 0) owner.oldestUnsealed ??= Date.now();
     return o;
@@ -435,7 +449,7 @@ export class SessionVolume {
 
   private async dropLocal(member: MemberName, o: Owned): Promise<void> {
     await o.file.close().catch(() => undefined);
-    await this.cfg.local.remove(`${this.id}/${memberFile(member)}@${o.gen}@${o.base}`);
+    await this.cfg.local.remove(`${this.id}/${memberFile(member)}@${o.gen}@${o.fileBase}`);
   }
 
   private touch(o: Owned, pos: number): void {
@@ -447,14 +461,17 @@ export class SessionVolume {
     owner.oldestUnsealed ??= Date.now();
   }
 
-  /** Bring sealed bytes [at, base) back into the local tail (a write or cut inside a sealed segment). */
+  /** A write or cut at `at` inside the sealed part: those segments' bytes are no longer the member's (the local tail takes them back). */
   private async unseal(member: MemberName, o: Owned, at: number): Promise<void> {
-    const back = await this.readRemote(o.sealed, at, o.base);
-    const rest = await o.file.read(0, o.size - o.base);
-    const old = { ...o };
-    o.file = await this.writeLocal(member, o.gen + 1, at, Buffer.concat([back, rest]));
-    o.gen += 1;
-    await this.dropLocal(member, old);
+    if (at < o.fileBase) {
+      const back = await this.readRemote(o.sealed, at, o.fileBase);
+      const rest = await o.file.read(0, o.size - o.fileBase);
+      const old = { ...o };
+      o.file = await this.writeLocal(member, o.gen + 1, at, Buffer.concat([back, rest]));
+      o.gen += 1;
+      await this.dropLocal(member, old);
+      o.fileBase = at;
+    }
     o.sealed = extentsBefore(o.sealed, at);
     o.published = [];
     o.base = at;
@@ -465,12 +482,13 @@ export class SessionVolume {
     const o = this.ownerOrThrow().members.get(member);
     if (o === undefined) throw new StorageError('ENOENT', `no such object: ${member} of session ${this.id}`);
     if (data.length === 0) return;
+    while (o.gate !== null) await o.gate;
     if (pos < o.base) await this.unseal(member, o, pos);
     if (pos > o.size) {
       // Past the end: zeros between, as a file has.
-      await o.file.write(Buffer.alloc(pos - o.size), o.size - o.base);
+      await o.file.write(Buffer.alloc(pos - o.size), o.size - o.fileBase);
     }
-    await o.file.write(data, pos - o.base);
+    await o.file.write(data, pos - o.fileBase);
     this.touch(o, Math.min(pos, o.size));
     o.size = Math.max(o.size, pos + data.length);
   }
@@ -478,9 +496,10 @@ export class SessionVolume {
   async truncate(member: MemberName, len: number): Promise<void> {
     const o = this.ownerOrThrow().members.get(member);
     if (o === undefined) throw new StorageError('ENOENT', `no such object: ${member} of session ${this.id}`);
+    while (o.gate !== null) await o.gate;
     if (len < o.base) await this.unseal(member, o, len);
-    if (len > o.size) await o.file.write(Buffer.alloc(len - o.size), o.size - o.base);
-    else await o.file.truncate(len - o.base);
+    if (len > o.size) await o.file.write(Buffer.alloc(len - o.size), o.size - o.fileBase);
+    else await o.file.truncate(len - o.fileBase);
     this.touch(o, Math.min(len, o.size));
     o.size = len;
   }
@@ -488,7 +507,9 @@ export class SessionVolume {
   /** Make a member's local tail durable (before an append is acknowledged). */
   async sync(member: MemberName): Promise<void> {
     const o = this.ownerOrThrow().members.get(member);
-    if (o !== undefined) await o.file.sync();
+    if (o === undefined) return;
+    while (o.gate !== null) await o.gate;
+    await o.file.sync();
   }
 
   /** A member replaced whole (durable locally), then published. */
@@ -522,6 +543,9 @@ export class SessionVolume {
   private async publishNow(release: boolean): Promise<void> {
     const owner = this.ownerOrThrow();
     const started = performance.now();
+    // A log tail of a segment's size is sealed first (in this manifest), never shipped as a tail object.
+    const ev = owner.members.get('events');
+    if (ev !== undefined && ev.size - ev.base >= this.cfg.segmentBytes) await this.sealSegments(this.cfg.segmentBytes);
     const sections: SectionInput[] = [];
     const plan: { member: MemberName; o: Owned; keep: Extent[]; from: number; len: number }[] = [];
     let inline = 0;
@@ -534,7 +558,7 @@ export class SessionVolume {
       const len = o.size - from;
       plan.push({ member, o, keep, from, len });
       for (const e of keep) if ('d' in e) inline += e.len;
-      if (len > 0) sections.push({ member, start: from, data: await o.file.read(from - o.base, len) });
+      if (len > 0) sections.push({ member, start: from, data: await this.readOwned(o, from, o.size) });
     }
     const fresh = sections.reduce((a, s) => a + s.data.length, 0);
     const toInline = fresh <= this.cfg.inlineBytes && inline + fresh <= 8 * this.cfg.inlineBytes;
@@ -577,6 +601,7 @@ export class SessionVolume {
     }
     this.manifest = m;
     this.checkedAt = performance.now();
+    if (!release) await this.cutLocal(owner);
     // What no manifest of ours names any more (tail objects superseded, segments of removed members) and old manifests go.
     const gone = before === null ? [] : [...objectsNamed(before)].filter((o) => !objectsNamed(m).has(o)).map((o) => `${this.cfg.folder}${o}`);
     owner.oldManifests.push(m.n);
@@ -586,20 +611,25 @@ export class SessionVolume {
 
   // ---------------------------------------------------------------- sealing
 
-  /** Seal the log's tail into segments while it is `atLeast` bytes or more (0: everything at frame boundaries). */
-  seal(atLeast: number): Promise<void> {
-    return this.serial(async () => {
-      for (let round = 0; round < 1000; round++) if (!(await this.sealOnce(atLeast))) return;
-    });
+  /**
+   * Upload the log's tail as segments while it is `atLeast` bytes or more
+   * (0: all of it, at frame boundaries). The segments are the members'
+   * sealed part from now on; the next manifest names them (nothing reads
+   * them before), and only after that manifest are the local files cut.
+   */
+  private async sealSegments(atLeast: number): Promise<void> {
+    const owner = this.ownerOrThrow();
+    for (let round = 0; round < 10_000; round++) if (!(await this.uploadSegment(owner, atLeast))) break;
+    const ev = owner.members.get('events');
+    owner.oldestUnsealed = ev !== undefined && ev.size > ev.base ? Date.now() : null;
   }
 
-  private async sealOnce(atLeast: number): Promise<boolean> {
-    const owner = this.ownerOrThrow();
+  private async uploadSegment(owner: Owner, atLeast: number): Promise<boolean> {
     const ev = owner.members.get('events');
     const en = owner.members.get('entries');
     if (ev === undefined || en === undefined) return false;
     if (ev.size - ev.base < Math.max(1, atLeast)) return false;
-    const cut = sealCut(await en.file.read(0, en.size - en.base), en.base, ev.base, ev.size, this.cfg.maxSegmentBytes);
+    const cut = sealCut(await this.readOwned(en, en.base, en.size), en.base, ev.base, ev.size, this.cfg.maxSegmentBytes);
     if (cut.frames === 0) return false;
     const cuts = new Map<MemberName, number>([
       ['events', cut.events],
@@ -612,7 +642,7 @@ export class SessionVolume {
     for (const [member, end] of cuts) {
       const o = owner.members.get(member) as Owned;
       o.lowWrite = Number.POSITIVE_INFINITY;
-      sections.push({ member, start: o.base, data: await o.file.read(0, end - o.base) });
+      sections.push({ member, start: o.base, data: await this.readOwned(o, o.base, end) });
     }
     const name = segmentName(owner.epoch, owner.serial++);
     const seg = encodeSegment(this.id, owner.epoch, 'segment', sections);
@@ -625,31 +655,32 @@ export class SessionVolume {
         return false;
       }
     }
-    const undo = new Map<MemberName, Pick<Owned, 'base' | 'sealed' | 'published'>>();
     for (const s of seg.header.sections) {
       const o = owner.members.get(s.member) as Owned;
-      undo.set(s.member, { base: o.base, sealed: o.sealed, published: o.published });
       o.sealed = [...o.sealed, { o: name, at: s.at, len: s.len }];
       o.published = extentsFrom(o.published, s.len);
       o.base += s.len;
     }
-    try {
-      await this.publishNow(false);
-    } catch (err) {
-      for (const [member, u] of undo) Object.assign(owner.members.get(member) as Owned, u);
-      throw err;
-    }
-    // Now the local tail files lose what the segment holds.
-    for (const s of seg.header.sections) {
-      const o = owner.members.get(s.member) as Owned;
-      const rest = await o.file.read(s.len, o.size - o.base + s.len);
-      const old = { ...o, base: s.start };
-      o.file = await this.writeLocal(s.member, o.gen + 1, o.base, rest);
-      o.gen += 1;
-      await this.dropLocal(s.member, old);
-    }
-    owner.oldestUnsealed = ev.size > ev.base ? Date.now() : null;
     return true;
+  }
+
+  /** After a manifest named the segments: the local tail files lose what they hold (writes wait meanwhile). */
+  private async cutLocal(owner: Owner): Promise<void> {
+    for (const [member, o] of owner.members) {
+      if (o.gate !== null || o.base <= o.fileBase) continue;
+      o.gate = (async () => {
+        const rest = await o.file.read(o.base - o.fileBase, o.size - o.base);
+        const old = { ...o };
+        const file = await this.writeLocal(member, o.gen + 1, o.base, rest);
+        o.file = file;
+        o.gen += 1;
+        o.fileBase = o.base;
+        await this.dropLocal(member, old);
+      })().finally(() => {
+        o.gate = null;
+      });
+      await o.gate;
+    }
   }
 
   /** The writer's timer: renew the lease, publish what a plain write left unpublished, seal by age. */
@@ -659,19 +690,10 @@ export class SessionVolume {
     void this.serial(async () => {
       if (this.owner !== owner || owner.fenced !== null) return;
       const aged = owner.oldestUnsealed !== null && Date.now() - owner.oldestUnsealed >= this.cfg.sealAgeMs;
-      if (aged) {
-        for (let round = 0; round < 1000; round++) if (!(await this.sealOnce(0))) break;
-        owner.oldestUnsealed = null;
-      }
-      const dirty = [...owner.members.values()].some((o) => o.dirtyFrom !== Number.POSITIVE_INFINITY);
+      if (aged) await this.sealSegments(0);
+      const dirty = aged || [...owner.members.values()].some((o) => o.dirtyFrom !== Number.POSITIVE_INFINITY);
       if (dirty || performance.now() - owner.renewedAt >= this.cfg.leaseMs / 3) await this.publishNow(false);
     }).catch(() => undefined);
-  }
-
-  /** After an acknowledged change: seal when the log's tail has reached a segment's size. */
-  maybeSeal(): void {
-    const ev = this.owner?.members.get('events');
-    if (ev !== undefined && ev.size - ev.base >= this.cfg.segmentBytes) void this.seal(this.cfg.segmentBytes).catch(() => undefined);
   }
 
   /** The writer's lease given back (only the lease; the process may still write unleased). */
@@ -686,7 +708,7 @@ export class SessionVolume {
       if (owner === null) return;
       clearInterval(owner.timer);
       if (owner.fenced === null) {
-        for (let round = 0; round < 1000; round++) if (!(await this.sealOnce(0))) break;
+        await this.sealSegments(0);
         await this.publishNow(true);
       }
       for (const [member, o] of owner.members) await this.dropLocal(member, o);

@@ -1,0 +1,298 @@
+/**
+ * One compliance suite for every storage backend (test/helpers/backends.ts;
+ * run by test/storage-compliance.test.ts, and by test/s3/ against a real S3
+ * endpoint):
+ * the store served from each must behave exactly as SPEC sections 3-5 say,
+ * whatever holds the bytes:
+ * - the page path against the reference reader, on random logs (fast-check)
+ *   and on the dsh fixtures, through both planners;
+ * - the trust rules: a damaged frame, a torn or unindexed tail, missing or
+ *   stale sidecars, projections that are deleted or lie;
+ * - appends: seq rules, durability order, one writer per session, pages
+ *   after every append;
+ * - the writer's maintenance on open: indexing a complete unindexed tail,
+ *   refusing a torn one.
+ * A backend passes only if all of it passes; the local backend is also
+ * covered in depth by the other suites (page-path, trust, writer, ...).
+ */
+import { basename } from 'node:path';
+import { readFileSync } from 'node:fs';
+import fc from 'fast-check';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { expandRecords, expandRow } from '../../src/main/core/chunk-codec.js';
+import type { ChunkRow, PageParams, SessionEvent } from '../../src/main/core/types.js';
+import { decodeWholeLog, referencePage, type ReferenceLog } from '../../src/main/reference-reader.js';
+import { openStore, type PagerStore } from '../../src/main/store.js';
+import type { StorageBackend } from '../../src/storage/backend.js';
+import { projectionKey, sessionKeys } from '../../src/storage/layout.js';
+import type { BackendUnderTest } from './backends.js';
+import { dshFixtures } from './fixtures.js';
+import { randomLogArb, writeRandomLog, type BatchSpec } from './random-log.js';
+
+async function referenceOf(storage: StorageBackend, id: string): Promise<ReferenceLog> {
+  const bytes = await storage.readAll(sessionKeys(id).events);
+  if (bytes === null) throw new Error(`no log for ${id}`);
+  return decodeWholeLog(bytes);
+}
+
+async function expectSamePage(store: PagerStore, id: string, log: ReferenceLog, params: PageParams): Promise<void> {
+  expect(await store.page(id, params), JSON.stringify(params)).toEqual(referencePage(log, id, params));
+}
+
+/** Older pages from the tail until hasMore is false: each equals the reference, every event once. */
+async function walk(store: PagerStore, id: string, log: ReferenceLog, maxMessages: number, maxBytes?: number): Promise<void> {
+  const seen: SessionEvent[][] = [];
+  let params: PageParams = { maxMessages, ...(maxBytes ? { maxBytes } : {}) };
+  for (let guard = 0; guard <= log.events.length + 1; guard++) {
+    const got = await store.page(id, params);
+    expect(got).toEqual(referencePage(log, id, params));
+    seen.unshift(expandRecords(got.records));
+    if (!got.hasMore) break;
+    params = { ...params, throughSeq: got.throughSeq, beforeSeq: got.fromSeq };
+  }
+  expect(seen.flat()).toEqual(log.events);
+}
+
+/** Change one byte of a stored object, as a failing disk would. */
+async function flipByte(storage: StorageBackend, key: string, offset: number): Promise<void> {
+  const f = await storage.openWritable(key, 'existing');
+  const b = await f.read(offset, 1);
+  await f.write(Buffer.from([(b[0] as number) ^ 0xff]), offset);
+  await f.close();
+}
+
+async function appendBytes(storage: StorageBackend, key: string, bytes: Buffer): Promise<void> {
+  const f = await storage.openWritable(key, 'existing');
+  await f.write(bytes, f.size);
+  await f.close();
+}
+
+function entriesOf(text: string): { seq: number; count: number; offset: number; length: number }[] {
+  return text
+    .trim()
+    .split('\n')
+    .map((l) => JSON.parse(l) as { seq: number; count: number; offset: number; length: number });
+}
+
+function fixtureEvents(file: string): { header: Record<string, unknown>; events: SessionEvent[] } {
+  const lines = readFileSync(file, 'utf8').split('\n').filter(Boolean).map((l) => JSON.parse(l) as Record<string, unknown>);
+  const events: SessionEvent[] = [];
+  for (const r of lines.slice(1)) {
+    if ('seq0' in r) events.push(...expandRow(r as unknown as ChunkRow));
+    else events.push(r as SessionEvent);
+  }
+  return { header: lines[0] as Record<string, unknown>, events };
+}
+
+const chat = (from: number, n: number): SessionEvent[] =>
+  Array.from({ length: n }, (_, i) => {
+    const seq = from + i;
+    return seq % 4 === 0
+      ? { type: 'user/message', seq, time: 1000 + seq, data: { text: `question ${seq}` } }
+      : { type: 'assistant/chunk', seq, time: 1000 + seq, data: { turn: Math.floor(seq / 4), step: 0, chunk: { type: 'text-delta', index: 0, text: ` w${seq}` } } };
+  });
+
+/** The whole suite against one backend. */
+export function complianceSuite(b: BackendUnderTest): void {
+  describe(`backend compliance: ${b.name}`, () => {
+    let storage: StorageBackend;
+    let dispose: () => Promise<void>;
+    let store: PagerStore;
+    /** Every page cut across 4 workers, results in place: slice edges and arenas. */
+    let splitting: PagerStore;
+
+    beforeAll(async () => {
+      ({ storage, dispose } = b.make());
+      store = await openStore({ storage, workers: 2 });
+      splitting = await openStore({ storage, workers: 4, splitCost: 1, inPlaceBytes: 0, pageCacheBytes: 0 });
+    });
+    afterAll(async () => {
+      await store?.close();
+      await splitting?.close();
+      await dispose?.();
+    });
+
+    it('pages of random logs equal the reference, through both planners and any slicing', async () => {
+      let n = 0;
+      await fc.assert(
+        fc.asyncProperty(
+          randomLogArb(),
+          fc.array(fc.record({ through: fc.option(fc.double({ min: 0, max: 1, noNaN: true }), { nil: undefined }), maxMessages: fc.integer({ min: 1, max: 6 }), maxBytes: fc.option(fc.integer({ min: 1, max: 3000 }), { nil: undefined }) }), { minLength: 1, maxLength: 4 }),
+          async (spec, queries) => {
+            const id = `rand-${n++}`;
+            await writeRandomLog(spec, { storage, id });
+            // Every other log plans from the JSONL sidecar.
+            if (n % 2 === 0) await storage.remove(projectionKey(sessionKeys(id), 'frames.idx'));
+            const log = await referenceOf(storage, id);
+            expect(log.events).toEqual(spec.events);
+            const last = spec.events.length - 1;
+            for (const q of queries) {
+              const params: PageParams = { maxMessages: q.maxMessages };
+              if (q.through !== undefined && last >= 0) params.throughSeq = Math.floor(q.through * last);
+              if (q.maxBytes !== undefined) params.maxBytes = q.maxBytes;
+              await expectSamePage(store, id, log, params);
+              await expectSamePage(splitting, id, log, params);
+            }
+            await walk(splitting, id, log, 2, 500);
+          },
+        ),
+        { numRuns: 25 },
+      );
+    }, b.timeoutMs);
+
+    it('pages of the dsh fixtures equal the reference (every third fixture, mixed encodings)', async () => {
+      const batchings: BatchSpec[][] = [[{ size: 7, format: 'jsonl' }], [{ size: 3, format: 'binary' }, { size: 40, format: 'jsonl' }]];
+      const files = dshFixtures().filter((_, i) => i % 3 === 0);
+      expect(files.length).toBeGreaterThan(30);
+      for (const [i, file] of files.entries()) {
+        const { header, events } = fixtureEvents(file);
+        const id = `fx-${i}`;
+        await writeRandomLog({ events, batches: batchings[i % 2] as BatchSpec[] }, { storage, id, header });
+        const log = await referenceOf(storage, id);
+        expect(log.events, basename(file)).toEqual(events);
+        await expectSamePage(store, id, log, {});
+        await walk(splitting, id, log, 1 + (i % 3));
+      }
+    }, b.timeoutMs);
+
+    it('appends: create, seq rules, pages after each append, the catalog, one writer per session', async () => {
+      await store.create('chat', { title: 'compliance' });
+      const other = await openStore({ storage, workers: 1 });
+      try {
+        await expect(store.create('chat', {})).rejects.toMatchObject({ code: 'session_exists' });
+        await expect(store.append('chat', chat(1, 3))).rejects.toMatchObject({ code: 'seq_conflict' });
+        await expect(store.append('chat', [{ type: 'session', seq: 0, time: 1, data: {} }])).rejects.toMatchObject({ code: 'invalid_request' });
+        let all: SessionEvent[] = [];
+        for (const size of [1, 5, 17, 40]) {
+          const batch = chat(all.length, size);
+          expect(await store.append('chat', batch)).toMatchObject({ fromSeq: all.length, toSeq: all.length + size });
+          all = [...all, ...batch];
+          const log = await referenceOf(storage, 'chat');
+          expect(log.events).toEqual(all);
+          await expectSamePage(store, 'chat', log, { maxMessages: 2 });
+          // A second store over the same storage reads what the first wrote.
+          await expectSamePage(other, 'chat', log, { maxMessages: 3 });
+        }
+        expect(await other.readEvents('chat', 3, 9)).toEqual(all.slice(3, 9));
+        // The session's writer lease is held by `store`: another store cannot write it.
+        await expect(other.append('chat', chat(all.length, 1))).rejects.toMatchObject({ code: 'session_busy' });
+        const entry = (await other.list()).find((e) => e.id === 'chat');
+        expect(entry).toMatchObject({ status: 'ok', title: 'compliance', nextSeq: all.length, hasUserMessage: true });
+        expect(await other.info('chat')).toMatchObject({ status: 'ok', nextSeq: all.length });
+      } finally {
+        await other.close();
+      }
+      await expect(store.info('nobody')).rejects.toMatchObject({ code: 'session_not_found' });
+      await expect(store.page('nobody')).rejects.toMatchObject({ code: 'session_not_found' });
+    }, b.timeoutMs);
+
+    it('trust: a damaged frame fails only the pages that cover it, with its seqs; the session shows degraded', async () => {
+      const events = chat(0, 120);
+      await writeRandomLog({ events, batches: [{ size: 1, format: 'binary' }] }, { storage, id: 'dmg' });
+      const k = sessionKeys('dmg');
+      const entries = entriesOf(((await storage.readAll(k.entries)) as Buffer).toString('utf8'));
+      const victim = entries.find((e) => e.seq === 60 && e.count > 0) as { seq: number; count: number; offset: number; length: number };
+      await flipByte(storage, k.events, victim.offset + victim.length - 2);
+      const fresh = await openStore({ storage, workers: 1, pageCacheBytes: 0 });
+      try {
+        const err = await fresh.page('dmg', { maxMessages: 1000 }).then(
+          () => null,
+          (e: unknown) => e as { code: string; details: { fromSeq: number; toSeq: number } },
+        );
+        expect(err).toMatchObject({ code: 'corrupt_range', details: { fromSeq: victim.seq, toSeq: victim.seq + victim.count } });
+        // The tail page does not cover it: served.
+        const log = decodeWholeLog(((await storage.read(k.events, 0, victim.offset)) as Buffer));
+        const tail = await fresh.page('dmg', { maxMessages: 2 });
+        expect(tail.fromSeq).toBeGreaterThan(victim.seq);
+        expect(expandRecords(tail.records)[0]).toEqual(events[tail.fromSeq]);
+        expect(log.events).toEqual(events.slice(0, victim.seq));
+        expect((await fresh.list()).find((e) => e.id === 'dmg')?.status).toBe('degraded');
+      } finally {
+        await fresh.close();
+      }
+    }, b.timeoutMs);
+
+    it('trust: an unindexed tail is never served and degrades the session; the writer indexes complete frames, refuses torn ones', async () => {
+      const events = chat(0, 30);
+      await writeRandomLog({ events, batches: [{ size: 4, format: 'jsonl' }] }, { storage, id: 'tail' });
+      const k = sessionKeys('tail');
+      const extra = chat(30, 1)[0] as SessionEvent;
+      await appendBytes(storage, k.events, Buffer.from(`${JSON.stringify(extra)}\n`));
+      const fresh = await openStore({ storage, workers: 1, pageCacheBytes: 0 });
+      try {
+        const info = await fresh.info('tail');
+        expect(info.status).toBe('degraded');
+        expect(info.reasons.join(' ')).toMatch(/unindexed tail/);
+        const page = await fresh.page('tail', { maxMessages: 1000 });
+        expect(page.toSeq).toBe(30);
+        // Opening a writer indexes the complete frame found there, then appends after it.
+        await fresh.append('tail', chat(31, 2));
+        const log = await referenceOf(storage, 'tail');
+        expect(log.events).toEqual([...events, extra, ...chat(31, 2)]);
+        await expectSamePage(fresh, 'tail', log, { maxMessages: 1000 });
+      } finally {
+        await fresh.close();
+      }
+      // A torn frame past the indexed end: repair_required, nothing written.
+      await appendBytes(storage, k.events, Buffer.from('{"type":"user/mess'));
+      const before = await storage.stat(k.entries);
+      const again = await openStore({ storage, workers: 1 });
+      try {
+        expect((await again.info('tail')).status).toBe('degraded');
+        await expect(again.append('tail', chat(33, 1))).rejects.toMatchObject({ code: 'repair_required' });
+        expect((await storage.stat(k.entries))?.size).toBe(before?.size);
+      } finally {
+        await again.close();
+      }
+    }, b.timeoutMs);
+
+    it('trust: missing sidecars make the session repair_required without failing the catalog; a stale metadata sidecar is caught up', async () => {
+      const events = chat(0, 24);
+      for (const id of ['nometa', 'noentries', 'stale']) await writeRandomLog({ events, batches: [{ size: 6, format: 'jsonl' }] }, { storage, id });
+      const stale = sessionKeys('stale');
+      const metaBefore = await storage.readAll(stale.meta);
+      await writeRandomLog({ events: [], batches: [{ size: 1, format: 'jsonl' }] }, { storage, id: 'empty' });
+      await storage.remove(sessionKeys('nometa').meta);
+      await storage.remove(sessionKeys('noentries').entries);
+      // Stale: the metadata of 24 events, the log and entry sidecar of 30.
+      const s = await openStore({ storage, workers: 1 });
+      await s.append('stale', chat(24, 6));
+      await s.close();
+      await storage.replace(stale.meta, metaBefore as Buffer);
+      const fresh = await openStore({ storage, workers: 1 });
+      try {
+        const byId = new Map((await fresh.list()).map((e) => [e.id, e]));
+        expect(byId.get('nometa')?.status).toBe('repair_required');
+        expect(byId.get('noentries')?.status).toBe('repair_required');
+        expect(byId.get('noentries')?.reasons.join(' ')).toMatch(/entry sidecar is missing/);
+        expect(byId.get('stale')).toMatchObject({ status: 'ok', nextSeq: 30, metaStale: true });
+        expect(byId.get('empty')).toMatchObject({ status: 'ok', nextSeq: 0, lastSeq: -1 });
+        await expect(fresh.page('noentries')).rejects.toMatchObject({ code: 'repair_required' });
+        await expectSamePage(fresh, 'stale', await referenceOf(storage, 'stale'), { maxMessages: 3 });
+        expect(await fresh.page('empty')).toMatchObject({ throughSeq: -1, fromSeq: 0, toSeq: 0, hasMore: false, records: [] });
+        // Nothing was written by reading (the catalog and pages never write).
+        expect(await storage.readAll(stale.meta)).toEqual(metaBefore);
+      } finally {
+        await fresh.close();
+      }
+    }, b.timeoutMs);
+
+    it('trust: projections are derived: deleted or lying, pages stay the same', async () => {
+      const events = chat(0, 200);
+      await writeRandomLog({ events, batches: [{ size: 9, format: 'jsonl' }] }, { storage, id: 'proj' });
+      const k = sessionKeys('proj');
+      const log = await referenceOf(storage, 'proj');
+      const params: PageParams[] = [{}, { maxMessages: 3 }, { throughSeq: 100, maxMessages: 5 }];
+      // `splitting` keeps no prepared pages: every page is planned and decoded again.
+      const check = async () => {
+        for (const p of params) await expectSamePage(splitting, 'proj', log, p);
+      };
+      await check();
+      // A lying frame index and checksum projection: a byte flipped in each.
+      for (const name of ['frames.idx', 'frames.crc2', 'frames.meta']) await flipByte(storage, projectionKey(k, name), 40);
+      await check();
+      await storage.removeAll(k.projections);
+      await check();
+    }, b.timeoutMs);
+  });
+}

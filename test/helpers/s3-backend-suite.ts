@@ -1,0 +1,255 @@
+/**
+ * What the S3 backend promises beyond the seam's contract (docs/s3-layout.md),
+ * over an object store: in memory (test/s3-backend.test.ts) and a real S3
+ * endpoint (test/s3/s3-backend.test.ts):
+ * - segments sealed by size at frame boundaries, each holding its frames'
+ *   entry lines and index records; by age; and on a clean shutdown;
+ * - readers in another process (another backend instance) see every
+ *   acknowledged append, pages equal to the reference;
+ * - one writer: a second one is refused with session_busy; a stale one
+ *   (its lease lapsed, taken over) is fenced and never interleaves; a
+ *   crashed one is taken over at once on its own host, with every
+ *   acknowledged append kept;
+ * - a cold page costs at most 4 sequential round trips, and reads the log
+ *   bytes the page covers, not the session's.
+ */
+import { afterAll, describe, expect, it } from 'vitest';
+import type { PageParams, SessionEvent } from '../../src/main/core/types.js';
+import { decodeWholeLog, referencePage } from '../../src/main/reference-reader.js';
+import { openStore, type PagerStore } from '../../src/main/store.js';
+import type { StorageBackend } from '../../src/storage/backend.js';
+import { sessionKeys } from '../../src/storage/layout.js';
+import { decodeManifest, sealedEnd, type Manifest } from '../../src/storage/s3/manifest.js';
+import { MemoryObjectStore, RecordingStore, roundTrips, type ObjectStore } from '../../src/storage/s3/object-store.js';
+import { manifestNumber } from '../../src/storage/s3/remote-names.js';
+import { decodeSegment } from '../../src/storage/s3/segment-file.js';
+import type { S3BackendOptions } from '../../src/storage/s3/s3-backend.js';
+import { makeS3Backend } from './backends.js';
+
+const chat = (from: number, n: number): SessionEvent[] =>
+  Array.from({ length: n }, (_, i) => {
+    const seq = from + i;
+    return seq % 5 === 0
+      ? { type: 'user/message', seq, time: 1000 + seq, data: { text: `question ${seq} ${'x'.repeat(seq % 50)}` } }
+      : { type: 'assistant/chunk', seq, time: 1000 + seq, data: { turn: Math.floor(seq / 5), step: 0, chunk: { type: 'text-delta', index: 0, text: ` word${seq}` } } };
+  });
+
+async function expectPage(reader: PagerStore, writerStorage: StorageBackend, id: string, params: PageParams): Promise<void> {
+  const bytes = await writerStorage.readAll(sessionKeys(id).events);
+  expect(await reader.page(id, params), JSON.stringify(params)).toEqual(referencePage(decodeWholeLog(bytes as Buffer), id, params));
+}
+
+/** The latest manifest of a session as stored. */
+async function latestManifest(objects: ObjectStore, prefix: string, id: string): Promise<Manifest> {
+  const folder = `${prefix}/sessions/${id}/`;
+  const names = (await objects.list(`${folder}manifest/`)).names;
+  const n = Math.max(...names.map((x) => manifestNumber(x.slice(folder.length)) ?? -1));
+  return decodeManifest(await objects.getAll(`${folder}manifest/${String(n).padStart(16, '0')}`), n, id);
+}
+
+/** An object store whose PUTs fail while `down` (a writer cut off from the store). */
+class Partitionable implements ObjectStore {
+  down = false;
+  constructor(private readonly inner: ObjectStore) {}
+  private check(): void {
+    if (this.down) throw new Error('network unreachable (test partition)');
+  }
+  get(n: string, s: number, e: number) {
+    return this.inner.get(n, s, e);
+  }
+  getAll(n: string) {
+    return this.inner.getAll(n);
+  }
+  async put(n: string, d: Uint8Array, o?: { ifAbsent?: boolean }) {
+    this.check();
+    return this.inner.put(n, d, o);
+  }
+  list(p: string, o?: { startAfter?: string; delimiter?: string }) {
+    return this.inner.list(p, o);
+  }
+  remove(n: string[]) {
+    return this.inner.remove(n);
+  }
+}
+
+/** The suite over object stores from `make` (`inMemory`: calls get a 3 ms delay where round trips are counted). */
+export function s3BackendSuite(os: { name: string; make(): Promise<ObjectStore> }): void {
+  describe(`s3 backend over ${os.name}`, () => {
+    const cleanups: (() => Promise<void>)[] = [];
+    afterAll(async () => {
+      for (const c of cleanups.reverse()) await c().catch(() => undefined);
+    });
+
+    async function backend(objects: ObjectStore, opts: Partial<S3BackendOptions> = {}) {
+      const b = makeS3Backend(objects, opts);
+      cleanups.push(b.dispose);
+      return b;
+    }
+
+    async function storeOn(storage: StorageBackend): Promise<PagerStore> {
+      const s = await openStore({ storage, workers: 1, pageCacheBytes: 0, warmUp: { jit: false, pagePath: false } });
+      cleanups.push(() => s.close());
+      return s;
+    }
+
+    it('seals segments by size at frame boundaries with their entry lines and index records; another process reads every append', async () => {
+      const objects = await os.make();
+      const w = await backend(objects);
+      const r = await backend(objects, { location: { bucket: 'b', prefix: w.prefix }, freshMs: 0 });
+      const writer = await storeOn(w.storage);
+      const reader = await storeOn(r.storage);
+      await writer.create('seg', { title: 'segments' });
+      let n = 0;
+      for (let batch = 0; batch < 30; batch++) {
+        const size = 3 + (batch % 7) * 4;
+        await writer.append('seg', chat(n, size));
+        n += size;
+        await expectPage(reader, w.storage, 'seg', { maxMessages: 2 });
+        if (batch % 5 === 4) await expectPage(reader, w.storage, 'seg', { throughSeq: Math.floor(n / 2), maxMessages: 3 });
+      }
+      await writer.close();
+      await w.storage.close();
+      const m = await latestManifest(objects, w.prefix, 'seg');
+      expect(m.writer).toBeNull();
+      const segs = (await objects.list(`${w.prefix}/sessions/seg/seg/`)).names.filter((x) => m.members.events?.extents.some((e) => 'o' in e && x.endsWith(e.o)));
+      expect(segs.length).toBeGreaterThanOrEqual(3);
+      let eventsEnd = 0;
+      const headers = await Promise.all(segs.map(async (x) => decodeSegment(await objects.getAll(x))));
+      headers.sort((a, b) => (a.sections.find((s) => s.member === 'events')?.start ?? 0) - (b.sections.find((s) => s.member === 'events')?.start ?? 0));
+      for (const [i, h] of headers.entries()) {
+        const ev = h.sections.find((s) => s.member === 'events');
+        const en = h.sections.find((s) => s.member === 'entries');
+        expect(ev && en, `segment ${i} has a log and an entries section`).toBeTruthy();
+        if (!ev || !en) continue;
+        expect(ev.start).toBe(eventsEnd);
+        eventsEnd = ev.start + ev.len;
+        // Index sections come first in the object, the log last.
+        expect(en.at).toBeLessThan(ev.at);
+      }
+      // Each segment's entry lines describe exactly its frames (read through the manifest's extents).
+      const all = (await r.storage.readAll(sessionKeys('seg').entries))?.toString('utf8').trim().split('\n').map((l) => JSON.parse(l) as { offset: number; length: number }) ?? [];
+      const ends = new Set(all.map((e) => e.offset + e.length));
+      for (const h of headers) {
+        const ev = h.sections.find((s) => s.member === 'events');
+        if (ev) expect(ends.has(ev.start + ev.len), 'cut at a frame boundary').toBe(true);
+        if (ev && ev.len > 16384) expect(all.some((e) => e.offset === ev.start && e.length === ev.len), 'only a single frame may pass the bound').toBe(true);
+      }
+      // Shut down cleanly: the log is sealed whole.
+      expect(sealedEnd(m.members.events?.extents ?? [])).toBe(m.members.events?.size);
+      const fresh = await storeOn((await backend(objects, { location: { bucket: 'b', prefix: w.prefix } })).storage);
+      const log = decodeWholeLog((await r.storage.readAll(sessionKeys('seg').events)) as Buffer);
+      expect(log.events).toEqual(chat(0, n));
+      expect(await fresh.page('seg', { maxMessages: 1000 })).toEqual(referencePage(log, 'seg', { maxMessages: 1000 }));
+    }, 300_000);
+
+    it('seals by age without further appends', async () => {
+      const objects = await os.make();
+      const w = await backend(objects, { segmentBytes: 1 << 20, sealAgeMs: 150 });
+      const writer = await storeOn(w.storage);
+      await writer.create('aged', {});
+      await writer.append('aged', chat(0, 20));
+      const deadline = Date.now() + 5_000;
+      let m = await latestManifest(objects, w.prefix, 'aged');
+      while (sealedEnd(m.members.events?.extents ?? []) !== m.members.events?.size && Date.now() < deadline) {
+        await new Promise((res) => setTimeout(res, 50));
+        m = await latestManifest(objects, w.prefix, 'aged');
+      }
+      expect(sealedEnd(m.members.events?.extents ?? [])).toBe(m.members.events?.size);
+      expect(m.writer).not.toBeNull();
+    }, 300_000);
+
+    it('one writer: a second is refused with session_busy; a stale one is taken over and fenced, and never interleaves', async () => {
+      const base = await os.make();
+      const cut = new Partitionable(base);
+      const a = await backend(cut, { leaseMs: 300 });
+      const b = await backend(base, { location: { bucket: 'b', prefix: a.prefix }, leaseMs: 300, freshMs: 0 });
+      const sa = await storeOn(a.storage);
+      const sb = await storeOn(b.storage);
+      await sa.create('one', {});
+      await sa.append('one', chat(0, 5));
+      await expect(sb.append('one', chat(5, 1))).rejects.toMatchObject({ code: 'session_busy', message: expect.stringMatching(/being written by process \d+ on /) });
+      // A is cut off: its lease lapses (no renewals), B takes the session over.
+      cut.down = true;
+      await expect(sa.append('one', chat(5, 2))).rejects.toThrow(/unreachable/);
+      await new Promise((res) => setTimeout(res, 700));
+      await sb.append('one', chat(5, 3));
+      cut.down = false;
+      // A's next append (its writer counts the failed one as written: its bytes are durable locally) finds a newer epoch: fenced, nothing of it published.
+      await expect(sa.append('one', chat(7, 1))).rejects.toMatchObject({ code: 'session_busy', message: expect.stringMatching(/fenced/) });
+      await sb.append('one', chat(8, 2));
+      const reader = await storeOn((await backend(base, { location: { bucket: 'b', prefix: a.prefix }, freshMs: 0 })).storage);
+      const log = decodeWholeLog((await b.storage.readAll(sessionKeys('one').events)) as Buffer);
+      expect(log.events).toEqual(chat(0, 10));
+      expect(await reader.page('one', { maxMessages: 100 })).toEqual(referencePage(log, 'one', { maxMessages: 100 }));
+      const m = await latestManifest(base, a.prefix, 'one');
+      expect(m.epoch).toBeGreaterThanOrEqual(2);
+    }, 300_000);
+
+    it('a crashed writer is taken over at once on its own host (its tail folder), every acknowledged append kept', async () => {
+      const objects = await os.make();
+      let crashed = false;
+      const a = await backend(objects, { pidAlive: () => !crashed });
+      const sa = await storeOn(a.storage);
+      await sa.create('crash', {});
+      for (let i = 0; i < 6; i++) await sa.append('crash', chat(i * 7, 7));
+      // Another host (another tail folder) must wait for the lease to lapse.
+      const other = await storeOn((await backend(objects, { location: { bucket: 'b', prefix: a.prefix } })).storage);
+      await expect(other.append('crash', chat(42, 1))).rejects.toMatchObject({ code: 'session_busy' });
+      // The writer's process dies (nothing closed); a new one starts on the same tail folder.
+      crashed = true;
+      const again = await backend(objects, { location: { bucket: 'b', prefix: a.prefix }, tailDir: a.tailDir, pidAlive: () => false });
+      const sa2 = await storeOn(again.storage);
+      await sa2.append('crash', chat(42, 3));
+      const reader = await storeOn((await backend(objects, { location: { bucket: 'b', prefix: a.prefix }, freshMs: 0 })).storage);
+      const log = decodeWholeLog((await again.storage.readAll(sessionKeys('crash').events)) as Buffer);
+      expect(log.events).toEqual(chat(0, 45));
+      expect(await reader.page('crash', { maxMessages: 1000 })).toEqual(referencePage(log, 'crash', { maxMessages: 1000 }));
+    }, 300_000);
+
+    it('a cold page takes at most 4 sequential round trips and reads the log bytes it covers, not the session', async () => {
+      // In memory, each call takes 3 ms, as a round trip does: calls in flight together then overlap.
+      const objects = os.name === 'in-memory object store' ? new MemoryObjectStore(3) : await os.make();
+      const w = await backend(objects, { segmentBytes: 8192, maxSegmentBytes: 32768 });
+      const writer = await storeOn(w.storage);
+      await writer.create('cold', {});
+      let n = 0;
+      for (let i = 0; i < 40; i++) {
+        await writer.append('cold', chat(n, 60));
+        n += 60;
+      }
+      // The last batch stays unsealed: the tail page reads a tail object too.
+      const logBytes = (await w.storage.stat(sessionKeys('cold').events))?.size ?? 0;
+      const log = decodeWholeLog((await w.storage.readAll(sessionKeys('cold').events)) as Buffer);
+      const B = 4096;
+      for (const params of [{ maxMessages: 3 }, { throughSeq: Math.floor(n / 3), maxMessages: 3 }] as PageParams[]) {
+        const expected = referencePage(log, 'cold', params);
+        // Defaults: small indexes are read whole on first touch, so the planner's search costs one round trip.
+        // Fresh for the whole page (a loaded machine may stretch it past the default 50 ms: a second look at the manifest is a policy, not the page's cost).
+        const rec = new RecordingStore(objects);
+        const reader = await storeOn((await backend(rec, { location: { bucket: 'b', prefix: w.prefix }, blockBytes: B, freshMs: 60_000 })).storage);
+        expect(await reader.page('cold', params)).toEqual(expected);
+        expect(roundTrips(rec.calls), JSON.stringify(rec.calls.map((c) => [c.op, c.name.split('/').slice(-2).join('/'), Math.round(c.start), Math.round(c.end)]))).toBeLessThanOrEqual(4);
+        // With index reads by block only, the log bytes fetched are the page's frames and at most a block each side per object read.
+        const rec2 = new RecordingStore(objects);
+        const reader2 = await storeOn((await backend(rec2, { location: { bucket: 'b', prefix: w.prefix }, blockBytes: B, wholeIndexBytes: 0, freshMs: 60_000 })).storage);
+        expect(await reader2.page('cold', params)).toEqual(expected);
+        let logRead = 0;
+        const objectsRead = new Set<string>();
+        for (const c of rec2.calls.filter((x) => x.op === 'get' && x.from !== undefined && !x.name.includes('/manifest/'))) {
+          const h = decodeSegment(await objects.getAll(c.name));
+          const ev = h.sections.find((s) => s.member === 'events');
+          const got = ev === undefined ? 0 : Math.max(0, Math.min((c.from as number) + c.bytes, ev.at + ev.len) - Math.max(c.from as number, ev.at));
+          if (got > 0) objectsRead.add(c.name);
+          logRead += got;
+        }
+        const entries = (await w.storage.readAll(sessionKeys('cold').entries))?.toString('utf8').trim().split('\n').map((l) => JSON.parse(l) as { seq: number; count: number; offset: number; length: number }) ?? [];
+        const covered = entries.filter((e) => e.count > 0 && e.seq + e.count > expected.fromSeq && e.seq < expected.toSeq).reduce((a, e) => a + e.length, 0);
+        expect(covered).toBeGreaterThan(0);
+        // (The tail page's frames are the last append's, small enough to travel inline in the manifest.)
+        if (params.throughSeq !== undefined) expect(logRead).toBeGreaterThanOrEqual(covered);
+        expect(logRead).toBeLessThanOrEqual(covered + 2 * B * objectsRead.size);
+        expect(logRead).toBeLessThan(logBytes / 4);
+      }
+    }, 300_000);
+  });
+}
