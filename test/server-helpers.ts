@@ -130,7 +130,7 @@ export function openSse(url: string, headers: Record<string, string> = {}): Prom
             what,
             () => {
               if (pred(events)) return true;
-              if (ended) throw new Error(`stream ended before ${what}`);
+              if (ended) throw new Error(`stream ended before ${what}` + (res.statusCode === 200 ? '' : ` (status ${res.statusCode}: ${buf.slice(0, 300)})`));
               return false;
             },
             timeoutMs,
