@@ -15,7 +15,11 @@ export function sourceString(source: WorkerSource | null): string {
   return source === null ? '' : `${source.scheme}:${source.root}`;
 }
 
-/** Bytes [start, end) of `session`'s log read into `into` (at least end - start long); fewer when the log is shorter. */
+/**
+ * Bytes [start, end) of `session`'s log read into `into` (at least end - start long); fewer when
+ * the log is shorter. When `into` is exactly the range and all of it was read, the answer is
+ * `into` itself, not a view of it: the page worker's sinks know its arena region by identity.
+ */
 export function readSlice(source: string, session: string, start: number, end: number, into: Buffer): Buffer {
   if (source.startsWith('file:')) return readLogRange(source.slice(5), session, start, end, into);
   throw new Error(`no worker reader for source ${JSON.stringify(source)}`);

@@ -21,7 +21,9 @@ export function readLogRange(root: string, session: string, start: number, end: 
       if (n === 0) break;
       got += n;
     }
-    return got === len ? into.subarray(0, len) : into.subarray(0, got);
+    // `into` itself when it is exactly the range (the page worker's arena region): the worker's
+    // sinks recognise that region by identity and copy from it with copyWithin (core/byte-sink.ts).
+    return got === into.length ? into : into.subarray(0, got);
   } finally {
     closeSync(fd);
   }
