@@ -5,6 +5,7 @@
 import type { EntryLine } from '../main/core/types.js';
 import { keepShape } from '../main/core/shape-keeper.js';
 import { quoteValue } from '../main/core/excerpt.js';
+import { after, lastInt, literal, plainStringClose, scanUint } from '../main/core/json-bytes.js';
 
 /** Encode with the fixed key order of the spec, newline-terminated. */
 export function encodeEntry(e: EntryLine): string {
@@ -43,35 +44,13 @@ export function parseEntry(line: string): EntryLine | string {
 // are parsed straight from the bytes; any other form (reordered keys,
 // whitespace, escapes) falls back to parseEntry, which also names the error.
 
-const PREFIX = Buffer.from('{"v":1,"seq":');
-const K_COUNT = Buffer.from(',"count":');
-const K_OFFSET = Buffer.from(',"offset":');
-const K_LENGTH = Buffer.from(',"length":');
-const K_KIND = Buffer.from(',"kind":"');
-const K_SCHEMA = Buffer.from('","schema":');
-const K_GROUP = Buffer.from(',"group":');
-
-function lit(b: Uint8Array, i: number, l: Buffer): number {
-  for (let k = 0; k < l.length; k++) if (b[i + k] !== l[k]) return -1;
-  return i + l.length;
-}
-
-/** Parse an unsigned decimal at b[i]; returns [value, next index] packed, or -1 on failure. */
-let lastValue = 0;
-function uint(b: Uint8Array, i: number, end: number): number {
-  let v = 0;
-  const start = i;
-  while (i < end) {
-    const c = b[i] as number;
-    if (c < 0x30 || c > 0x39) break;
-    v = v * 10 + (c - 0x30);
-    i++;
-  }
-  const n = i - start;
-  if (n === 0 || n > 15 || (n > 1 && b[start] === 0x30)) return -1;
-  lastValue = v;
-  return i;
-}
+const PREFIX = literal('{"v":1,"seq":');
+const K_COUNT = literal(',"count":');
+const K_OFFSET = literal(',"offset":');
+const K_LENGTH = literal(',"length":');
+const K_KIND = literal(',"kind":"');
+const K_SCHEMA = literal('","schema":');
+const K_GROUP = literal(',"group":');
 
 let lastKind = '';
 let lastKindBytes: Buffer = Buffer.alloc(0);
@@ -86,31 +65,27 @@ const scanned = { seq: 0, count: 0, offset: 0, length: 0, kindStart: 0, kindEnd:
  */
 function scanEntryBytes(b: Uint8Array, start: number, end: number): boolean {
   const s = scanned;
-  let i = lit(b, start, PREFIX);
-  if (i < 0 || (i = uint(b, i, end)) < 0) return false;
-  s.seq = lastValue;
-  if ((i = lit(b, i, K_COUNT)) < 0 || (i = uint(b, i, end)) < 0) return false;
-  s.count = lastValue;
-  if ((i = lit(b, i, K_OFFSET)) < 0 || (i = uint(b, i, end)) < 0) return false;
-  s.offset = lastValue;
-  if ((i = lit(b, i, K_LENGTH)) < 0 || (i = uint(b, i, end)) < 0) return false;
-  s.length = lastValue;
-  if ((i = lit(b, i, K_KIND)) < 0) return false;
+  let i = after(b, start, PREFIX);
+  if (i < 0 || (i = scanUint(b, i, end)) < 0) return false;
+  s.seq = lastInt();
+  if ((i = after(b, i, K_COUNT)) < 0 || (i = scanUint(b, i, end)) < 0) return false;
+  s.count = lastInt();
+  if ((i = after(b, i, K_OFFSET)) < 0 || (i = scanUint(b, i, end)) < 0) return false;
+  s.offset = lastInt();
+  if ((i = after(b, i, K_LENGTH)) < 0 || (i = scanUint(b, i, end)) < 0) return false;
+  s.length = lastInt();
+  if ((i = after(b, i, K_KIND)) < 0) return false;
   s.kindStart = i;
-  while (i < end && b[i] !== 0x22) {
-    const c = b[i] as number;
-    if (c === 0x5c || c < 0x20) return false;
-    i++;
-  }
+  if ((i = plainStringClose(b, i, end)) < 0) return false;
   s.kindEnd = i;
   if (s.kindEnd === s.kindStart) return false;
-  if ((i = lit(b, i, K_SCHEMA)) < 0 || (i = uint(b, i, end)) < 0) return false;
-  s.schema = lastValue;
+  if ((i = after(b, i, K_SCHEMA)) < 0 || (i = scanUint(b, i, end)) < 0) return false;
+  s.schema = lastInt();
   s.group = -1;
   if (b[i] === 0x2c) {
-    if ((i = lit(b, i, K_GROUP)) < 0 || (i = uint(b, i, end)) < 0) return false;
-    if (lastValue > s.seq) return false;
-    s.group = lastValue;
+    if ((i = after(b, i, K_GROUP)) < 0 || (i = scanUint(b, i, end)) < 0) return false;
+    if (lastInt() > s.seq) return false;
+    s.group = lastInt();
   }
   return b[i] === 0x7d && i + 1 === end && s.length !== 0;
 }

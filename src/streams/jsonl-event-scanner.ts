@@ -9,38 +9,28 @@
  * `assistant/chunk` events that may be deltas (those may join a packed run
  * and must be decoded); callers then take the full decode path.
  */
-import { isWs, lastInt, scanInt, stringEnd } from './jsonl-row-scanner.js';
+import { has, hasEscape, lastInt, literal, plainStringClose, same, scanInt, skipWs, stringEnd, valueEnd, QUOTE, type Literal } from '../main/core/json-bytes.js';
 import { ROW_TYPES } from '../main/core/types.js';
-import { isMessageTypeAt, mentionsGroupKeys } from './message-group.js';
+import { isMessageTypeAt } from './message-group.js';
 
 export interface RawEvent {
   seq: number;
   time: number;
   /** The type is `user/message` or `assistant/message` (a counted message unless surfaceOp says otherwise). */
   message: boolean;
-  /** Whether the event may have a `surfaceOp` or `sourceEventSeqs` key (its message group then needs a parse: message-group.ts). */
+  /** Whether the event may have a `surfaceOp` or `sourceEventSeqs` key (its message group then needs a closer look: message-group.ts). */
   groupKeys: boolean;
 }
 
-const MAX_DEPTH = 512;
-const TYPE_KEY = Buffer.from('"type"');
-const TYPE_PREFIX = Buffer.from('{"type":"');
-const SEQ_PREFIX = Buffer.from(',"seq":');
-const TIME_PREFIX = Buffer.from(',"time":');
-const SEQ_KEY = Buffer.from('"seq"');
-const SURFACE_OP_KEY = Buffer.from('"surfaceOp"');
-const SOURCES_KEY = Buffer.from('"sourceEventSeqs"');
-const TIME_KEY = Buffer.from('"time"');
-const CHUNK_TYPE = Buffer.from('"assistant/chunk"');
-const TRUE = Buffer.from('true');
-const FALSE = Buffer.from('false');
-const NULL = Buffer.from('null');
-
-function same(b: Uint8Array, s: number, e: number, lit: Buffer): boolean {
-  if (e - s !== lit.length) return false;
-  for (let k = 0; k < lit.length; k++) if (b[s + k] !== lit[k]) return false;
-  return true;
-}
+const TYPE_KEY = literal('"type"');
+const TYPE_PREFIX = literal('{"type":"');
+const SEQ_PREFIX = literal(',"seq":');
+const TIME_PREFIX = literal(',"time":');
+const SEQ_KEY = literal('"seq"');
+const SURFACE_OP_KEY = literal('"surfaceOp"');
+const SOURCES_KEY = literal('"sourceEventSeqs"');
+const TIME_KEY = literal('"time"');
+const CHUNK_TYPE = literal('"assistant/chunk"');
 
 /**
  * Whether an assistant/chunk line b[start, end) may be a delta: it contains
@@ -56,70 +46,7 @@ function mayBeDelta(b: Uint8Array, start: number, end: number): boolean {
   return false;
 }
 
-function isDigit(c: number | undefined): boolean {
-  return c !== undefined && c >= 0x30 && c <= 0x39;
-}
-
-/** End of the JSON number at b[i], or -1 (grammar of RFC 8259). */
-function numberEnd(b: Uint8Array, i: number, end: number): number {
-  if (b[i] === 0x2d) i++;
-  if (b[i] === 0x30) i++;
-  else if (isDigit(b[i]) && b[i] !== 0x30) while (i < end && isDigit(b[i])) i++;
-  else return -1;
-  if (b[i] === 0x2e) {
-    i++;
-    if (!isDigit(b[i])) return -1;
-    while (i < end && isDigit(b[i])) i++;
-  }
-  if (b[i] === 0x65 || b[i] === 0x45) {
-    i++;
-    if (b[i] === 0x2b || b[i] === 0x2d) i++;
-    if (!isDigit(b[i])) return -1;
-    while (i < end && isDigit(b[i])) i++;
-  }
-  return i;
-}
-
-function skipWs(b: Uint8Array, i: number, end: number): number {
-  while (i < end && isWs(b[i] as number)) i++;
-  return i;
-}
-
-/** End of the JSON value at b[i] (after leading whitespace), or -1. */
-function valueEnd(b: Uint8Array, i: number, end: number, depth: number): number {
-  i = skipWs(b, i, end);
-  const c = b[i];
-  if (c === 0x22) return stringEnd(b, i, end);
-  if (c === 0x7b || c === 0x5b) {
-    if (depth >= MAX_DEPTH) return -1;
-    const obj = c === 0x7b;
-    const close = obj ? 0x7d : 0x5d;
-    i = skipWs(b, i + 1, end);
-    if (b[i] === close) return i + 1;
-    for (;;) {
-      if (obj) {
-        i = stringEnd(b, i, end);
-        if (i < 0) return -1;
-        i = skipWs(b, i, end);
-        if (b[i] !== 0x3a) return -1;
-        i++;
-      }
-      i = valueEnd(b, i, end, depth + 1);
-      if (i < 0) return -1;
-      i = skipWs(b, i, end);
-      const d = b[i];
-      if (d === close) return i + 1;
-      if (d !== 0x2c) return -1;
-      i = skipWs(b, i + 1, end);
-    }
-  }
-  if (c === 0x74) return same(b, i, i + 4, TRUE) ? i + 4 : -1;
-  if (c === 0x66) return same(b, i, i + 5, FALSE) ? i + 5 : -1;
-  if (c === 0x6e) return same(b, i, i + 4, NULL) ? i + 4 : -1;
-  return numberEnd(b, i, end);
-}
-
-const rowTypeTokens = [...ROW_TYPES].map((t) => Buffer.from(JSON.stringify(t)));
+const rowTypeTokens: Literal[] = [...ROW_TYPES].map((t) => literal(JSON.stringify(t)));
 /** Lengths of the row tags' tokens: a type token of another length is no row tag. */
 const rowTypeLengths = new Set(rowTypeTokens.map((t) => t.length));
 
@@ -134,17 +61,16 @@ const trustedEvent: RawEvent = { seq: 0, time: 0, message: false, groupKeys: fal
  * tag's length.
  */
 function trustedPrefix(b: Uint8Array, start: number, end: number): RawEvent | null | undefined {
-  if (!same(b, start, start + TYPE_PREFIX.length, TYPE_PREFIX)) return undefined;
+  if (!has(b, start, TYPE_PREFIX)) return undefined;
   const vs = start + TYPE_PREFIX.length - 1;
-  let i = vs + 1;
-  while (i < end && b[i] !== 0x22 && b[i] !== 0x5c) i++;
-  if (b[i] !== 0x22) return undefined;
+  let i = plainStringClose(b, vs + 1, end);
+  if (i < 0) return undefined;
   const ve = i + 1;
-  if (!same(b, ve, ve + SEQ_PREFIX.length, SEQ_PREFIX)) return undefined;
+  if (!has(b, ve, SEQ_PREFIX)) return undefined;
   i = scanInt(b, ve + SEQ_PREFIX.length, end);
   if (i < 0 || lastInt() < 0) return undefined;
   const seq = lastInt();
-  if (!same(b, i, i + TIME_PREFIX.length, TIME_PREFIX)) return undefined;
+  if (!has(b, i, TIME_PREFIX)) return undefined;
   i = scanInt(b, i + TIME_PREFIX.length, end);
   if (i < 0 || (b[i] !== 0x2c && b[i] !== 0x7d)) return undefined;
   const time = lastInt();
@@ -152,10 +78,11 @@ function trustedPrefix(b: Uint8Array, start: number, end: number): RawEvent | nu
   if (same(b, vs, ve, CHUNK_TYPE) && mayBeDelta(b, start, end)) return null;
   trustedEvent.seq = seq;
   trustedEvent.time = time;
-  // The writer's JSON.stringify spells every key literally: a key absent from the bytes is absent.
+  // A message may have the group keys (message-group.ts looks for them in its bytes: the
+  // writer's JSON.stringify spells every key literally).
   const message = isMessageTypeAt(b, vs + 1);
   trustedEvent.message = message;
-  trustedEvent.groupKeys = message && mentionsGroupKeys(b, start, end);
+  trustedEvent.groupKeys = message;
   return trustedEvent;
 }
 
@@ -199,10 +126,10 @@ export function scanJsonlEvent(b: Uint8Array, start: number, end: number, truste
       if (i < 0) return null;
       if (same(b, ks, ke, TYPE_KEY)) {
         // A plain (escape-free), non-empty string that is neither a chunk nor a row tag.
-        if (b[vs] !== 0x22 || i - vs < 3) return null;
+        if (b[vs] !== QUOTE || i - vs < 3) return null;
         chunk = same(b, vs, i, CHUNK_TYPE);
         message = isMessageTypeAt(b, vs + 1);
-        for (let k = vs + 1; k < i - 1; k++) if (b[k] === 0x5c) return null;
+        if (hasEscape(b, vs, i)) return null;
         for (const t of rowTypeTokens) if (same(b, vs, i, t)) return null;
         typeOk = true;
       } else if (same(b, ks, ke, SURFACE_OP_KEY) || same(b, ks, ke, SOURCES_KEY)) {
@@ -210,7 +137,7 @@ export function scanJsonlEvent(b: Uint8Array, start: number, end: number, truste
       }
     }
     // An escaped key may decode to "type", "seq" or "time": leave such lines to JSON.parse.
-    for (let k = ks + 1; k < ke - 1; k++) if (b[k] === 0x5c) return null;
+    if (hasEscape(b, ks, ke)) return null;
     i = skipWs(b, i, end);
     const d = b[i];
     if (d === 0x7d) {

@@ -11,6 +11,7 @@
  * (JSON.parse + validateRow), which also produces the precise error message.
  */
 import type { RunKey } from '../main/core/chunk-codec.js';
+import { COLON, COMMA, decodeString, isWs, lastInt, LBRACE, LBRACK, literal, RBRACE, RBRACK, same, scanInt, skipWs, stringEnd, type Literal } from '../main/core/json-bytes.js';
 
 export interface RawRow {
   key: RunKey;
@@ -30,17 +31,6 @@ export interface RawRow {
   membersEnd: number;
 }
 
-const Q = 0x22;
-const BS = 0x5c;
-const COMMA = 0x2c;
-const COLON = 0x3a;
-const LBRACE = 0x7b;
-const RBRACE = 0x7d;
-const LBRACK = 0x5b;
-const RBRACK = 0x5d;
-
-const KIND: Record<string, RunKey['kind']> = { 'text-chunks': 'text', 'reasoning-chunks': 'reasoning', 'tool-call-chunks': 'tool' };
-
 // Key ids, matched on bytes so no key string is ever built.
 const K_TYPE = 1;
 const K_SEQ0 = 2;
@@ -54,106 +44,35 @@ const K_NAME = 9;
 const K_DT = 10;
 const K_TEXTS = 11;
 const K_ARGS = 12;
-const KEYS: [number, Buffer][] = [
-  [K_TYPE, Buffer.from('"type"')],
-  [K_SEQ0, Buffer.from('"seq0"')],
-  [K_TIME0, Buffer.from('"time0"')],
-  [K_DATA, Buffer.from('"data"')],
-  [K_TURN, Buffer.from('"turn"')],
-  [K_STEP, Buffer.from('"step"')],
-  [K_INDEX, Buffer.from('"index"')],
-  [K_ID, Buffer.from('"id"')],
-  [K_NAME, Buffer.from('"name"')],
-  [K_DT, Buffer.from('"dt"')],
-  [K_TEXTS, Buffer.from('"texts"')],
-  [K_ARGS, Buffer.from('"args"')],
+const KEYS: [number, Literal][] = [
+  [K_TYPE, literal('"type"')],
+  [K_SEQ0, literal('"seq0"')],
+  [K_TIME0, literal('"time0"')],
+  [K_DATA, literal('"data"')],
+  [K_TURN, literal('"turn"')],
+  [K_STEP, literal('"step"')],
+  [K_INDEX, literal('"index"')],
+  [K_ID, literal('"id"')],
+  [K_NAME, literal('"name"')],
+  [K_DT, literal('"dt"')],
+  [K_TEXTS, literal('"texts"')],
+  [K_ARGS, literal('"args"')],
 ];
 
-const ROW_TYPES: [RunKey['kind'], Buffer][] = [
-  ['text', Buffer.from('"text-chunks"')],
-  ['reasoning', Buffer.from('"reasoning-chunks"')],
-  ['tool', Buffer.from('"tool-call-chunks"')],
+const ROW_TYPES: [RunKey['kind'], Literal][] = [
+  ['text', literal('"text-chunks"')],
+  ['reasoning', literal('"reasoning-chunks"')],
+  ['tool', literal('"tool-call-chunks"')],
 ];
-
-export function isWs(c: number): boolean {
-  return c === 0x20 || c === 0x09 || c === 0x0a || c === 0x0d;
-}
-
-/**
- * End of the JSON string token starting at b[j] (a quote): index just past
- * the closing quote, or -1 when the token is not valid JSON. The hot loop of
- * the page path: one compare per byte for plain text.
- */
-/** Byte classes inside a JSON string: 0 plain, 1 quote, 2 backslash, 3 control (invalid raw). */
-const STRING_CLASS = new Uint8Array(256);
-for (let c = 0; c < 0x20; c++) STRING_CLASS[c] = 3;
-STRING_CLASS[Q] = 1;
-STRING_CLASS[BS] = 2;
-
-export function stringEnd(b: Uint8Array, j: number, end: number): number {
-  if (b[j] !== Q) return -1;
-  j++;
-  for (;;) {
-    // The hot loop of the page path: one table lookup per plain byte.
-    while (j < end && STRING_CLASS[b[j] as number] === 0) j++;
-    if (j >= end) return -1;
-    const cls = STRING_CLASS[b[j] as number];
-    if (cls === 1) return j + 1;
-    if (cls === 3) return -1;
-    const e = b[j + 1];
-    if (e === 0x75) {
-      for (let k = 2; k < 6; k++) {
-        const h = b[j + k] as number;
-        if (!((h >= 0x30 && h <= 0x39) || (h >= 0x41 && h <= 0x46) || (h >= 0x61 && h <= 0x66))) return -1;
-      }
-      j += 6;
-      continue;
-    }
-    if (e === Q || e === BS || e === 0x2f || e === 0x62 || e === 0x66 || e === 0x6e || e === 0x72 || e === 0x74) {
-      j += 2;
-      continue;
-    }
-    return -1;
-  }
-}
 
 /** Result of the list scanners (module-level so the hot loops stay free of closures). */
 const list = { count: 0, sum: 0, abs: 0, start: 0, stop: 0 };
-
-/** Parse an integer at b[i] into intOut; returns the index after it or -1. */
-let intOut = 0;
-/** The value of the last integer scanInt parsed. */
-export function lastInt(): number {
-  return intOut;
-}
-
-export function scanInt(b: Uint8Array, i: number, end: number): number {
-  let neg = false;
-  if (b[i] === 0x2d) {
-    neg = true;
-    i++;
-  }
-  const first = i;
-  let v = 0;
-  while (i < end) {
-    const d = b[i] as number;
-    if (d < 0x30 || d > 0x39) break;
-    v = v * 10 + (d - 0x30);
-    i++;
-  }
-  const digits = i - first;
-  if (digits === 0 || digits > 16 || (digits > 1 && b[first] === 0x30)) return -1;
-  const d = b[i];
-  if (d === 0x2e || d === 0x65 || d === 0x45 || !Number.isSafeInteger(v)) return -1;
-  intOut = neg ? -v : v;
-  return i;
-}
 
 /** The gaps array at b[i] ('['): count, sum and the [start, stop) of its tokens into `list`. */
 function scanGaps(b: Uint8Array, i: number, end: number): number {
   if (b[i] !== LBRACK) return -1;
   i++;
-  while (i < end && isWs(b[i] as number)) i++;
+  i = skipWs(b, i, end);
   let count = 0;
   let sum = 0;
   let abs = 0;
@@ -164,21 +83,22 @@ function scanGaps(b: Uint8Array, i: number, end: number): number {
     for (;;) {
       i = scanInt(b, i, end);
       // A "-0" gap is valid JSON but its bytes would reach the page as they are; canonical is 0.
-      if (i < 0 || (intOut === 0 && 1 / intOut < 0)) return -1;
+      const g = lastInt();
+      if (i < 0 || (g === 0 && 1 / g < 0)) return -1;
       count++;
-      sum += intOut;
-      abs += intOut < 0 ? -intOut : intOut;
+      sum += g;
+      abs += g < 0 ? -g : g;
       if (!Number.isSafeInteger(sum)) return -1;
       stop = i;
       let d = b[i++];
       if (d !== COMMA && d !== RBRACK) {
         i--;
-        while (i < end && isWs(b[i] as number)) i++;
+        i = skipWs(b, i, end);
         d = b[i++];
       }
       if (d === RBRACK) break;
       if (d !== COMMA) return -1;
-      while (i < end && isWs(b[i] as number)) i++;
+      i = skipWs(b, i, end);
     }
   }
   list.count = count;
@@ -193,7 +113,7 @@ function scanGaps(b: Uint8Array, i: number, end: number): number {
 function scanMembers(b: Uint8Array, i: number, end: number): number {
   if (b[i] !== LBRACK) return -1;
   i++;
-  while (i < end && isWs(b[i] as number)) i++;
+  i = skipWs(b, i, end);
   let count = 0;
   const start = i;
   let stop = i;
@@ -207,12 +127,12 @@ function scanMembers(b: Uint8Array, i: number, end: number): number {
       let d = b[i++];
       if (d !== COMMA && d !== RBRACK) {
         i--;
-        while (i < end && isWs(b[i] as number)) i++;
+        i = skipWs(b, i, end);
         d = b[i++];
       }
       if (d === RBRACK) break;
       if (d !== COMMA) return -1;
-      while (i < end && isWs(b[i] as number)) i++;
+      i = skipWs(b, i, end);
     }
   }
   list.count = count;
@@ -222,30 +142,11 @@ function scanMembers(b: Uint8Array, i: number, end: number): number {
 }
 
 function keyId(b: Uint8Array, start: number, stop: number): number {
-  const len = stop - start;
   for (let q = 0; q < KEYS.length; q++) {
-    const [kid, kb] = KEYS[q] as [number, Buffer];
-    if (kb.length !== len) continue;
-    let k = 1;
-    while (k < len && b[start + k] === kb[k]) k++;
-    if (k === len) return kid;
+    const [kid, kb] = KEYS[q] as [number, Literal];
+    if (same(b, start, stop, kb)) return kid;
   }
   return 0;
-}
-
-const latin1Slice = Buffer.prototype.latin1Slice as (this: Uint8Array, start: number, end: number) => string;
-
-/**
- * The JSON string token b[start, stop) (quotes included, already scanned
- * valid). A token of printable ASCII without escapes, as tool ids and names
- * are, is its bytes: read without JSON.parse (a quarter of the cost).
- */
-export function decodeString(b: Uint8Array, start: number, stop: number): string {
-  for (let i = start + 1; i < stop - 1; i++) {
-    const c = b[i] as number;
-    if (c >= 0x7f || c < 0x20 || c === 0x5c) return JSON.parse(Buffer.from(b.buffer, b.byteOffset + start, stop - start).toString('utf8')) as string;
-  }
-  return latin1Slice.call(b, start + 1, stop - 1);
 }
 
 /**
@@ -255,27 +156,22 @@ export function decodeString(b: Uint8Array, start: number, stop: number): string
  */
 export function scanJsonlRow(b: Uint8Array, start: number, end: number, trusted = false): RawRow | null {
   let i = start;
-  while (i < end && isWs(b[i] as number)) i++;
+  i = skipWs(b, i, end);
   if (b[i] !== LBRACE) return null;
   i++;
-  while (i < end && isWs(b[i] as number)) i++;
+  i = skipWs(b, i, end);
   // "type" must come first on the fast path (every writer of this format puts it there).
   let j = stringEnd(b, i, end);
   if (j < 0 || keyId(b, i, j) !== K_TYPE) return null;
   i = j;
-  while (i < end && isWs(b[i] as number)) i++;
+  i = skipWs(b, i, end);
   if (b[i] !== COLON) return null;
   i++;
-  while (i < end && isWs(b[i] as number)) i++;
+  i = skipWs(b, i, end);
   j = stringEnd(b, i, end);
   if (j < 0) return null;
   let kind: RunKey['kind'] | undefined;
-  for (const [k, tb] of ROW_TYPES) {
-    if (tb.length !== j - i) continue;
-    let m = 1;
-    while (m < tb.length && b[i + m] === tb[m]) m++;
-    if (m === tb.length) kind = k;
-  }
+  for (const [k, tb] of ROW_TYPES) if (same(b, i, j, tb)) kind = k;
   if (kind === undefined) return null;
   const tool = kind === 'tool';
   i = j;
@@ -303,7 +199,7 @@ export function scanJsonlRow(b: Uint8Array, start: number, end: number, trusted 
   let depth = 0;
   let needComma = true;
   for (;;) {
-    while (i < end && isWs(b[i] as number)) i++;
+    i = skipWs(b, i, end);
     const c = b[i];
     if (c === RBRACE) {
       if (!needComma) return null; // empty data object
@@ -315,7 +211,7 @@ export function scanJsonlRow(b: Uint8Array, start: number, end: number, trusted 
     if (needComma) {
       if (c !== COMMA) return null;
       i++;
-      while (i < end && isWs(b[i] as number)) i++;
+      i = skipWs(b, i, end);
     }
     needComma = true;
     j = stringEnd(b, i, end);
@@ -326,10 +222,10 @@ export function scanJsonlRow(b: Uint8Array, start: number, end: number, trusted 
     if (seen & bit) return null;
     seen |= bit;
     i = j;
-    while (i < end && isWs(b[i] as number)) i++;
+    i = skipWs(b, i, end);
     if (b[i] !== COLON) return null;
     i++;
-    while (i < end && isWs(b[i] as number)) i++;
+    i = skipWs(b, i, end);
     if (kid === K_DATA) {
       if (b[i] !== LBRACE) return null;
       i++;
@@ -340,15 +236,15 @@ export function scanJsonlRow(b: Uint8Array, start: number, end: number, trusted 
     if (depth === 0) {
       i = scanInt(b, i, end);
       if (i < 0) return null;
-      if (kid === K_SEQ0) f.seq0 = intOut;
-      else f.time0 = intOut;
+      if (kid === K_SEQ0) f.seq0 = lastInt();
+      else f.time0 = lastInt();
       continue;
     }
     i = dataValue(b, i, end, kid, tool);
     if (i < 0) return null;
   }
 
-  while (i < end && isWs(b[i] as number)) i++;
+  i = skipWs(b, i, end);
   if (i !== end) return null;
   const need = (1 << K_SEQ0) | (1 << K_TIME0) | (1 << K_DATA) | (1 << K_TURN) | (1 << K_STEP) | (1 << K_INDEX) | (1 << K_DT) | (tool ? (1 << K_ID) | (1 << K_ARGS) : 1 << K_TEXTS);
   if ((seen & need) !== need || (!tool && (seen & ((1 << K_ID) | (1 << K_NAME))) !== 0)) return null;
@@ -402,9 +298,9 @@ function dataValue(b: Uint8Array, i: number, end: number, kid: number, tool: boo
     case K_INDEX: {
       i = scanInt(b, i, end);
       if (i < 0) return -1;
-      if (kid === K_TURN) f.turn = intOut;
-      else if (kid === K_STEP) f.step = intOut;
-      else f.index = intOut;
+      if (kid === K_TURN) f.turn = lastInt();
+      else if (kid === K_STEP) f.step = lastInt();
+      else f.index = lastInt();
       return i;
     }
     case K_ID:
@@ -475,7 +371,7 @@ export function rowMemberBounds(row: RawRow): { starts: number[]; ends: number[]
   const starts: number[] = [];
   const ends: number[] = [];
   for (let k = 0; k < row.n; k++) {
-    while (i < end && isWs(b[i] as number)) i++;
+    i = skipWs(b, i, end);
     starts.push(i);
     i = stringEnd(b, i, end);
     ends.push(i);

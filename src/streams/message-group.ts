@@ -5,23 +5,24 @@
  * the plan's claim (core/frame-claim.ts), so this runs once per event frame
  * of every page: most events are not messages, and are settled by their
  * type token alone; a message without the keys `surfaceOp` and
- * `sourceEventSeqs` anywhere in its bytes is counted from its own seq; only
- * the rest are parsed.
+ * `sourceEventSeqs` anywhere in its bytes is counted from its own seq; the
+ * rest have their top-level keys walked from the end (core/json-bytes.ts),
+ * never parsed into objects: messages are most of a page's bytes, and
+ * JSON.parse of each one that named a key was the largest cost the
+ * verification added to a tail page (docs/benchmarks.md).
  */
 import { countedGroup } from '../main/core/page-rule.js';
 import type { SessionEvent } from '../main/core/types.js';
-import { tailGroup, UNDECIDED } from './message-group-tail.js';
+import { COLON, COMMA, has, hasEscape, isWs, LBRACE, LBRACK, literal, MINUS, QUOTE, quoteEscaped, RBRACE, RBRACK, same, skipValidValue, skipWs, skipWsBack, stringStartBack, valueStartBack } from '../main/core/json-bytes.js';
 
-const USER = Buffer.from('user/message"');
-const ASSISTANT = Buffer.from('assistant/message"');
+const USER = literal('user/message"');
+const ASSISTANT = literal('assistant/message"');
 const SURFACE_OP = Buffer.from('"surfaceOp"');
 const SOURCES = Buffer.from('"sourceEventSeqs"');
-
-function same(b: Uint8Array, i: number, lit: Buffer): boolean {
-  if (i + lit.length > b.length) return false;
-  for (let k = 0; k < lit.length; k++) if (b[i + k] !== lit[k]) return false;
-  return true;
-}
+const SURFACE_OP_KEY = literal('"surfaceOp"');
+const SOURCES_KEY = literal('"sourceEventSeqs"');
+const APPEND = literal('"append"');
+const lastIndexOfByte = Uint8Array.prototype.lastIndexOf as (this: Uint8Array, value: number, from: number) => number;
 
 /**
  * Whether the type string whose first character is at b[i] (after its
@@ -29,10 +30,10 @@ function same(b: Uint8Array, i: number, lit: Buffer): boolean {
  */
 export function isMessageTypeAt(b: Uint8Array, i: number): boolean {
   const c = b[i];
-  return c === 0x75 ? same(b, i, USER) : c === 0x61 ? same(b, i, ASSISTANT) : false;
+  return c === 0x75 ? has(b, i, USER) : c === 0x61 ? has(b, i, ASSISTANT) : false;
 }
 
-/** Whether b[start, end) holds either key's token anywhere (when not, neither is a key of the event). */
+/** Whether the frame b[start, end) names `surfaceOp` or `sourceEventSeqs` anywhere (else a message is its own group). */
 export function mentionsGroupKeys(b: Uint8Array, start: number, end: number): boolean {
   const frame = Buffer.from(b.buffer, b.byteOffset + start, end - start);
   return frame.indexOf(SURFACE_OP) >= 0 || frame.indexOf(SOURCES) >= 0;
@@ -49,6 +50,167 @@ export function recordGroup(r: SessionEvent): number {
   return countedGroup(r) ?? -1;
 }
 
+/** What keysGroup could not settle from the bytes alone: the caller parses the frame. */
+const UNSURE = -2;
+
+/** The least element numberArrayEnd last read (Infinity: none). */
+let leastOut = Infinity;
+
+/**
+ * End (index after its `]`) of the array at b[i] when it holds only
+ * integers in plain digits (an assistant message's chunk seqs), their least
+ * into leastOut; -1 for any other array (minOfSources reads those).
+ */
+function numberArrayEnd(b: Uint8Array, i: number, end: number): number {
+  let least = Infinity;
+  i = skipWs(b, i + 1, end);
+  let c = b[i] as number;
+  if (c === RBRACK) {
+    leastOut = least;
+    return i + 1;
+  }
+  for (;;) {
+    if (c < 0x30 || c > 0x39) return -1;
+    let v = c - 0x30;
+    c = b[++i] as number;
+    while (c >= 0x30 && c <= 0x39) {
+      v = v * 10 + (c - 0x30);
+      c = b[++i] as number;
+    }
+    if (i >= end) return -1;
+    if (v < least && v <= Number.MAX_SAFE_INTEGER) least = v;
+    if (c === COMMA) {
+      c = b[++i] as number;
+      if (isWs(c)) {
+        i = skipWs(b, i, end);
+        c = b[i] as number;
+      }
+      continue;
+    }
+    if (isWs(c)) {
+      i = skipWs(b, i, end);
+      c = b[i] as number;
+    }
+    if (c === RBRACK) {
+      leastOut = least;
+      return i + 1;
+    }
+    if (c !== COMMA) return -1;
+    i = skipWs(b, i + 1, end);
+    c = b[i] as number;
+  }
+}
+
+/**
+ * The minimum of `g` and the non-negative safe integers of the JSON array
+ * at b[i] (page-rule.ts groupStart; other elements are ignored), or UNSURE
+ * for a number in a form this loop does not read (minus, fraction,
+ * exponent: JSON.parse decides what those are). A tight digit loop: an
+ * assistant message names its hundreds of chunks here.
+ */
+function minOfSources(b: Uint8Array, i: number, end: number, g: number): number {
+  i = skipWs(b, i + 1, end);
+  if (b[i] === RBRACK) return g;
+  for (;;) {
+    let c = b[i] as number;
+    if (c >= 0x30 && c <= 0x39) {
+      // Valid JSON: the digits stop before the frame's end.
+      let v = c - 0x30;
+      c = b[++i] as number;
+      while (c >= 0x30 && c <= 0x39) {
+        v = v * 10 + (c - 0x30);
+        c = b[++i] as number;
+      }
+      if (i >= end || c === 0x2e || c === 0x65 || c === 0x45) return UNSURE;
+      // An unsafe integer names no event (and is not read exactly here): ignored, as groupStart does.
+      if (v < g && v <= Number.MAX_SAFE_INTEGER) g = v;
+    } else if (c === MINUS) {
+      return UNSURE;
+    } else {
+      i = skipValidValue(b, i, end);
+      if (i < 0) return UNSURE;
+      c = b[i] as number;
+    }
+    if (c === COMMA) {
+      i = skipWs(b, i + 1, end);
+      continue;
+    }
+    if (c === RBRACK) return g;
+    i = skipWs(b, i, end);
+    c = b[i] as number;
+    if (c === RBRACK) return g;
+    if (c !== COMMA) return UNSURE;
+    i = skipWs(b, i + 1, end);
+  }
+}
+
+/**
+ * The group of the message event b[start, end) at seq `seq` from its
+ * top-level keys, or UNSURE. The frame is valid JSON and its keys are
+ * spelled literally (see messageGroup), so its members are walked from the
+ * end, skipping values by their extent: the last of a repeated key is the
+ * one JSON.parse keeps, hosts write these small keys after the message's
+ * body, and the walk stops once no top-level key it looks for can remain
+ * before it (neither key's token occurs earlier in the bytes).
+ */
+function keysGroup(b: Uint8Array, start: number, end: number, seq: number): number {
+  const frame = Buffer.from(b.buffer, b.byteOffset + start, end - start);
+  // Where each key's token first occurs (-1: nowhere): no top-level key of that name starts before it.
+  let surfaceFrom = frame.indexOf(SURFACE_OP);
+  let sourcesFrom = frame.indexOf(SOURCES);
+  surfaceFrom = surfaceFrom < 0 ? -1 : start + surfaceFrom;
+  sourcesFrom = sourcesFrom < 0 ? -1 : start + sourcesFrom;
+  let i = skipWsBack(b, end - 1, start);
+  if (b[i] !== RBRACE) return UNSURE;
+  i = skipWsBack(b, i - 1, start);
+  let counted = true;
+  let g = seq;
+  while (i >= start && b[i] !== LBRACE) {
+    if (surfaceFrom < 0 && sourcesFrom < 0) break;
+    // The member ending at b[i]: its value, a colon, its key. An array of plain integers is read
+    // once, forwards from the nearest '[' (sound: no quote or bracket can lie between them).
+    const ve = i + 1;
+    let vs = -1;
+    let least = Infinity;
+    if (b[i] === RBRACK) {
+      const open = lastIndexOfByte.call(b, LBRACK, i);
+      if (open >= start && numberArrayEnd(b, open, ve) === ve) {
+        vs = open;
+        least = leastOut;
+      }
+    }
+    if (vs < 0) vs = valueStartBack(b, i, start);
+    if (vs < 0) return UNSURE;
+    i = skipWsBack(b, vs - 1, start);
+    if (b[i] !== COLON) return UNSURE;
+    i = skipWsBack(b, i - 1, start);
+    if (b[i] !== QUOTE || quoteEscaped(b, i, start)) return UNSURE;
+    const ke = i + 1;
+    const ks = stringStartBack(b, i, start);
+    if (ks < 0) return UNSURE;
+    if (surfaceFrom >= 0 && same(b, ks, ke, SURFACE_OP_KEY)) {
+      // "append" counts; any other value does not (an escaped spelling, rare, is parsed).
+      if (b[vs] === QUOTE && hasEscape(b, vs, ve)) return UNSURE;
+      counted = same(b, vs, ve, APPEND);
+      surfaceFrom = -1;
+    } else if (sourcesFrom >= 0 && same(b, ks, ke, SOURCES_KEY)) {
+      g = seq;
+      if (least !== Infinity) g = least < seq ? least : seq;
+      else if (b[vs] === LBRACK) {
+        g = minOfSources(b, vs, ve, seq);
+        if (g === UNSURE) return UNSURE;
+      }
+      sourcesFrom = -1;
+    }
+    if (surfaceFrom > ks) surfaceFrom = -1;
+    if (sourcesFrom > ks) sourcesFrom = -1;
+    i = skipWsBack(b, ks - 1, start);
+    if (b[i] === COMMA) i = skipWsBack(b, i - 1, start);
+    else if (b[i] !== LBRACE) return UNSURE;
+  }
+  return counted ? g : -1;
+}
+
 /**
  * The group of a message-typed event frame b[start, end) at seq `seq`,
  * whose keys are spelled literally (the writer's JSON.stringify output, or
@@ -58,7 +220,6 @@ export function recordGroup(r: SessionEvent): number {
  */
 export function messageGroup(b: Uint8Array, start: number, end: number, seq: number, groupKeys: boolean): number {
   if (!groupKeys) return seq;
-  // Most messages end with their group keys: read them there (message-group-tail.ts), else parse.
-  const g = tailGroup(b, start, end, seq);
-  return g === UNDECIDED ? parsedGroup(b, start, end) : g;
+  const g = keysGroup(b, start, end, seq);
+  return g === UNSURE ? parsedGroup(b, start, end) : g;
 }

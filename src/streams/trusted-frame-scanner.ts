@@ -24,38 +24,10 @@
  * this one reads exactly as this one does (tested).
  */
 import type { RunKey } from '../main/core/chunk-codec.js';
-import { decodeString, partialSumsSafe, stringEnd, type RawRow } from './jsonl-row-scanner.js';
+import { partialSumsSafe, type RawRow } from './jsonl-row-scanner.js';
+import { COMMA, decodeString, has, lastInt, literal as lit, MINUS, plainStringClose, RBRACE, RBRACK, scanInt, stringEnd, type Literal } from '../main/core/json-bytes.js';
 
-const COMMA = 0x2c;
-const RBRACE = 0x7d;
-const LBRACK = 0x5b;
-const RBRACK = 0x5d;
-const MINUS = 0x2d;
-
-/** A literal of the writer's layout: its bytes, and their whole 4-byte groups as little-endian words. */
-interface Literal {
-  readonly length: number;
-  readonly bytes: Buffer;
-  readonly words: Uint32Array;
-}
-
-function lit(text: string): Literal {
-  const bytes = Buffer.from(text);
-  const words = new Uint32Array(bytes.length >>> 2);
-  for (let k = 0; k < words.length; k++) words[k] = bytes.readUInt32LE(4 * k);
-  return { length: bytes.length, bytes, words };
-}
-
-/** A view of the buffer being scanned, for word loads (one per buffer: a slice's frames share it). */
-let dv: DataView = new DataView(new ArrayBuffer(0));
-let dvOf: Uint8Array | null = null;
-
-function useBuffer(b: Uint8Array): void {
-  if (b === dvOf) return;
-  dv = new DataView(b.buffer, b.byteOffset, b.byteLength);
-  dvOf = b;
-}
-
+// The writer's literals (json-bytes.ts compares them four bytes per load).
 const TEXT = lit('{"type":"text-chunks","seq0":');
 const REASONING = lit('{"type":"reasoning-chunks","seq0":');
 const TOOL = lit('{"type":"tool-call-chunks","seq0":');
@@ -68,35 +40,6 @@ const NAME = lit(',"name":');
 const DT = lit(',"dt":[');
 const TEXTS = lit('],"texts":[');
 const ARGS = lit('],"args":[');
-
-/** b[i..] starts with `l`: compared four bytes per load through `dv` (half the time of a byte loop). */
-function has(b: Uint8Array, i: number, l: Literal): boolean {
-  const n = l.length;
-  if (i + n > b.length) return false;
-  const w = l.words;
-  const m = w.length;
-  for (let k = 0; k < m; k++) if (dv.getUint32(i + 4 * k, true) !== w[k]) return false;
-  const bytes = l.bytes;
-  for (let k = 4 * m; k < n; k++) if (b[i + k] !== bytes[k]) return false;
-  return true;
-}
-
-/** Digits at b[i] (JSON.stringify of a safe integer, optionally negative): value into `num`, returns the index after, -1 if none. */
-let num = 0;
-function int(b: Uint8Array, i: number): number {
-  const neg = b[i] === MINUS;
-  if (neg) i++;
-  const first = i;
-  let v = 0;
-  let c = b[i] as number;
-  while (c >= 0x30 && c <= 0x39) {
-    v = v * 10 + (c - 0x30);
-    c = b[++i] as number;
-  }
-  if (i === first || v > Number.MAX_SAFE_INTEGER) return -1;
-  num = neg ? -v : v;
-  return i;
-}
 
 /**
  * A JSON string token decoded, remembering the last one per slot: a tool call's
@@ -182,19 +125,19 @@ const ARGS_KEY = lit(',"argumentsDelta":');
  */
 function scanTrustedDelta(b: Uint8Array, i: number, seq: number, end: number): boolean {
   if (b[end - 1] !== RBRACE || b[end - 2] !== RBRACE || b[end - 3] !== RBRACE) return false;
-  if (!has(b, i, TIME) || (i = int(b, i + TIME.length)) < 0) return false;
-  const time = num;
-  if (!has(b, i, TURN) || (i = int(b, i + TURN.length)) < 0) return false;
-  const turn = num;
-  if (!has(b, i, STEP) || (i = int(b, i + STEP.length)) < 0) return false;
-  const step = num;
+  if (!has(b, i, TIME) || (i = scanInt(b, i + TIME.length, end)) < 0) return false;
+  const time = lastInt();
+  if (!has(b, i, TURN) || (i = scanInt(b, i + TURN.length, end)) < 0) return false;
+  const turn = lastInt();
+  if (!has(b, i, STEP) || (i = scanInt(b, i + STEP.length, end)) < 0) return false;
+  const step = lastInt();
   if (!has(b, i, CHUNK_TYPE)) return false;
   i += CHUNK_TYPE.length;
   // The chunk type's first letters pick the one delta type it can be (block starts and ends, usage, finish: none).
   const c = b[i];
   const delta = c === 0x72 ? REASONING_DELTA : c !== 0x74 ? null : b[i + 1] === 0x65 ? TEXT_DELTA : TOOL_DELTA;
-  if (delta === null || !has(b, i, delta) || (i = int(b, i + delta.length)) < 0) return false;
-  const index = num;
+  if (delta === null || !has(b, i, delta) || (i = scanInt(b, i + delta.length, end)) < 0) return false;
+  const index = lastInt();
   const kind: RunKey['kind'] = delta === TEXT_DELTA ? 'text' : delta === REASONING_DELTA ? 'reasoning' : 'tool';
   toolId = undefined;
   toolName = undefined;
@@ -235,8 +178,6 @@ export function trustedEventSeq(): number {
 
 const TYPE_PREFIX = lit('{"type":"');
 const SEQ = lit(',"seq":');
-const QUOTE = 0x22;
-const BACKSLASH = 0x5c;
 
 /**
  * Read the trusted JSONL frame `b[start, end)` (end excludes the newline)
@@ -244,14 +185,13 @@ const BACKSLASH = 0x5c;
  * the general scanners must read it.
  */
 export function scanTrustedFrame(b: Uint8Array, start: number, end: number): number {
-  useBuffer(b);
   if (!has(b, start, TYPE_PREFIX)) return OTHER_LAYOUT;
   // The type's first letter picks the candidates: a(ssistant/chunk), r(easoning-chunks), t(ext-chunks, ool-call-chunks).
   const c = b[start + TYPE_PREFIX.length];
   if (c === 0x61 && has(b, start, CHUNK)) {
-    const i = int(b, start + CHUNK.length);
-    if (i < 0 || num < 0) return OTHER_LAYOUT;
-    const seq = num;
+    const i = scanInt(b, start + CHUNK.length, end);
+    if (i < 0 || lastInt() < 0) return OTHER_LAYOUT;
+    const seq = lastInt();
     if (scanTrustedDelta(b, i, seq, end)) return TRUSTED_ROW;
     if (b[i] !== COMMA && b[i] !== RBRACE) return OTHER_LAYOUT;
     eventSeq = seq;
@@ -264,11 +204,11 @@ export function scanTrustedFrame(b: Uint8Array, start: number, end: number): num
   }
   // Any other event: its type (escape-free), then its seq.
   let i = start + TYPE_PREFIX.length;
-  while (i < end && b[i] !== QUOTE && b[i] !== BACKSLASH) i++;
-  if (b[i] !== QUOTE || !has(b, i + 1, SEQ)) return OTHER_LAYOUT;
-  i = int(b, i + 1 + SEQ.length);
-  if (i < 0 || num < 0 || (b[i] !== COMMA && b[i] !== RBRACE)) return OTHER_LAYOUT;
-  eventSeq = num;
+  i = plainStringClose(b, i, end);
+  if (i < 0 || !has(b, i + 1, SEQ)) return OTHER_LAYOUT;
+  i = scanInt(b, i + 1 + SEQ.length, end);
+  if (i < 0 || lastInt() < 0 || (b[i] !== COMMA && b[i] !== RBRACE)) return OTHER_LAYOUT;
+  eventSeq = lastInt();
   return TRUSTED_EVENT;
 }
 
@@ -280,13 +220,12 @@ export function scanTrustedFrame(b: Uint8Array, start: number, end: number): num
  * False when the frame does not start as a row of that kind.
  */
 export function continuedRow(b: Uint8Array, start: number, end: number, key: RunKey, time0: number, dtSum: number, n: number, dtStart: number, dtEnd: number): boolean {
-  useBuffer(b);
   const type = key.kind === 'text' ? TEXT : key.kind === 'reasoning' ? REASONING : TOOL;
   if (!has(b, start, type)) return false;
-  const i = int(b, start + type.length);
+  const i = scanInt(b, start + type.length, end);
   if (i < 0) return false;
   row.key = key;
-  row.seq0 = num;
+  row.seq0 = lastInt();
   row.time0 = time0;
   row.n = n;
   row.dtSum = dtSum;
@@ -302,17 +241,17 @@ export function continuedRow(b: Uint8Array, start: number, end: number, key: Run
 function scanRow(b: Uint8Array, start: number, end: number, type: Literal): boolean {
   if (b[end - 1] !== RBRACE || b[end - 2] !== RBRACE || b[end - 3] !== RBRACK) return false;
   const kind: RunKey['kind'] = type === TEXT ? 'text' : type === REASONING ? 'reasoning' : 'tool';
-  let i = int(b, start + type.length);
+  let i = scanInt(b, start + type.length, end);
   if (i < 0) return false;
-  const seq0 = num;
-  if (!has(b, i, TIME0) || (i = int(b, i + TIME0.length)) < 0) return false;
-  const time0 = num;
-  if (!has(b, i, TURN) || (i = int(b, i + TURN.length)) < 0) return false;
-  const turn = num;
-  if (!has(b, i, STEP) || (i = int(b, i + STEP.length)) < 0) return false;
-  const step = num;
-  if (!has(b, i, INDEX) || (i = int(b, i + INDEX.length)) < 0) return false;
-  const index = num;
+  const seq0 = lastInt();
+  if (!has(b, i, TIME0) || (i = scanInt(b, i + TIME0.length, end)) < 0) return false;
+  const time0 = lastInt();
+  if (!has(b, i, TURN) || (i = scanInt(b, i + TURN.length, end)) < 0) return false;
+  const turn = lastInt();
+  if (!has(b, i, STEP) || (i = scanInt(b, i + STEP.length, end)) < 0) return false;
+  const step = lastInt();
+  if (!has(b, i, INDEX) || (i = scanInt(b, i + INDEX.length, end)) < 0) return false;
+  const index = lastInt();
   toolId = undefined;
   toolName = undefined;
   if (kind === 'tool' && (i = toolIdentity(b, i, end)) < 0) return false;

@@ -28,7 +28,7 @@ import { warmUpJit } from './jit-warmup.js';
 import { CODING_NONE, decodeTask, type CompressTask, type SliceFault, type SliceResult, type SliceTask } from './slice-protocol.js';
 import { codeBytes, codeSlice } from './slice-compress.js';
 import { addClaim, frameClaim, NO_CLAIM } from '../main/core/frame-claim.js';
-import { isMessageTypeAt, mentionsGroupKeys, messageGroup, recordGroup } from '../streams/message-group.js';
+import { isMessageTypeAt, messageGroup, recordGroup } from '../streams/message-group.js';
 import { binary, BINARY_READ, BINARY_WRONG_SEQ, binaryFrame } from './binary-frame.js';
 
 /** The sinks every task of this worker builds in. */
@@ -193,7 +193,8 @@ export function decodeSlice(task: SliceTask, bytes: Buffer, readMs = 0, into: En
         if (seq >= task.fromSeq && seq < task.toSeq) enc.rawEvent(bytes, pos, pos + length - 1);
         // Its message group: by its type token (after `{"type":"` in the trusted layout), else as the scanner read it.
         const message = layout === TRUSTED_EVENT ? isMessageTypeAt(bytes, pos + 9) : (ev as RawEvent).message;
-        const groupKeys = message && (layout === TRUSTED_EVENT ? mentionsGroupKeys(bytes, pos, pos + length - 1) : (ev as RawEvent).groupKeys);
+        // (A trusted message may have the group keys: message-group.ts looks for them itself.)
+        const groupKeys = message && (layout === TRUSTED_EVENT || (ev as RawEvent).groupKeys);
         claims = addClaim(claims, frameClaim(seq, offset, message ? messageGroup(bytes, pos, pos + length - 1, seq, groupKeys) : -1));
         seq += 1;
         pos += length;

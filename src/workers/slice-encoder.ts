@@ -11,7 +11,8 @@ import { ByteSink } from '../main/core/byte-sink.js';
 import { keepShape } from '../main/core/shape-keeper.js';
 import { PACKED_ROW_END, packedRowHead, packedRowMiddle } from '../main/core/fragment-run.js';
 import type { ChunkRow, SessionEvent } from '../main/core/types.js';
-import { isWs, rowGaps, rowMemberBounds, stringEnd, type RawRow } from '../streams/jsonl-row-scanner.js';
+import { rowGaps, rowMemberBounds, type RawRow } from '../streams/jsonl-row-scanner.js';
+import { isWs, stringEnd } from '../main/core/json-bytes.js';
 import { RESULT_TRAILER_BYTES, type FragmentRunHeader, type SliceHeader } from './slice-protocol.js';
 
 const COMMA = 0x2c;

@@ -4,6 +4,7 @@
  * (JSON.stringify, a schema walk) can overflow the stack on them, so both
  * checks here are loops with an explicit stack, never recursion. Pure.
  */
+import { LBRACE, LBRACK, looseStringEnd, QUOTE, RBRACE, RBRACK } from './json-bytes.js';
 
 /** Most levels of objects and arrays a record (event, row, header) or request body may nest; the record itself is level 1. */
 export const MAX_NESTING_DEPTH = 128;
@@ -32,12 +33,6 @@ export function valueNestingExceeds(value: unknown, limit = MAX_NESTING_DEPTH): 
   return false;
 }
 
-const QUOTE = 0x22;
-const BACKSLASH = 0x5c;
-const OPEN_BRACE = 0x7b;
-const OPEN_BRACKET = 0x5b;
-const CLOSE_BRACE = 0x7d;
-const CLOSE_BRACKET = 0x5d;
 
 /** Whether the JSON text in `bytes[start, end)` nests deeper than `limit` (brackets outside strings; the text need not be valid). */
 export function jsonNestingExceeds(bytes: Uint8Array, start = 0, end = bytes.length, limit = MAX_NESTING_DEPTH): boolean {
@@ -46,15 +41,10 @@ export function jsonNestingExceeds(bytes: Uint8Array, start = 0, end = bytes.len
   while (i < end) {
     const c = bytes[i++] as number;
     if (c === QUOTE) {
-      // Skip the string: to the next quote not escaped.
-      while (i < end) {
-        const s = bytes[i++] as number;
-        if (s === BACKSLASH) i++;
-        else if (s === QUOTE) break;
-      }
-    } else if (c === OPEN_BRACE || c === OPEN_BRACKET) {
+      i = looseStringEnd(bytes, i, end);
+    } else if (c === LBRACE || c === LBRACK) {
       if (++depth > limit) return true;
-    } else if (c === CLOSE_BRACE || c === CLOSE_BRACKET) {
+    } else if (c === RBRACE || c === RBRACK) {
       depth--;
     }
   }

@@ -1,14 +1,13 @@
 /**
- * A message's group read from the tail of its bytes (streams/message-group-tail.ts)
- * must be the group a full parse gives, or undecided: checked on random
- * message events with the group keys anywhere (last, first, nested in data,
- * inside strings, duplicated, of every JSON type), and decided on the shapes
- * hosts write (the fast path is taken where it is meant to be).
+ * A message's group read from its bytes (streams/message-group.ts) must be
+ * the group a full parse gives: checked on random message events with the
+ * group keys anywhere (last, first, nested in data, inside strings,
+ * duplicated, of every JSON type), on the shapes hosts write, and on shapes
+ * the byte reader leaves to the parse.
  */
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { messageGroup, parsedGroup } from '../src/streams/message-group.js';
-import { tailGroup, UNDECIDED } from '../src/streams/message-group-tail.js';
 
 const TOKENS = ['"surfaceOp"', '"sourceEventSeqs"', ',"surfaceOp":"append"}', ',"sourceEventSeqs":[1,2]', '":"append"', ']', '[0', '\\', '"'];
 /** Strings that hold the keys' tokens (JSON.stringify escapes their quotes). */
@@ -53,9 +52,7 @@ describe('message group from the tail of the bytes', () => {
           if (surfaceOp !== undefined) e.surfaceOp = surfaceOp;
           if (!extraFirst) more();
           const { b, start, end } = frame(e);
-          const fast = tailGroup(b, start, end, seq);
           const full = parsedGroup(b, start, end);
-          if (fast !== UNDECIDED) expect(fast).toBe(full);
           expect(messageGroup(b, start, end, seq, true)).toBe(full);
         },
       ),
@@ -76,7 +73,7 @@ describe('message group from the tail of the bytes', () => {
           if (sources !== undefined) e.sourceEventSeqs = sources;
           if (append) e.surfaceOp = 'append';
           const { b, start, end } = frame(e);
-          expect(tailGroup(b, start, end, seq)).toBe(Math.min(seq, ...(sources ?? [])));
+          expect(messageGroup(b, start, end, seq, true)).toBe(Math.min(seq, ...(sources ?? [])));
           expect(parsedGroup(b, start, end)).toBe(Math.min(seq, ...(sources ?? [])));
         },
       ),
@@ -84,7 +81,7 @@ describe('message group from the tail of the bytes', () => {
     );
   });
 
-  it('leaves to the parse what the tail cannot settle', () => {
+  it('reads the shapes a tail-only reader could not settle', () => {
     const cases: [Record<string, unknown>, number][] = [
       // not counted
       [{ type: 'user/message', seq: 9, time: 1, data: {}, surfaceOp: 'replace' }, -1],
@@ -97,7 +94,6 @@ describe('message group from the tail of the bytes', () => {
     ];
     for (const [e, group] of cases) {
       const { b, start, end } = frame(e);
-      expect(tailGroup(b, start, end, e.seq as number), JSON.stringify(e)).toBe(UNDECIDED);
       expect(messageGroup(b, start, end, e.seq as number, true)).toBe(group);
     }
   });
