@@ -89,8 +89,6 @@ describe('layering (docs/architecture.md)', () => {
         'main/cli/reindex.ts',
         'main/cli/repair.ts',
         // Not yet behind the seam: maintenance (reindex, repair, doctor, import) works on local files.
-        'main/maintenance/analyze.ts',
-        'main/maintenance/discover.ts',
         'main/maintenance/doctor.ts',
         'main/maintenance/import.ts',
         'main/maintenance/io.ts',

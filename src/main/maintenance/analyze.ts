@@ -23,8 +23,6 @@
  *   for a human; a good frame whose seq does not continue stops indexing
  *   there too (a tail for a human).
  */
-import type { FileHandle } from 'node:fs/promises';
-import { promises as fsp } from 'node:fs';
 import { expandRow, recordSpan, validateRecord } from '../core/chunk-codec.js';
 import { entryFor } from '../../streams/batch-encoder.js';
 import { emptySummary, foldEvent, type SessionSummary } from '../core/summary.js';
@@ -33,6 +31,8 @@ import { isRowType } from '../core/types.js';
 import { RECORD_SCHEMA, type FaultReason, type FrameEncoding } from '../../streams/frame-codec.js';
 import { scanFrames } from '../../streams/frame-scanner.js';
 import { resync, type ResyncResult } from './resync.js';
+import { StorageError, type ObjectStat, type RandomReader, type StorageBackend } from '../../storage/backend.js';
+import { localFiles } from '../../storage/local/local-backend.js';
 
 /** Kind of the entry line of a frame that cannot be decoded. */
 export const CORRUPT_KIND = 'corrupt';
@@ -101,17 +101,19 @@ interface Pending {
   message: string;
 }
 
-export async function analyzeLog(path: string, opts: AnalyzeOptions = {}): Promise<LogAnalysis> {
-  const fh = await fsp.open(path, 'r');
+/** Analyze the log at `key` of `storage` (default: local files, the key a path). */
+export async function analyzeLog(key: string, opts: AnalyzeOptions = {}, storage: StorageBackend = localFiles): Promise<LogAnalysis> {
+  const st = await storage.stat(key);
+  if (st === null) throw new StorageError('ENOENT', `no such log: ${key}`);
+  const fh = await storage.openReader(key, st.size);
   try {
-    return await analyzeHandle(fh, opts);
+    return await analyzeReader(fh, st, opts);
   } finally {
     await fh.close();
   }
 }
 
-export async function analyzeHandle(fh: FileHandle, opts: AnalyzeOptions = {}): Promise<LogAnalysis> {
-  const st = await fh.stat();
+async function analyzeReader(fh: RandomReader, st: ObjectStat, opts: AnalyzeOptions): Promise<LogAnalysis> {
   const a: LogAnalysis = {
     logSize: st.size,
     logMtimeMs: st.mtimeMs,
@@ -141,13 +143,7 @@ export async function analyzeHandle(fh: FileHandle, opts: AnalyzeOptions = {}): 
   let first = true;
   let pos = 0;
 
-  const source = {
-    read: async (at: number, len: number): Promise<Buffer> => {
-      const b = Buffer.allocUnsafe(len);
-      const { bytesRead } = await fh.read(b, 0, len, at);
-      return b.subarray(0, bytesRead);
-    },
-  };
+  const source = fh;
   for (;;) {
     // Damage the scan cannot step over by a known length: resync past it (resync.ts).
     let damage: { start: number; reason: FaultReason; message: string; stop: Pending | null } | null = null;

@@ -4,11 +4,12 @@
  * log's header frame (at most DISCOVERY_MAX_BYTES), never writes, never
  * throws for damage.
  */
-import { promises as fsp } from 'node:fs';
 import { decodeFrame, frameBounds } from '../../streams/frame-codec.js';
 import type { SessionHeader } from '../core/types.js';
 import type { SessionPaths } from '../paths.js';
 import { quoteValue } from '../core/excerpt.js';
+import { isNotFound, type ObjectStat, type RandomReader, type StorageBackend } from '../../storage/backend.js';
+import { localFiles } from '../../storage/local/local-backend.js';
 
 /** Most bytes discovery reads: a header frame larger than this is reported, not read. */
 export const DISCOVERY_MAX_BYTES = 1024 * 1024;
@@ -28,40 +29,35 @@ export interface Discovery {
   reason?: string;
 }
 
-async function readAt(fh: fsp.FileHandle, pos: number, len: number): Promise<Buffer> {
-  const buf = Buffer.allocUnsafe(len);
-  let got = 0;
-  while (got < len) {
-    const { bytesRead } = await fh.read(buf, got, len - got, pos + got);
-    if (bytesRead === 0) break;
-    got += bytesRead;
-  }
-  return got === len ? buf : buf.subarray(0, got);
-}
-
-export async function discoverSession(paths: SessionPaths): Promise<Discovery> {
+/** `paths`: the session's keys in `storage` (default: local files, the keys paths). */
+export async function discoverSession(paths: SessionPaths, storage: StorageBackend = localFiles): Promise<Discovery> {
   const out: Discovery = { id: paths.id, header: null, createdAt: null, headerLength: null, logSize: 0, logMtimeMs: 0 };
-  let fh: fsp.FileHandle;
+  let fh: RandomReader;
+  let st: ObjectStat | null;
   try {
-    fh = await fsp.open(paths.events, 'r');
+    st = await storage.stat(paths.events);
+    if (st === null) {
+      out.reason = 'log file is missing';
+      return out;
+    }
+    fh = await storage.openReader(paths.events, st.size);
   } catch (err) {
-    out.reason = (err as NodeJS.ErrnoException).code === 'ENOENT' ? 'log file is missing' : `log file unreadable: ${(err as Error).message}`;
+    out.reason = isNotFound(err) ? 'log file is missing' : `log file unreadable: ${(err as Error).message}`;
     return out;
   }
   try {
-    const st = await fh.stat();
     out.logSize = st.size;
     out.logMtimeMs = st.mtimeMs;
     if (st.size === 0) {
       out.reason = 'log file is empty';
       return out;
     }
-    let buf = await readAt(fh, 0, Math.min(st.size, FIRST_READ));
+    let buf = await fh.read(0, Math.min(st.size, FIRST_READ));
     let b = frameBounds(buf, 0, 0);
     if (!b.ok && b.reason === 'torn' && buf.length < st.size) {
       // A long header line (or a binary header naming its length): read up to the cap, once.
       const want = Math.min(st.size, DISCOVERY_MAX_BYTES);
-      buf = await readAt(fh, 0, want);
+      buf = await fh.read(0, want);
       b = frameBounds(buf, 0, 0);
       if (!b.ok && b.reason === 'torn' && want < st.size) {
         out.reason = `header frame is longer than ${DISCOVERY_MAX_BYTES} bytes`;

@@ -23,9 +23,10 @@ import { recordSpan, validateRecord } from '../core/chunk-codec.js';
 import { BINARY_HEADER_BYTES, decodeFrame, MAX_FRAME_BYTES, type DecodedFrame } from '../../streams/frame-codec.js';
 import { IO_BLOCK_BYTES } from './io.js';
 
-/** Positional reads of the log (a FileHandle is one): this module opens nothing itself. */
-export interface FileHandle {
-  read(buffer: Buffer, offset: number, length: number, position: number): Promise<{ bytesRead: number }>;
+/** Positional reads of the log (the storage seam's RandomReader is one): this module opens nothing itself. */
+export interface PositionalReader {
+  /** Bytes [pos, pos + len), fewer at the end. */
+  read(pos: number, len: number): Promise<Buffer>;
 }
 
 const NEWLINE = 0x0a;
@@ -53,34 +54,23 @@ export interface ResyncResult {
   unconfirmed: ValidFrame[];
 }
 
-async function readAt(fh: FileHandle, pos: number, len: number): Promise<Buffer> {
-  const buf = Buffer.allocUnsafe(len);
-  let got = 0;
-  while (got < len) {
-    const { bytesRead } = await fh.read(buf, got, len - got, pos + got);
-    if (bytesRead === 0) break;
-    got += bytesRead;
-  }
-  return got === len ? buf : buf.subarray(0, got);
-}
-
 /** The valid storage-record frame starting at `pos`, or null. Reads at most the frame (bounded by MAX_FRAME_BYTES). */
-export async function validFrameAt(fh: FileHandle, pos: number, size: number): Promise<ValidFrame | null> {
+export async function validFrameAt(fh: PositionalReader, pos: number, size: number): Promise<ValidFrame | null> {
   if (pos >= size) return null;
-  let buf = await readAt(fh, pos, Math.min(FIRST_READ, size - pos));
+  let buf = await fh.read(pos, Math.min(FIRST_READ, size - pos));
   let want = 0;
   if (buf[0] === BRACE) {
     // Grow until the newline shows up (or the frame cannot be one).
     while (buf.indexOf(NEWLINE) === -1) {
       if (buf.length >= size - pos || buf.length >= MAX_FRAME_BYTES) return null;
-      buf = await readAt(fh, pos, Math.min(buf.length * 4, size - pos, MAX_FRAME_BYTES + 1));
+      buf = await fh.read(pos, Math.min(buf.length * 4, size - pos, MAX_FRAME_BYTES + 1));
     }
   } else {
     if (buf.length < BINARY_HEADER_BYTES || !buf.subarray(0, 4).equals(MAGIC)) return null;
     const len = buf.readUInt32LE(8);
     if (len > MAX_FRAME_BYTES || pos + BINARY_HEADER_BYTES + len > size) return null;
     want = BINARY_HEADER_BYTES + len;
-    if (buf.length < want) buf = await readAt(fh, pos, want);
+    if (buf.length < want) buf = await fh.read(pos, want);
   }
   const f = decodeFrame(buf, 0, pos);
   if (!f.ok) return null;
@@ -99,13 +89,13 @@ function asRecord(f: DecodedFrame): ValidFrame | null {
 }
 
 /** Offsets in (from, size) where a frame could start, in order: the SPF2 magic, or `{` after a newline. */
-async function* candidateOffsets(fh: FileHandle, from: number, size: number): AsyncGenerator<number> {
+async function* candidateOffsets(fh: PositionalReader, from: number, size: number): AsyncGenerator<number> {
   let pos = from + 1;
   // The byte before `pos`, for the newline rule, and up to 3 bytes kept across blocks for the magic.
-  let carry = await readAt(fh, from, 1);
+  let carry = await fh.read(from, 1);
   let last = -1;
   while (pos < size) {
-    const block = await readAt(fh, pos, Math.min(IO_BLOCK_BYTES, size - pos));
+    const block = await fh.read(pos, Math.min(IO_BLOCK_BYTES, size - pos));
     if (block.length === 0) return;
     const buf = Buffer.concat([carry, block]);
     const base = pos - carry.length; // file offset of buf[0]
@@ -129,7 +119,7 @@ async function* candidateOffsets(fh: FileHandle, from: number, size: number): As
  * `expected`), find the first confirmed valid frame after it (starting
  * before `before`).
  */
-export async function resync(fh: FileHandle, damageStart: number, size: number, expected: number, before = size): Promise<ResyncResult> {
+export async function resync(fh: PositionalReader, damageStart: number, size: number, expected: number, before = size): Promise<ResyncResult> {
   const unconfirmed: ValidFrame[] = [];
   for await (const at of candidateOffsets(fh, damageStart, size)) {
     if (at >= before) break;
