@@ -28,6 +28,7 @@ import { createPagePool, type PagePool } from './worker-pool.js';
 import { InlinePool } from './inline-pool.js';
 import type { OutputCoding } from './page-coding.js';
 import { ChangeWatchers } from '../storage/local/change-watch.js';
+import { StatPollWatchers } from '../storage/stat-poll-watch.js';
 import { sessionKeys } from '../storage/layout.js';
 import { EventFollower, type FollowOptions } from './event-follow.js';
 import type { AppendBus } from './store/append-bus.js';
@@ -54,6 +55,7 @@ export class PagerStore implements Store {
   private readonly remote: RemoteAppends | null;
   /** Whether close() closes the bus (not one the caller gave). */
   private readonly ownsBus: boolean;
+  private readonly polls: StatPollWatchers;
   private readonly follows = new Set<EventFollower>();
   private closed = false;
 
@@ -100,6 +102,7 @@ export class PagerStore implements Store {
     const storage = this.storage as { refresh?(key: string): Promise<void> };
     const refresh = async (id: string) => storage.refresh?.(sessionKeys(id).meta);
     this.remote = bus === null ? null : new RemoteAppends(bus, (id) => this.nextSeq(id), refresh);
+    this.polls = new StatPollWatchers(this.storage, opts.statPollMs);
   }
 
   async list(): Promise<CatalogEntry[]> {
@@ -162,16 +165,20 @@ export class PagerStore implements Store {
   }
 
   /**
-   * Be told when another process may have appended to `id`: a change of its
-   * entry sidecar (local files: storage/local/change-watch.ts, with its
-   * backstop poll) and a message on the append bus (`redisUrl`: any process
-   * on any host over the same storage; store/remote-appends.ts). Appends
-   * through this store reach `subscribe` instead.
+   * Be told when another writer may have appended to `id`: a change of its
+   * entry sidecar and a message on the append bus. Local files by
+   * file-change notification (storage/local/change-watch.ts, with its
+   * backstop poll); any other backend without a bus by polling the
+   * sidecar's stat through the seam (storage/stat-poll-watch.ts: another
+   * store or process over the same storage); the append bus (`redisUrl`:
+   * any process on any host over the same storage; store/remote-appends.ts)
+   * where there is one. Appends through this store reach `subscribe` instead.
    */
   watch(id: string, listener: () => void, opts: { keepAlive?: boolean } = {}): () => void {
     const keys = sessionKeys(id);
     const stops: (() => void)[] = [];
     if (this.watchFiles && this.storage instanceof LocalBackend) stops.push(this.watchers.watch(id, this.storage.path(keys.entries), listener, opts));
+    else if (this.watchFiles && this.remote === null) stops.push(this.polls.watch(keys.entries, listener, opts));
     if (this.remote !== null) stops.push(this.remote.watch(id, listener));
     return () => {
       for (const stop of stops.splice(0)) stop();
@@ -226,7 +233,7 @@ export class PagerStore implements Store {
       },
       cache: { hits: this.views.hits, misses: this.views.misses, pageHits: page.hits, pageMisses: page.misses, pageBytes: page.size },
       pagesServed: this.pages.pagesServed,
-      follow: { watchedSessions: this.watchers.size, followers: this.follows.size, ...(this.remote !== null ? { bus: { ...this.remote.bus.stats(), watchedSessions: this.remote.size } } : {}) },
+      follow: { watchedSessions: this.watchers.size + this.polls.size, followers: this.follows.size, ...(this.remote !== null ? { bus: { ...this.remote.bus.stats(), watchedSessions: this.remote.size } } : {}) },
     };
   }
 
@@ -240,6 +247,7 @@ export class PagerStore implements Store {
     for (const f of [...this.follows]) f.end();
     this.watchers.close();
     this.remote?.close();
+    this.polls.close();
     await this.writers.closeAll();
     if (this.ownsBus) await this.remote?.bus.close();
     if (this.ownsPool) await this.pool.close();

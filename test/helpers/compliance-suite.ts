@@ -11,7 +11,10 @@
  * - appends: seq rules, durability order, one writer per session, pages
  *   after every append;
  * - the writer's maintenance on open: indexing a complete unindexed tail,
- *   refusing a torn one.
+ *   refusing a torn one; the log analysis behind doctor --deep, reindex and
+ *   repair, and header discovery;
+ * - follow: appends through another store on the same backend reach a
+ *   follower (file-change notification, or the generic stat poll).
  * A backend passes only if all of it passes; the local backend is also
  * covered in depth by the other suites (page-path, trust, writer, ...).
  */
@@ -26,6 +29,8 @@ import { openStore, type PagerStore } from '../../src/main/store.js';
 import type { StorageBackend } from '../../src/storage/backend.js';
 import { projectionKey, sessionKeys } from '../../src/storage/layout.js';
 import type { BackendUnderTest } from './backends.js';
+import { analyzeLog } from '../../src/main/maintenance/analyze.js';
+import { discoverSession } from '../../src/main/maintenance/discover.js';
 import { dshFixtures } from './fixtures.js';
 import { randomLogArb, writeRandomLog, type BatchSpec } from './random-log.js';
 
@@ -294,5 +299,61 @@ export function complianceSuite(b: BackendUnderTest): void {
       await storage.removeAll(k.projections);
       await check();
     }, b.timeoutMs);
+
+    it('maintenance: the log analysis (doctor --deep, reindex, repair) and header discovery read through the backend', async () => {
+      const events = chat(0, 60);
+      await writeRandomLog({ events, batches: [{ size: 5, format: 'jsonl' }, { size: 3, format: 'binary' }] }, { storage, id: 'maint' });
+      const k = sessionKeys('maint');
+      const entries = entriesOf((await storage.readAll(k.entries))!.toString('utf8'));
+      const seen: number[] = [];
+      const a = await analyzeLog(k.events, { onEntry: (e) => void seen.push(e.offset) }, storage);
+      expect(a).toMatchObject({ headerFault: null, frameCount: entries.length, eventCount: 60, corrupt: [], tail: null });
+      expect(seen).toEqual(entries.map((e) => e.offset));
+      const d = await discoverSession(k, storage);
+      expect(d).toMatchObject({ id: 'maint', headerLength: entries[0]!.length, header: { type: 'session' } });
+      expect(d.reason).toBeUndefined();
+      // A damaged frame in the middle: one corrupt range with its seqs, the rest still indexable.
+      const victim = entries[7]!;
+      await flipByte(storage, k.events, victim.offset + Math.floor(victim.length / 2));
+      const b = await analyzeLog(k.events, {}, storage);
+      expect(b.corrupt).toMatchObject([{ offset: victim.offset, fromSeq: victim.seq, toSeq: victim.seq + victim.count }]);
+      expect(b.eventCount).toBe(60);
+      await expect(analyzeLog(sessionKeys('no-such').events, {}, storage)).rejects.toMatchObject({ code: 'ENOENT' });
+      expect((await discoverSession(sessionKeys('no-such'), storage)).reason).toBe('log file is missing');
+    });
+
+    it('follow: appends made through another store on the same backend reach a follower in order, no gap, none twice', async () => {
+      // The follower's store hears of them only by the backend's change notification (local:
+      // fs.watch) or, without one, by polling the entry sidecar's stat through the seam.
+      const other = await openStore({ storage, workers: 1, warmUp: { jit: false, pagePath: false } });
+      const ac = new AbortController();
+      try {
+        await other.create('follow', { title: 'followed' });
+        await other.append('follow', chat(0, 4));
+        const got: SessionEvent[] = [];
+        const reading = (async () => {
+          for await (const e of store.follow('follow', { fromSeq: 2, signal: ac.signal })) {
+            got.push(e);
+            if (got.length === 14) break;
+          }
+        })();
+        for (let k = 1; k <= 3; k++) {
+          // Each batch once the follower has what came before: no append can be met by a look already under way.
+          // (Generous: the first read may wait for the pool's warm-up on a loaded machine.)
+          const want = 4 * k - 2;
+          for (const until = Date.now() + 60_000; got.length < want && Date.now() < until; ) await new Promise((r) => setTimeout(r, 10));
+          expect(got.length).toBe(want);
+          await other.append('follow', chat(4 * k, 4));
+        }
+        const deadline = setTimeout(() => ac.abort(), 30_000);
+        await reading;
+        clearTimeout(deadline);
+        expect(got).toEqual(chat(2, 14));
+        expect(store.stats().follow.followers).toBe(0);
+      } finally {
+        ac.abort();
+        await other.close();
+      }
+    }, 120_000);
   });
 }

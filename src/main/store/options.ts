@@ -56,6 +56,8 @@ export interface StoreOptions {
   readOnly?: boolean;
   /** Followers' backstop poll of a watched session's entry sidecar, ms (default 2000; storage/local/change-watch.ts). */
   watchPollMs?: number;
+  /** On a backend without change notification (memory, a network store), how often a followed session's entry sidecar is stat'ed, ms (default 100; storage/stat-poll-watch.ts). */
+  statPollMs?: number;
   /** Which warm-ups run (default: all). */
   warmUp?: WarmUpOptions;
   /**

@@ -1,0 +1,110 @@
+/**
+ * Change notification through the storage seam, for backends without one
+ * of their own (memory; a network store): each watched object's `stat` is
+ * polled, and a new `version` (or the object appearing or going) tells the
+ * listeners "it may have changed". The local backend has file-change
+ * notification instead (local/change-watch.ts), with a slower poll as its
+ * backstop; both answer the same calls, so followers do not know which.
+ *
+ * One poll per watched object, shared by all its listeners and stopped with
+ * the last one; a poll still waiting for its stat skips the next tick (a slow
+ * network store is never asked twice at once). Listeners are told that
+ * something may have changed, never what: they read the session's committed
+ * end themselves, so a missed or repeated notice costs latency, never an event.
+ */
+import type { StorageBackend } from './backend.js';
+
+export type ChangeListener = () => void;
+
+/** How often a watched object is stat'ed when the backend has no notification (a follower then hears of an append within about this). */
+export const DEFAULT_STAT_POLL_MS = 100;
+
+interface Polled {
+  listeners: Map<ChangeListener, { keepAlive: boolean }>;
+  /** The object's version at the last look ('' when missing; null before the first). */
+  version: string | null;
+  inFlight: boolean;
+  timer: NodeJS.Timeout;
+}
+
+export class StatPollWatchers {
+  private readonly polled = new Map<string, Polled>();
+  private closed = false;
+
+  constructor(
+    private readonly storage: StorageBackend,
+    private readonly pollMs: number = DEFAULT_STAT_POLL_MS,
+  ) {}
+
+  /** Objects being polled (tests: none is leaked). */
+  get size(): number {
+    return this.polled.size;
+  }
+
+  /**
+   * Call `fn` whenever object `key` may have changed. `keepAlive`: the poll
+   * keeps the process running (a library follower waiting for events).
+   * Returns the function that stops it.
+   */
+  watch(key: string, fn: ChangeListener, opts: { keepAlive?: boolean } = {}): () => void {
+    if (this.closed) return () => undefined;
+    let p = this.polled.get(key);
+    if (p === undefined) {
+      const made: Polled = { listeners: new Map(), version: null, inFlight: false, timer: setInterval(() => void this.poll(key, made), this.pollMs) };
+      p = made;
+      this.polled.set(key, p);
+      // The version to compare with, at once: a change made right after watch() returns is a change.
+      void this.poll(key, p);
+    }
+    const entry = { keepAlive: opts.keepAlive === true };
+    p.listeners.set(fn, entry);
+    this.refTimer(p);
+    const own = p;
+    return () => {
+      if (own.listeners.get(fn) !== entry) return;
+      own.listeners.delete(fn);
+      if (own.listeners.size === 0) this.drop(key, own);
+      else this.refTimer(own);
+    };
+  }
+
+  close(): void {
+    this.closed = true;
+    for (const [key, p] of this.polled) this.drop(key, p);
+  }
+
+  private refTimer(p: Polled): void {
+    if ([...p.listeners.values()].some((l) => l.keepAlive)) p.timer.ref();
+    else p.timer.unref();
+  }
+
+  private drop(key: string, p: Polled): void {
+    clearInterval(p.timer);
+    if (this.polled.get(key) === p) this.polled.delete(key);
+  }
+
+  private async poll(key: string, p: Polled): Promise<void> {
+    if (p.inFlight) return;
+    p.inFlight = true;
+    let version: string;
+    try {
+      version = (await this.storage.stat(key))?.version ?? '';
+    } catch {
+      // A store that cannot be reached now: look again at the next tick.
+      return;
+    } finally {
+      p.inFlight = false;
+    }
+    if (this.polled.get(key) !== p) return;
+    const before = p.version;
+    p.version = version;
+    if (before === null || before === version) return;
+    for (const fn of [...p.listeners.keys()]) {
+      try {
+        fn();
+      } catch {
+        // One listener's failure does not concern the others.
+      }
+    }
+  }
+}
