@@ -13,7 +13,8 @@ import { CRC_RECORD_BYTES, readCrcRecordsAt, readCrcRecordsFrom, recordOffset, s
 import { META_RECORD_BYTES, readMetaRecordsAt } from '../../streams/frame-meta-file.js';
 import { FrameIndexFile } from '../../streams/frame-index-file.js';
 import { EntriesFile, EntryFormatError } from '../../streams/entries-file.js';
-import { sliceTask, type SliceTask } from '../../workers/slice-protocol.js';
+import { sliceTask, type SliceResult, type SliceTask } from '../../workers/slice-protocol.js';
+import { decodeInArena } from '../../workers/page-task.js';
 import { expandRecords } from '../core/chunk-codec.js';
 import { PagerError } from '../core/errors.js';
 import { planPage, planRange, type FrameSpan, type PagePlan } from '../core/page-planner.js';
@@ -40,6 +41,8 @@ type IndexedPlan = PagePlan & { fromIndex?: boolean; lastRecord?: number };
 
 /** A body compressed on the pool (encodeBody) is cut into pieces of at least this many bytes, one per worker at most. */
 const MIN_COMPRESS_PIECE = 256 * 1024;
+/** Event reads (follow) of at most this many stored bytes are decoded on the calling thread, not the pool. */
+const DECODE_HERE_BYTES = 64 * 1024;
 
 /** Result buffers kept for reuse as worker arenas: at most this many bytes in all. */
 const SPARE_MAX_TOTAL_BYTES = 128 * 1024 * 1024;
@@ -225,7 +228,8 @@ export class PageService {
    * fails the page with `corrupt_range` naming that frame's seq range (from
    * the entry sidecar), and marks the session degraded for the catalog.
    */
-  private async decode(id: string, v: SessionView, tasks: SliceTask[], recordDamage = true) {
+  /** Decode the slices on the pool. */
+  private async onPool(v: SessionView, tasks: SliceTask[]): Promise<SliceResult[]> {
     // Consumed large results go back to the workers as arenas (page-task.ts): memory already paged in.
     // A backend the workers cannot read: the slices' bytes go with the tasks (moved, not copied).
     if (this.source === '') {
@@ -240,7 +244,13 @@ export class PageService {
       const spare = this.spares.pop();
       if (spare !== undefined) t.arena = spare;
     }
-    const results = await Promise.all(tasks.map((t) => runSlice(this.pool, t)));
+    return Promise.all(tasks.map((t) => runSlice(this.pool, t)));
+  }
+
+  private async decode(id: string, v: SessionView, tasks: SliceTask[], recordDamage = true, here = false) {
+    // A few events (a follower's step): decoded on this thread, as a worker would. Two thread
+    // hops cost more than the decode, and on a loaded machine each waits for a CPU.
+    const results = here ? await Promise.all(tasks.map(async (t) => decodeInArena(t, t.end > t.start ? ((await this.storage.read(v.paths.events, t.start, t.end)) ?? Buffer.alloc(0)) : Buffer.alloc(0)))) : await this.onPool(v, tasks);
     const out = [];
     for (const r of results) {
       if (r instanceof ArrayBuffer) {
@@ -383,7 +393,8 @@ export class PageService {
     const span = await this.withEntries(v, async (entries) => planRange(fromSeq, to, entries.backwardFrom(await this.lineEndFor(entries, v, to - 1))));
     const why = checkRange(span, fromSeq, to, v);
     if (why !== null) throw new PagerError('repair_required', `session ${id}: the entry sidecar is inconsistent (${why}): run repair`);
-    const slices = await this.decode(id, v, await this.withChecksums(v.paths, this.slices(id, span, fromSeq, to), span?.count ?? 0));
+    const tasks = await this.withChecksums(v.paths, this.slices(id, span, fromSeq, to), span?.count ?? 0);
+    const slices = await this.decode(id, v, tasks, true, tasks.length === 1 && span !== null && span.bytes <= DECODE_HERE_BYTES);
     const body = assemblePage({ sessionId: id, throughSeq: to - 1, fromSeq, toSeq: to, hasMore: fromSeq > 0 }, slices);
     this.recycle(slices);
     return expandRecords((JSON.parse(body.toString('utf8')) as Page).records);
