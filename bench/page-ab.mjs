@@ -1,0 +1,75 @@
+#!/usr/bin/env node
+// bench/page-bench.mjs's figures for two builds side by side in one run: the
+// cold and warm 5M tail page and the typical-page p50, each from fresh
+// bench/child.mjs processes of build A and build B alternating (A B B A ...),
+// so a noisy stretch of a shared machine hits both alike.
+//
+//   node bench/page-ab.mjs --a DIR --b DIR [--data DIR] [--runs N] [--typical-runs N]
+//
+// DIR: a built checkout (dist/ and bench/child.mjs), e.g. from
+// `git worktree add /tmp/a <commit> && (cd /tmp/a && npm ci && npm run build)`.
+// The data dir is page-bench's (run it once to generate the sessions).
+// Prints medians per build, B/A ratios of the medians, and the median of
+// the per-pair ratios, as markdown.
+import { spawnSync } from 'node:child_process';
+import { loadavg } from 'node:os';
+import { join, resolve } from 'node:path';
+import { parseArgs } from 'node:util';
+
+const { values } = parseArgs({
+  options: {
+    a: { type: 'string' },
+    b: { type: 'string' },
+    data: { type: 'string', default: '/tmp/session-pager-bench' },
+    runs: { type: 'string', default: '12' },
+    'typical-runs': { type: 'string', default: '4' },
+    workers: { type: 'string', default: '2' },
+  },
+});
+if (!values.a || !values.b) throw new Error('--a and --b are required');
+const builds = [resolve(values.a), resolve(values.b)];
+const workers = Number(values.workers);
+
+function measure(build, mode, id, params, extra) {
+  const r = spawnSync(process.execPath, [join(build, 'bench/child.mjs'), mode, values.data, id, JSON.stringify(params), JSON.stringify({ workers, ...extra })], { encoding: 'utf8', maxBuffer: 1 << 26 });
+  if (r.status !== 0) throw new Error(`${build} ${mode} ${id} failed: ${r.stderr}`);
+  return JSON.parse(r.stdout.trim().split('\n').pop());
+}
+
+const median = (xs) => [...xs].sort((p, q) => p - q)[Math.floor(xs.length / 2)];
+const load = [loadavg()[0]];
+const got = builds.map(() => ({ cold: [], warm: [], typical: [] }));
+const pairs = { cold: [], warm: [], typical: [] };
+const order = (i) => (i % 2 === 0 ? [0, 1] : [1, 0]);
+for (let i = 0; i < Number(values.runs); i++) {
+  const r = [];
+  for (const k of order(i)) r[k] = measure(builds[k], 'pager', 'bench-5m', { maxMessages: 50 }, {});
+  for (const k of [0, 1]) {
+    got[k].cold.push(r[k].ms);
+    got[k].warm.push(r[k].warmMs);
+  }
+  pairs.cold.push(r[1].ms / r[0].ms);
+  pairs.warm.push(r[1].warmMs / r[0].warmMs);
+  load.push(loadavg()[0]);
+}
+for (let i = 0; i < Number(values['typical-runs']); i++) {
+  const r = [];
+  for (const k of order(i)) r[k] = measure(builds[k], 'warm', 'bench-typical', {}, { warmup: 200, iterations: 1000 });
+  for (const k of [0, 1]) got[k].typical.push(r[k].p50);
+  pairs.typical.push(r[1].p50 / r[0].p50);
+  load.push(loadavg()[0]);
+}
+const f = (x, d = 2) => x.toFixed(d);
+const lines = [];
+lines.push(`A = ${builds[0]}, B = ${builds[1]}; ${values.runs} alternating fresh processes per build for the tail page, ${values['typical-runs']} for typical pages; load average (1 min) ${f(Math.min(...load), 1)}-${f(Math.max(...load), 1)} during the run.`);
+lines.push('');
+lines.push('| figure | A median ms | B median ms | B / A (medians) | B / A (median of pairs) |');
+lines.push('|---|---|---|---|---|');
+for (const [name, key] of [['5M tail page, cold', 'cold'], ['5M tail page, warm (median of builds 6-10)', 'warm'], ['typical page p50 (1M fixture-shaped)', 'typical']]) {
+  const a = median(got[0][key]);
+  const b = median(got[1][key]);
+  lines.push(`| ${name} | ${f(a)} | ${f(b)} | ${f(b / a, 3)} | ${f(median(pairs[key]), 3)} |`);
+}
+lines.push('');
+lines.push(`Cold runs (ms): A ${got[0].cold.map((x) => f(x, 1)).join(', ')}; B ${got[1].cold.map((x) => f(x, 1)).join(', ')}.`);
+process.stdout.write(lines.join('\n') + '\n');
