@@ -13,18 +13,18 @@
  * end themselves, so a missed or repeated notice costs latency, never an event.
  */
 import type { StorageBackend } from './backend.js';
+import { WatchListeners, type ChangeListener } from './watch-listeners.js';
 
-export type ChangeListener = () => void;
+export type { ChangeListener };
 
 /** How often a watched object is stat'ed when the backend has no notification (a follower then hears of an append within about this). */
 export const DEFAULT_STAT_POLL_MS = 100;
 
 interface Polled {
-  listeners: Map<ChangeListener, { keepAlive: boolean }>;
+  listeners: WatchListeners;
   /** The object's version at the last look ('' when missing; null before the first). */
   version: string | null;
   inFlight: boolean;
-  timer: NodeJS.Timeout;
 }
 
 export class StatPollWatchers {
@@ -50,22 +50,14 @@ export class StatPollWatchers {
     if (this.closed) return () => undefined;
     let p = this.polled.get(key);
     if (p === undefined) {
-      const made: Polled = { listeners: new Map(), version: null, inFlight: false, timer: setInterval(() => void this.poll(key, made), this.pollMs) };
+      const made: Polled = { listeners: new WatchListeners(setInterval(() => void this.poll(key, made), this.pollMs)), version: null, inFlight: false };
       p = made;
       this.polled.set(key, p);
       // The version to compare with, at once: a change made right after watch() returns is a change.
       void this.poll(key, p);
     }
-    const entry = { keepAlive: opts.keepAlive === true };
-    p.listeners.set(fn, entry);
-    this.refTimer(p);
     const own = p;
-    return () => {
-      if (own.listeners.get(fn) !== entry) return;
-      own.listeners.delete(fn);
-      if (own.listeners.size === 0) this.drop(key, own);
-      else this.refTimer(own);
-    };
+    return p.listeners.add(fn, opts.keepAlive === true, () => this.drop(key, own));
   }
 
   close(): void {
@@ -73,13 +65,8 @@ export class StatPollWatchers {
     for (const [key, p] of this.polled) this.drop(key, p);
   }
 
-  private refTimer(p: Polled): void {
-    if ([...p.listeners.values()].some((l) => l.keepAlive)) p.timer.ref();
-    else p.timer.unref();
-  }
-
   private drop(key: string, p: Polled): void {
-    clearInterval(p.timer);
+    p.listeners.stop();
     if (this.polled.get(key) === p) this.polled.delete(key);
   }
 
@@ -99,12 +86,6 @@ export class StatPollWatchers {
     const before = p.version;
     p.version = version;
     if (before === null || before === version) return;
-    for (const fn of [...p.listeners.keys()]) {
-      try {
-        fn();
-      } catch {
-        // One listener's failure does not concern the others.
-      }
-    }
+    p.listeners.notify();
   }
 }

@@ -18,21 +18,21 @@
  * or duplicated notification costs latency at most, never an event.
  */
 import { statSync, watch, type FSWatcher } from 'node:fs';
+import { WatchListeners, type ChangeListener } from '../watch-listeners.js';
 
-export type ChangeListener = () => void;
+export type { ChangeListener };
 
 /** The backstop poll: rare enough to cost nothing, frequent enough that a missed notification is a short delay. */
 export const DEFAULT_WATCH_POLL_MS = 2_000;
 
 interface Watched {
   path: string;
-  listeners: Map<ChangeListener, { keepAlive: boolean }>;
+  listeners: WatchListeners;
   watcher: FSWatcher | null;
   /** Inode the watcher is on. */
   ino: number;
   /** size:mtime:ino at the last look ('' when the file was missing). */
   stamp: string;
-  timer: NodeJS.Timeout;
 }
 
 function look(path: string): { stamp: string; ino: number } {
@@ -62,20 +62,12 @@ export class ChangeWatchers {
     let w = this.watched.get(key);
     if (w === undefined) {
       const now = look(path);
-      w = { path, listeners: new Map(), watcher: null, ino: -1, stamp: now.stamp, timer: setInterval(() => this.poll(key), this.pollMs) };
+      w = { path, listeners: new WatchListeners(setInterval(() => this.poll(key), this.pollMs)), watcher: null, ino: -1, stamp: now.stamp };
       this.watched.set(key, w);
       this.arm(w);
     }
-    const entry = { keepAlive: opts.keepAlive === true };
-    w.listeners.set(fn, entry);
-    this.refTimer(w);
     const own = w;
-    return () => {
-      if (own.listeners.get(fn) !== entry) return;
-      own.listeners.delete(fn);
-      if (own.listeners.size === 0) this.drop(key, own);
-      else this.refTimer(own);
-    };
+    return w.listeners.add(fn, opts.keepAlive === true, () => this.drop(key, own));
   }
 
   close(): void {
@@ -83,13 +75,8 @@ export class ChangeWatchers {
     for (const [key, w] of this.watched) this.drop(key, w);
   }
 
-  private refTimer(w: Watched): void {
-    if ([...w.listeners.values()].some((l) => l.keepAlive)) w.timer.ref();
-    else w.timer.unref();
-  }
-
   private drop(key: string, w: Watched): void {
-    clearInterval(w.timer);
+    w.listeners.stop();
     this.disarm(w);
     if (this.watched.get(key) === w) this.watched.delete(key);
   }
@@ -150,12 +137,6 @@ export class ChangeWatchers {
   }
 
   private fire(w: Watched): void {
-    for (const fn of [...w.listeners.keys()]) {
-      try {
-        fn();
-      } catch {
-        // One listener's failure does not concern the others.
-      }
-    }
+    w.listeners.notify();
   }
 }
