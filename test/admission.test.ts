@@ -8,8 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { FastifyInstance } from 'fastify';
 import { Admission } from '../src/main/server/admission.js';
 import { buildServer } from '../src/main/server/index.js';
-import type { Store } from '../src/main/store-types.js';
-import { seedSession, sleep, tempStore, until, type TempStore } from './server-helpers.js';
+import { gatedPages, seedSession, sleep, tempStore, until, type TempStore } from './server-helpers.js';
 
 const TOKEN = 'admission-token-0123456789';
 const AUTH = { authorization: `Bearer ${TOKEN}` };
@@ -100,27 +99,16 @@ describe('page route admission', () => {
   let ts: TempStore;
   let app: FastifyInstance;
   let gate: Promise<void> = Promise.resolve();
-  let entered = 0;
+  let entered: () => number = () => 0;
 
   beforeAll(async () => {
     ts = await tempStore(1);
     await seedSession(ts.store, 'a', 300, 300);
     // Workers started and the page path warm: the first page below is quick.
     for (const m of [3, 5, 6]) await ts.store.pageBuffer('a', { maxMessages: m });
-    const slow: Store = new Proxy(ts.store, {
-      get(target, prop) {
-        if (prop === 'pageBuffer') {
-          return async (...args: Parameters<Store['pageBuffer']>) => {
-            entered++;
-            await gate;
-            return target.pageBuffer(...args);
-          };
-        }
-        const v = Reflect.get(target, prop, target) as unknown;
-        return typeof v === 'function' ? (v as (...a: unknown[]) => unknown).bind(target) : v;
-      },
-    });
-    app = buildServer(slow, { token: TOKEN, maxEventLoopLagMs: 0, admission: { maxInFlight: 1, minQueueMs: 600, maxQueueMs: 600 }, retryAfterSeconds: 3 });
+    const slow = gatedPages(ts.store, () => gate);
+    entered = slow.entered;
+    app = buildServer(slow.store, { token: TOKEN, maxEventLoopLagMs: 0, admission: { maxInFlight: 1, minQueueMs: 600, maxQueueMs: 600 }, retryAfterSeconds: 3 });
     await app.ready();
   });
 
@@ -133,21 +121,21 @@ describe('page route admission', () => {
     let open!: () => void;
     gate = new Promise((r) => (open = r));
     const first = app.inject({ url: '/v1/sessions/a/page?maxMessages=3', headers: AUTH });
-    await until('the first page in the store', () => entered === 1);
+    await until('the first page in the store', () => entered() === 1);
     // Waits its 600 ms, never admitted while the first holds the slot: shed.
     const second = await app.inject({ url: '/v1/sessions/a/page?maxMessages=4', headers: AUTH });
     expect(second.statusCode).toBe(503);
     expect(second.headers['retry-after']).toBe('3');
     expect(JSON.parse(second.body)).toMatchObject({ error: { code: 'overloaded', message: expect.stringMatching(/overloaded/) } });
-    expect(entered).toBe(1);
+    expect(entered()).toBe(1);
     // One that arrives now waits, and is admitted when the first is answered.
     const third = app.inject({ url: '/v1/sessions/a/page?maxMessages=5', headers: AUTH });
     await sleep(50);
-    expect(entered).toBe(1);
+    expect(entered()).toBe(1);
     open();
     expect((await first).statusCode).toBe(200);
     expect((await third).statusCode).toBe(200);
-    expect(entered).toBe(2);
+    expect(entered()).toBe(2);
     expect(app.pagerState.admission?.running).toBe(0);
     const m = (await app.inject({ url: '/metrics', headers: AUTH })).body;
     expect(m).toMatch(/^session_pager_admission_shed_total 1$/m);

@@ -34,15 +34,16 @@
  * SESSION_PAGER_CRASH_SEED replays a run (the seed is printed on failure).
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
+import { isDeepStrictEqual } from 'node:util';
 import { unpack } from 'msgpackr';
 import { afterAll, describe, expect, it } from 'vitest';
 import { expandRecords } from '../src/main/core/chunk-codec.js';
 import type { Page, SessionEvent } from '../src/main/core/types.js';
 import { mulberry32 } from '../src/main/gen/prng.js';
-import { diagnose } from '../src/main/maintenance/doctor.js';
+import { diagnose, listSessionIds } from '../src/main/maintenance/doctor.js';
 import { planRepair, repairSession } from '../src/main/maintenance/repair.js';
 import { sessionPaths } from '../src/main/paths.js';
 import { decodeWholeLog, referencePage } from '../src/main/reference-reader.js';
@@ -113,6 +114,8 @@ interface Figures {
   tornFramesInjected: number;
   partialEntryLinesInjected: number;
   lost: number;
+  /** Sessions doctor --deep and repair --dry-run were run on and agreed (a session is skipped in a trial that left its files as they were). */
+  sessionsDoctored: number;
 }
 
 const children = new Set<ChildProcess>();
@@ -155,6 +158,16 @@ async function call(url: string, method: string, path: string, body?: unknown): 
   }
 }
 
+/**
+ * expect(got).toEqual(want), the cheap way first: node's strict deep equality is many times
+ * faster than the matcher on pages of thousands of records and never passes what the matcher
+ * would fail; only when it says no (a difference, or just an undefined-valued key the matcher
+ * ignores) does the matcher decide, with its diff.
+ */
+function expectEqual(got: unknown, want: unknown, what?: string): void {
+  if (!isDeepStrictEqual(got, want)) expect(got, what).toEqual(want);
+}
+
 /** Every page from the tail, pinned: each equals the reference reader's page of the log's indexed bytes. */
 async function checkPages(url: string, dataDir: string, m: Model, figures: Figures): Promise<number> {
   const info = await call(url, 'GET', `/v1/sessions/${m.id}`);
@@ -174,12 +187,12 @@ async function checkPages(url: string, dataDir: string, m: Model, figures: Figur
     const q = `throughSeq=${next - 1}&beforeSeq=${before}&maxMessages=${maxMessages}`;
     const res = await call(url, 'GET', `/v1/sessions/${m.id}/page?${q}`);
     expect(res.status, `${m.id} ${q}: ${JSON.stringify(res.json)}`).toBe(200);
-    expect(res.json as Page).toEqual(referencePage(ref, m.id, { throughSeq: next - 1, beforeSeq: before, maxMessages }));
+    expectEqual(res.json as Page, referencePage(ref, m.id, { throughSeq: next - 1, beforeSeq: before, maxMessages }), `${m.id} ${q}`);
     figures.pagesChecked++;
     events.unshift(...expandRecords((res.json as Page).records));
     before = (res.json as Page).fromSeq;
   }
-  expect(events).toEqual(makeEvents(0, next));
+  expectEqual(events, makeEvents(0, next), m.id);
   return next;
 }
 
@@ -273,9 +286,45 @@ async function injectTornWrite(dataDir: string, m: Model, target: 'log' | 'entri
   return true;
 }
 
-/** doctor --deep and repair --dry-run, on every session: they must agree. */
-async function doctorAndRepairAgree(dataDir: string): Promise<void> {
-  const reports = await diagnose(dataDir, undefined, { deep: true });
+/**
+ * What a session's files are now (each file's inode, size, mtime and ctime, projections
+ * included): the same fingerprint means the same bytes doctor and repair saw last time.
+ */
+function fingerprint(dataDir: string, id: string): string {
+  const p = sessionPaths(dataDir, id);
+  const files = [p.events, p.meta, p.entries];
+  try {
+    for (const n of readdirSync(p.projections).sort()) files.push(join(p.projections, n));
+  } catch {
+    // no projections
+  }
+  return files
+    .map((f) => {
+      try {
+        const st = statSync(f, { bigint: true });
+        return `${f}:${st.ino}:${st.size}:${st.mtimeNs}:${st.ctimeNs}`;
+      } catch {
+        return `${f}:-`;
+      }
+    })
+    .join('|');
+}
+
+/**
+ * doctor --deep and repair --dry-run, on every session: they must agree. `agreed` holds the
+ * fingerprint of each session when they last agreed on it: a session whose files have not
+ * changed since (no trial wrote to it, no kill cut a write of it) is not scanned again, as its
+ * verdict cannot have changed; every other session is (null: all of them).
+ */
+async function doctorAndRepairAgree(dataDir: string, agreed: Map<string, string> | null): Promise<number> {
+  const reports = [];
+  const prints = new Map<string, string>();
+  for (const id of await listSessionIds(dataDir)) {
+    const fp = fingerprint(dataDir, id);
+    if (agreed?.get(id) === fp) continue;
+    prints.set(id, fp);
+    reports.push(...(await diagnose(dataDir, id, { deep: true })));
+  }
   for (const r of reports) {
     const plan = await planRepair(sessionPaths(dataDir, r.id));
     const cuts = plan.steps.filter((s) => s.kind === 'truncate').map((s) => (s as { from: number }).from);
@@ -289,7 +338,9 @@ async function doctorAndRepairAgree(dataDir: string): Promise<void> {
     }
     if (r.issues.some((i) => i.code === 'create_interrupted')) expect(removes || plan.steps.some((s) => s.kind === 'reindex'), r.id).toBe(true);
     if (r.status === 'ok') expect(cuts, r.id).toEqual([]);
+    agreed?.set(r.id, prints.get(r.id) as string);
   }
+  return reports.length;
 }
 
 describe('crash fault suite: SIGKILL during creates and appends', () => {
@@ -299,7 +350,8 @@ describe('crash fault suite: SIGKILL during creates and appends', () => {
     const dataDir = mkdtempSync(join(tmpdir(), 'sp-crash-'));
     dirs.push(dataDir);
     const models = new Map<string, Model>();
-    const figures: Figures = { trials: 0, creates: 0, createsAcked: 0, createsRetaken: 0, appendsAcked: 0, eventsAcked: 0, unackedSeen: 0, pagesChecked: 0, tornTailsRepaired: 0, tailsIndexedByWriter: 0, tornWritesInjected: 0, tornFramesInjected: 0, partialEntryLinesInjected: 0, lost: 0 };
+    const agreed = new Map<string, string>();
+    const figures: Figures = { trials: 0, creates: 0, createsAcked: 0, createsRetaken: 0, appendsAcked: 0, eventsAcked: 0, unackedSeen: 0, pagesChecked: 0, tornTailsRepaired: 0, tailsIndexedByWriter: 0, tornWritesInjected: 0, tornFramesInjected: 0, partialEntryLinesInjected: 0, lost: 0, sessionsDoctored: 0 };
     let nextId = 0;
     const t0 = Date.now();
 
@@ -438,12 +490,13 @@ describe('crash fault suite: SIGKILL during creates and appends', () => {
           }
         }
       }
-      await doctorAndRepairAgree(dataDir);
+      figures.sessionsDoctored += await doctorAndRepairAgree(dataDir, agreed);
       // The long mode reports as it goes, so a run stopped part-way still has its figures.
       if (BUDGET_MS === Infinity && figures.trials % 25 === 0) console.log(`crash fault suite, after ${figures.trials} trials: ${JSON.stringify({ seed: SEED, seconds: Math.round((Date.now() - t0) / 1000), ...figures })}`);
     }
 
-    // The last kill's aftermath, once more, on a last server.
+    // Every session once more, changed or not, then the last kill's aftermath on a last server.
+    figures.sessionsDoctored += await doctorAndRepairAgree(dataDir, null);
     const { url, child, exited } = await startServer(dataDir);
     for (const m of models.values()) {
       if (!m.createAcked) continue;

@@ -60,6 +60,30 @@ export async function seedSession(store: Store, id: string, n: number, batch = 5
   for (let at = 0; at < n; at += batch) await store.append(id, makeEvents(at, Math.min(batch, n - at)));
 }
 
+/**
+ * `store` whose pages are held: every pageBuffer call is counted (`entered`), then waits for
+ * the promise `gate()` gives at that moment before the store builds the page (a page that
+ * takes as long as a test needs, so admission and shedding can be watched while it holds its
+ * slot). Everything else goes to the store as it is.
+ */
+export function gatedPages(store: Store, gate: () => Promise<void>): { store: Store; entered: () => number } {
+  let entered = 0;
+  const gated: Store = new Proxy(store, {
+    get(target, prop) {
+      if (prop === 'pageBuffer') {
+        return async (...args: Parameters<Store['pageBuffer']>) => {
+          entered++;
+          await gate();
+          return target.pageBuffer(...args);
+        };
+      }
+      const v = Reflect.get(target, prop, target) as unknown;
+      return typeof v === 'function' ? (v as (...a: unknown[]) => unknown).bind(target) : v;
+    },
+  });
+  return { store: gated, entered: () => entered };
+}
+
 export function sleep(ms: number): Promise<void> {
   return new Promise((r) => setTimeout(r, ms));
 }

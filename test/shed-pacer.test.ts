@@ -13,8 +13,7 @@ import type { FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildServer } from '../src/main/server/index.js';
 import { ShedPacer } from '../src/main/server/overload.js';
-import type { Store } from '../src/main/store-types.js';
-import { seedSession, tempStore, until, type TempStore } from './server-helpers.js';
+import { gatedPages, seedSession, tempStore, until, type TempStore } from './server-helpers.js';
 
 describe('ShedPacer', () => {
   it('doubles the hold for each shed in a row on one connection, up to the cap; admission starts over', () => {
@@ -37,26 +36,15 @@ describe('shed answers on one keep-alive connection (real sockets)', () => {
   let app: FastifyInstance;
   let base: string;
   let open!: () => void;
-  let entered = 0;
+  let entered: () => number = () => 0;
 
   beforeAll(async () => {
     ts = await tempStore(1);
     await seedSession(ts.store, 'a', 100, 100);
     const gate = new Promise<void>((r) => (open = r));
-    const slow: Store = new Proxy(ts.store, {
-      get(target, prop) {
-        if (prop === 'pageBuffer') {
-          return async (...args: Parameters<Store['pageBuffer']>) => {
-            entered++;
-            await gate;
-            return target.pageBuffer(...args);
-          };
-        }
-        const v = Reflect.get(target, prop, target) as unknown;
-        return typeof v === 'function' ? (v as (...a: unknown[]) => unknown).bind(target) : v;
-      },
-    });
-    app = buildServer(slow, { token: TOKEN, maxEventLoopLagMs: 0, admission: { maxInFlight: 1, minQueueMs: 20, maxQueueMs: 20 }, shedDelayMs: 100, maxShedDelayMs: 1600 });
+    const slow = gatedPages(ts.store, () => gate);
+    entered = slow.entered;
+    app = buildServer(slow.store, { token: TOKEN, maxEventLoopLagMs: 0, admission: { maxInFlight: 1, minQueueMs: 20, maxQueueMs: 20 }, shedDelayMs: 100, maxShedDelayMs: 1600 });
     await app.listen({ host: '127.0.0.1', port: 0 });
     base = `http://127.0.0.1:${(app.server.address() as AddressInfo).port}`;
   });
@@ -71,7 +59,7 @@ describe('shed answers on one keep-alive connection (real sockets)', () => {
     const headers = { authorization: `Bearer ${TOKEN}` };
     // The one slot, taken until the end of the test.
     const held = fetch(`${base}/v1/sessions/a/page?maxMessages=3`, { headers });
-    await until('the page in the store', () => entered === 1);
+    await until('the page in the store', () => entered() === 1);
     const agent = new Agent({ keepAlive: true, maxSockets: 1 });
     const ask = (via: Agent = agent): Promise<{ status: number; ms: number; retryAfter: string | undefined }> =>
       new Promise((resolve, reject) => {

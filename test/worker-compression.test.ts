@@ -7,17 +7,17 @@
  * and through a store with the default threshold; compressed forms live in
  * the prepared-page cache, counted in its budget.
  */
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { basename, join } from 'node:path';
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { expandRow } from '../src/main/core/chunk-codec.js';
-import type { ChunkRow, PageParams, SessionEvent } from '../src/main/core/types.js';
+import type { PageParams, SessionEvent } from '../src/main/core/types.js';
 import { LARGE_BODY, type OutputCoding, type PageEncoding } from '../src/main/page-coding.js';
 import { openStore, type PagerStore } from '../src/main/store.js';
 import { decoders } from './helpers/decoders.js';
 import { dshFixtures } from './helpers/fixtures.js';
+import { fixtureEvents, pageQueriesArb, queryParams } from './helpers/page-checks.js';
 import { randomLogArb, writeRandomLog, type BatchSpec } from './helpers/random-log.js';
 
 const LEVELS = { brotliQuality: 4, gzipLevel: 6, zstdLevel: 6 };
@@ -58,39 +58,19 @@ async function expectDecodes(s: PagerStore, id: string, params: PageParams, cliT
   }
 }
 
-function eventsOf(file: string): { header: Record<string, unknown>; events: SessionEvent[] } {
-  const lines = readFileSync(file, 'utf8').split('\n').filter(Boolean).map((l) => JSON.parse(l) as Record<string, unknown>);
-  const events: SessionEvent[] = [];
-  for (const r of lines.slice(1)) {
-    if ('seq0' in r) events.push(...expandRow(r as unknown as ChunkRow));
-    else events.push(r as SessionEvent);
-  }
-  return { header: lines[0] as Record<string, unknown>, events };
-}
-
 describe('pages compressed by the workers decode to the identity page', () => {
   let n = 0;
   it('on random logs, every coding, every store', async () => {
     await fc.assert(
       fc.asyncProperty(
         randomLogArb(),
-        fc.array(
-          fc.record({
-            through: fc.option(fc.double({ min: 0, max: 1, noNaN: true }), { nil: undefined }),
-            before: fc.option(fc.double({ min: 0, max: 1.2, noNaN: true }), { nil: undefined }),
-            maxMessages: fc.option(fc.integer({ min: 1, max: 6 }), { nil: undefined }),
-          }),
-          { minLength: 1, maxLength: 3 },
-        ),
+        pageQueriesArb({ before: true, maxBytes: false, maxMessages: 'sometimes', maxLength: 3 }),
         async (spec, queries) => {
           const id = `rand-${n++}`;
           await writeRandomLog(spec, { dataDir: dir, id });
           const last = spec.events.length - 1;
           for (const q of queries) {
-            const params: PageParams = {};
-            if (q.through !== undefined && last >= 0) params.throughSeq = Math.floor(q.through * last);
-            if (q.before !== undefined) params.beforeSeq = Math.floor(q.before * (last + 1));
-            if (q.maxMessages !== undefined) params.maxMessages = q.maxMessages;
+            const params = queryParams(q, last);
             for (const s of [plain, splitting, copying]) await expectDecodes(s, id, params);
           }
         },
@@ -102,7 +82,7 @@ describe('pages compressed by the workers decode to the identity page', () => {
   const files = dshFixtures();
   const batchings: BatchSpec[][] = [[{ size: 7, format: 'jsonl' }], [{ size: 3, format: 'binary' }, { size: 40, format: 'jsonl' }], [{ size: 100000, format: 'binary' }]];
   it.each(files.map((f, i) => [basename(f), f, i] as const))('fixture %s, every coding, the CLI decoders too', async (_name, file, i) => {
-    const { header, events } = eventsOf(file);
+    const { header, events } = fixtureEvents(file);
     const id = `fx-${i}`;
     await writeRandomLog({ events, batches: batchings[i % batchings.length] as BatchSpec[] }, { dataDir: dir, id, header });
     await expectDecodes(plain, id, {}, true);

@@ -19,12 +19,11 @@
  * covered in depth by the other suites (page-path, trust, writer, ...).
  */
 import { basename } from 'node:path';
-import { readFileSync } from 'node:fs';
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { expandRecords, expandRow } from '../../src/main/core/chunk-codec.js';
-import type { ChunkRow, PageParams, SessionEvent } from '../../src/main/core/types.js';
-import { decodeWholeLog, referencePage, type ReferenceLog } from '../../src/main/reference-reader.js';
+import { expandRecords } from '../../src/main/core/chunk-codec.js';
+import type { PageParams, SessionEvent } from '../../src/main/core/types.js';
+import { decodeWholeLog, type ReferenceLog } from '../../src/main/reference-reader.js';
 import { openStore, type PagerStore } from '../../src/main/store.js';
 import type { StorageBackend } from '../../src/storage/backend.js';
 import { projectionKey, sessionKeys } from '../../src/storage/layout.js';
@@ -32,30 +31,13 @@ import type { BackendUnderTest } from './backends.js';
 import { analyzeLog } from '../../src/main/maintenance/analyze.js';
 import { discoverSession } from '../../src/main/maintenance/discover.js';
 import { dshFixtures } from './fixtures.js';
+import { expectSamePage, fixtureEvents, pageQueriesArb, queryParams, walkPages } from './page-checks.js';
 import { randomLogArb, writeRandomLog, type BatchSpec } from './random-log.js';
 
 async function referenceOf(storage: StorageBackend, id: string): Promise<ReferenceLog> {
   const bytes = await storage.readAll(sessionKeys(id).events);
   if (bytes === null) throw new Error(`no log for ${id}`);
   return decodeWholeLog(bytes);
-}
-
-async function expectSamePage(store: PagerStore, id: string, log: ReferenceLog, params: PageParams): Promise<void> {
-  expect(await store.page(id, params), JSON.stringify(params)).toEqual(referencePage(log, id, params));
-}
-
-/** Older pages from the tail until hasMore is false: each equals the reference, every event once. */
-async function walk(store: PagerStore, id: string, log: ReferenceLog, maxMessages: number, maxBytes?: number): Promise<void> {
-  const seen: SessionEvent[][] = [];
-  let params: PageParams = { maxMessages, ...(maxBytes ? { maxBytes } : {}) };
-  for (let guard = 0; guard <= log.events.length + 1; guard++) {
-    const got = await store.page(id, params);
-    expect(got).toEqual(referencePage(log, id, params));
-    seen.unshift(expandRecords(got.records));
-    if (!got.hasMore) break;
-    params = { ...params, throughSeq: got.throughSeq, beforeSeq: got.fromSeq };
-  }
-  expect(seen.flat()).toEqual(log.events);
 }
 
 /** Change one byte of a stored object, as a failing disk would. */
@@ -77,16 +59,6 @@ function entriesOf(text: string): { seq: number; count: number; offset: number; 
     .trim()
     .split('\n')
     .map((l) => JSON.parse(l) as { seq: number; count: number; offset: number; length: number });
-}
-
-function fixtureEvents(file: string): { header: Record<string, unknown>; events: SessionEvent[] } {
-  const lines = readFileSync(file, 'utf8').split('\n').filter(Boolean).map((l) => JSON.parse(l) as Record<string, unknown>);
-  const events: SessionEvent[] = [];
-  for (const r of lines.slice(1)) {
-    if ('seq0' in r) events.push(...expandRow(r as unknown as ChunkRow));
-    else events.push(r as SessionEvent);
-  }
-  return { header: lines[0] as Record<string, unknown>, events };
 }
 
 const chat = (from: number, n: number): SessionEvent[] =>
@@ -122,7 +94,7 @@ export function complianceSuite(b: BackendUnderTest): void {
       await fc.assert(
         fc.asyncProperty(
           randomLogArb(),
-          fc.array(fc.record({ through: fc.option(fc.double({ min: 0, max: 1, noNaN: true }), { nil: undefined }), maxMessages: fc.integer({ min: 1, max: 6 }), maxBytes: fc.option(fc.integer({ min: 1, max: 3000 }), { nil: undefined }) }), { minLength: 1, maxLength: 4 }),
+          pageQueriesArb({ before: false, maxBytes: true, maxMessages: 'always', maxLength: 4 }),
           async (spec, queries) => {
             const id = `rand-${n++}`;
             await writeRandomLog(spec, { storage, id });
@@ -132,13 +104,11 @@ export function complianceSuite(b: BackendUnderTest): void {
             expect(log.events).toEqual(spec.events);
             const last = spec.events.length - 1;
             for (const q of queries) {
-              const params: PageParams = { maxMessages: q.maxMessages };
-              if (q.through !== undefined && last >= 0) params.throughSeq = Math.floor(q.through * last);
-              if (q.maxBytes !== undefined) params.maxBytes = q.maxBytes;
+              const params = queryParams(q, last);
               await expectSamePage(store, id, log, params);
               await expectSamePage(splitting, id, log, params);
             }
-            await walk(splitting, id, log, 2, 500);
+            await walkPages(splitting, id, log, 2, 500);
           },
         ),
         { numRuns: 25 },
@@ -156,7 +126,7 @@ export function complianceSuite(b: BackendUnderTest): void {
         const log = await referenceOf(storage, id);
         expect(log.events, basename(file)).toEqual(events);
         await expectSamePage(store, id, log, {});
-        await walk(splitting, id, log, 1 + (i % 3));
+        await walkPages(splitting, id, log, 1 + (i % 3));
       }
     }, b.timeoutMs);
 
