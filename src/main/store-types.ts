@@ -121,7 +121,7 @@ export interface Store {
    */
   encodeBody?(body: Buffer, coding: OutputCoding): Promise<Buffer>;
   /** See PageVersion; a backend without a cheap log identity may leave it out (pages are then validated by their bytes). */
-  pageVersion?(id: string): Promise<PageVersion>;
+  pageVersion?(id: string, throughSeq?: number): Promise<PageVersion>;
   /** Logical events [fromSeq, toSeq) of the indexed log (bounded by the caller). */
   readEvents(id: string, fromSeq: number, toSeq: number): Promise<SessionEvent[]>;
   /** Create a session from its header record (`type`, `id`, `createdAt` filled in when absent); `session_exists` when it does. */

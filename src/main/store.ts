@@ -27,7 +27,7 @@ import { SessionWriters } from './store/writers.js';
 import { createPagePool, type PagePool } from './worker-pool.js';
 import { InlinePool } from './inline-pool.js';
 import type { OutputCoding } from './page-coding.js';
-import { ChangeWatchers } from '../storage/local/change-watch.js';
+import { ChangeWatchers, DEFAULT_WATCH_POLL_MS } from '../storage/local/change-watch.js';
 import { StatPollWatchers } from '../storage/stat-poll-watch.js';
 import { sessionKeys } from '../storage/layout.js';
 import { EventFollower, type FollowOptions } from './event-follow.js';
@@ -56,6 +56,8 @@ export class PagerStore implements Store {
   /** Whether close() closes the bus (not one the caller gave). */
   private readonly ownsBus: boolean;
   private readonly polls: StatPollWatchers;
+  /** With an append bus on a network store: the slow poll behind its messages. */
+  private readonly backstopPolls: StatPollWatchers;
   private readonly follows = new Set<EventFollower>();
   private closed = false;
 
@@ -87,7 +89,10 @@ export class PagerStore implements Store {
       },
       (id) => this.views.forget(id),
     );
-    this.views = new SessionViews(this.storage, (id) => this.writers.committed(id));
+    // A network store caches what it looked up for a while: told of an append (or asked for a seq not seen yet), it looks again.
+    const storage = this.storage as { refresh?(key: string): Promise<void> };
+    const refresh = async (id: string) => storage.refresh?.(sessionKeys(id).meta);
+    this.views = new SessionViews(this.storage, (id) => this.writers.committed(id), refresh);
     this.pages = new PageService(this.storage, this.pool, this.views, {
       splitCost: this.splitCost,
       inPlaceBytes: opts.inPlaceBytes ?? DEFAULT_IN_PLACE_BYTES,
@@ -98,11 +103,9 @@ export class PagerStore implements Store {
     if (opts.appendBus === undefined && opts.redisUrl !== undefined) throw new PagerError('internal', 'a store with redisUrl is opened by openStore()');
     const bus: AppendBus | null = opts.appendBus ?? null;
     this.ownsBus = ownBus && bus !== null;
-    // A network store caches what it looked up for a while: a message makes it look again (refresh).
-    const storage = this.storage as { refresh?(key: string): Promise<void> };
-    const refresh = async (id: string) => storage.refresh?.(sessionKeys(id).meta);
     this.remote = bus === null ? null : new RemoteAppends(bus, (id) => this.nextSeq(id), refresh);
     this.polls = new StatPollWatchers(this.storage, opts.statPollMs);
+    this.backstopPolls = new StatPollWatchers(this.storage, opts.watchPollMs ?? DEFAULT_WATCH_POLL_MS);
   }
 
   async list(): Promise<CatalogEntry[]> {
@@ -131,9 +134,9 @@ export class PagerStore implements Store {
     return this.pages.encodeBody(body, coding);
   }
 
-  async pageVersion(id: string): Promise<PageVersion> {
+  async pageVersion(id: string, throughSeq?: number): Promise<PageVersion> {
     this.assertOpen();
-    return this.views.pageVersion(id);
+    return this.views.pageVersion(id, throughSeq);
   }
 
   async page(id: string, params: PageParams = {}): Promise<Page> {
@@ -179,7 +182,12 @@ export class PagerStore implements Store {
     const stops: (() => void)[] = [];
     if (this.watchFiles && this.storage instanceof LocalBackend) stops.push(this.watchers.watch(id, this.storage.path(keys.entries), listener, opts));
     else if (this.watchFiles && this.remote === null) stops.push(this.polls.watch(keys.entries, listener, opts));
-    if (this.remote !== null) stops.push(this.remote.watch(id, listener));
+    if (this.remote !== null) {
+      stops.push(this.remote.watch(id, listener));
+      // A message can be lost, and an append can be made durable without one (a restarted writer's
+      // recovered tail): a slow poll of the sidecar's stat through the seam is the backstop.
+      if (this.watchFiles && !(this.storage instanceof LocalBackend)) stops.push(this.backstopPolls.watch(keys.entries, listener, opts));
+    }
     return () => {
       for (const stop of stops.splice(0)) stop();
     };
@@ -233,7 +241,7 @@ export class PagerStore implements Store {
       },
       cache: { hits: this.views.hits, misses: this.views.misses, pageHits: page.hits, pageMisses: page.misses, pageBytes: page.size },
       pagesServed: this.pages.pagesServed,
-      follow: { watchedSessions: this.watchers.size + this.polls.size, followers: this.follows.size, ...(this.remote !== null ? { bus: { ...this.remote.bus.stats(), watchedSessions: this.remote.size } } : {}) },
+      follow: { watchedSessions: this.watchers.size + this.polls.size + this.backstopPolls.size, followers: this.follows.size, ...(this.remote !== null ? { bus: { ...this.remote.bus.stats(), watchedSessions: this.remote.size } } : {}) },
     };
   }
 
@@ -248,6 +256,7 @@ export class PagerStore implements Store {
     this.watchers.close();
     this.remote?.close();
     this.polls.close();
+    this.backstopPolls.close();
     await this.writers.closeAll();
     if (this.ownsBus) await this.remote?.bus.close();
     if (this.ownsPool) await this.pool.close();

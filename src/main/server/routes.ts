@@ -110,7 +110,7 @@ export async function routes(app: FastifyInstance, o: RoutesOptions): Promise<vo
     // The coding depends on Accept-Encoding alone (not on the page's size): the tag is known before the page.
     const encoding = negotiate(request.headers['accept-encoding']);
     const pinned = params.throughSeq !== undefined;
-    const version = store.pageVersion === undefined ? undefined : await store.pageVersion(id);
+    const version = store.pageVersion === undefined ? undefined : await store.pageVersion(id, params.throughSeq);
     if (version !== undefined && version.servable) {
       const etag = etagFor(pageDigest(id, version.incarnation, resolvePageParams(params, version.nextSeq - 1)), encoding);
       if (noneMatch(request.headers['if-none-match'], etag)) {

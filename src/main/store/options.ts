@@ -54,7 +54,7 @@ export interface StoreOptions {
    * mistyped --data). Writes through such a store still create what they need.
    */
   readOnly?: boolean;
-  /** Followers' backstop poll of a watched session's entry sidecar, ms (default 2000; storage/local/change-watch.ts). */
+  /** Followers' backstop poll of a watched session's entry sidecar, ms (default 2000): behind file-change notification (storage/local/change-watch.ts) and behind the append bus's messages on a network store. */
   watchPollMs?: number;
   /** On a backend without change notification (memory, a network store), how often a followed session's entry sidecar is stat'ed, ms (default 100; storage/stat-poll-watch.ts). */
   statPollMs?: number;

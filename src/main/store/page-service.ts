@@ -121,7 +121,7 @@ export class PageService {
   }
 
   async plan(id: string, params: PageParams = {}): Promise<{ view: SessionView; plan: PagePlan }> {
-    const v = await this.views.view(id);
+    const v = await this.views.view(id, params.throughSeq);
     this.servable(id, v);
     return { view: v, plan: await this.planResolved(v, resolvePageParams(params, v.nextSeq - 1)) };
   }
@@ -302,7 +302,7 @@ export class PageService {
 
   /** The page as asked: `coding` adds its body in that coding (`encoded`), from the cache when it holds that form. */
   async pageBuffer(id: string, params: PageParams = {}, signal?: AbortSignal, coding?: OutputCoding): Promise<PageBuffer> {
-    const view = await this.views.view(id);
+    const view = await this.views.view(id, params.throughSeq);
     this.servable(id, view);
     const r = resolvePageParams(params, view.nextSeq - 1);
     // A page is a function of the session's files and the resolved parameters.

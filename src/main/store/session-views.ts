@@ -48,6 +48,8 @@ export class SessionViews {
     private readonly storage: StorageBackend,
     /** The committed metadata of this store's open writer of a session, if any. */
     private readonly committed: (id: string) => Promise<SessionMeta | undefined>,
+    /** Make the storage look again at a session (a network store's reader caches what it looked up for a while). */
+    private readonly refresh: (id: string) => Promise<void> = async () => undefined,
   ) {}
 
   /** Drop what is cached of a session (its writer closed, or was created). */
@@ -92,8 +94,23 @@ export class SessionViews {
     return (await this.loadStamped(paths)).state;
   }
 
-  /** The page path's view of a session; `session_not_found` when it does not exist. */
-  async view(id: string): Promise<SessionView> {
+  /**
+   * The page path's view of a session; `session_not_found` when it does not
+   * exist. `throughSeq`: the seq a client asks a page cut at. A client that
+   * learned of a seq elsewhere (from the writer's acknowledgment, another
+   * reader, a follower) may ask before this process's cached view of a
+   * network store shows it: then the storage is looked at again once, so
+   * such a pinned page is answered (read-your-writes across processes),
+   * and `invalid_request` is left to a seq that is past the end indeed.
+   */
+  async view(id: string, throughSeq?: number): Promise<SessionView> {
+    const v = await this.viewNow(id);
+    if (throughSeq === undefined || !Number.isSafeInteger(throughSeq) || throughSeq < v.nextSeq || v.status === 'repair_required') return v;
+    await this.refresh(id);
+    return this.viewNow(id);
+  }
+
+  private async viewNow(id: string): Promise<SessionView> {
     const paths = sessionKeys(id);
     const m = await this.committed(id);
     if (m !== undefined) {
@@ -110,8 +127,8 @@ export class SessionViews {
   }
 
   /** What a page's ETag rests on: the next seq, whether pages are served, and which log this is (store-types.ts PageVersion). */
-  async pageVersion(id: string): Promise<PageVersion> {
-    const v = await this.view(id);
+  async pageVersion(id: string, throughSeq?: number): Promise<PageVersion> {
+    const v = await this.view(id, throughSeq);
     const s = await this.storage.stat(v.paths.events);
     return { nextSeq: v.nextSeq, servable: v.status !== 'repair_required', incarnation: s?.incarnation ?? '' };
   }

@@ -101,7 +101,11 @@ export class SessionVolume {
   private manifest: Manifest | null = null;
   /** performance.now() when `manifest` was last checked against the store (-Infinity: never). */
   private checkedAt = Number.NEGATIVE_INFINITY;
-  private refreshing: Promise<Manifest | null> | null = null;
+  /** The look at the store in flight (`id`: its number in the order looks began). */
+  private look: { id: number; done: Promise<Manifest | null> } | null = null;
+  private looksStarted = 0;
+  /** The highest-numbered look that has ended (its answer, or its error, is in). */
+  private looksEnded = 0;
   private owner: Owner | null = null;
   /** Serializes publishes, seals, claims and releases. */
   private chain: Promise<unknown> = Promise.resolve();
@@ -126,21 +130,41 @@ export class SessionVolume {
 
   // ---------------------------------------------------------------- reading
 
-  /** The latest manifest (null: the session has none), at most `freshMs` old unless `force`. */
+  /**
+   * The latest manifest (null: the session has none), at most `freshMs` old;
+   * `force`: from a look that began after this call (a caller told of an
+   * append, or asked for a seq it has not seen, must not get an answer
+   * looked up before). A look in flight is as fresh as any answer for
+   * everyone else, so a page asked just after an append's message waits
+   * for the look the message started instead of taking the older manifest.
+   */
   async latest(force = false): Promise<Manifest | null> {
-    if (!force && performance.now() - this.checkedAt < this.cfg.freshMs) return this.manifest;
-    if (this.refreshing !== null) return this.refreshing;
-    // Fresh from when the look ended: on a slow store, a look's own round trip does not use up the window.
-    this.refreshing = this.findLatest()
+    const need = force ? this.looksStarted + 1 : 0;
+    if (force) this.checkedAt = Number.NEGATIVE_INFINITY;
+    for (;;) {
+      const look = this.look;
+      if (look !== null) {
+        if (look.id >= need) return look.done;
+        await look.done.catch(() => undefined);
+        continue;
+      }
+      if (force ? this.looksEnded >= need : performance.now() - this.checkedAt < this.cfg.freshMs) return this.manifest;
+      break;
+    }
+    const id = ++this.looksStarted;
+    const done = this.findLatest()
       .then((m) => {
         if (m !== null && (this.manifest === null || m.n >= this.manifest.n)) this.manifest = m;
+        // Fresh from when the look ended: on a slow store, a look's own round trip does not use up the window.
         this.checkedAt = performance.now();
         return this.manifest;
       })
       .finally(() => {
-        this.refreshing = null;
+        this.looksEnded = Math.max(this.looksEnded, id);
+        if (this.look?.id === id) this.look = null;
       });
-    const m = await this.refreshing;
+    this.look = { id, done };
+    const m = await done;
     if (!this.prefetched && m !== null && this.owner === null) {
       this.prefetched = true;
       this.prefetchIndex(m);
