@@ -36,3 +36,23 @@ describe('--store on the command line', () => {
   });
 });
 
+
+describe('--store on the maintenance commands', () => {
+  for (const name of ['import', 'gen', 'doctor', 'reindex', 'repair']) {
+    it(`${name}: --help names it, and a bad URL is refused with one line as serve and page refuse it`, () => {
+      const help = cli([name, '--help']);
+      expect(help.status).toBe(0);
+      expect(help.stdout).toMatch(/--store URL\s+where sessions live: s3:\/\/bucket\/prefix/);
+      const dir = mkdtempSync(join(tmpdir(), 'sp-s3cli-'));
+      try {
+        const args = name === 'import' ? [join(dir, 'x.jsonl')] : name === 'repair' ? ['x'] : [];
+        const r = cli([name, ...args, '--data', dir, '--store', 'http://bucket/x']);
+        expect(r.status, r.stderr).toBe(2);
+        expect(r.stderr.trim().split('\n')).toHaveLength(1);
+        expect(r.stderr).toMatch(/--store must be an s3:\/\/bucket\/prefix URL/);
+      } finally {
+        rmSync(dir, { recursive: true, force: true });
+      }
+    });
+  }
+});

@@ -79,6 +79,26 @@ export interface WritableFile {
   close(): Promise<void>;
 }
 
+/**
+ * A new version of one object, written in order and put in place whole by
+ * `commit()` (a rebuilt sidecar, an imported log, a backup: objects too
+ * large to hold in memory). Until then nothing of it is visible.
+ */
+export interface Replacement {
+  /** Bytes written so far. */
+  readonly size: number;
+  /** Append `data` (not durable until commit). */
+  write(data: Uint8Array): Promise<void>;
+  /**
+   * Put it in place, durably: readers see the old object (or none) or all of
+   * this one, never part. Exclusive (openReplacement's flag): fails with
+   * EEXIST, replacing nothing, when the object exists by then.
+   */
+  commit(): Promise<void>;
+  /** Drop it; the object is left as it was. */
+  abort(): Promise<void>;
+}
+
 /** An exclusive hold on a name (one writer per session, across processes). */
 export interface Lease {
   release(): Promise<void>;
@@ -124,6 +144,13 @@ export interface StorageBackend {
   createExclusive(key: string, data: Uint8Array): Promise<void>;
   /** Atomically replace an object with `data`, durably: readers see the old or the new one, never half. */
   replace(key: string, data: Uint8Array): Promise<void>;
+  /**
+   * Begin a new version of `key`, written in order and put in place by its
+   * `commit()` (`exclusive`: only if `key` does not exist then). Absent: the
+   * caller collects the bytes and calls `replace` or `createExclusive`
+   * (storage/replacement.ts), so the object is held in memory once.
+   */
+  openReplacement?(key: string, exclusive: boolean): Promise<Replacement>;
   /** Remove an object (nothing when it does not exist). */
   remove(key: string): Promise<void>;
   /** Remove every object under folder `prefix`. */

@@ -56,3 +56,32 @@ export function sessionKeys(id: string): SessionKeys {
 export function projectionKey(keys: Pick<SessionKeys, 'projections'>, name: string): string {
   return `${keys.projections}/${name}`;
 }
+
+/** What a backup's key adds to the log's: `.bak-` and a UTC time stamp. */
+export const BACKUP_MARK = '.bak-';
+const BACKUP_STAMP_RE = /^\d{8}T\d{9}Z$/;
+
+/** `20261201T153012345Z`: the UTC time `ms` in a backup's name (sorts as time does). */
+export function backupStamp(ms: number): string {
+  return new Date(ms).toISOString().replace(/[-:]/g, '').replace('.', '');
+}
+
+/**
+ * The key of a copy of a session's log made at `ms` before repair cuts it:
+ * beside the log, `sessions/<id>.events.bak-<stamp>`. Not data of the
+ * session (never listed as one, never read by the page path).
+ */
+export function backupKey(keys: Pick<SessionKeys, 'events'>, ms: number): string {
+  return `${keys.events}${BACKUP_MARK}${backupStamp(ms)}`;
+}
+
+/** The session id and stamp of a backup key `sessions/<id>.events.bak-<stamp>`, or null. */
+export function parseBackupKey(key: string): { id: string; stamp: string } | null {
+  if (!key.startsWith(`${SESSIONS}/`)) return null;
+  const rest = key.slice(SESSIONS.length + 1);
+  const at = rest.lastIndexOf(`${EVENTS_SUFFIX}${BACKUP_MARK}`);
+  if (rest.includes('/') || at <= 0) return null;
+  const id = rest.slice(0, at);
+  const stamp = rest.slice(at + EVENTS_SUFFIX.length + BACKUP_MARK.length);
+  return isValidSessionId(id) && BACKUP_STAMP_RE.test(stamp) ? { id, stamp } : null;
+}

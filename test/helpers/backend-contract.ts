@@ -8,6 +8,7 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { isExists, isNotFound, type StorageBackend } from '../../src/storage/backend.js';
 import type { BackendUnderTest } from './backends.js';
+import { copyObject, openReplacement } from '../../src/storage/replacement.js';
 
 /** The raw contract against one backend. */
 export function backendContract(b: BackendUnderTest): void {
@@ -112,6 +113,45 @@ export function backendContract(b: BackendUnderTest): void {
       expect((await storage.stat('sessions/index/c.index.json'))?.version).not.toBe(s1?.version);
       // No temporary object is left beside it.
       expect(await storage.list('sessions/index')).toEqual(['c.index.json']);
+    });
+
+    it('a replacement (streamed where the backend can, else collected) is invisible until committed, then whole; exclusive fails with EEXIST; a copy', async () => {
+      const key = 'sessions/index/r.entries.jsonl';
+      await storage.replace(key, Buffer.from('old\n'));
+      const r = await openReplacement(storage, key, false);
+      await r.write(Buffer.from('new '));
+      await r.write(Buffer.from('lines\n'));
+      expect(r.size).toBe(10);
+      expect((await storage.readAll(key))?.toString()).toBe('old\n');
+      await r.commit();
+      expect((await storage.readAll(key))?.toString()).toBe('new lines\n');
+      // Dropped: nothing changes, nothing is left beside it.
+      const dropped = await openReplacement(storage, key, false);
+      await dropped.write(Buffer.from('never'));
+      await dropped.abort();
+      expect((await storage.readAll(key))?.toString()).toBe('new lines\n');
+      expect(await storage.list('sessions/index')).toEqual(['r.entries.jsonl']);
+      // Exclusive: placed only where nothing is.
+      const log = 'sessions/r.events';
+      const first = await openReplacement(storage, log, true);
+      await first.write(Buffer.from('header\n'));
+      await first.commit();
+      const second = await openReplacement(storage, log, true);
+      await second.write(Buffer.from('other\n'));
+      await expect(second.commit()).rejects.toSatisfy(isExists);
+      await second.abort();
+      expect((await storage.readAll(log))?.toString()).toBe('header\n');
+      expect(await storage.list('sessions')).toEqual(expect.arrayContaining(['r.events']));
+      expect((await storage.list('sessions')).filter((n) => n !== 'index' && n !== 'r.events')).toEqual([]);
+      // A backup: a new object beside the log with its bytes, never over another.
+      const big = Buffer.alloc(3 * 1024 * 1024 + 17, 7);
+      await storage.replace(log, big);
+      const bak = 'sessions/r.events.bak-20261201T120000000Z';
+      expect(await copyObject(storage, log, bak)).toBe(big.length);
+      expect((await storage.readAll(bak))?.equals(big)).toBe(true);
+      await expect(copyObject(storage, log, bak)).rejects.toSatisfy(isExists);
+      await storage.remove(bak);
+      expect(await storage.stat(bak)).toBeNull();
     });
 
     it('list names what is directly under a folder (sub-folders by name); remove and removeAll', async () => {

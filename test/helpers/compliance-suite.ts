@@ -12,13 +12,16 @@
  *   after every append;
  * - the writer's maintenance on open: indexing a complete unindexed tail,
  *   refusing a torn one; the log analysis behind doctor --deep, reindex and
- *   repair, and header discovery;
+ *   repair, and header discovery; the maintenance commands themselves
+ *   (import, gen, doctor, reindex, repair with its backup before a cut);
  * - follow: appends through another store on the same backend reach a
  *   follower (file-change notification, or the generic stat poll).
  * A backend passes only if all of it passes; the local backend is also
  * covered in depth by the other suites (page-path, trust, writer, ...).
  */
-import { basename } from 'node:path';
+import { basename, join } from 'node:path';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { expandRecords } from '../../src/main/core/chunk-codec.js';
@@ -30,6 +33,11 @@ import { projectionKey, sessionKeys } from '../../src/storage/layout.js';
 import type { BackendUnderTest } from './backends.js';
 import { analyzeLog } from '../../src/main/maintenance/analyze.js';
 import { discoverSession } from '../../src/main/maintenance/discover.js';
+import { diagnose, listSessionIds } from '../../src/main/maintenance/doctor.js';
+import { importSession } from '../../src/main/maintenance/import.js';
+import { reindexSession } from '../../src/main/maintenance/reindex.js';
+import { repairSession } from '../../src/main/maintenance/repair.js';
+import { generateSession } from '../../src/main/gen/generate.js';
 import { dshFixtures } from './fixtures.js';
 import { expectSamePage, fixtureEvents, pageQueriesArb, queryParams, walkPages } from './page-checks.js';
 import { randomLogArb, writeRandomLog, type BatchSpec } from './random-log.js';
@@ -291,6 +299,87 @@ export function complianceSuite(b: BackendUnderTest): void {
       await expect(analyzeLog(sessionKeys('no-such').events, {}, storage)).rejects.toMatchObject({ code: 'ENOENT' });
       expect((await discoverSession(sessionKeys('no-such'), storage)).reason).toBe('log file is missing');
     });
+
+    it('maintenance commands work on the backend: import, gen, doctor (reads only), reindex, repair (a backup before any cut, no valid frame dropped)', async () => {
+      const dir = mkdtempSync(join(tmpdir(), 'sp-maint-input-'));
+      try {
+        // import: a dsh-style JSONL file (a local input) into the store; pages equal the reference.
+        const events = chat(0, 40);
+        const file = join(dir, 'imp.jsonl');
+        writeFileSync(file, [JSON.stringify({ type: 'session', version: 1, id: 'host-id', createdAt: 5 }), ...events.map((e) => JSON.stringify(e))].join('\n') + '\n');
+        const imported = await importSession(storage, file, {});
+        expect(imported).toMatchObject({ id: 'imp', events: 40, frames: 41, verbatim: true });
+        await expect(importSession(storage, file, {})).rejects.toMatchObject({ code: 'session_exists' });
+        const k = sessionKeys('imp');
+        const log = await referenceOf(storage, 'imp');
+        expect(log.events).toEqual(events);
+        await walkPages(store, 'imp', log, 4);
+        // gen: a synthetic session through the writer.
+        const g = await generateSession(storage, { id: 'gen-m', events: 400, seed: 3 });
+        expect(g.events).toBe(400);
+        expect((await referenceOf(storage, 'gen-m')).events).toHaveLength(400);
+        expect(await listSessionIds(storage)).toEqual(expect.arrayContaining(['gen-m', 'imp']));
+
+        // doctor --deep: both ok, and it writes nothing.
+        const versions = async () => Promise.all([k.events, k.entries, k.meta, projectionKey(k, 'frames.idx')].map(async (key) => (await storage.stat(key))?.version ?? null));
+        const v0 = await versions();
+        const reports = await diagnose(storage, undefined, { deep: true });
+        expect(reports.filter((r) => ['gen-m', 'imp'].includes(r.id)).map((r) => [r.id, r.status, r.sidecars, r.issues])).toEqual([
+          ['gen-m', 'ok', 'fresh', []],
+          ['imp', 'ok', 'fresh', []],
+        ]);
+        expect(await versions()).toEqual(v0);
+
+        // reindex rebuilds exactly the sidecars import wrote.
+        const entries0 = (await storage.readAll(k.entries))!;
+        const r = await reindexSession(k, {}, storage);
+        expect(r.meta).toEqual(imported.meta);
+        expect((await storage.readAll(k.entries))!.equals(entries0)).toBe(true);
+        await walkPages(store, 'imp', log, 7);
+
+        // A torn tail: doctor says repair cuts it; a dry run writes nothing; repair backs the log up
+        // first (the backup holds every byte it had), then cuts only the torn bytes.
+        const good = (await storage.readAll(k.events))!;
+        await appendBytes(storage, k.events, Buffer.from('{"type":"user/message","seq":40,"ti'));
+        const torn = (await storage.readAll(k.events))!;
+        const [deep] = await diagnose(storage, 'imp', { deep: true });
+        expect(deep!.issues.map((i) => i.code)).toContain('tail_torn');
+        const dry = await repairSession(k, { dryRun: true }, storage);
+        expect(dry.plan.steps.map((s) => s.kind)).toEqual(['backup', 'truncate', 'reindex']);
+        expect((await storage.readAll(k.events))!.equals(torn)).toBe(true);
+        const bak = dry.plan.steps[0]!.kind === 'backup' ? dry.plan.steps[0]!.key : '';
+        expect(await storage.stat(bak)).toBeNull();
+        let t = 1_764_600_000_000;
+        const fixed = await repairSession(k, { now: () => t++ }, storage);
+        expect(fixed.done.map((s) => s.kind)).toEqual(['backup', 'truncate', 'reindex']);
+        expect(fixed.after.status).toBe('ok');
+        const backup = fixed.done[0]!.kind === 'backup' ? fixed.done[0]!.key : '';
+        expect((await storage.readAll(backup))!.equals(torn)).toBe(true);
+        expect((await storage.readAll(k.events))!.equals(good)).toBe(true);
+        await walkPages(store, 'imp', log, 5);
+        // A second run has nothing to do and makes no second backup.
+        const again = await repairSession(k, { now: () => t++ }, storage);
+        expect(again.done).toEqual([]);
+        await expect(storage.createExclusive(backup, Buffer.from('x'))).rejects.toMatchObject({ code: 'EEXIST' });
+
+        // A corrupt middle frame: kept (never dropped), recorded, the session degraded; no cut, so no backup.
+        const lines = entriesOf((await storage.readAll(k.entries))!.toString('utf8'));
+        const victim = lines[9]!;
+        await flipByte(storage, k.events, victim.offset + Math.floor(victim.length / 2));
+        const damaged = (await storage.readAll(k.events))!;
+        const kept = await repairSession(k, { now: () => t++ }, storage);
+        expect(kept.done.map((s) => s.kind)).toEqual(['reindex']);
+        expect(kept.plan.kept).toHaveLength(1);
+        expect(kept.after.status).toBe('degraded');
+        expect((await storage.readAll(k.events))!.equals(damaged)).toBe(true);
+        expect(entriesOf((await storage.readAll(k.entries))!.toString('utf8')).map((e) => [e.offset, e.length])).toEqual(lines.map((e) => [e.offset, e.length]));
+        const [after] = await diagnose(storage, 'imp', { deep: true });
+        expect(after!.issues.map((i) => [i.code, i.fromSeq])).toEqual([['corrupt_frame', victim.seq]]);
+        await expect(store.page('imp', { maxMessages: 1000 })).rejects.toMatchObject({ code: 'corrupt_range' });
+      } finally {
+        rmSync(dir, { recursive: true, force: true });
+      }
+    }, b.timeoutMs);
 
     it('follow: appends made through another store on the same backend reach a follower in order, no gap, none twice', async () => {
       // The follower's store hears of them only by the backend's change notification (local:

@@ -6,11 +6,12 @@
  * needs repair; 2 usage error; 1 other failure (e.g. unknown session).
  */
 import { PagerError } from '../core/errors.js';
-import { diagnose, type DoctorReport } from '../maintenance/doctor.js';
-import { assertSessionId, sessionPaths } from '../paths.js';
+import type { StorageBackend } from '../../storage/backend.js';
+import { diagnose, sessionStored, type DoctorReport } from '../maintenance/doctor.js';
+import { assertSessionId } from '../paths.js';
 import { DATA_DIR, defineCommand } from './command.js';
 import { Progress } from './common.js';
-import { promises as fsp } from 'node:fs';
+import { STORE, withStorage } from './store-flag.js';
 
 export const EXIT_DEGRADED = 3;
 export const EXIT_REPAIR_REQUIRED = 4;
@@ -42,24 +43,23 @@ export const command = defineCommand({
   positionals: [{ name: 'id', required: false, describe: 'one session', }],
   options: {
     data: DATA_DIR,
+    store: STORE,
     deep: { type: 'boolean', describe: 'also scan every log frame by frame (maintenance; reads whole logs)' },
     json: { type: 'boolean', describe: 'print one JSON document instead of the table' },
   },
   exitCodes: ['3  the worst session is degraded', '4  at least one session needs repair'],
   existingDir: 'data',
-  examples: ['session-pager doctor --deep --data ./data'],
-  run: ({ values, positionals }) => doctor(values.data, positionals[0], values.deep, values.json),
+  examples: ['session-pager doctor --deep --data ./data', 'session-pager doctor --store s3://bucket/sessions'],
+  run: ({ values, positionals }, env) => withStorage(values.store, values.data, env, (storage) => doctor(storage, positionals[0], values.deep, values.json)),
 });
 
-async function doctor(dataDir: string, id: string | undefined, deep: boolean, json: boolean): Promise<number> {
+async function doctor(storage: StorageBackend, id: string | undefined, deep: boolean, json: boolean): Promise<number> {
   if (id !== undefined) {
     assertSessionId(id);
-    const p = sessionPaths(dataDir, id);
-    const any = await Promise.all([p.events, p.meta, p.entries].map((f) => fsp.access(f).then(() => true, () => false)));
-    if (!any.some(Boolean)) throw new PagerError('session_not_found', `session ${id} not found`);
+    if (!(await sessionStored(storage, id))) throw new PagerError('session_not_found', `session ${id} not found`);
   }
   let bar: { id: string; p: Progress } | null = null;
-  const reports = await diagnose(dataDir, id, {
+  const reports = await diagnose(storage, id, {
     deep,
     onProgress: (bytes, total, sid) => {
       if (bar === null || bar.id !== sid) {

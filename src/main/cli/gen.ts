@@ -7,6 +7,7 @@ import { isValidSessionId } from '../paths.js';
 import { DATA_DIR, defineCommand } from './command.js';
 import { CliError, Progress } from './common.js';
 import { withInterrupts } from './interrupt.js';
+import { STORE, withStorage } from './store-flag.js';
 import { quoteInput } from '../core/excerpt.js';
 
 export const command = defineCommand({
@@ -15,6 +16,7 @@ export const command = defineCommand({
   description: 'Interrupted (SIGINT, SIGTERM), the unfinished session is removed; sessions already printed are complete.',
   options: {
     data: DATA_DIR,
+    store: STORE,
     events: { type: 'int', default: 10000, describe: 'events per session' },
     'tail-events': { type: 'int', default: 0, describe: 'events of the in-flight streamed message at the end' },
     sessions: { type: 'int', min: 1, default: 1, describe: 'number of sessions' },
@@ -22,8 +24,8 @@ export const command = defineCommand({
     format: { type: 'string', choices: ['jsonl', 'binary'], default: 'jsonl', describe: 'frame encoding' },
     'id-prefix': { type: 'string', arg: 'P', default: 'gen', describe: 'session ids are P-SEED-K' },
   },
-  examples: ['session-pager gen --events 1000000 --tail-events 100000 --sessions 2 --seed 7 --data ./bench-data'],
-  async run({ values }) {
+  examples: ['session-pager gen --events 1000000 --tail-events 100000 --sessions 2 --seed 7 --data ./bench-data', 'session-pager gen --events 100000 --store s3://bucket/sessions'],
+  async run({ values }, env) {
     const { data: dataDir, events, seed, sessions } = values;
     const tail = values['tail-events'];
     const format = values.format as 'jsonl' | 'binary';
@@ -32,16 +34,16 @@ export const command = defineCommand({
     for (const k of [0, sessions - 1]) {
       if (!isValidSessionId(`${prefix}-${seed}-${k}`)) throw new CliError(`--id-prefix ${quoteInput(prefix)} does not give valid session ids`);
     }
-    await withInterrupts(async (signal) => {
+    await withInterrupts((signal) => withStorage(values.store, dataDir, env, async (storage) => {
       for (let k = 0; k < sessions; k++) {
         const id = `${prefix}-${seed}-${k}`;
         const progress = new Progress(id, events, ' events');
-        const r = await generateSession(dataDir, { id, events, tailEvents: tail, seed, stream: k, format, onProgress: (n) => progress.update(n) }, { signal }).finally(() =>
+        const r = await generateSession(storage, { id, events, tailEvents: tail, seed, stream: k, format, onProgress: (n) => progress.update(n) }, { signal }).finally(() =>
           progress.done(),
         );
         process.stdout.write(`${r.id} ${r.events} events ${r.bytes} bytes\n`);
       }
-    });
+    }));
     return 0;
   },
 });

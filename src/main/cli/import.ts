@@ -7,6 +7,7 @@ import { importSession } from '../maintenance/import.js';
 import { DATA_DIR, defineCommand } from './command.js';
 import { Progress } from './common.js';
 import { withInterrupts } from './interrupt.js';
+import { STORE, withStorage } from './store-flag.js';
 
 export const command = defineCommand({
   name: 'import',
@@ -16,15 +17,16 @@ export const command = defineCommand({
   positionals: [{ name: 'file', describe: 'session.jsonl, session.json (an array) or either Zstandard-framed' }],
   options: {
     data: DATA_DIR,
+    store: STORE,
     id: { type: 'string', arg: 'ID', describe: 'session id', defaultText: 'the file name without .zstd or .zst, then .jsonl or .json' },
     format: { type: 'string', choices: ['jsonl', 'binary'], default: 'jsonl', describe: 'frame encoding of the new log' },
   },
-  examples: ['session-pager import ~/.dsh/sessions/abc/session.jsonl --id abc --data ./data'],
-  async run({ values, positionals }) {
+  examples: ['session-pager import ~/.dsh/sessions/abc/session.jsonl --id abc --data ./data', 'session-pager import session.jsonl --store s3://bucket/sessions'],
+  async run({ values, positionals }, env) {
     const file = positionals[0] as string;
     let bar: Progress | null = null;
     const r = await withInterrupts((signal) =>
-      importSession(values.data, file, {
+      withStorage(values.store, values.data, env, (storage) => importSession(storage, file, {
         id: values.id,
         format: values.format as 'jsonl' | 'binary',
         signal,
@@ -32,7 +34,7 @@ export const command = defineCommand({
           bar ??= new Progress(`import ${file}`, total, ' bytes');
           bar.update(done);
         },
-      }),
+      })),
     ).finally(() => (bar as Progress | null)?.done());
     const how = r.format === 'jsonl' ? (r.verbatim ? 'jsonl, lines kept byte for byte' : 'jsonl') : 'binary frames';
     const from = r.document === 'json-array' ? (r.source === 'zstd' ? 'zstd JSON array' : 'JSON array') : r.source;

@@ -7,16 +7,24 @@
  * repair keeps by design; 1 when something is left that repair cannot fix
  * (an invalid header, a tail kept for a human), with the reason on stderr.
  */
+import type { StorageBackend } from '../../storage/backend.js';
+import { sessionKeys } from '../../storage/layout.js';
+import { LocalBackend } from '../../storage/local/local-backend.js';
 import { repairSession, type RepairStep } from '../maintenance/repair.js';
-import { assertSessionId, sessionPaths } from '../paths.js';
+import { assertSessionId } from '../paths.js';
 import { DATA_DIR, defineCommand } from './command.js';
 import { Progress } from './common.js';
-import { promises as fsp } from 'node:fs';
+import { STORE, withStorage } from './store-flag.js';
 
-function describeStep(s: RepairStep): string {
+/** Where a key is, for a human: local files by their path, other stores by key. */
+function whereIs(storage: StorageBackend, key: string): string {
+  return storage instanceof LocalBackend ? storage.path(key) : `${key} (${storage.kind} store)`;
+}
+
+function describeStep(s: RepairStep, storage: StorageBackend): string {
   switch (s.kind) {
     case 'backup':
-      return `back up the log to ${s.path}`;
+      return `back up the log to ${whereIs(storage, s.key)}`;
     case 'truncate':
       return `cut ${s.bytes} bytes at offset ${s.from} (${s.reason})`;
     case 'reindex':
@@ -32,26 +40,27 @@ export const command = defineCommand({
   positionals: [{ name: 'id', describe: 'the session to repair' }],
   options: {
     data: DATA_DIR,
+    store: STORE,
     'dry-run': { type: 'boolean', describe: 'print the plan, write nothing' },
   },
   existingDir: 'data',
-  examples: ['session-pager repair my-session --dry-run --data ./data'],
-  run: ({ values, positionals }) => repair(values.data, positionals[0] as string, values['dry-run']),
+  examples: ['session-pager repair my-session --dry-run --data ./data', 'session-pager repair my-session --store s3://bucket/sessions'],
+  run: ({ values, positionals }, env) => withStorage(values.store, values.data, env, (storage) => repair(storage, positionals[0] as string, values['dry-run'])),
 });
 
-async function repair(dataDir: string, rawId: string, dryRun: boolean): Promise<number> {
+async function repair(storage: StorageBackend, rawId: string, dryRun: boolean): Promise<number> {
   const id = assertSessionId(rawId);
-  const paths = sessionPaths(dataDir, id);
-  const size = await fsp.stat(paths.events).then((s) => s.size, () => 0);
+  const paths = sessionKeys(id);
+  const size = (await storage.stat(paths.events))?.size ?? 0;
   const bar = new Progress(`repair ${id}`, size, ' bytes');
-  const out = await repairSession(paths, { dryRun, onProgress: (b) => bar.update(Math.min(b, size)) });
+  const out = await repairSession(paths, { dryRun, onProgress: (b) => bar.update(Math.min(b, size)) }, storage);
   bar.done();
   const { plan } = out;
   const lines: string[] = [];
   if (plan.steps.length === 0) lines.push(`repair ${id}: nothing to do`);
   else {
     lines.push(dryRun ? `repair ${id} plan (dry run, nothing written):` : `repair ${id}:`);
-    for (const s of plan.steps) lines.push(`  ${dryRun ? 'would ' : ''}${describeStep(s)}`);
+    for (const s of plan.steps) lines.push(`  ${dryRun ? 'would ' : ''}${describeStep(s, storage)}`);
   }
   for (const k of plan.kept) lines.push(`  keep ${k} (pages covering it fail with corrupt_range)`);
   for (const u of plan.unfixable) lines.push(`  cannot fix: ${u}`);

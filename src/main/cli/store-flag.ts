@@ -11,6 +11,7 @@
  */
 import { join } from 'node:path';
 import type { StorageBackend } from '../../storage/backend.js';
+import { LocalBackend } from '../../storage/local/local-backend.js';
 import { isS3Url, parseS3Url } from '../../storage/s3/store-url.js';
 import type { OptionDecl } from './command.js';
 import { CliError } from './common.js';
@@ -51,4 +52,19 @@ export async function storageFromFlag(store: string | undefined, dataDir: string
   const fresh = Number(env.SESSION_PAGER_S3_FRESH_MS ?? '');
   const freshMs = env.SESSION_PAGER_S3_FRESH_MS !== undefined && env.SESSION_PAGER_S3_FRESH_MS !== '' && Number.isFinite(fresh) && fresh >= 0 ? fresh : undefined;
   return new S3Backend({ objects, location: loc, tailDir: join(dataDir, 's3-tail', loc.bucket, loc.prefix === '' ? '_' : loc.prefix), ...(freshMs !== undefined ? { freshMs } : {}) });
+}
+
+/**
+ * The backend a maintenance command (import, gen, doctor, reindex, repair)
+ * works on: `--store`'s, else local files under --data. `work` runs with
+ * it; the backend is closed after (an S3 writer's sessions sealed and given
+ * back), also when `work` fails.
+ */
+export async function withStorage<T>(store: string | undefined, dataDir: string, env: NodeJS.ProcessEnv, work: (storage: StorageBackend) => Promise<T>): Promise<T> {
+  const storage: StorageBackend = (await storageFromFlag(store, dataDir, env)) ?? new LocalBackend(dataDir);
+  try {
+    return await work(storage);
+  } finally {
+    await storage.close?.();
+  }
 }

@@ -4,8 +4,9 @@
  * framed, packed and indexed exactly as served ones. The library entry point
  * for the CLI, tests and benchmarks.
  */
-import { localFiles } from '../../storage/local/local-backend.js';
-import { sessionPaths } from '../paths.js';
+import type { StorageBackend } from '../../storage/backend.js';
+import { sessionKeys } from '../../storage/layout.js';
+import { storageAt, type StorageTarget } from '../../storage/local/local-backend.js';
 import { SessionWriter } from '../session-writer.js';
 import { sessionBatches, type GenerateOptions } from './session-batches.js';
 
@@ -34,20 +35,22 @@ export interface GenerateControl {
  * short healthy one: the log first (without it nothing can pass for a
  * session), then its sidecars and projections.
  */
-async function removeUnfinished(dataDir: string, id: string): Promise<void> {
-  const p = sessionPaths(dataDir, id);
-  await localFiles.remove(p.events);
-  await localFiles.remove(p.meta);
-  await localFiles.remove(p.entries);
-  await localFiles.removeAll(p.projections);
+async function removeUnfinished(storage: StorageBackend, id: string): Promise<void> {
+  const p = sessionKeys(id);
+  await storage.remove(p.events);
+  await storage.remove(p.meta);
+  await storage.remove(p.entries);
+  await storage.removeAll(p.projections);
 }
 
-export async function generateSession(dataDir: string, opts: GenerateOptions, control: GenerateControl = {}): Promise<GenerateResult> {
+/** `target`: the store's backend, or a local data directory. */
+export async function generateSession(target: StorageTarget, opts: GenerateOptions, control: GenerateControl = {}): Promise<GenerateResult> {
+  const storage = storageAt(target);
   const { header, batches } = sessionBatches(opts);
   // Not durable per append: one fsync at close is enough for a generated corpus and keeps gen fast.
   // Until it is finished, the metadata says so: a gen killed outright (SIGKILL, nothing removes it) leaves a
   // session that shows `degraded` with this reason, not one that looks like a healthy shorter session.
-  const writer = await SessionWriter.create(dataDir, header.id, header, {
+  const writer = await SessionWriter.create(storage, header.id, header, {
     durable: false,
     format: opts.format ?? 'jsonl',
     unfinished: 'gen did not finish writing this session (it was killed): its events stop short of what was asked; delete it or generate it again',
@@ -73,7 +76,7 @@ export async function generateSession(dataDir: string, opts: GenerateOptions, co
     finished = true;
   } finally {
     await writer.close();
-    if (!finished) await removeUnfinished(dataDir, header.id);
+    if (!finished) await removeUnfinished(storage, header.id);
   }
   const meta = writer.metadata;
   return { id: header.id, events: meta.nextSeq, bytes: meta.indexedLength, frames: meta.frameCount, batches: count };

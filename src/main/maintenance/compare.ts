@@ -5,7 +5,8 @@
  */
 import type { EntryLine } from '../core/types.js';
 import { parseEntry } from '../../streams/entry-codec.js';
-import { FileLineReader } from './io.js';
+import { ObjectLineReader } from './io.js';
+import { isNotFound, type StorageBackend } from '../../storage/backend.js';
 import { quoteValue } from '../core/excerpt.js';
 
 export interface SidecarComparison {
@@ -39,16 +40,16 @@ export class SidecarComparer {
   private readonly result: SidecarComparison = { present: false, existingLines: 0, matched: 0, scanned: 0, mismatch: null, extraLines: 0, exact: false, prefix: false };
   private ended = false;
 
-  private constructor(private readonly reader: FileLineReader | null) {
+  private constructor(private readonly reader: ObjectLineReader | null) {
     this.result.present = reader !== null;
   }
 
   /** `limit`: compare only the sidecar's first bytes (the whole lines loadSessionState trusts). */
-  static async open(path: string, limit = Infinity): Promise<SidecarComparer> {
+  static async open(storage: StorageBackend, key: string, limit = Infinity): Promise<SidecarComparer> {
     try {
-      return new SidecarComparer(await FileLineReader.open(path, undefined, limit));
+      return new SidecarComparer(await ObjectLineReader.open(storage, key, undefined, limit));
     } catch (err) {
-      if ((err as NodeJS.ErrnoException).code === 'ENOENT') return new SidecarComparer(null);
+      if (isNotFound(err)) return new SidecarComparer(null);
       throw err;
     }
   }

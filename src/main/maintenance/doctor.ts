@@ -5,10 +5,11 @@
  * scan of the log (`analyzeLog`: checksums, row rules, seq continuity) and
  * compares the entry sidecar with it line by line.
  */
-import { closeSync, openSync, promises as fsp, readSync, statSync } from 'node:fs';
-import { join } from 'node:path';
 import type { SessionPaths } from '../paths.js';
-import { indexDir, isValidSessionId, sessionPaths, sessionsDir } from '../paths.js';
+import { isValidSessionId } from '../paths.js';
+import type { StorageBackend } from '../../storage/backend.js';
+import { EVENTS_SUFFIX, INDEX, META_SUFFIX, SESSIONS, projectionKey, sessionKeys } from '../../storage/layout.js';
+import { localFiles, storageAt, type StorageTarget } from '../../storage/local/local-backend.js';
 import { loadSessionState, type SessionState, type SessionStatus, type StateProblem } from '../session-state.js';
 import { analyzeLog } from './analyze.js';
 import { SidecarComparer } from './compare.js';
@@ -16,20 +17,11 @@ import { discoverSession } from './discover.js';
 import { corruptIssue } from './reindex.js';
 import { ProjectionChecker, type ProjectionFiles } from './projection-check.js';
 
-/** The session's projection files, read only (positional reads; nothing is created). */
-function projectionFiles(dir: string): ProjectionFiles {
+/** The session's projection files, read only (ranged reads through the seam; nothing is created). */
+function projectionFiles(storage: StorageBackend, keys: Pick<SessionPaths, 'projections'>): ProjectionFiles {
   return {
-    size: (name) => statSync(join(dir, name), { throwIfNoEntry: false })?.size ?? null,
-    read: (name, position, length) => {
-      const fd = openSync(join(dir, name), 'r');
-      try {
-        const b = Buffer.alloc(length);
-        const got = readSync(fd, b, 0, length, position);
-        return b.subarray(0, got);
-      } finally {
-        closeSync(fd);
-      }
-    },
+    size: async (name) => (await storage.stat(projectionKey(keys, name)))?.size ?? null,
+    read: async (name, position, length) => (await storage.read(projectionKey(keys, name), position, position + length)) ?? Buffer.alloc(0),
   };
 }
 
@@ -94,9 +86,9 @@ function sidecarState(s: SessionState): SidecarState {
   return s.fingerprintFresh ? 'fresh' : 'stale';
 }
 
-/** Diagnose one session. Never writes. */
-export async function diagnoseSession(paths: SessionPaths, opts: DoctorOptions = {}): Promise<DoctorReport> {
-  const state = await loadSessionState(paths);
+/** Diagnose one session (`paths`: its keys in `storage`; default: local files, the keys paths). Never writes. */
+export async function diagnoseSession(paths: SessionPaths, opts: DoctorOptions = {}, storage: StorageBackend = localFiles): Promise<DoctorReport> {
+  const state = await loadSessionState(paths, storage);
   const repairNeeded = state.status === 'repair_required';
   const report: DoctorReport = {
     id: paths.id,
@@ -112,7 +104,7 @@ export async function diagnoseSession(paths: SessionPaths, opts: DoctorOptions =
     issues: state.problems.map((p) => fromProblem(p, p.code === 'unindexed_tail' || p.code === 'corrupt_frame' || p.code === 'recorded_issue' ? 'degraded' : state.status)),
   };
   if (repairNeeded) {
-    const d = await discoverSession(paths);
+    const d = await discoverSession(paths, storage);
     report.createdAt = d.createdAt;
     const code = state.problems[0]?.code;
     if (d.reason !== undefined && code !== 'log_missing' && code !== 'create_interrupted') {
@@ -123,18 +115,22 @@ export async function diagnoseSession(paths: SessionPaths, opts: DoctorOptions =
 
   // Deep: one full scan, compared with the entry sidecar line by line.
   // The sidecar's trusted lines (a partial last line a crash left is reported, not compared).
-  const comparer = await SidecarComparer.open(paths.entries, repairNeeded ? Infinity : state.entriesSize);
+  const comparer = await SidecarComparer.open(storage, paths.entries, repairNeeded ? Infinity : state.entriesSize);
   const progress = opts.onProgress;
   const onProgress = progress ? (b: number): void => progress(b, state.logSize, paths.id) : undefined;
   // And the projections, against the same frames (those the sidecar indexes).
-  const projections = new ProjectionChecker(projectionFiles(paths.projections));
-  const a = await analyzeLog(paths.events, {
-    onProgress,
-    onEntry: (e, corrupt) => {
-      if (e.offset < state.indexedLength) projections.check(e, corrupt);
-      return comparer.check(e, corrupt);
+  const projections = await ProjectionChecker.open(projectionFiles(storage, paths));
+  const a = await analyzeLog(
+    paths.events,
+    {
+      onProgress,
+      onEntry: async (e, corrupt) => {
+        if (e.offset < state.indexedLength) await projections.check(e, corrupt);
+        await comparer.check(e, corrupt);
+      },
     },
-  });
+    storage,
+  );
   const cmp = await comparer.finish();
   const issues = report.issues.filter((i) => i.code !== 'unindexed_tail' && i.code !== 'corrupt_frame' && i.code !== 'header_invalid');
   const add = (i: DoctorIssue): void => {
@@ -167,7 +163,7 @@ export async function diagnoseSession(paths: SessionPaths, opts: DoctorOptions =
       }
     }
   }
-  for (const p of projections.finish()) {
+  for (const p of await projections.finish()) {
     add({ code: 'projection_invalid', severity: 'degraded', message: `projection ${p.file} fails verification: ${p.message} (pages do not use what they cannot prove; reindex rebuilds it)` });
   }
   report.issues = issues;
@@ -176,34 +172,38 @@ export async function diagnoseSession(paths: SessionPaths, opts: DoctorOptions =
 }
 
 /**
- * Session ids of a data directory, sorted: every `sessions/<id>.events`, plus
- * ids that only have a metadata sidecar left (their log is missing: doctor
+ * Session ids of a store, sorted: every `sessions/<id>.events`, plus ids
+ * that only have a metadata sidecar left (their log is missing: doctor
  * reports them rather than forgetting them).
  */
-export async function listSessionIds(dataDir: string): Promise<string[]> {
+export async function listSessionIds(target: StorageTarget): Promise<string[]> {
+  const storage = storageAt(target);
   const ids = new Set<string>();
-  const scan = async (dir: string, suffix: string): Promise<void> => {
-    let names: string[];
-    try {
-      names = await fsp.readdir(dir);
-    } catch (err) {
-      if ((err as NodeJS.ErrnoException).code === 'ENOENT') return;
-      throw err;
-    }
-    for (const n of names) {
+  const scan = async (folder: string, suffix: string): Promise<void> => {
+    for (const n of await storage.list(folder)) {
       if (!n.endsWith(suffix)) continue;
       const id = n.slice(0, -suffix.length);
       if (isValidSessionId(id)) ids.add(id);
     }
   };
-  await scan(sessionsDir(dataDir), '.events');
-  await scan(indexDir(dataDir), '.index.json');
+  await scan(SESSIONS, EVENTS_SUFFIX);
+  await scan(INDEX, META_SUFFIX);
   return [...ids].sort();
 }
 
-export async function diagnose(dataDir: string, id: string | undefined, opts: DoctorOptions = {}): Promise<DoctorReport[]> {
-  const ids = id === undefined ? await listSessionIds(dataDir) : [id];
+/** Whether anything of session `id` is stored (its log or a sidecar). */
+export async function sessionStored(target: StorageTarget, id: string): Promise<boolean> {
+  const storage = storageAt(target);
+  const k = sessionKeys(id);
+  const found = await Promise.all([k.events, k.meta, k.entries].map((key) => storage.stat(key)));
+  return found.some((s) => s !== null);
+}
+
+/** `target`: a store's backend, or a local data directory. */
+export async function diagnose(target: StorageTarget, id: string | undefined, opts: DoctorOptions = {}): Promise<DoctorReport[]> {
+  const storage = storageAt(target);
+  const ids = id === undefined ? await listSessionIds(storage) : [id];
   const out: DoctorReport[] = [];
-  for (const sid of ids) out.push(await diagnoseSession(sessionPaths(dataDir, sid), opts));
+  for (const sid of ids) out.push(await diagnoseSession(sessionKeys(sid), opts, storage));
   return out;
 }

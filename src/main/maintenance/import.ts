@@ -20,17 +20,18 @@
  *   line byte for byte (an imported plain dsh log is byte-identical to its
  *   source when it ends with a newline and has no blank lines). `binary`
  *   re-encodes each record as an SPF2 frame.
- * - Atomic appearance: log and entry sidecar are built as temp files and
- *   fsynced; the log is then linked into place (failing if the id appeared
- *   meanwhile), the entry sidecar renamed, the metadata written last. A crash
- *   in between leaves a log whose sidecars are missing: repair_required, and
- *   `reindex` rebuilds them; never a half log.
+ * - Atomic appearance, on any backend (storage/replacement.ts): log and
+ *   entry sidecar are built as replacements (local files: temp files,
+ *   fsynced); the log is then put in place exclusively (failing if the id
+ *   appeared meanwhile; local: linked), the entry sidecar next, the metadata
+ *   written last. A crash in between leaves a log whose sidecars are
+ *   missing: repair_required, and `reindex` rebuilds them; never a half log.
+ * - The input is a local file, read in chunks through `localFiles`.
  * - Interrupted (`signal`, SIGINT/SIGTERM in the CLI): checked between input
  *   chunks, so the temp files are removed and the lease released on the way
  *   out; once the log is being placed, the import completes.
  */
-import { createReadStream, promises as fsp } from 'node:fs';
-import { basename, dirname } from 'node:path';
+import { basename } from 'node:path';
 import { Decompress } from 'fzstd';
 import { entryFor } from '../../streams/batch-encoder.js';
 import { expandRow, recordSpan, validateRecord } from '../core/chunk-codec.js';
@@ -41,10 +42,13 @@ import type { ChunkRow, SessionEvent, SessionHeader, StorageRecord } from '../co
 import { isRowType } from '../core/types.js';
 import { encodeEntry } from '../../streams/entry-codec.js';
 import { encodeFrame, MAX_FRAME_BYTES, RECORD_SCHEMA, type FrameEncoding } from '../../streams/frame-codec.js';
-import { localFiles, syncFolder } from '../../storage/local/local-backend.js';
+import { isExists, type Replacement } from '../../storage/backend.js';
+import { sessionKeys } from '../../storage/layout.js';
+import { localFiles, storageAt, type StorageTarget } from '../../storage/local/local-backend.js';
+import { openReplacement } from '../../storage/replacement.js';
 import { writeMeta, type SessionMeta } from '../meta-file.js';
-import { assertSessionId, indexDir, sessionPaths, sessionsDir } from '../paths.js';
-import { sessionExists, tempPathFor } from './reindex.js';
+import { assertSessionId } from '../paths.js';
+import { sessionExists } from './reindex.js';
 import { BufferedWriter, LineSplitter } from './io.js';
 import { jsonErrorReason, quoteInput, quoteValue, safeLine } from '../core/excerpt.js';
 import { forEachArrayElement } from './json-array.js';
@@ -130,24 +134,50 @@ async function peekFirstByte(chunks: AsyncGenerator<Uint8Array>): Promise<{ firs
   return { first, chunks: all() };
 }
 
+/** The input's first bytes name Zstandard (its magic), read through `localFiles` (the input is a local file). */
 async function isZstd(file: string): Promise<boolean> {
-  const fh = await fsp.open(file, 'r');
+  let b: Buffer | null;
   try {
-    const b = Buffer.alloc(4);
-    const { bytesRead } = await fh.read(b, 0, 4, 0);
-    return bytesRead === 4 && b.equals(ZSTD_MAGIC);
+    b = await localFiles.read(file, 0, 4);
+  } catch (err) {
+    if ((err as { code?: unknown }).code === 'EISDIR') throw new PagerError('invalid_request', `${file} is not a file`);
+    throw new PagerError('invalid_request', `${file}: ${(err as Error).message}`);
+  }
+  if (b === null) throw new PagerError('invalid_request', `${file}: no such file`);
+  return b.length === 4 && b.equals(ZSTD_MAGIC);
+}
+
+/** How long reading runs between turns of the event loop (local reads are synchronous: a signal must be seen). */
+const YIELD_MS = 20;
+
+/** The input file's bytes, READ_CHUNK at a time; checks `signal` between chunks. */
+async function* fileChunks(file: string, signal?: AbortSignal): AsyncGenerator<Buffer> {
+  const reader = await localFiles.openReader(file);
+  try {
+    let turn = Date.now();
+    for (let pos = 0; pos < reader.size; ) {
+      if (Date.now() - turn > YIELD_MS) {
+        await new Promise((resolve) => setImmediate(resolve));
+        turn = Date.now();
+      }
+      signal?.throwIfAborted();
+      const chunk = await reader.read(pos, Math.min(READ_CHUNK, reader.size - pos));
+      if (chunk.length === 0) break;
+      pos += chunk.length;
+      yield chunk;
+    }
   } finally {
-    await fh.close();
+    await reader.close();
   }
 }
 
 /** Decompressed (or plain) chunks of the file, read as a stream. */
 async function* inputChunks(file: string, zstd: boolean, onRead: (n: number) => void, signal?: AbortSignal): AsyncGenerator<Uint8Array> {
-  const stream = createReadStream(file, { highWaterMark: READ_CHUNK, ...(signal ? { signal } : {}) });
+  const stream = fileChunks(file, signal);
   if (!zstd) {
     for await (const chunk of stream) {
-      onRead((chunk as Buffer).length);
-      yield chunk as Buffer;
+      onRead(chunk.length);
+      yield chunk;
     }
     return;
   }
@@ -161,9 +191,9 @@ async function* inputChunks(file: string, zstd: boolean, onRead: (n: number) => 
     return o;
   };
   for await (const chunk of stream) {
-    onRead((chunk as Buffer).length);
+    onRead(chunk.length);
     try {
-      dec.push(chunk as Buffer);
+      dec.push(chunk);
     } catch (err) {
       throw new PagerError('invalid_request', `${basename(file)}: invalid Zstandard data: ${(err as Error).message}`);
     }
@@ -178,30 +208,31 @@ async function* inputChunks(file: string, zstd: boolean, onRead: (n: number) => 
   for (const d of drain()) yield Buffer.from(d);
 }
 
-export async function importSession(dataDir: string, file: string, opts: ImportOptions = {}): Promise<ImportResult> {
+/** `target`: the store's backend, or a local data directory. `file`: a local file. */
+export async function importSession(target: StorageTarget, file: string, opts: ImportOptions = {}): Promise<ImportResult> {
+  const storage = storageAt(target);
   const id = assertSessionId(opts.id ?? defaultImportId(file));
   const format = opts.format ?? 'jsonl';
-  const st = await fsp.stat(file).catch((err: NodeJS.ErrnoException) => {
-    throw new PagerError('invalid_request', err.code === 'ENOENT' ? `${file}: no such file` : `${file}: ${err.message}`);
+  const st = await localFiles.stat(file).catch((err: Error) => {
+    throw new PagerError('invalid_request', `${file}: ${err.message}`);
   });
-  if (!st.isFile()) throw new PagerError('invalid_request', `${file} is not a file`);
-  const paths = sessionPaths(dataDir, id);
-  if (await sessionExists(paths)) throw new PagerError('session_exists', `session ${id} already exists`);
-  await fsp.mkdir(indexDir(dataDir), { recursive: true });
-  const lock = await localFiles.lease(paths.lock, `session ${id}`);
-  const tmpLog = tempPathFor(paths.events);
-  const tmpEntries = tempPathFor(paths.entries);
-  const logFh = await fsp.open(tmpLog, 'wx');
-  const entriesFh = await fsp.open(tmpEntries, 'wx');
+  if (st === null) throw new PagerError('invalid_request', `${file}: no such file`);
+  const zstd = await isZstd(file);
+  const paths = sessionKeys(id);
+  if (await sessionExists(paths, storage)) throw new PagerError('session_exists', `session ${id} already exists`);
+  const lock = await storage.lease(paths.lock, `session ${id}`);
+  let logOut: Replacement | null = null;
+  let entriesOut: Replacement | null = null;
   let placed = false;
   // The frame index and, where the frames allow, checksums (projection-files.ts): the fast path, as for a session the writer created.
   let projections: ProjectionFiles | null = null;
   let projected = false;
   try {
-    projections = await ProjectionFiles.create(localFiles, paths, true);
-    const zstd = await isZstd(file);
-    const log = new BufferedWriter(logFh);
-    const entries = new BufferedWriter(entriesFh);
+    logOut = await openReplacement(storage, paths.events, true);
+    entriesOut = await openReplacement(storage, paths.entries, false);
+    projections = await ProjectionFiles.create(storage, paths, true);
+    const log = new BufferedWriter(logOut);
+    const entries = new BufferedWriter(entriesOut);
     let consumed = 0;
     let lineNo = 0;
     // Filled in by onLine (a closure: kept in an object so flow analysis sees the updates).
@@ -329,23 +360,17 @@ export async function importSession(dataDir: string, file: string, opts: ImportO
 
     await log.flush();
     await entries.flush();
-    await logFh.sync();
-    await entriesFh.sync();
-    await logFh.close();
-    await entriesFh.close();
-    // Place the log: link fails if the id appeared meanwhile (rename would overwrite).
+    // Place the log exclusively: it fails if the id appeared meanwhile (nothing is overwritten).
     try {
-      await fsp.link(tmpLog, paths.events);
+      await logOut.commit();
     } catch (err) {
-      if ((err as NodeJS.ErrnoException).code === 'EEXIST') throw new PagerError('session_exists', `session ${id} already exists`);
+      if (isExists(err)) throw new PagerError('session_exists', `session ${id} already exists`);
       throw err;
     }
     placed = true;
-    await fsp.rm(tmpLog, { force: true });
-    await syncFolder(sessionsDir(dataDir));
-    await fsp.rename(tmpEntries, paths.entries);
-    await syncFolder(dirname(paths.entries));
-    const lst = await fsp.stat(paths.events);
+    await entriesOut.commit();
+    const lst = await storage.stat(paths.events);
+    if (lst === null) throw new Error(`session ${id}: the imported log is gone from the store`);
     const createdAt = Number.isSafeInteger(h.createdAt) ? (h.createdAt as number) : Math.floor(st.mtimeMs);
     const meta = {
       v: 1,
@@ -363,15 +388,14 @@ export async function importSession(dataDir: string, file: string, opts: ImportO
       ...(acc.summary as SessionSummary),
       issues: [],
     } as SessionMeta;
-    await writeMeta(localFiles, paths.meta, meta);
+    await writeMeta(storage, paths.meta, meta);
     await projections.finish();
     projected = true;
     return { id, source: zstd ? 'zstd' : 'jsonl', document, format, events: expected, frames, logBytes: log.length, verbatim, meta };
   } finally {
-    await logFh.close().catch(() => undefined);
-    await entriesFh.close().catch(() => undefined);
-    if (!placed) await fsp.rm(tmpLog, { force: true });
-    await fsp.rm(tmpEntries, { force: true });
+    if (!placed) await logOut?.abort();
+    // After its commit, a no-op.
+    await entriesOut?.abort();
     if (!projected) await projections?.abandon();
     await lock.release();
   }

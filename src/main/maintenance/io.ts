@@ -1,10 +1,10 @@
 /**
  * Small streaming I/O helpers for maintenance: a line splitter over any
  * stream of byte chunks (bounded by the longest line), a line reader over a
- * file, and a buffered positional writer. Nothing here holds a whole file.
+ * stored object (through the storage seam), and a buffered writer of
+ * blocks. Nothing here holds a whole object.
  */
-import { promises as fsp } from 'node:fs';
-import type { FileHandle } from 'node:fs/promises';
+import type { RandomReader, StorageBackend } from '../../storage/backend.js';
 
 const NEWLINE = 0x0a;
 export const IO_BLOCK_BYTES = 1024 * 1024;
@@ -56,28 +56,28 @@ export class LineSplitter {
   }
 }
 
-/** Pull lines of a file one at a time, in order (for comparing a sidecar with a scan). */
-export class FileLineReader {
+/** Pull lines of a stored object one at a time, in order (for comparing a sidecar with a scan). */
+export class ObjectLineReader {
   private lines: Buffer[] = [];
   private idx = 0;
   private pos = 0;
   private eof = false;
   private readonly splitter: LineSplitter;
-  /** Byte offset (in the file) of the next line `next()` returns. */
+  private readonly size: number;
+  /** Byte offset (in the object) of the next line `next()` returns. */
   offset = 0;
   private constructor(
-    private readonly fh: FileHandle,
-    private readonly size: number,
+    private readonly reader: RandomReader,
+    limit: number,
     maxLine: number,
   ) {
+    this.size = Math.min(reader.size, limit);
     this.splitter = new LineSplitter(maxLine);
   }
 
-  /** Reads the file's first `limit` bytes (default: all of it). */
-  static async open(path: string, maxLine = 1024 * 1024, limit = Infinity): Promise<FileLineReader> {
-    const fh = await fsp.open(path, 'r');
-    const st = await fh.stat();
-    return new FileLineReader(fh, Math.min(st.size, limit), maxLine);
+  /** Reads the object's first `limit` bytes (default: all of it); ENOENT when it does not exist. */
+  static async open(storage: StorageBackend, key: string, maxLine = 1024 * 1024, limit = Infinity): Promise<ObjectLineReader> {
+    return new ObjectLineReader(await storage.openReader(key), limit, maxLine);
   }
 
   /** The next line and whether it was newline-terminated; null at the end. */
@@ -101,33 +101,34 @@ export class FileLineReader {
         this.eof = true;
         continue;
       }
-      const buf = Buffer.allocUnsafe(n);
-      const { bytesRead } = await this.fh.read(buf, 0, n, this.pos);
-      if (bytesRead === 0) {
+      const buf = await this.reader.read(this.pos, n);
+      if (buf.length === 0) {
         this.eof = true;
         continue;
       }
-      this.pos += bytesRead;
-      this.lines = this.splitter.push(buf.subarray(0, bytesRead));
+      this.pos += buf.length;
+      this.lines = this.splitter.push(buf);
       this.idx = 0;
     }
   }
 
   async close(): Promise<void> {
-    await this.fh.close();
+    await this.reader.close();
   }
 }
 
-/** Appends to a file handle through a buffer, flushing every IO_BLOCK_BYTES. */
+/** Where a BufferedWriter's blocks go, in order (a Replacement). */
+export interface BlockSink {
+  write(data: Uint8Array): Promise<void>;
+}
+
+/** Appends to a sink through a buffer, flushing every IO_BLOCK_BYTES. */
 export class BufferedWriter {
   private parts: Buffer[] = [];
   private pending = 0;
   /** Bytes written (or buffered) so far. */
   length = 0;
-  constructor(
-    readonly fh: FileHandle,
-    private position = 0,
-  ) {}
+  constructor(readonly sink: BlockSink) {}
 
   async write(data: Buffer | string): Promise<void> {
     const b = typeof data === 'string' ? Buffer.from(data, 'utf8') : data;
@@ -142,11 +143,6 @@ export class BufferedWriter {
     const buf = this.parts.length === 1 ? (this.parts[0] as Buffer) : Buffer.concat(this.parts);
     this.parts = [];
     this.pending = 0;
-    let done = 0;
-    while (done < buf.length) {
-      const { bytesWritten } = await this.fh.write(buf, done, buf.length - done, this.position + done);
-      done += bytesWritten;
-    }
-    this.position += buf.length;
+    await this.sink.write(buf);
   }
 }

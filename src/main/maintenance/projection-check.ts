@@ -20,12 +20,12 @@ import { INDEX_FILE_NAME, INDEX_RECORD_BYTES, indexRecords } from '../../streams
 import { CRC_FILE_NAME, CRC_RECORD_BYTES } from '../../streams/frame-crc-file.js';
 import { META_FILE_NAME, META_RECORD_BYTES } from '../../streams/frame-meta-file.js';
 
-/** Positional reads of the projection files, given by the caller (which owns the file system). */
+/** Positional reads of the projection files, given by the caller (through the storage seam). */
 export interface ProjectionFiles {
   /** Size of the file, or null when it does not exist. */
-  size(name: string): number | null;
+  size(name: string): Promise<number | null>;
   /** Up to `length` bytes at `position`. */
-  read(name: string, position: number, length: number): Buffer;
+  read(name: string, position: number, length: number): Promise<Buffer>;
 }
 
 const BLOCK_RECORDS = 4096;
@@ -46,12 +46,12 @@ class RecordReader {
   }
 
   /** Record k (k increasing from call to call), or null past the end. */
-  at(k: number): Buffer | null {
+  async at(k: number): Promise<Buffer | null> {
     if (k >= this.records) return null;
     const n = this.block.length / this.recordBytes;
     if (k < this.first || k >= this.first + n) {
       this.first = k;
-      this.block = this.files.read(this.name, k * this.recordBytes, Math.min(BLOCK_RECORDS, this.records - k) * this.recordBytes);
+      this.block = await this.files.read(this.name, k * this.recordBytes, Math.min(BLOCK_RECORDS, this.records - k) * this.recordBytes);
     }
     const o = (k - this.first) * this.recordBytes;
     return this.block.subarray(o, o + this.recordBytes);
@@ -73,13 +73,19 @@ export class ProjectionChecker {
   private idxBad = false;
   private crcBad = false;
 
-  constructor(private readonly files: ProjectionFiles) {
-    const idxSize = files.size(INDEX_FILE_NAME);
+  private constructor(
+    private readonly files: ProjectionFiles,
+    idxSize: number | null,
+    crcSize: number | null,
+  ) {
     this.idx = idxSize === null ? null : new RecordReader(files, INDEX_FILE_NAME, INDEX_RECORD_BYTES, idxSize);
     if (idxSize !== null && idxSize % INDEX_RECORD_BYTES !== 0) this.fail('idx', INDEX_FILE_NAME, `${idxSize} bytes is not whole records of ${INDEX_RECORD_BYTES}`);
-    const crcSize = files.size(CRC_FILE_NAME);
     this.crc = crcSize === null ? null : new RecordReader(files, CRC_FILE_NAME, CRC_RECORD_BYTES, crcSize);
     if (crcSize !== null && crcSize % CRC_RECORD_BYTES !== 0) this.fail('crc', CRC_FILE_NAME, `${crcSize} bytes is not whole records of ${CRC_RECORD_BYTES}`);
+  }
+
+  static async open(files: ProjectionFiles): Promise<ProjectionChecker> {
+    return new ProjectionChecker(files, await files.size(INDEX_FILE_NAME), await files.size(CRC_FILE_NAME));
   }
 
   private fail(which: 'idx' | 'crc' | 'meta', file: string, message: string): void {
@@ -94,10 +100,10 @@ export class ProjectionChecker {
   }
 
   /** The entry line of the next frame of the log (`corrupt`: a damaged frame, whose seqs the scan only infers). */
-  check(e: EntryLine, corrupt = false): void {
+  async check(e: EntryLine, corrupt = false): Promise<void> {
     const k = this.frame++;
     if (this.idx !== null && !this.idxBad) {
-      const rec = this.idx.at(k);
+      const rec = await this.idx.at(k);
       const want = indexRecords([e]);
       // Fewer records than frames: a stale index (a crash before its append), which pages never
       // use (they need it whole) and the writer drops: not a failure.
@@ -106,7 +112,7 @@ export class ProjectionChecker {
     }
     if (this.crc !== null && !this.crcBad) {
       // Records name a subset of the frames, in file order.
-      const rec = this.crc.at(this.crcNext);
+      const rec = await this.crc.at(this.crcNext);
       if (rec === null) return;
       const offset = rec.readUInt32LE(0) + rec.readUInt32LE(4) * 2 ** 32;
       if (offset < e.offset || offset < this.crcOffset) this.fail('crc', CRC_FILE_NAME, `record ${this.crcNext} names offset ${offset}, where no frame starts`);
@@ -119,25 +125,25 @@ export class ProjectionChecker {
   }
 
   /** What failed (nothing when every projection checks out). */
-  finish(): ProjectionProblem[] {
+  async finish(): Promise<ProjectionProblem[]> {
     // Only an index pages would use (one record per frame) can mislead them; a stale one of
     // another size is dropped by the writer. Checksum records past the indexed frames are a
     // crash's leftovers the writer cuts; row metadata of another size it removes.
     if (this.idx !== null && this.idx.records !== this.frame) this.problems.splice(0, this.problems.length, ...this.problems.filter((p) => p.file !== INDEX_FILE_NAME));
-    this.checkMeta();
+    await this.checkMeta();
     return this.problems;
   }
 
-  private checkMeta(): void {
-    const size = this.files.size(META_FILE_NAME);
+  private async checkMeta(): Promise<void> {
+    const size = await this.files.size(META_FILE_NAME);
     if (size === null || this.crc === null) return;
     const n = this.crc.records;
     if (size !== n * META_RECORD_BYTES) return;
     const meta = new RecordReader(this.files, META_FILE_NAME, META_RECORD_BYTES, size);
     let chain = 0;
     for (let k = 0; k < n; k++) {
-      const m = meta.at(k) as Buffer;
-      const c = this.crc.at(k) as Buffer;
+      const m = (await meta.at(k)) as Buffer;
+      const c = (await this.crc.at(k)) as Buffer;
       // As frame-meta-file.ts writes it: from the previous chain field on (none for the first).
       const prev = Buffer.alloc(4);
       prev.writeUInt32LE(chain, 0);

@@ -78,6 +78,11 @@ export class ProjectionFiles {
     await this.drain(this.builder.takeReady());
   }
 
+  /** The frame index's record of one more frame (reindex: from the sidecar's lines, after the scan). */
+  async indexEntry(entry: EntryLine): Promise<void> {
+    if (this.idx !== null) await this.idx.write(indexRecords([entry]));
+  }
+
   /** Checksums for every frame of the log [0, end) read through `source` (reindex: the log is already written). */
   async frames(source: { read(pos: number, len: number): Promise<Buffer> }, end: number): Promise<void> {
     await feedLog(source, end, this.builder, (crc, meta) => this.drain({ crc, meta }));

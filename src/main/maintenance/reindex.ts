@@ -1,28 +1,27 @@
 /**
  * `reindex`: rebuild a session's sidecars (entry sidecar and metadata) from
  * its canonical log, streaming it with bounded memory, under the writer lock
- * so it never races a writer. The new entry sidecar is written as a temp
- * file, fsynced and renamed over the old one; then the metadata is written
- * the same way (writeMeta). A crash in between leaves a new entry sidecar
- * with old metadata, which the normal path reports (repair_required or
- * stale) and a second reindex fixes; the log is never touched.
+ * so it never races a writer, through the storage seam (any backend). The
+ * new entry sidecar is written as a replacement (local files: a temp file,
+ * fsynced and renamed over the old one; storage/replacement.ts), then the
+ * metadata is replaced (writeMeta). A crash in between leaves a new entry
+ * sidecar with old metadata, which the normal path reports (repair_required
+ * or stale) and a second reindex fixes; the log is never touched.
  *
  * What gets indexed is decided by `analyzeLog`: every good frame of the
  * valid prefix, corrupt middle frames kept with their length (recorded in
  * `meta.issues`, session degraded), nothing of an invalid tail (`repair`
  * cuts it).
  */
-import { promises as fsp } from 'node:fs';
-import { basename, dirname, join } from 'node:path';
 import { PagerError } from '../core/errors.js';
-import { encodeEntry } from '../../streams/entry-codec.js';
-import { INDEX_FILE_NAME, indexRecords } from '../../streams/frame-index-file.js';
-import { localFiles, syncFolder } from '../../storage/local/local-backend.js';
-import type { Lease } from '../../storage/backend.js';
+import { encodeEntry, parseEntry } from '../../streams/entry-codec.js';
+import { localFiles } from '../../storage/local/local-backend.js';
+import type { Lease, StorageBackend } from '../../storage/backend.js';
+import { openReplacement } from '../../storage/replacement.js';
 import { checkMetaShape, readMeta, writeMeta, type RecordedIssue, type SessionMeta } from '../meta-file.js';
 import type { SessionPaths } from '../paths.js';
 import { analyzeLog, type CorruptRange, type LogAnalysis } from './analyze.js';
-import { BufferedWriter } from './io.js';
+import { BufferedWriter, ObjectLineReader } from './io.js';
 import { ProjectionFiles } from './projection-files.js';
 
 /** A recorded issue of a kept corrupt range: seq range [seq, toSeq) and bytes [offset, offset + length). */
@@ -60,65 +59,37 @@ export interface ReindexOptions {
   locked?: boolean;
 }
 
-export async function sessionExists(paths: SessionPaths): Promise<boolean> {
-  try {
-    await fsp.access(paths.events);
-    return true;
-  } catch {
-    return false;
-  }
+/** Whether the session's log exists (`paths`: its keys in `storage`; default: local files, the keys paths). */
+export async function sessionExists(paths: SessionPaths, storage: StorageBackend = localFiles): Promise<boolean> {
+  return (await storage.stat(paths.events)) !== null;
 }
 
-export function tempPathFor(path: string): string {
-  return join(dirname(path), `.${basename(path)}.${process.pid}.${Date.now()}.tmp`);
-}
-
-export async function reindexSession(paths: SessionPaths, opts: ReindexOptions = {}): Promise<ReindexResult> {
-  if (!(await sessionExists(paths))) throw new PagerError('session_not_found', `session ${paths.id} not found`);
+/** `paths`: the session's keys in `storage` (default: local files, the keys paths). */
+export async function reindexSession(paths: SessionPaths, opts: ReindexOptions = {}, storage: StorageBackend = localFiles): Promise<ReindexResult> {
+  if (!(await sessionExists(paths, storage))) throw new PagerError('session_not_found', `session ${paths.id} not found`);
   let lock: Lease | null = null;
-  if (!opts.locked) lock = await localFiles.lease(paths.lock, `session ${paths.id}`);
+  if (!opts.locked) lock = await storage.lease(paths.lock, `session ${paths.id}`);
   try {
-    return await reindexLocked(paths, opts);
+    return await reindexLocked(paths, opts, storage);
   } finally {
     await lock?.release();
   }
 }
 
-async function reindexLocked(paths: SessionPaths, opts: ReindexOptions): Promise<ReindexResult> {
-  const old = await readMeta(localFiles, paths.meta);
+async function reindexLocked(paths: SessionPaths, opts: ReindexOptions, storage: StorageBackend): Promise<ReindexResult> {
+  const old = await readMeta(storage, paths.meta);
   const oldMeta = typeof old === 'string' ? null : old;
-  await fsp.mkdir(dirname(paths.entries), { recursive: true });
-  const tmp = tempPathFor(paths.entries);
-  const idxTmp = tempPathFor(join(dirname(paths.entries), `${paths.id}.frames.idx`));
-  const fh = await fsp.open(tmp, 'wx');
-  let renamed = false;
+  const sidecar = await openReplacement(storage, paths.entries, false);
+  let placed = false;
   try {
-    const out = new BufferedWriter(fh);
-    // The binary frame index, rebuilt beside the sidecar from the same lines (derived: not fsynced).
-    const idxFh = await fsp.open(idxTmp, 'wx');
-    const idx = new BufferedWriter(idxFh);
-    let analysis: LogAnalysis;
-    try {
-      analysis = await analyzeLog(paths.events, {
-        onProgress: opts.onProgress,
-        onEntry: async (entry) => {
-          await out.write(encodeEntry(entry));
-          await idx.write(indexRecords([entry]));
-        },
-      });
-      await idx.flush();
-    } finally {
-      await idxFh.close();
-    }
+    const out = new BufferedWriter(sidecar);
+    const analysis = await analyzeLog(paths.events, { onProgress: opts.onProgress, onEntry: (entry) => out.write(encodeEntry(entry)) }, storage);
     if (analysis.header === null) {
       throw new PagerError('repair_required', `session ${paths.id} cannot be reindexed: ${analysis.headerFault ?? 'no header frame'}`);
     }
     await out.flush();
-    await fh.sync();
-    await fh.close();
-    await fsp.rename(tmp, paths.entries);
-    renamed = true;
-    await syncFolder(dirname(paths.entries));
+    await sidecar.commit();
+    placed = true;
 
     const header = analysis.header;
     const createdAt = Number.isSafeInteger(header.createdAt) ? (header.createdAt as number) : (oldMeta?.createdAt ?? Math.floor(analysis.logMtimeMs));
@@ -141,34 +112,42 @@ async function reindexLocked(paths: SessionPaths, opts: ReindexOptions): Promise
     } as SessionMeta;
     const shaped = checkMetaShape(meta);
     if (typeof shaped === 'string') throw new Error(`reindex built invalid metadata: ${shaped}`);
-    await writeMeta(localFiles, paths.meta, meta);
-    // Derived projections were built from the old sidecars: all go, but the frame index, rebuilt
-    // from the new lines, and checksums for the frames whose bytes are what a writer writes
-    // (projection-files.ts), read from the log again.
-    const projections = await ProjectionFiles.create(localFiles, paths, false);
-    try {
-      const log = await fsp.open(paths.events, 'r');
-      try {
-        await projections.frames({ read: async (pos, len) => {
-          const b = Buffer.allocUnsafe(len);
-          const { bytesRead } = await log.read(b, 0, len, pos);
-          return b.subarray(0, bytesRead);
-        } }, analysis.indexedEnd);
-      } finally {
-        await log.close();
-      }
-      await projections.finish();
-    } catch (err) {
-      await projections.abandon();
-      throw err;
-    }
-    await fsp.rename(idxTmp, join(paths.projections, INDEX_FILE_NAME));
+    await writeMeta(storage, paths.meta, meta);
+    await rebuildProjections(paths, analysis.indexedEnd, out.length, storage);
     return { id: paths.id, analysis, entriesLength: out.length, meta };
   } finally {
-    if (!renamed) {
-      await fh.close().catch(() => undefined);
-      await fsp.rm(tmp, { force: true });
+    if (!placed) await sidecar.abort();
+  }
+}
+
+/**
+ * Derived projections were built from the old sidecars: all go, but the
+ * frame index, rebuilt from the new sidecar's lines (byte for byte what the
+ * writer keeps), and checksums for the frames whose bytes are what a writer
+ * writes (projection-files.ts), read from the log again.
+ */
+async function rebuildProjections(paths: SessionPaths, indexedEnd: number, entriesLength: number, storage: StorageBackend): Promise<void> {
+  const projections = await ProjectionFiles.create(storage, paths, true);
+  try {
+    const lines = await ObjectLineReader.open(storage, paths.entries, undefined, entriesLength);
+    try {
+      for (let l = await lines.next(); l !== null; l = await lines.next()) {
+        const e = parseEntry(l.line.toString('utf8'));
+        if (typeof e === 'string') throw new Error(`the entry sidecar reindex wrote does not read back: ${e}`);
+        await projections.indexEntry(e);
+      }
+    } finally {
+      await lines.close();
     }
-    await fsp.rm(idxTmp, { force: true });
+    const log = await storage.openReader(paths.events);
+    try {
+      await projections.frames(log, indexedEnd);
+    } finally {
+      await log.close();
+    }
+    await projections.finish();
+  } catch (err) {
+    await projections.abandon();
+    throw err;
   }
 }

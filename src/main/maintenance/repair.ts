@@ -1,9 +1,10 @@
 /**
  * `repair`: plan from one full scan of the log, then (unless dry-run) back
  * the log up, cut only a clearly invalid tail, and reindex, all under the
- * writer lock.
+ * writer lock, through the storage seam (any backend).
  *
- * - The log is backed up (copy, fsync) before it is modified, and only then:
+ * - The log is backed up (a copy as a new object beside it, durable, never
+ *   overwriting one: storage/replacement.ts) before it is modified, and only then:
  *   rebuilding sidecars alone never needs a backup (they are derived).
  * - Cut: the tail `analyzeLog` calls clearly invalid (a torn frame, an
  *   oversized length, undecodable last frames, garbage with no frame after).
@@ -18,11 +19,11 @@
  * - Nothing to do when none of that applies: a second run changes nothing
  *   and makes no second backup.
  */
-import { constants as fsc, promises as fsp } from 'node:fs';
-import { dirname } from 'node:path';
 import { PagerError } from '../core/errors.js';
-import { localFiles, syncFolder } from '../../storage/local/local-backend.js';
-import type { Lease } from '../../storage/backend.js';
+import { localFiles } from '../../storage/local/local-backend.js';
+import type { Lease, StorageBackend } from '../../storage/backend.js';
+import { backupKey } from '../../storage/layout.js';
+import { copyObject } from '../../storage/replacement.js';
 import type { SessionPaths } from '../paths.js';
 import { interruptedCreate, loadSessionState, type SessionState } from '../session-state.js';
 import { analyzeLog, type LogAnalysis } from './analyze.js';
@@ -30,7 +31,8 @@ import { SidecarComparer, type SidecarComparison } from './compare.js';
 import { corruptIssue, reindexSession, sessionExists, type ReindexResult } from './reindex.js';
 
 export type RepairStep =
-  | { kind: 'backup'; path: string }
+  /** `key`: the backup's key in the session's storage (local: a file beside the log). */
+  | { kind: 'backup'; key: string }
   | { kind: 'truncate'; from: number; to: number; bytes: number; reason: string }
   | { kind: 'reindex'; reason: string }
   /** An interrupted create with no complete header (interrupted-create.ts): the log and what it left go, the id is free. */
@@ -66,13 +68,6 @@ export interface RepairOptions {
   now?: () => number;
 }
 
-function stamp(ms: number): string {
-  return new Date(ms).toISOString().replace(/[-:]/g, '').replace('.', '');
-}
-
-export function backupPath(paths: SessionPaths, ms: number): string {
-  return `${paths.events}.bak-${stamp(ms)}`;
-}
 
 /** Why the sidecars do not match what a reindex would write, or null when they do. */
 function sidecarsDiffer(state: SessionState, a: LogAnalysis, cmp: SidecarComparison): string | null {
@@ -94,18 +89,18 @@ function sidecarsDiffer(state: SessionState, a: LogAnalysis, cmp: SidecarCompari
 }
 
 /** Scan the log and the sidecars and decide what repair would do. Writes nothing. */
-export async function planRepair(paths: SessionPaths, opts: RepairOptions = {}): Promise<RepairPlan> {
-  if (!(await sessionExists(paths))) throw new PagerError('session_not_found', `session ${paths.id} not found`);
-  const before = await loadSessionState(paths);
-  const comparer = await SidecarComparer.open(paths.entries, before.status === 'repair_required' ? Infinity : before.entriesSize);
-  const analysis = await analyzeLog(paths.events, { onProgress: opts.onProgress, onEntry: (e, corrupt) => comparer.check(e, corrupt) });
+export async function planRepair(paths: SessionPaths, opts: RepairOptions = {}, storage: StorageBackend = localFiles): Promise<RepairPlan> {
+  if (!(await sessionExists(paths, storage))) throw new PagerError('session_not_found', `session ${paths.id} not found`);
+  const before = await loadSessionState(paths, storage);
+  const comparer = await SidecarComparer.open(storage, paths.entries, before.status === 'repair_required' ? Infinity : before.entriesSize);
+  const analysis = await analyzeLog(paths.events, { onProgress: opts.onProgress, onEntry: (e, corrupt) => comparer.check(e, corrupt) }, storage);
   const sidecar = await comparer.finish();
   const plan: RepairPlan = { id: paths.id, steps: [], kept: [], unfixable: [], before, analysis, sidecar };
   const now = opts.now ?? Date.now;
-  const interrupted = before.problems[0]?.code === 'create_interrupted' && analysis.header === null ? await interruptedCreate(paths) : null;
+  const interrupted = before.problems[0]?.code === 'create_interrupted' && analysis.header === null ? await interruptedCreate(paths, storage) : null;
   if (interrupted !== null) {
     // Nothing was ever acknowledged; bytes of a cut header are still backed up, an empty file is not.
-    if (interrupted.logSize > 0) plan.steps.push({ kind: 'backup', path: backupPath(paths, now()) });
+    if (interrupted.logSize > 0) plan.steps.push({ kind: 'backup', key: backupKey(paths, now()) });
     plan.steps.push({ kind: 'remove', reason: interrupted.message });
     return plan;
   }
@@ -116,7 +111,7 @@ export async function planRepair(paths: SessionPaths, opts: RepairOptions = {}):
   const tail = analysis.tail;
   let cut = false;
   if (tail !== null && tail.clearlyInvalid) {
-    plan.steps.push({ kind: 'backup', path: backupPath(paths, now()) });
+    plan.steps.push({ kind: 'backup', key: backupKey(paths, now()) });
     plan.steps.push({ kind: 'truncate', from: tail.offset, to: analysis.logSize, bytes: analysis.logSize - tail.offset, reason: `${tail.kind}: ${tail.message}` });
     cut = true;
   } else if (tail !== null) {
@@ -128,54 +123,44 @@ export async function planRepair(paths: SessionPaths, opts: RepairOptions = {}):
   return plan;
 }
 
-async function backupLog(src: string, dest: string): Promise<void> {
-  await fsp.copyFile(src, dest, fsc.COPYFILE_EXCL);
-  const fh = await fsp.open(dest, 'r+');
-  try {
-    await fh.sync();
-  } finally {
-    await fh.close();
-  }
-  await syncFolder(dirname(dest));
-}
-
-async function removeSession(paths: SessionPaths): Promise<void> {
+async function removeSession(paths: SessionPaths, storage: StorageBackend): Promise<void> {
   // The log first: without it nothing is left that could look like a session.
-  await fsp.rm(paths.events, { force: true });
-  await syncFolder(dirname(paths.events));
-  await fsp.rm(paths.entries, { force: true });
-  await fsp.rm(paths.projections, { recursive: true, force: true });
+  await storage.remove(paths.events);
+  await storage.remove(paths.entries);
+  await storage.removeAll(paths.projections);
 }
 
-async function truncateLog(path: string, to: number): Promise<void> {
-  const fh = await fsp.open(path, 'r+');
+async function truncateLog(paths: SessionPaths, to: number, storage: StorageBackend): Promise<void> {
+  const log = await storage.openWritable(paths.events, 'existing');
   try {
-    await fh.truncate(to);
-    await fh.sync();
+    await log.truncate(to);
+    await log.sync();
   } finally {
-    await fh.close();
+    await log.close();
   }
 }
 
-export async function repairSession(paths: SessionPaths, opts: RepairOptions = {}): Promise<RepairOutcome> {
+/** `paths`: the session's keys in `storage` (default: local files, the keys paths). */
+export async function repairSession(paths: SessionPaths, opts: RepairOptions = {}, storage: StorageBackend = localFiles): Promise<RepairOutcome> {
   if (opts.dryRun) {
-    const plan = await planRepair(paths, opts);
+    const plan = await planRepair(paths, opts, storage);
     return { plan, dryRun: true, done: [], after: plan.before, reindex: null };
   }
-  if (!(await sessionExists(paths))) throw new PagerError('session_not_found', `session ${paths.id} not found`);
-  const lock: Lease = await localFiles.lease(paths.lock, `session ${paths.id}`);
+  if (!(await sessionExists(paths, storage))) throw new PagerError('session_not_found', `session ${paths.id} not found`);
+  const lock: Lease = await storage.lease(paths.lock, `session ${paths.id}`);
   try {
-    const plan = await planRepair(paths, opts);
+    const plan = await planRepair(paths, opts, storage);
     const done: RepairStep[] = [];
     let reindex: ReindexResult | null = null;
     for (const step of plan.steps) {
-      if (step.kind === 'backup') await backupLog(paths.events, step.path);
-      else if (step.kind === 'truncate') await truncateLog(paths.events, step.from);
-      else if (step.kind === 'remove') await removeSession(paths);
-      else reindex = await reindexSession(paths, { locked: true, onProgress: opts.onProgress });
+      // A step that fails stops repair there: the log is never cut without its backup in place.
+      if (step.kind === 'backup') await copyObject(storage, paths.events, step.key);
+      else if (step.kind === 'truncate') await truncateLog(paths, step.from, storage);
+      else if (step.kind === 'remove') await removeSession(paths, storage);
+      else reindex = await reindexSession(paths, { locked: true, onProgress: opts.onProgress }, storage);
       done.push(step);
     }
-    const after = await loadSessionState(paths);
+    const after = await loadSessionState(paths, storage);
     return { plan, dryRun: false, done, after, reindex };
   } finally {
     await lock.release();

@@ -11,7 +11,7 @@
 import { closeSync, fdatasync, fstatSync, ftruncateSync, linkSync, mkdirSync, openSync, readdirSync, readFileSync, readSync, renameSync, rmSync, statSync, writeSync, fsync, type Stats } from 'node:fs';
 import { basename, dirname, join, resolve } from 'node:path';
 import { promisify } from 'node:util';
-import type { Lease, ObjectStat, RandomReader, StorageBackend, WorkerSource, WritableFile, WriteMode } from '../backend.js';
+import type { Lease, ObjectStat, RandomReader, Replacement, StorageBackend, WorkerSource, WritableFile, WriteMode } from '../backend.js';
 import { takePidLease } from './pid-lease.js';
 
 const fdatasyncP = promisify(fdatasync);
@@ -114,6 +114,57 @@ class LocalWritable implements WritableFile {
     closeSync(this.fd);
   }
 }
+
+/**
+ * A new version of a file written under a temp name beside it
+ * (`.<name>.<pid>.<time>.tmp`: a dot first, so nothing lists it), fsynced,
+ * then renamed over it, or for an exclusive one hard-linked into place
+ * (link() fails when the name exists), and the folder fsynced.
+ */
+class LocalReplacement implements Replacement {
+  private fd: number | null;
+  size = 0;
+
+  constructor(
+    private readonly path: string,
+    private readonly tmp: string,
+    private readonly exclusive: boolean,
+  ) {
+    this.fd = openSync(tmp, 'wx');
+  }
+
+  private open(): number {
+    if (this.fd === null) throw new Error(`replacement of ${this.path} is finished`);
+    return this.fd;
+  }
+
+  async write(data: Uint8Array): Promise<void> {
+    writeAllAt(this.open(), data, this.size);
+    this.size += data.length;
+  }
+
+  async commit(): Promise<void> {
+    const fd = this.open();
+    try {
+      await fsyncP(fd);
+      closeSync(fd);
+      this.fd = null;
+      if (this.exclusive) linkSync(this.tmp, this.path);
+      else renameSync(this.tmp, this.path);
+    } finally {
+      await this.abort();
+    }
+    await syncFolder(dirname(this.path));
+  }
+
+  async abort(): Promise<void> {
+    if (this.fd !== null) closeSync(this.fd);
+    this.fd = null;
+    rmSync(this.tmp, { force: true });
+  }
+}
+
+let replacements = 0;
 
 const CREATE_SUFFIX = '.creating';
 
@@ -253,6 +304,13 @@ export class LocalBackend implements StorageBackend {
     await syncFolder(dir);
   }
 
+  async openReplacement(key: string, exclusive: boolean): Promise<Replacement> {
+    const path = this.path(key);
+    const dir = dirname(path);
+    mkdirSync(dir, { recursive: true });
+    return new LocalReplacement(path, join(dir, `.${basename(path)}.${process.pid}.${Date.now()}-${++replacements}.tmp`), exclusive);
+  }
+
   async remove(key: string): Promise<void> {
     rmSync(this.path(key), { force: true });
   }
@@ -273,3 +331,10 @@ export class LocalBackend implements StorageBackend {
 
 /** Files named by their paths (absolute, or relative to the working directory): for callers that hold paths, not a data directory. */
 export const localFiles = new LocalBackend();
+
+/** Where a store's sessions are: a backend, or (a string) the local data directory of one. */
+export type StorageTarget = StorageBackend | string;
+
+export function storageAt(target: StorageTarget): StorageBackend {
+  return typeof target === 'string' ? new LocalBackend(target) : target;
+}

@@ -12,7 +12,7 @@
 import { randomUUID } from 'node:crypto';
 import { hostname } from 'node:os';
 import { PagerError } from '../../main/core/errors.js';
-import { INDEX, SESSIONS, isValidSessionId } from '../layout.js';
+import { INDEX, SESSIONS, isValidSessionId, parseBackupKey } from '../layout.js';
 import { StorageError, type Lease, type ObjectStat, type RandomReader, type StorageBackend, type WritableFile, type WriteMode } from '../backend.js';
 import { LocalBackend } from '../local/local-backend.js';
 import { BlockCache, DEFAULT_BLOCK_BYTES, DEFAULT_CACHE_BYTES } from './block-cache.js';
@@ -155,6 +155,25 @@ export class S3Backend implements StorageBackend {
     return { vol: this.volume(r.id), member: r.member };
   }
 
+  /**
+   * A backup of a session's log (repair's, before it cuts the log) is no
+   * member: one plain, immutable object `sessions/<id>/backup/<stamp>.events`
+   * (docs/s3-layout.md). Null: `key` is no backup's.
+   */
+  private backupName(key: string): string | null {
+    const b = parseBackupKey(key);
+    return b === null ? null : underPrefix(this.opts.location, `${sessionFolder(b.id)}backup/${b.stamp}.events`);
+  }
+
+  private async backupBytes(name: string): Promise<Buffer | null> {
+    try {
+      return await this.opts.objects.getAll(name);
+    } catch (err) {
+      if ((err as { code?: unknown }).code === 'ENOENT') return null;
+      throw err;
+    }
+  }
+
   /** Writes make this process the session's writer (its lease from `lease()`, or unleased). */
   private async writer(key: string): Promise<{ vol: SessionVolume; member: MemberName }> {
     if (this.closed) throw new StorageError('EIO', 'S3 backend is closed');
@@ -164,11 +183,23 @@ export class S3Backend implements StorageBackend {
   }
 
   async stat(key: string): Promise<ObjectStat | null> {
+    const bak = this.backupName(key);
+    if (bak !== null) {
+      const b = await this.backupBytes(bak);
+      return b === null ? null : { size: b.length, mtimeMs: 0, version: `${bak}:${b.length}`, incarnation: bak };
+    }
     const { vol, member } = this.member(key);
     return vol.stat(member);
   }
 
   async openReader(key: string, size?: number): Promise<RandomReader> {
+    const bak = this.backupName(key);
+    if (bak !== null) {
+      const b = await this.backupBytes(bak);
+      if (b === null) throw new StorageError('ENOENT', `no such object: ${key}`);
+      const limit = Math.min(size ?? b.length, b.length);
+      return { size: limit, read: async (pos: number, len: number) => b.subarray(Math.min(pos, limit), Math.min(pos + len, limit)), close: async () => undefined };
+    }
     const { vol, member } = this.member(key);
     const s = await vol.stat(member);
     if (s === null) throw new StorageError('ENOENT', `no such object: ${key}`);
@@ -181,11 +212,15 @@ export class S3Backend implements StorageBackend {
   }
 
   async read(key: string, start: number, end: number): Promise<Buffer | null> {
+    const bak = this.backupName(key);
+    if (bak !== null) return (await this.backupBytes(bak))?.subarray(start, end) ?? null;
     const { vol, member } = this.member(key);
     return vol.read(member, start, end);
   }
 
   async readAll(key: string): Promise<Buffer | null> {
+    const bak = this.backupName(key);
+    if (bak !== null) return this.backupBytes(bak);
     const { vol, member } = this.member(key);
     const s = await vol.stat(member);
     return s === null ? null : vol.read(member, 0, s.size);
@@ -233,16 +268,22 @@ export class S3Backend implements StorageBackend {
   }
 
   async createExclusive(key: string, data: Uint8Array): Promise<void> {
+    const bak = this.backupName(key);
+    if (bak !== null) return this.opts.objects.put(bak, data, { ifAbsent: true });
     const { vol, member } = await this.writer(key);
     await vol.replace(member, data, true);
   }
 
   async replace(key: string, data: Uint8Array): Promise<void> {
+    const bak = this.backupName(key);
+    if (bak !== null) return this.opts.objects.put(bak, data);
     const { vol, member } = await this.writer(key);
     await vol.replace(member, data, false);
   }
 
   async remove(key: string): Promise<void> {
+    const bak = this.backupName(key);
+    if (bak !== null) return this.opts.objects.remove([bak]);
     const { vol, member } = this.member(key);
     if ((await vol.stat(member)) === null) return;
     await this.writer(key);
