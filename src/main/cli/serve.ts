@@ -15,6 +15,7 @@ import { DEMO_DATA_DIR } from '../demo-dir.js';
 import { defineCommand, type OptionsDecl, type OptionValues } from './command.js';
 import { checkRedisUrl } from '../store/append-bus.js';
 import { CliError } from './common.js';
+import { tuneServeGc } from './serve-gc.js';
 import { startServe, type ServeConfig, type TokenSource } from './serve-start.js';
 import { STORE, isRemoteStore } from './store-flag.js';
 
@@ -128,6 +129,7 @@ function redisFrom(url: string, from: string): string {
 }
 
 async function serve(cfg: ServeConfig): Promise<number> {
+  tuneServeGc(process.env);
   const server = await startServe(cfg);
   return new Promise<number>((resolve) => {
     let signals = 0;
