@@ -246,7 +246,7 @@ const f1 = (x) => (Number.isFinite(x) ? (x >= 100 ? Math.round(x).toLocaleString
 const mb = (b) => (b / 1048576).toFixed(1);
 const summary = {};
 const lines = [];
-lines.push(`Run ${new Date().toISOString()} on ${cpus().length} x ${cpus()[0]?.model ?? '?'}, ${Math.round(totalmem() / 2 ** 30)} GiB, Node ${process.version}, better-sqlite3 ${JSON.parse(readFileSync(join(root, 'node_modules/better-sqlite3/package.json'), 'utf8')).version}; ${full ? 'full' : 'quick'} mode, ${rounds} fresh processes per reader and workload (reference: 1), ${seconds} s budget each; peer == service bytes on ${checked} pages in process and ${httpChecked} over HTTP.`, '');
+lines.push(`Run ${new Date().toISOString()} on ${cpus().length} x ${cpus()[0]?.model ?? '?'}, ${Math.round(totalmem() / 2 ** 30)} GiB, Node ${process.version}, better-sqlite3 ${JSON.parse(readFileSync(join(root, 'node_modules/better-sqlite3/package.json'), 'utf8')).version}; ${full ? 'full' : 'quick'} mode, ${rounds} fresh processes per reader and workload (reference: 1), ${seconds} s budget each; peer == service bytes on ${checked} pages in process and ${httpChecked} over HTTP. A reader whose one page outlasts a quarter of the budget (and 5 s) runs no pages/s lanes (– below: bench/peer-child.mjs, bounded).`, '');
 lines.push('| workload | reader | cold p50 ms | cold p99 ms | warm p50 ms | warm p99 ms | pages/s (1) | p99 ms (1) | pages/s (16) | p99 ms (16) | peak RSS MB | bytes read (rchar) MB |', '|---|---|---|---|---|---|---|---|---|---|---|---|');
 for (const w of workloads) {
   summary[w.name] = { label: w.label, events: w.events, storeBytes: w.storeBytes, peerBytes: w.peerBytes, wire: w.wire, peerWire: w.peerWire, http: w.http, httpRssMB: w.httpRssMB, readers: {} };
