@@ -1,0 +1,77 @@
+#!/usr/bin/env node
+// CPU per request of a fresh server over HTTP (issue 15): a fresh `serve`
+// (2 page workers) or the SQLite peer's server over the quick "many"
+// workload of bench/peer-bench.mjs (run `npm run bench -- --setup-only`
+// first), bench/http-load.mjs in a process of its own (random 50-message
+// pages), `--warm` seconds of load, then `--seconds` measured. Prints one
+// JSON line: 2xx/s, p50/p99, and the CPU milliseconds per request of the
+// server's main thread and of all its threads (/proc/<pid>/task/*/stat).
+//
+//   node bench/http-cpu.mjs [--server pager|peer] [--connections 1] [--seconds 6] [--warm 4]
+//        [--data /tmp/sp-peer-bench] [--incremental-marking] [--perf FILE]
+//
+// --incremental-marking runs serve with V8's default GC (SESSION_PAGER_INCREMENTAL_MARKING=1);
+// --perf FILE records the main thread with `perf record -g` while measured (JS frames named).
+import { spawn, spawnSync } from 'node:child_process';
+import { readFileSync, readdirSync, rmSync } from 'node:fs';
+import { join } from 'node:path';
+import { parseArgs } from 'node:util';
+import { linkedDataDir, startPeer, startService } from './servers.mjs';
+
+const { values: a } = parseArgs({
+  options: {
+    server: { type: 'string', default: 'pager' },
+    connections: { type: 'string', default: '1' },
+    seconds: { type: 'string', default: '6' },
+    warm: { type: 'string', default: '4' },
+    data: { type: 'string', default: '/tmp/sp-peer-bench' },
+    'incremental-marking': { type: 'boolean', default: false },
+    perf: { type: 'string' },
+  },
+});
+const root = new URL('..', import.meta.url).pathname;
+const pagesFile = join(a.data, 'pages-many.json');
+const ids = [...new Set(JSON.parse(readFileSync(pagesFile, 'utf8')).map((p) => p.id))];
+const token = 'bench-token-0123456789';
+const nodeArgs = a.perf === undefined ? [] : ['--perf-basic-prof-only-functions'];
+const dir = join(a.data, `http-cpu-${process.pid}`);
+const srv =
+  a.server === 'pager'
+    ? await startService(linkedDataDir(a.data, ids, dir), token, { nodeArgs, env: a['incremental-marking'] ? { SESSION_PAGER_INCREMENTAL_MARKING: '1' } : {} })
+    : await startPeer(join(a.data, 'peer-many.db'), token, { nodeArgs });
+const load = (c, s) => {
+  const r = spawnSync(process.execPath, [join(root, 'bench/http-load.mjs'), '--url', srv.url, '--token', token, '--pages', pagesFile, '--random', '--connections', c, '--seconds', s], { encoding: 'utf8' });
+  if (r.status !== 0) throw new Error(`http-load failed: ${r.stderr}`);
+  return JSON.parse(r.stdout.trim().split('\n').pop());
+};
+/** CPU ms of each live thread of the server (utime + stime, USER_HZ = 100). */
+const threads = () => {
+  const out = {};
+  for (const t of readdirSync(`/proc/${srv.pid}/task`)) {
+    try {
+      const f = readFileSync(`/proc/${srv.pid}/task/${t}/stat`, 'utf8').split(') ')[1].split(' ');
+      out[t] = (Number(f[11]) + Number(f[12])) * 10;
+    } catch {
+      // the thread ended
+    }
+  }
+  return out;
+};
+try {
+  load('1', a.warm);
+  const t0 = threads();
+  const perf = a.perf === undefined ? null : spawn('perf', ['record', '-F', '1999', '-g', '-t', String(srv.pid), '-o', a.perf, '--', 'sleep', a.seconds], { stdio: 'ignore' });
+  const r = load(a.connections, a.seconds);
+  if (perf !== null) await new Promise((res) => perf.once('exit', res));
+  const t1 = threads();
+  let all = 0;
+  for (const k of Object.keys(t1)) all += t1[k] - (t0[k] ?? 0);
+  const main = t1[srv.pid] - t0[srv.pid];
+  const round = (x) => Math.round(x * 1000) / 1000;
+  process.stdout.write(
+    `${JSON.stringify({ server: a.server + (a['incremental-marking'] ? ' (incremental marking)' : ''), connections: Number(a.connections), okPerSec: round(r.okPerSec), p50: r.p50, p99: r.p99, non2xx: r.requests - (r.byStatus[200] ?? 0), mainCpuMsPerRequest: round(main / r.requests), allCpuMsPerRequest: round(all / r.requests), peakRssMB: Math.round(srv.peakRssMB()) })}\n`,
+  );
+} finally {
+  await srv.stop();
+  rmSync(dir, { recursive: true, force: true });
+}
