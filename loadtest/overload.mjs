@@ -18,11 +18,19 @@
  *        [--modes ignore,honour] [--duration 5] [--scenario tail|older]
  *        [--events 300000] [--tail 100000] [--workers N] [--json]
  *        [--max-messages 50] [--encoding identity|br|gzip] [--server-env K=V,...]
+ *        [--sessions 40] [--session-events 10000] [--hold 1000]
  *
  * Scenarios: `tail` asks the newest page of a session whose last answer is
  * a long streamed one (the tail page covers it: ~1 MB, built once, then
  * served from the prepared-page cache, so the cost is sending it); `older`
- * asks pages at random cuts (every one built by the worker pool).
+ * asks pages at random cuts (every one built by the worker pool);
+ * `random` asks pages at random cuts of --sessions sessions of
+ * --session-events events each (issue 15's random-page workload, pinned at
+ * each session's last seq); `attach` follows a random one of those
+ * sessions (its tail page is the snapshot), holds the stream --hold ms and
+ * detaches (issue 15's attach: goodput is snapshots/s, latency the time to
+ * the whole snapshot). Clients ignoring Retry-After in `attach` re-attach
+ * at once after a 503 (node:http, as autocannon cannot read a stream).
  *
  * Per run: goodput (2xx/s), admitted (2xx) latency p50/p99/max, 503s/s,
  * other statuses and errors, the server's RSS and peak RSS from the OS
@@ -59,6 +67,9 @@ const { values } = parseArgs({
     'server-env': { type: 'string', default: '' },
     'max-messages': { type: 'string', default: '50' },
     encoding: { type: 'string', default: 'identity' },
+    sessions: { type: 'string', default: '40' },
+    'session-events': { type: 'string', default: '10000' },
+    hold: { type: 'string', default: '1000' },
   },
 });
 const int = (v, lo, hi, name) => {
@@ -73,7 +84,12 @@ const duration = int(values.duration, 1, 30, 'duration');
 const events = int(values.events, 10_000, 5_000_000, 'events');
 const tail = int(values.tail, 0, Math.floor(events / 2), 'tail');
 const workers = values.workers === undefined ? undefined : int(values.workers, 1, 64, 'workers');
-if (values.scenario !== 'tail' && values.scenario !== 'older') throw new Error('--scenario: tail or older');
+const SCENARIOS = ['tail', 'older', 'random', 'attach'];
+if (!SCENARIOS.includes(values.scenario)) throw new Error(`--scenario: one of ${SCENARIOS.join(', ')}`);
+const manySessions = values.scenario === 'random' || values.scenario === 'attach';
+const sessionCount = int(values.sessions, 1, 400, 'sessions');
+const sessionEvents = int(values['session-events'], 100, 1_000_000, 'session-events');
+const holdMs = int(values.hold, 0, 60_000, 'hold');
 const maxMessages = int(values['max-messages'], 1, 1000, 'max-messages');
 const serverEnv = Object.fromEntries(values['server-env'].split(',').filter(Boolean).map((kv) => kv.split('=')));
 const log = values.json ? () => undefined : (s) => process.stdout.write(s + '\n');
@@ -127,15 +143,69 @@ async function runIgnore(base, headers, pathFor, conns) {
   return summarize(conns, 'ignore', (performance.now() - t0) / 1000, lat, counts);
 }
 
-/** Clients that honour Retry-After: the same closed loop, pausing a connection for Retry-After on 503. */
-async function runHonour(base, headers, pathFor, conns) {
+/**
+ * One attach: GET /follow, the time to the whole snapshot event is its latency; the stream
+ * is then held `holdMs` (or to the end of the run) and closed. Resolves when the attach is
+ * over (the status, the latency, Retry-After).
+ */
+function attachOnce(base, headers, path, end) {
+  return new Promise((resolve) => {
+    const start = performance.now();
+    let settled = false;
+    const done = (r) => {
+      if (!settled) {
+        settled = true;
+        resolve(r);
+      }
+    };
+    const req = request(`${base}${path}`, { headers, timeout: 30_000 }, (res) => {
+      if (res.statusCode !== 200) {
+        res.on('data', () => undefined);
+        res.on('end', () => done({ status: res.statusCode, ms: performance.now() - start, retryAfter: Number(res.headers['retry-after'] ?? 1) }));
+        res.on('error', () => done({ status: 0 }));
+        return;
+      }
+      let text = '';
+      let ms = null;
+      res.setEncoding('utf8');
+      res.on('data', (d) => {
+        if (ms !== null) return;
+        text += d;
+        // The snapshot is the first event: its frame ends at the first blank line after `event: snapshot`.
+        const at = text.indexOf('event: snapshot');
+        if (at !== -1 && text.indexOf('\n\n', at) !== -1) {
+          ms = performance.now() - start;
+          const wait = Math.max(0, Math.min(holdMs, end - performance.now()));
+          setTimeout(() => {
+            req.destroy();
+            done({ status: 200, ms });
+          }, wait);
+        }
+      });
+      res.on('error', () => done(ms === null ? { status: 0 } : { status: 200, ms }));
+      res.on('close', () => done(ms === null ? { status: 0 } : { status: 200, ms }));
+    });
+    req.on('error', () => done({ status: 0 }));
+    req.on('timeout', () => req.destroy());
+    req.end();
+  });
+}
+
+/**
+ * Clients that honour Retry-After (`honour`: a connection that gets 503 waits Retry-After
+ * seconds) or not (`ignore` for the attach scenario: it asks again at once); a closed loop on
+ * keep-alive node:http connections (attach: one connection a stream).
+ */
+async function runLoop(base, headers, pathFor, conns, mode) {
   const agent = new Agent({ keepAlive: true, maxSockets: conns });
   const lat = [];
   const counts = { ok: 0, shed: 0, other: 0, errors: 0 };
   const t0 = performance.now();
   const end = t0 + duration * 1000;
   const one = () =>
-    new Promise((resolve) => {
+    values.scenario === 'attach'
+      ? attachOnce(base, headers, pathFor(), end)
+      : new Promise((resolve) => {
       const start = performance.now();
       const req = request(`${base}${pathFor()}`, { agent, headers, timeout: 30_000 }, (res) => {
         res.on('data', () => undefined);
@@ -155,7 +225,7 @@ async function runHonour(base, headers, pathFor, conns) {
         lat.push(r.ms);
       } else if (r.status === 503) {
         counts.shed++;
-        const wait = Math.min(Math.max(0, r.retryAfter) * 1000, end - performance.now());
+        const wait = mode === 'ignore' ? 0 : Math.min(Math.max(0, r.retryAfter) * 1000, end - performance.now());
         if (wait > 0) await new Promise((res) => setTimeout(res, wait));
       } else if (r.status === 0) counts.errors++;
       else counts.other++;
@@ -163,16 +233,26 @@ async function runHonour(base, headers, pathFor, conns) {
   };
   await Promise.all(Array.from({ length: conns }, loop));
   agent.destroy();
-  return summarize(conns, 'honour', Math.min(duration, (performance.now() - t0) / 1000), lat, counts);
+  return summarize(conns, mode, Math.min(duration, (performance.now() - t0) / 1000), lat, counts);
 }
 
 const dir = await mkdtemp(join(tmpdir(), 'sp-overload-'));
 let server;
-const out = { scenario: values.scenario, maxMessages, encoding: values.encoding, duration, events, tail, workers: workers ?? null, serverEnv, runs: [] };
+const out = { scenario: values.scenario, ...(manySessions ? { sessions: sessionCount, sessionEvents } : {}), ...(values.scenario === 'attach' ? { holdMs } : {}), maxMessages, encoding: values.encoding, duration, events, tail, workers: workers ?? null, serverEnv, runs: [] };
 try {
   const t = Date.now();
-  const long = await generateSession(dir, { id: 'ov-long', events, tailEvents: tail, seed: 7 });
-  log(`corpus: ${long.events.toLocaleString('en')} events (${tail.toLocaleString('en')}-event streamed tail) in ${Date.now() - t} ms`);
+  const targets = [];
+  let long;
+  if (manySessions) {
+    for (let k = 0; k < sessionCount; k++) {
+      const g = await generateSession(dir, { id: `ov-s${k}`, events: sessionEvents, seed: 8, stream: k });
+      targets.push({ id: `ov-s${k}`, last: g.events - 1 });
+    }
+    log(`corpus: ${sessionCount} sessions x ${sessionEvents.toLocaleString('en')} events in ${Date.now() - t} ms`);
+  } else {
+    long = await generateSession(dir, { id: 'ov-long', events, tailEvents: tail, seed: 7 });
+    log(`corpus: ${long.events.toLocaleString('en')} events (${tail.toLocaleString('en')}-event streamed tail) in ${Date.now() - t} ms`);
+  }
 
   const token = randomBytes(18).toString('base64url');
   const args = ['bin/session-pager.js', 'serve', '--data', dir, '--port', '0', '--log-level', 'warn', ...(workers ? ['--workers', String(workers)] : [])];
@@ -198,27 +278,37 @@ try {
     await new Promise((res) => setTimeout(res, 100));
   }
   const headers = { authorization: `Bearer ${token}`, ...(values.encoding !== 'identity' ? { 'accept-encoding': values.encoding } : {}) };
-  const last = long.events - 1;
-  const pathFor =
-    values.scenario === 'tail'
-      ? () => `/v1/sessions/ov-long/page?maxMessages=${maxMessages}`
-      : () => `/v1/sessions/ov-long/page?throughSeq=${last}&beforeSeq=${1 + Math.floor(Math.random() * last)}&maxMessages=${maxMessages}`;
+  const last = long === undefined ? 0 : long.events - 1;
+  const pick = () => targets[Math.floor(Math.random() * targets.length)];
+  const paths = {
+    tail: () => `/v1/sessions/ov-long/page?maxMessages=${maxMessages}`,
+    older: () => `/v1/sessions/ov-long/page?throughSeq=${last}&beforeSeq=${1 + Math.floor(Math.random() * last)}&maxMessages=${maxMessages}`,
+    random: () => {
+      const s = pick();
+      return `/v1/sessions/${s.id}/page?throughSeq=${s.last}&beforeSeq=${1 + Math.floor(Math.random() * s.last)}&maxMessages=${maxMessages}`;
+    },
+    attach: () => `/v1/sessions/${pick().id}/follow?maxMessages=${maxMessages}`,
+  };
+  const pathFor = paths[values.scenario];
+  // The page a request asks (attach: its snapshot, the tail page), for the warm-up and the recovery probe.
+  const pagePathFor = values.scenario === 'attach' ? () => `/v1/sessions/${pick().id}/page?maxMessages=${maxMessages}` : pathFor;
   // One warm request so the first run does not pay for the first build.
-  await fetch(`${base}${pathFor()}`, { headers });
-  const sample = await fetch(`${base}${pathFor()}`, { headers });
+  await fetch(`${base}${pagePathFor()}`, { headers });
+  const sample = await fetch(`${base}${pagePathFor()}`, { headers });
   const bytes = (await sample.arrayBuffer()).byteLength;
   out.sampleBytes = bytes;
   log(`server ${base}, scenario ${values.scenario}, maxMessages ${maxMessages}, ${values.encoding}, a page ~${Math.round(bytes / 1024)} KiB on the wire, ${duration} s per run`);
   log('conns  mode     goodput/s  share   p50 ms   p99 ms   max ms   503/s  other errors  server mean ms  server cpu  rss/peak MB  load  recovery ms');
-  // Server-side view: time from request to response written, for the pages it answered (200).
+  // Server-side view: time from request to response written, for the pages it answered (200; attach: to the snapshot).
+  const route = values.scenario === 'attach' ? '/v1/sessions/:id/follow' : '/v1/sessions/:id/page';
   const serverSide = async () => {
     const m = await (await fetch(`${base}/metrics`, { headers })).text();
     const num = (re) => Number(re.exec(m)?.[1] ?? 0);
     return {
-      sum: num(/^session_pager_http_request_duration_seconds_sum\{method="GET",route="\/v1\/sessions\/:id\/page",status_code="200"\} (\S+)$/m),
+      sum: num(new RegExp(`^session_pager_http_request_duration_seconds_sum\\{method="GET",route="${route}",status_code="200"\\} (\\S+)$`, 'm')),
       cpu: num(/^process_cpu_seconds_total (\S+)$/m),
       t: performance.now(),
-      count: num(/^session_pager_http_request_duration_seconds_count\{method="GET",route="\/v1\/sessions\/:id\/page",status_code="200"\} (\S+)$/m),
+      count: num(new RegExp(`^session_pager_http_request_duration_seconds_count\\{method="GET",route="${route}",status_code="200"\\} (\\S+)$`, 'm')),
     };
   };
   // The server's memory from the OS: resident now and the peak so far (MB).
@@ -236,7 +326,7 @@ try {
     const ms = [];
     for (let i = 0; i < 5; i++) {
       const t0 = performance.now();
-      const res = await fetch(`${base}${pathFor()}`, { headers });
+      const res = await fetch(`${base}${pagePathFor()}`, { headers });
       await res.arrayBuffer();
       ms.push(res.status === 200 ? Math.round((performance.now() - t0) * 10) / 10 : `${res.status}`);
     }
@@ -246,7 +336,7 @@ try {
     for (const mode of modes) {
       const before = await serverSide();
       const loadStart = loadavg()[0];
-      const r = mode === 'ignore' ? await runIgnore(base, headers, pathFor, conns) : await runHonour(base, headers, pathFor, conns);
+      const r = mode === 'ignore' && values.scenario !== 'attach' ? await runIgnore(base, headers, pathFor, conns) : await runLoop(base, headers, pathFor, conns, mode);
       r.recoveryMs = await recovery();
       r.load = [Math.round(loadStart * 10) / 10, Math.round(loadavg()[0] * 10) / 10];
       Object.assign(r, serverRss());
@@ -267,8 +357,17 @@ try {
   const unloaded = out.runs.find((r) => r.connections === Math.min(...levels) && r.mode === modes[0]);
   out.unloadedP99 = unloaded?.p99 ?? null;
   for (const r of out.runs) r.p99Ratio = out.unloadedP99 && r.p99 !== null ? Math.round((r.p99 / out.unloadedP99) * 100) / 100 : null;
+  // At capacity: the fewest connections (per client kind) whose goodput reaches 90% of the best,
+  // the level where the server is first saturated; its p99 is what admitted pages may be held to.
+  for (const mode of modes) {
+    const knee = out.runs.filter((r) => r.mode === mode && r.share >= 0.9).sort((a, b) => a.connections - b.connections)[0];
+    for (const r of out.runs.filter((x) => x.mode === mode)) {
+      r.capacityConnections = knee?.connections ?? null;
+      r.p99VsCapacity = knee?.p99 && r.p99 !== null ? Math.round((r.p99 / knee.p99) * 100) / 100 : null;
+    }
+  }
   log(`capacity (best goodput): ${capacity}/s; unloaded p99 (${unloaded?.connections} conn): ${out.unloadedP99} ms`);
-  for (const r of out.runs) log(`  ${String(r.connections).padStart(4)} ${r.mode.padEnd(7)} goodput ${Math.round(r.share * 100)}% of capacity, p99 ${out.unloadedP99 ? (r.p99 / out.unloadedP99).toFixed(1) : '-'}x unloaded`);
+  for (const r of out.runs) log(`  ${String(r.connections).padStart(4)} ${r.mode.padEnd(7)} goodput ${Math.round(r.share * 100)}% of capacity, p99 ${out.unloadedP99 ? (r.p99 / out.unloadedP99).toFixed(1) : '-'}x unloaded, ${r.p99VsCapacity ?? '-'}x at capacity (${r.capacityConnections ?? '-'} conns)`);
   if (values.json) process.stdout.write(JSON.stringify(out) + '\n');
 } finally {
   if (server && server.exitCode === null) {

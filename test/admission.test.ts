@@ -1,14 +1,16 @@
 /**
  * Admission of page requests (issue 16 item 8): a concurrency limit and a
  * FIFO queue bounded in time; shed requests get 503 `overloaded` with
- * Retry-After in the SPEC's error shape. The figures under load are
+ * Retry-After in the SPEC's error shape; a follow's snapshot is admitted
+ * like a page, its open stream holds no slot. The figures under load are
  * loadtest/overload.mjs's and test/overload.test.ts's.
  */
+import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { FastifyInstance } from 'fastify';
 import { Admission } from '../src/main/server/admission.js';
 import { buildServer } from '../src/main/server/index.js';
-import { gatedPages, seedSession, sleep, tempStore, until, type TempStore } from './server-helpers.js';
+import { gatedPages, openSse, seedSession, sleep, tempStore, until, type TempStore } from './server-helpers.js';
 
 const TOKEN = 'admission-token-0123456789';
 const AUTH = { authorization: `Bearer ${TOKEN}` };
@@ -151,5 +153,52 @@ describe('page route admission', () => {
     expect((await app.inject({ url: '/readyz' })).statusCode).toBe(200);
     open();
     expect((await page).statusCode).toBe(200);
+  });
+});
+
+describe('follow admission (real sockets)', () => {
+  let ts: TempStore;
+  let app: FastifyInstance;
+  let base: string;
+  let gate: Promise<void> = Promise.resolve();
+  let entered: () => number = () => 0;
+
+  beforeAll(async () => {
+    ts = await tempStore(1);
+    await seedSession(ts.store, 'f', 200, 200);
+    const slow = gatedPages(ts.store, () => gate);
+    entered = slow.entered;
+    app = buildServer(slow.store, { token: TOKEN, maxEventLoopLagMs: 0, admission: { maxInFlight: 1, minQueueMs: 300, maxQueueMs: 300 }, retryAfterSeconds: 2 });
+    await app.listen({ host: '127.0.0.1', port: 0 });
+    base = `http://127.0.0.1:${(app.server.address() as AddressInfo).port}`;
+  });
+
+  afterAll(async () => {
+    await app.close();
+    await ts.cleanup();
+  });
+
+  it("a follow's snapshot takes a page slot (shed while the slots are full), and gives it back once the snapshot is written", async () => {
+    let open!: () => void;
+    gate = new Promise((r) => (open = r));
+    // A page holds the one slot: a follow waits its 300 ms bound, then is shed like a page.
+    const page = fetch(`${base}/v1/sessions/f/page?maxMessages=3`, { headers: AUTH });
+    await until('the page in the store', () => entered() === 1);
+    const shed = await openSse(`${base}/v1/sessions/f/follow?maxMessages=2`, AUTH);
+    await shed.ended;
+    expect(shed.status).toBe(503);
+    expect(shed.res.headers['retry-after']).toBe('2');
+    expect(entered()).toBe(1);
+    open();
+    expect((await page).status).toBe(200);
+    // With the slot free: the snapshot, then the open stream holds no slot.
+    const f = await openSse(`${base}/v1/sessions/f/follow?maxMessages=2`, AUTH);
+    expect(f.status).toBe(200);
+    await f.waitFor('the snapshot', (ev) => ev.some((e) => e.event === 'snapshot'));
+    await until('the slot given back', () => app.pagerState.admission?.running === 0);
+    // So a page is admitted at once while the follower stays attached.
+    expect((await fetch(`${base}/v1/sessions/f/page?maxMessages=4`, { headers: AUTH })).status).toBe(200);
+    expect(f.isEnded()).toBe(false);
+    f.close();
   });
 });

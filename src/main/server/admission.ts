@@ -7,7 +7,8 @@
  *
  * - At most `maxInFlight` page requests are in flight at once, from
  *   admission until their response is written (building a page is the
- *   pool's work, sending a cached 1 MB page is the event loop's: both count).
+ *   pool's work, sending a cached 1 MB page is the event loop's: both count);
+ *   a follow request counts until its snapshot (the tail page) is written.
  * - The others wait in one FIFO queue, bounded in time: a request is
  *   answered `overloaded` (503 + Retry-After) at once when the wait it would
  *   face (its place in the queue times the smoothed in-flight time, over

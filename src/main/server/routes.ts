@@ -59,7 +59,8 @@ export async function routes(app: FastifyInstance, o: RoutesOptions): Promise<vo
   };
   // A page request shed again and again on one connection is held longer each time (overload.ts: ShedPacer).
   const pacer = new ShedPacer(o.opts.shedDelayMs, Math.max(o.opts.shedDelayMs, o.opts.maxShedDelayMs));
-  // Pages are admitted by what the server can finish; the slot is held until the response is done.
+  // Pages are admitted by what the server can finish; the slot is held until the response is done
+  // (a follow's until its snapshot is written: the stream after it costs no page).
   const admitPage = async (request: FastifyRequest, reply: FastifyReply) => {
     if (o.admission === null) return hold(shedPool);
     const admission = o.admission;
@@ -144,12 +145,17 @@ export async function routes(app: FastifyInstance, o: RoutesOptions): Promise<vo
     return reply.header('content-encoding', encoding).send(compressed);
   });
 
-  app.get('/v1/sessions/:id/follow', { onRequest: async () => hold(shedPool), exposeHeadRoute: false, schema: FOLLOW_SCHEMA }, async (request: FastifyRequest, reply: FastifyReply) => {
-    const id = sessionId(request);
-    const q = request.query as Record<string, unknown>;
-    const maxMessages = typeof q.maxMessages === 'number' ? q.maxMessages : undefined;
-    const lastEventId = parseLastEventId(request.headers['last-event-id'] ?? q.lastEventId);
-    await hub.handle(request, reply, id, maxMessages, lastEventId);
+  app.get('/v1/sessions/:id/follow', { onRequest: admitPage, exposeHeadRoute: false, schema: FOLLOW_SCHEMA }, async (request: FastifyRequest, reply: FastifyReply) => {
+    try {
+      const id = sessionId(request);
+      const q = request.query as Record<string, unknown>;
+      const maxMessages = typeof q.maxMessages === 'number' ? q.maxMessages : undefined;
+      const lastEventId = parseLastEventId(request.headers['last-event-id'] ?? q.lastEventId);
+      await hub.handle(request, reply, id, maxMessages, lastEventId);
+    } finally {
+      // The snapshot is written (or the follow failed): a hijacked reply runs no onResponse hook.
+      await releasePage(request);
+    }
     return reply;
   });
 
