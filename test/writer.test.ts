@@ -16,6 +16,7 @@ import type { ChunkRow, SessionEvent, SessionHeader } from '../src/main/core/typ
 import { sessionPaths } from '../src/main/paths.js';
 import { decodeWholeLog } from '../src/main/reference-reader.js';
 import { SessionWriter } from '../src/main/session-writer.js';
+import { lockText, processStart } from '../src/storage/local/pid-lease.js';
 import { decodeFrame, type FrameEncoding } from '../src/streams/frame-codec.js';
 import { parseEntry } from '../src/streams/entry-codec.js';
 
@@ -322,12 +323,31 @@ describe('one writer per session', () => {
       child.kill('SIGKILL');
       await exited;
     }
-    // The killed holder never released its lock file: it names a dead pid now.
-    expect(readFileSync(sessionPaths(dir, 'p').lock, 'utf8').trim()).toBe(String(child.pid));
+    // The killed holder never released its lock file: it names a dead pid now (and when it started).
+    expect(readFileSync(sessionPaths(dir, 'p').lock, 'utf8').trim().split(' ')[0]).toBe(String(child.pid));
     const w = await SessionWriter.open(dir, 'p');
     await w.append([user(0)]);
     await w.close();
     expect(checkSidecar(dir, 'p').events).toEqual([user(0)]);
+  });
+
+  it("takes over a lock whose pid is alive but another process's now (pids are reused): the start time it names is not that process's", async () => {
+    const dir = freshDir();
+    await (await SessionWriter.create(dir, 'r', {})).close();
+    // A live process that is not a writer of this session: vitest's own parent.
+    const other = process.ppid;
+    const start = processStart(other);
+    expect(start, 'this test needs /proc').not.toBeNull();
+    // Its own start time: that process holds the lock.
+    writeFileSync(sessionPaths(dir, 'r').lock, lockText(other, start));
+    expect((await rejects(SessionWriter.open(dir, 'r'), 'session_busy')).details).toMatchObject({ pid: other });
+    // A dead writer's lock whose pid that process took later: another start time, so stale.
+    writeFileSync(sessionPaths(dir, 'r').lock, lockText(other, String(Number(start) + 1)));
+    const w = await SessionWriter.open(dir, 'r');
+    await w.append([user(0)]);
+    expect(readFileSync(sessionPaths(dir, 'r').lock, 'utf8')).toBe(lockText(process.pid, processStart(process.pid)));
+    await w.close();
+    expect(checkSidecar(dir, 'r').events).toEqual([user(0)]);
   });
 
   it('takes over a lock file cut short while being written', async () => {
