@@ -2,13 +2,16 @@
  * The pure parts of the S3 backend (docs/s3-layout.md): the store URL, the
  * key-to-member mapping, manifests (strict decoding, extents cut and
  * resolved), the segment object format, where a segment is cut, the round
- * trip count of a call timeline, and the block cache's bound and coalescing.
+ * trip count of a call timeline, the block cache's bound and coalescing,
+ * and reads verified by the objects' check tables.
  */
+import { crc32 } from 'node:zlib';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { BlockCache } from '../src/storage/s3/block-cache.js';
 import { decodeManifest, encodeManifest, extentsBefore, extentsFrom, piecesOf, sealedEnd, type Extent, type Manifest } from '../src/storage/s3/manifest.js';
-import { roundTrips, type CallRecord } from '../src/storage/s3/object-store.js';
+import { CheckedReads } from '../src/storage/s3/checked-reads.js';
+import { MemoryObjectStore, RecordingStore, roundTrips, type CallRecord } from '../src/storage/s3/object-store.js';
 import { listedName, manifestName, manifestNumber, roleOfKey } from '../src/storage/s3/remote-names.js';
 import { sealCut } from '../src/storage/s3/seal-cut.js';
 import { decodeSegment, encodeSegment } from '../src/storage/s3/segment-file.js';
@@ -50,6 +53,7 @@ const manifest = (over: Partial<Manifest> = {}): Manifest => ({
   time: 5,
   serial: 4,
   members: { events: { size: 7, mtimeMs: 1, born: 'b', w: '1', extents: [{ o: 'seg/2-0.seg', at: 16, len: 4 }, { d: Buffer.from('xyz').toString('base64'), len: 3 }] } },
+  checks: { 'seg/2-0.seg': { chunk: 1024, at: 20, crc: 7, starts: [0, 16] } },
   ...over,
 });
 
@@ -59,9 +63,21 @@ describe('s3 manifest', () => {
     expect(decodeManifest(encodeManifest(m), 3, 's')).toEqual(m);
     expect(() => decodeManifest(encodeManifest(m), 4, 's')).toThrow(/number/);
     expect(() => decodeManifest(encodeManifest(m), 3, 't')).toThrow(/session/);
-    expect(() => decodeManifest(Buffer.from('{'), 3, 's')).toThrow(/JSON/);
+    expect(() => decodeManifest(Buffer.from('{'), 3, 's')).toThrow(/CRC line/);
+    expect(() => decodeManifest(Buffer.from(`{\n${crc32(Buffer.from('{'))}`), 3, 's')).toThrow(/JSON/);
+    // Any byte changed (an inline piece's included) fails the manifest's CRC.
+    const good = encodeManifest(m);
+    for (let i = 0; i < good.length; i++) {
+      const bad = Buffer.from(good);
+      bad[i] ^= 0x04;
+      expect(() => decodeManifest(bad, 3, 's'), `byte ${i}`).toThrow(/invalid manifest/);
+    }
     const badSize = manifest({ members: { events: { size: 8, mtimeMs: 1, born: 'b', w: '1', extents: [{ o: 'seg/2-0.seg', at: 0, len: 4 }] } } });
     expect(() => decodeManifest(encodeManifest(badSize), 3, 's')).toThrow(/add up/);
+    // Every object named has its check, and no check names an object no extent does.
+    expect(() => decodeManifest(encodeManifest(manifest({ checks: {} })), 3, 's')).toThrow(/no check for seg\/2-0.seg/);
+    expect(() => decodeManifest(encodeManifest(manifest({ checks: { ...manifest().checks, 'tail/2-1.tail': { chunk: 1, at: 1, crc: 1, starts: [0] } } })), 3, 's')).toThrow(/which no extent names/);
+    expect(() => decodeManifest(encodeManifest(manifest({ checks: { 'seg/2-0.seg': { chunk: 1024, at: 19, crc: 7, starts: [0, 16] } } })), 3, 's')).toThrow(/past its object's checked bytes/);
     const badObj = manifest({ members: { events: { size: 4, mtimeMs: 1, born: 'b', w: '1', extents: [{ o: '../x', at: 0, len: 4 }] } } });
     expect(() => decodeManifest(encodeManifest(badObj), 3, 's')).toThrow(/remote extent/);
     const badMember = { ...manifest(), members: { 'p/../x': manifest().members.events } };
@@ -128,8 +144,11 @@ describe('s3 segment objects', () => {
     for (const s of header.sections) expect(bytes.subarray(s.at, s.at + s.len).length).toBe(s.len);
     expect(bytes.toString('utf8', header.sections[2]?.at, (header.sections[2]?.at ?? 0) + 6)).toBe('EVENTS');
     const bad = Buffer.from(bytes);
-    bad[bad.length - 1] ^= 1;
+    bad[(header.sections[2]?.at ?? 0) + 1] ^= 1;
     expect(() => decodeSegment(bad)).toThrow(/events fails its CRC/);
+    const badTable = Buffer.from(bytes);
+    badTable[badTable.length - 1] ^= 1;
+    expect(() => decodeSegment(badTable)).toThrow(/check table/);
     expect(() => decodeSegment(Buffer.from('XXXX0000000000000000'))).toThrow(/magic/);
   });
 });
@@ -191,5 +210,70 @@ describe('s3 round trips and block cache', () => {
     const before = fetches.length;
     await cache.read('o', 7000, 3000);
     expect(fetches.length).toBe(before);
+  });
+});
+
+describe('s3 reads verified by the check table', () => {
+  it('serve an object\'s bytes only where they match what was written; a damaged chunk reads as NULs, a damaged table fails the whole object', async () => {
+    const data = Buffer.from(Array.from({ length: 5000 }, (_, i) => 32 + ((i * 7) % 90)));
+    const lines = Buffer.from('x'.repeat(300));
+    const { bytes, header, check } = encodeSegment('s', 1, 'segment', [{ member: 'events', start: 0, data }, { member: 'entries', start: 0, data: lines }], 256);
+    expect(decodeSegment(bytes)).toEqual(header);
+    const en = header.sections[0] as { at: number; len: number };
+    const ev = header.sections[1] as { at: number; len: number };
+    // Chunks start afresh at every section: the header, then each section from its own first byte.
+    expect(check.starts).toEqual([0, en.at, ev.at]);
+    const objects = new MemoryObjectStore();
+    await objects.put('o', bytes);
+    const damage: string[] = [];
+    const rec = new RecordingStore(objects);
+    const reads = new CheckedReads(rec, undefined, (name, why) => damage.push(`${name}: ${why}`));
+    // Any range reads back exactly, widened to whole chunks, the table fetched beside the data (one round trip).
+    await fc.assert(
+      fc.asyncProperty(fc.integer({ min: 0, max: 4999 }), fc.integer({ min: 1, max: 5000 }), async (from, len) => {
+        const to = Math.min(5000, from + len);
+        expect(await reads.get('o', ev.at + from, ev.at + to, check)).toEqual(data.subarray(from, to));
+      }),
+      { numRuns: 100 },
+    );
+    rec.calls.length = 0;
+    const fresh = new CheckedReads(rec);
+    await fresh.get('o', ev.at + 10, ev.at + 20, check);
+    expect(roundTrips(rec.calls)).toBe(1);
+    expect(rec.calls.map((c) => [c.from, c.bytes])).toEqual(expect.arrayContaining([[check.at, bytes.length - check.at]]));
+    expect(damage).toEqual([]);
+    // A byte flipped at rest: the chunk holding it reads as NULs (twice fetched), its neighbours as written.
+    for (const off of [1000, 0]) {
+      const flipped = Buffer.from(bytes);
+      flipped[ev.at + off] ^= 0x20;
+      await objects.put('o', flipped);
+      damage.length = 0;
+      const after = new CheckedReads(objects, undefined, (name, why) => damage.push(`${name}: ${why}`));
+      const got = await after.get('o', ev.at, ev.at + 5000, check);
+      const from = Math.floor(off / 256) * 256;
+      for (let i = 0; i < 5000; i++) {
+        const inBad = i >= from && i < from + 256;
+        if (got[i] !== (inBad ? 0 : data[i])) throw new Error(`byte ${i}: ${got[i]} (${inBad ? 'damaged chunk' : 'good chunk'})`);
+      }
+      expect(after.damaged).toBe(1);
+      expect(damage).toEqual([`o: bytes [${ev.at + from}, ${ev.at + from + 256}) fail their CRC`]);
+      expect(await after.get('o', ev.at + 3000, ev.at + 3100, check)).toEqual(data.subarray(3000, 3100));
+      // The section before it shares no chunk with it: read whole, as written.
+      expect(await after.get('o', en.at, en.at + en.len, check)).toEqual(lines);
+      expect(after.damaged).toBe(1);
+    }
+    const after = new CheckedReads(objects);
+    // The table itself damaged: nothing of the object is served.
+    const badTable = Buffer.from(bytes);
+    badTable[check.at + 2] ^= 1;
+    await objects.put('o', badTable);
+    const t = new CheckedReads(objects, undefined, (name, why) => damage.push(`${name}: ${why}`));
+    expect(await t.get('o', ev.at + 3000, ev.at + 3100, check)).toEqual(Buffer.alloc(100));
+    expect(damage[damage.length - 1]).toMatch(/check table fails its CRC/);
+    // A truncated object: its missing chunks are damage, not short reads.
+    await objects.put('o', bytes.subarray(0, ev.at + 2000));
+    expect((await new CheckedReads(objects).get('o', ev.at + 1900, ev.at + 2100, check)).subarray(100)).toEqual(Buffer.alloc(100));
+    // No check known: refused, never read unverified.
+    await expect(after.get('o', 0, 10, undefined)).rejects.toThrow(/no check known/);
   });
 });

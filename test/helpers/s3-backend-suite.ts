@@ -11,7 +11,12 @@
  *   crashed one is taken over at once on its own host, with every
  *   acknowledged append kept;
  * - a cold page costs at most 4 sequential round trips, and reads the log
- *   bytes the page covers, not the session's.
+ *   bytes the page covers, not the session's;
+ * - a byte flipped at rest in a sealed segment or a tail object is never
+ *   served: pages covering it fail with corrupt_range naming its frames'
+ *   seqs, the others are served, the session shows degraded;
+ * - what a fenced or crashed writer uploaded and never published is
+ *   deleted by the next writer's take-over, nothing a manifest names is.
  */
 import { afterAll, describe, expect, it } from 'vitest';
 import type { PageParams, SessionEvent } from '../../src/main/core/types.js';
@@ -19,10 +24,10 @@ import { decodeWholeLog, referencePage } from '../../src/main/reference-reader.j
 import { openStore, type PagerStore } from '../../src/main/store.js';
 import type { StorageBackend } from '../../src/storage/backend.js';
 import { sessionKeys } from '../../src/storage/layout.js';
-import { decodeManifest, sealedEnd, type Manifest } from '../../src/storage/s3/manifest.js';
+import { decodeManifest, objectsNamed, sealedEnd, type Manifest } from '../../src/storage/s3/manifest.js';
 import { MemoryObjectStore, RecordingStore, roundTrips, type ObjectStore } from '../../src/storage/s3/object-store.js';
 import { manifestNumber } from '../../src/storage/s3/remote-names.js';
-import { decodeSegment } from '../../src/storage/s3/segment-file.js';
+import { chunkAt, decodeSegment } from '../../src/storage/s3/segment-file.js';
 import type { S3BackendOptions } from '../../src/storage/s3/s3-backend.js';
 import { makeS3Backend } from './backends.js';
 
@@ -70,6 +75,40 @@ class Partitionable implements ObjectStore {
   remove(n: string[]) {
     return this.inner.remove(n);
   }
+}
+
+/** An object store whose manifest PUTs fail while `down` is 'manifests' (segments and tail objects still land: a writer cut off mid-publish), every PUT while 'all'. */
+class ManifestsFail implements ObjectStore {
+  down: false | 'manifests' | 'all' = false;
+  constructor(private readonly inner: ObjectStore) {}
+  get(n: string, s: number, e: number) {
+    return this.inner.get(n, s, e);
+  }
+  getAll(n: string) {
+    return this.inner.getAll(n);
+  }
+  async put(n: string, d: Uint8Array, o?: { ifAbsent?: boolean }) {
+    if (this.down === 'all' || (this.down === 'manifests' && n.includes('/manifest/'))) throw new Error('network unreachable (test partition)');
+    return this.inner.put(n, d, o);
+  }
+  list(p: string, o?: { startAfter?: string; delimiter?: string }) {
+    return this.inner.list(p, o);
+  }
+  remove(n: string[]) {
+    return this.inner.remove(n);
+  }
+}
+
+/** Segments and tail objects under a session's folder that no stored manifest names. */
+async function unnamed(objects: ObjectStore, prefix: string, id: string): Promise<string[]> {
+  const folder = `${prefix}/sessions/${id}/`;
+  const names = (await objects.list(folder)).names.map((x) => x.slice(folder.length));
+  const named = new Set<string>();
+  for (const x of names) {
+    const n = manifestNumber(x);
+    if (n !== null) for (const o of objectsNamed(decodeManifest(await objects.getAll(`${folder}${x}`), n, id))) named.add(o);
+  }
+  return names.filter((x) => /^(seg|tail)\//.test(x) && !named.has(x)).sort();
 }
 
 /** The suite over object stores from `make` (`inMemory`: calls get a 3 ms delay where round trips are counted). */
@@ -209,7 +248,8 @@ export function s3BackendSuite(os: { name: string; make(): Promise<ObjectStore> 
     it('a cold page takes at most 4 sequential round trips and reads the log bytes it covers, not the session', async () => {
       // In memory, each call takes 3 ms, as a round trip does: calls in flight together then overlap.
       const objects = os.name === 'in-memory object store' ? new MemoryObjectStore(3) : await os.make();
-      const w = await backend(objects, { segmentBytes: 8192, maxSegmentBytes: 32768 });
+      // Check chunks of the reader's block size: a block read is then exactly its chunks (both laid from the section's start).
+      const w = await backend(objects, { segmentBytes: 8192, maxSegmentBytes: 32768, checkBytes: 4096 });
       const writer = await storeOn(w.storage);
       await writer.create('cold', {});
       let n = 0;
@@ -250,6 +290,123 @@ export function s3BackendSuite(os: { name: string; make(): Promise<ObjectStore> 
         expect(logRead).toBeLessThanOrEqual(covered + 2 * B * objectsRead.size);
         expect(logRead).toBeLessThan(logBytes / 4);
       }
+    }, 300_000);
+
+    it('a byte flipped at rest in a sealed segment or a tail object is never served: pages covering it fail with corrupt_range, others are served, the session shows degraded', async () => {
+      const objects = await os.make();
+      // Small inline bound: appends go into tail objects; 16 KiB of log are sealed into a segment.
+      const w = await backend(objects, { segmentBytes: 16384, maxSegmentBytes: 16384, inlineBytes: 512, checkBytes: 1024 });
+      const writer = await storeOn(w.storage);
+      await writer.create('dmg', {});
+      let n = 0;
+      for (let i = 0; i < 8; i++) {
+        await writer.append('dmg', chat(n, 60));
+        n += 60;
+      }
+      // Frames with no checksum record of their own (as imported ones, or once the derived projections are
+      // deleted, as SPEC allows at any time): only the object's check stands between a flipped byte and a page.
+      await w.storage.removeAll(`sessions/index/dmg`);
+      const log = decodeWholeLog((await w.storage.readAll(sessionKeys('dmg').events)) as Buffer);
+      const entries = ((await w.storage.readAll(sessionKeys('dmg').entries)) as Buffer).toString('utf8').trim().split('\n').map((l) => JSON.parse(l) as { seq: number; count: number; offset: number; length: number });
+      const m = await latestManifest(objects, w.prefix, 'dmg');
+      const extents = m.members.events?.extents ?? [];
+      const folder = `${w.prefix}/sessions/dmg/`;
+      const logBytes = (await w.storage.readAll(sessionKeys('dmg').events)) as Buffer;
+      for (const kind of ['seg/', 'tail/']) {
+        // A chunk row in the middle of an extent of that kind of object.
+        let pos = 0;
+        let target: { e: { o: string; at: number; len: number }; pos: number; f: (typeof entries)[number] } | null = null;
+        for (const e of extents) {
+          if ('o' in e && e.o.startsWith(kind) && target === null) {
+            const inside = entries.filter((f) => f.count > 1 && f.offset >= pos && f.offset + f.length <= pos + e.len);
+            const f = inside[Math.floor(inside.length / 2)];
+            if (f !== undefined) target = { e, pos, f };
+          }
+          pos += e.len;
+        }
+        expect(target, `an events extent in a ${kind} object`).not.toBeNull();
+        if (target === null) continue;
+        const { e, f } = target;
+        const name = `${folder}${e.o}`;
+        const original = await objects.getAll(name);
+        const flipped = Buffer.from(original);
+        // A letter of a text delta ("word" -> "vord"): the frame stays valid JSON of the same shape.
+        const inFrame = logBytes.subarray(f.offset, f.offset + f.length).indexOf('" word');
+        expect(inFrame).toBeGreaterThan(0);
+        const at = e.at + (f.offset - target.pos) + inFrame + 2;
+        expect(String.fromCharCode(original[at] as number)).toBe('w');
+        flipped[at] ^= 0x01;
+        await objects.put(name, flipped);
+        try {
+          // The frames the damaged chunk touches are the ones a page may name.
+          const c = chunkAt(m.checks[e.o] as NonNullable<(typeof m.checks)[string]>, at);
+          const lo = target.pos + Math.max(c.start, e.at) - e.at;
+          const hi = target.pos + Math.min(c.end, e.at + e.len) - e.at;
+          const touched = entries.filter((x) => x.count > 0 && x.offset < hi && x.offset + x.length > lo);
+          const reader = await storeOn((await backend(objects, { location: { bucket: 'b', prefix: w.prefix }, freshMs: 0, onDamage: () => undefined })).storage);
+          const covering = { throughSeq: f.seq + f.count - 1, maxMessages: 1000 };
+          const err = await reader.page('dmg', covering).then(
+            () => null,
+            (x: unknown) => x as { code?: string; details?: { fromSeq: number; toSeq: number } },
+          );
+          expect(err?.code, `a page over the damaged ${kind} object`).toBe('corrupt_range');
+          expect(err?.details?.fromSeq).toBeGreaterThanOrEqual(Math.min(...touched.map((x) => x.seq)));
+          expect(err?.details?.toSeq).toBeLessThanOrEqual(Math.max(...touched.map((x) => x.seq + x.count)));
+          // A page elsewhere is served, equal to the reference.
+          const elsewhere = kind === 'seg/' ? { maxMessages: 1 } : { throughSeq: 10, maxMessages: 1 };
+          expect(await reader.page('dmg', elsewhere)).toEqual(referencePage(log, 'dmg', elsewhere));
+          expect((await reader.info('dmg')).status).toBe('degraded');
+        } finally {
+          await objects.put(name, original);
+        }
+      }
+      expect(extents.some((e) => 'o' in e && e.o.startsWith('tail/'))).toBe(true);
+      // Restored: every page is served again by a fresh reader.
+      const again = await storeOn((await backend(objects, { location: { bucket: 'b', prefix: w.prefix }, freshMs: 0 })).storage);
+      expect(await again.page('dmg', { maxMessages: 1000 })).toEqual(referencePage(log, 'dmg', { maxMessages: 1000 }));
+    }, 300_000);
+
+    it('orphans of a fenced writer are deleted by the take-over, nothing a manifest names is; the fenced writer stays fenced', async () => {
+      const base = await os.make();
+      const flaky = new ManifestsFail(base);
+      const a = await backend(flaky, { leaseMs: 300, segmentBytes: 4096, inlineBytes: 256 });
+      const sa = await storeOn(a.storage);
+      await sa.create('orph', {});
+      for (let i = 0; i < 4; i++) await sa.append('orph', chat(i * 60, 60));
+      expect(await unnamed(base, a.prefix, 'orph')).toEqual([]);
+      // Cut off mid-publish twice: its segments and tail objects land, no manifest names them.
+      flaky.down = 'manifests';
+      await expect(sa.append('orph', chat(240, 60))).rejects.toThrow(/unreachable/);
+      await expect(sa.append('orph', chat(300, 60))).rejects.toThrow(/unreachable/);
+      // Then cut off for good (its timer's publishes upload nothing more).
+      flaky.down = 'all';
+      const orphans = await unnamed(base, a.prefix, 'orph');
+      expect(orphans.some((x) => x.startsWith('seg/')) && orphans.some((x) => x.startsWith('tail/')), orphans.join(' ')).toBe(true);
+      // Its lease lapses; B takes over (B's first manifest), then collects.
+      await new Promise((res) => setTimeout(res, 700));
+      const b = await backend(base, { location: { bucket: 'b', prefix: a.prefix }, leaseMs: 300, segmentBytes: 4096, inlineBytes: 256 });
+      const sb = await storeOn(b.storage);
+      await sb.append('orph', chat(240, 7));
+      expect(((await b.storage.orphanSweep('orph')) ?? []).sort()).toEqual(orphans);
+      expect(await unnamed(base, a.prefix, 'orph')).toEqual([]);
+      // Everything the latest manifest names is there: a fresh reader's pages equal the reference.
+      await sb.append('orph', chat(247, 3));
+      const latest = await latestManifest(base, a.prefix, 'orph');
+      const stored = new Set((await base.list(`${a.prefix}/sessions/orph/`)).names.map((x) => x.slice(`${a.prefix}/sessions/orph/`.length)));
+      for (const o of objectsNamed(latest)) expect(stored.has(o), o).toBe(true);
+      const reader = await storeOn((await backend(base, { location: { bucket: 'b', prefix: a.prefix }, freshMs: 0 })).storage);
+      const log = decodeWholeLog((await b.storage.readAll(sessionKeys('orph').events)) as Buffer);
+      expect(log.events).toEqual(chat(0, 250));
+      expect(await reader.page('orph', { maxMessages: 1000 })).toEqual(referencePage(log, 'orph', { maxMessages: 1000 }));
+      // A, back on the network after B made (and, keeping its last three, deleted) the manifest number A
+      // would make next, is still fenced: it looks before it writes once its lease went unrenewed.
+      for (let i = 0; i < 5; i++) await sb.append('orph', chat(250 + i, 1));
+      const kept = (await base.list(`${a.prefix}/sessions/orph/manifest/`)).names.map((x) => manifestNumber(x.slice(`${a.prefix}/sessions/orph/`.length)) ?? 0);
+      expect(kept).not.toContain(latest.n - 1);
+      flaky.down = false;
+      await expect(sa.append('orph', chat(360, 1))).rejects.toMatchObject({ code: 'session_busy', message: expect.stringMatching(/fenced/) });
+      // The same step for maintenance finds nothing more to delete.
+      expect(await b.storage.collectOrphans('orph')).toEqual([]);
     }, 300_000);
   });
 }

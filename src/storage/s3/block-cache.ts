@@ -7,7 +7,10 @@
  * block already being fetched is awaited, not fetched twice.
  */
 
-export type RangeFetch = (name: string, start: number, end: number) => Promise<Buffer>;
+import type { ObjectCheck } from './segment-file.js';
+
+/** Bytes [start, end) of an object; `check`: how the fetch verifies them (checked-reads.ts). */
+export type RangeFetch = (name: string, start: number, end: number, check?: ObjectCheck) => Promise<Buffer>;
 
 export const DEFAULT_BLOCK_BYTES = 256 * 1024;
 export const DEFAULT_CACHE_BYTES = 128 * 1024 * 1024;
@@ -43,7 +46,7 @@ export class BlockCache {
    * blocks hold no byte of the log beside it, and two sections of one
    * object never share (or fight over) a block.
    */
-  async read(name: string, at: number, len: number, lo = 0, hi = Number.POSITIVE_INFINITY): Promise<Buffer> {
+  async read(name: string, at: number, len: number, lo = 0, hi = Number.POSITIVE_INFINITY, check?: ObjectCheck): Promise<Buffer> {
     if (len <= 0) return Buffer.alloc(0);
     const B = this.blockBytes;
     const end = at + len;
@@ -57,7 +60,7 @@ export class BlockCache {
       // One GET for the run of missing blocks [from, upTo), within the extent.
       const start = lo + from * B;
       const stop = Math.min(lo + upTo * B, hi);
-      const whole = this.fetch(name, start, stop);
+      const whole = this.fetch(name, start, stop, check);
       for (let b = from; b < upTo; b++) {
         const k = key(b);
         const bs = lo + b * B;
@@ -93,7 +96,7 @@ export class BlockCache {
         flush(b);
         const bb = b;
         // Fetched for a shorter extent end (a tail object's member cut since): fetch it again if short.
-        parts[b - first] = wait.then((blk) => (covers(blk, bb) ? blk : this.fetchOne(name, bb, lo, hi)));
+        parts[b - first] = wait.then((blk) => (covers(blk, bb) ? blk : this.fetchOne(name, bb, lo, hi, check)));
         continue;
       }
       this.misses++;
@@ -115,9 +118,9 @@ export class BlockCache {
     return filled === len ? out : out.subarray(0, filled);
   }
 
-  private async fetchOne(name: string, b: number, lo: number, hi: number): Promise<Block> {
+  private async fetchOne(name: string, b: number, lo: number, hi: number, check?: ObjectCheck): Promise<Block> {
     const from = lo + b * this.blockBytes;
-    const blk: Block = { from, buf: await this.fetch(name, from, Math.min(from + this.blockBytes, hi)) };
+    const blk: Block = { from, buf: await this.fetch(name, from, Math.min(from + this.blockBytes, hi), check) };
     this.put(`${name}@${lo}#${b}`, blk);
     return blk;
   }

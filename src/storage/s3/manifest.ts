@@ -5,10 +5,15 @@
  * that did not read the latest one cannot make the next (its PUT fails:
  * the epoch of the winner fences it). Every member (the log, the sidecars,
  * the projections) is a list of extents in logical order: byte ranges of
- * sealed segments, of tail objects, or small inline pieces. Pure: JSON in,
- * checked structures out; extents cut and joined without I/O.
+ * sealed segments, of tail objects, or small inline pieces; every object
+ * named has its check (where its check table is, and that table's CRC), so
+ * a reader verifies what it fetches against what the writer wrote; and the
+ * manifest's own bytes carry a CRC (its inline pieces are checked by it).
+ * Pure: bytes in, checked structures out; extents cut and joined without I/O.
  */
+import { crc32 } from 'node:zlib';
 import type { MemberName } from './remote-names.js';
+import type { ObjectCheck } from './segment-file.js';
 
 /** Bytes of a member: `len` bytes at `at` of remote object `o` (seg/..., tail/...), or inline (base64 `d`). */
 export type Extent = { o: string; at: number; len: number } | { d: string; len: number };
@@ -48,6 +53,8 @@ export interface Manifest {
   /** Serial of the writer's next segment or tail object name. */
   serial: number;
   members: Partial<Record<MemberName, MemberState>>;
+  /** The check of every object the members' extents name (and only those). */
+  checks: Record<string, ObjectCheck>;
 }
 
 const MEMBER_RE = /^(events|entries|meta|p\/[A-Za-z0-9][A-Za-z0-9._-]{0,127})$/;
@@ -87,15 +94,30 @@ function checkWriter(w: unknown): WriterId | null {
   return { id: x.id, host: x.host, pid: x.pid, tail: x.tail };
 }
 
-export function encodeManifest(m: Manifest): Buffer {
-  return Buffer.from(JSON.stringify(m), 'utf8');
+function checkCheck(c: unknown): ObjectCheck {
+  if (!Array.isArray(c) || c.length < 4 || !c.every(isCount)) fail('object check');
+  const [chunk, at, crc, ...starts] = c as number[];
+  if ((chunk as number) < 1 || (crc as number) > 0xffffffff || starts[0] !== 0 || starts.some((x, i) => x >= (at as number) || (i > 0 && x <= (starts[i - 1] as number)))) fail('object check');
+  return { chunk: chunk as number, at: at as number, crc: crc as number, starts };
 }
 
-/** A manifest read back, checked field by field (`n` must be the number it was stored under). */
+/** The manifest's JSON (checks as `[chunk, at, crc, ...starts]`), a newline, and the CRC-32 of the JSON's bytes in decimal. */
+export function encodeManifest(m: Manifest): Buffer {
+  const checks = Object.fromEntries(Object.entries(m.checks).map(([o, c]) => [o, [c.chunk, c.at, c.crc, ...c.starts]]));
+  const json = Buffer.from(JSON.stringify({ ...m, checks }), 'utf8');
+  return Buffer.concat([json, Buffer.from(`\n${crc32(json)}`, 'latin1')]);
+}
+
+/** A manifest read back, checked field by field (its CRC; `n` must be the number it was stored under). */
 export function decodeManifest(bytes: Buffer, n: number, session: string): Manifest {
+  const nl = bytes.lastIndexOf(0x0a);
+  const sum = nl === -1 ? '' : bytes.toString('latin1', nl + 1);
+  if (!/^\d{1,10}$/.test(sum)) fail('no CRC line');
+  const json = bytes.subarray(0, nl);
+  if (crc32(json) !== Number(sum)) fail('fails its CRC (damaged)');
   let j: unknown;
   try {
-    j = JSON.parse(bytes.toString('utf8'));
+    j = JSON.parse(json.toString('utf8'));
   } catch {
     fail('not JSON');
   }
@@ -110,7 +132,17 @@ export function decodeManifest(bytes: Buffer, n: number, session: string): Manif
     if (!MEMBER_RE.test(name)) fail(`member name ${JSON.stringify(name)}`);
     members[name as MemberName] = checkMember(m);
   }
-  return { v: 1, session, n, epoch: x.epoch, writer: checkWriter(x.writer), leaseMs: x.leaseMs, time: x.time, serial: x.serial, members };
+  if (typeof x.checks !== 'object' || x.checks === null || Array.isArray(x.checks)) fail('checks');
+  const checks: Record<string, ObjectCheck> = {};
+  for (const [o, c] of Object.entries(x.checks as Record<string, unknown>)) {
+    if (!OBJ_RE.test(o)) fail(`check of ${JSON.stringify(o)}`);
+    checks[o] = checkCheck(c);
+  }
+  const named = objectsNamed({ members });
+  for (const o of named) if (checks[o] === undefined) fail(`no check for ${o}`);
+  for (const o of Object.keys(checks)) if (!named.has(o)) fail(`check for ${o}, which no extent names`);
+  for (const [name, s] of Object.entries(members)) for (const e of s?.extents ?? []) if ('o' in e && e.at + e.len > (checks[e.o] as ObjectCheck).at) fail(`extent of ${name} past its object's checked bytes`);
+  return { v: 1, session, n, epoch: x.epoch, writer: checkWriter(x.writer), leaseMs: x.leaseMs, time: x.time, serial: x.serial, members, checks };
 }
 
 /** The extents covering bytes [0, at) of a member (the last one cut short). */

@@ -84,3 +84,11 @@ export function segmentName(epoch: number, serial: number): string {
 export function tailName(epoch: number, serial: number): string {
   return `tail/${epoch}-${serial}.tail`;
 }
+
+/** The epoch in a segment's or tail object's name (`seg/<epoch>-<serial>.seg`), or null for any other name. */
+export function epochOfObject(name: string): number | null {
+  const m = /^(?:seg\/(\d+)-\d+\.seg|tail\/(\d+)-\d+\.tail)$/.exec(name);
+  if (m === null) return null;
+  const e = Number(m[1] ?? m[2]);
+  return Number.isSafeInteger(e) ? e : null;
+}

@@ -16,8 +16,10 @@ import { INDEX, SESSIONS, isValidSessionId, parseBackupKey } from '../layout.js'
 import { StorageError, type Lease, type ObjectStat, type RandomReader, type StorageBackend, type WritableFile, type WriteMode } from '../backend.js';
 import { LocalBackend } from '../local/local-backend.js';
 import { BlockCache, DEFAULT_BLOCK_BYTES, DEFAULT_CACHE_BYTES } from './block-cache.js';
+import { CheckedReads } from './checked-reads.js';
 import type { ObjectStore } from './object-store.js';
 import { listedName, roleOfKey, sessionFolder, type MemberName } from './remote-names.js';
+import { DEFAULT_CHECK_BYTES } from './segment-file.js';
 import { SessionVolume, type VolumeConfig } from './session-volume.js';
 import { underPrefix, type S3Location } from './store-url.js';
 
@@ -35,6 +37,10 @@ export interface S3BackendOptions {
   wholeIndexBytes?: number;
   blockBytes?: number;
   cacheBytes?: number;
+  /** Chunk size of the check tables of the segments and tail objects this writer makes. */
+  checkBytes?: number;
+  /** Told when a read finds a segment or tail object damaged (default: a line on stderr). */
+  onDamage?: (object: string, why: string) => void;
   /** Whether a process id is alive (default: signal 0); tests stand a crashed writer in with it. */
   pidAlive?: (pid: number) => boolean;
 }
@@ -113,12 +119,16 @@ export class S3Backend implements StorageBackend {
   readonly kind = 's3';
   readonly workerSource = null;
   readonly cache: BlockCache;
+  /** Verifies every ranged read of a segment or tail object (checked-reads.ts); `damaged` counts the chunks that failed. */
+  readonly checked: CheckedReads;
   private readonly volumes = new Map<string, SessionVolume>();
   private readonly cfg: Omit<VolumeConfig, 'folder'>;
   private closed = false;
 
   constructor(private readonly opts: S3BackendOptions) {
-    this.cache = new BlockCache((name, start, end) => opts.objects.get(name, start, end), opts.blockBytes ?? DEFAULT_BLOCK_BYTES, opts.cacheBytes ?? DEFAULT_CACHE_BYTES);
+    const onDamage = opts.onDamage ?? ((object: string, why: string) => process.stderr.write(`session-pager: ${object} is damaged on the store (${why}); its bytes are not served\n`));
+    this.checked = new CheckedReads(opts.objects, undefined, onDamage);
+    this.cache = new BlockCache((name, start, end, check) => this.checked.get(name, start, end, check), opts.blockBytes ?? DEFAULT_BLOCK_BYTES, opts.cacheBytes ?? DEFAULT_CACHE_BYTES);
     const local = new LocalBackend(opts.tailDir);
     this.cfg = {
       objects: opts.objects,
@@ -132,6 +142,7 @@ export class S3Backend implements StorageBackend {
       sealAgeMs: opts.sealAgeMs ?? S3_DEFAULTS.sealAgeMs,
       inlineBytes: opts.inlineBytes ?? S3_DEFAULTS.inlineBytes,
       wholeIndexBytes: opts.wholeIndexBytes ?? S3_DEFAULTS.wholeIndexBytes,
+      checkBytes: opts.checkBytes ?? DEFAULT_CHECK_BYTES,
       alive: opts.pidAlive ?? alive,
     };
   }
@@ -326,6 +337,25 @@ export class S3Backend implements StorageBackend {
   async refresh(key: string): Promise<void> {
     const r = roleOfKey(key);
     if (r !== null) await this.volume(r.id).latest(true);
+  }
+
+  /**
+   * Delete the orphaned segments and tail objects of session `id` (uploaded
+   * by writers of earlier epochs than the latest manifest's, named by no
+   * stored manifest: session-volume.ts `collectOrphans`). A writer does this
+   * on every take-over by itself (`orphanSweep`); this is the same step for
+   * maintenance. Returns the names deleted.
+   */
+  async collectOrphans(id: string): Promise<string[]> {
+    if (!isValidSessionId(id)) throw new StorageError('EIO', `not a session id: ${id}`);
+    const vol = this.volume(id);
+    const m = await vol.latest(true);
+    return m === null ? [] : vol.collectOrphans(m.epoch);
+  }
+
+  /** The orphan collection this process's writer of `id` began at its take-over (null: none). */
+  orphanSweep(id: string): Promise<string[]> | null {
+    return this.volumes.get(id)?.orphanSweep ?? null;
   }
 
   /** Seal and give back every session this process writes (a clean shutdown). */

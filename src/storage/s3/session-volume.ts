@@ -17,9 +17,9 @@ import type { LocalBackend } from '../local/local-backend.js';
 import type { BlockCache } from './block-cache.js';
 import { decodeManifest, encodeManifest, extentsBefore, extentsFrom, objectsNamed, piecesOf, sealedEnd, type Extent, type Manifest, type MemberState, type WriterId } from './manifest.js';
 import { ObjectExists, ObjectNotFound, type ObjectStore } from './object-store.js';
-import { manifestName, manifestNumber, segmentName, tailName, type MemberName } from './remote-names.js';
+import { epochOfObject, manifestName, manifestNumber, segmentName, tailName, type MemberName } from './remote-names.js';
 import { sealCut } from './seal-cut.js';
-import { encodeSegment, type SectionInput } from './segment-file.js';
+import { encodeSegment, type ObjectCheck, type SectionInput } from './segment-file.js';
 
 export interface VolumeConfig {
   objects: ObjectStore;
@@ -42,6 +42,8 @@ export interface VolumeConfig {
   inlineBytes: number;
   /** Index members (entries, projections) up to this size are fetched whole on first touch. */
   wholeIndexBytes: number;
+  /** Chunk size of the check tables of the objects this writer makes. */
+  checkBytes: number;
   /** Whether a process id is alive (a crashed writer's lease is taken over at once on its own host). */
   alive(pid: number): boolean;
 }
@@ -85,6 +87,8 @@ interface Owner {
   timer: NodeJS.Timeout;
   /** Manifest numbers this writer made and has not yet deleted. */
   oldManifests: number[];
+  /** The check of every object this writer's members name (or has just uploaded). */
+  checks: Map<string, ObjectCheck>;
 }
 
 const LOCAL_RE = /^(.+)@(\d+)@(\d+)$/;
@@ -112,6 +116,8 @@ export class SessionVolume {
   private prefetched = false;
   /** Counter for `born` and `w` values made by this process. */
   private counter = 0;
+  /** The orphan collection this writer began when it took the session over (null: none yet). */
+  orphanSweep: Promise<string[]> | null = null;
 
   constructor(
     readonly id: string,
@@ -207,21 +213,23 @@ export class SessionVolume {
     const members = Object.entries(m.members) as [MemberName, MemberState][];
     for (const [, s] of members) {
       if (s.size === 0) continue;
-      this.readRemote(s.extents, 0, Math.min(B, s.size)).catch(() => undefined);
-      if (s.size > B) this.readRemote(s.extents, Math.max(0, s.size - B), s.size).catch(() => undefined);
+      this.readRemote(s.extents, m.checks, 0, Math.min(B, s.size)).catch(() => undefined);
+      if (s.size > B) this.readRemote(s.extents, m.checks, Math.max(0, s.size - B), s.size).catch(() => undefined);
     }
     for (const [name, s] of members) {
-      if (name !== 'events' && name !== 'meta' && s.size > 2 * B && s.size <= this.cfg.wholeIndexBytes) this.readRemote(s.extents, 0, s.size).catch(() => undefined);
+      if (name !== 'events' && name !== 'meta' && s.size > 2 * B && s.size <= this.cfg.wholeIndexBytes) this.readRemote(s.extents, m.checks, 0, s.size).catch(() => undefined);
     }
   }
 
-  private async readRemote(extents: readonly Extent[], start: number, end: number): Promise<Buffer> {
+  /** Bytes [start, end) of a member's extents, each object's verified by its check (checked-reads.ts). */
+  private async readRemote(extents: readonly Extent[], checks: Readonly<Record<string, ObjectCheck>> | ReadonlyMap<string, ObjectCheck>, start: number, end: number): Promise<Buffer> {
     const pieces = piecesOf(extents, start, end);
     const out = Buffer.allocUnsafe(Math.max(0, end - start));
     let filled = 0;
+    const checkOf = (o: string): ObjectCheck | undefined => (checks instanceof Map ? checks.get(o) : (checks as Record<string, ObjectCheck>)[o]);
     await Promise.all(
       pieces.map(async (p) => {
-        const bytes = 'data' in p ? p.data : await this.cfg.cache.read(`${this.cfg.folder}${p.o}`, p.at, p.len, p.lo, p.hi);
+        const bytes = 'data' in p ? p.data : await this.cfg.cache.read(`${this.cfg.folder}${p.o}`, p.at, p.len, p.lo, p.hi, checkOf(p.o));
         bytes.copy(out, p.pos);
         filled = Math.max(filled, p.pos + bytes.length);
       }),
@@ -262,16 +270,17 @@ export class SessionVolume {
         if (o === undefined) return null;
         return this.readOwned(o, start, end);
       }
-      const s = (await this.latest(attempt > 0))?.members[member];
-      if (s === undefined) return null;
+      const m = await this.latest(attempt > 0);
+      const s = m?.members[member];
+      if (m === null || s === undefined) return null;
       const to = Math.min(end, s.size);
       if (to <= start) return Buffer.alloc(0);
       try {
         if (attempt === 0) {
           const [a, b] = this.wholeIndex(member, s, start, to);
-          if (a !== start || b !== to) void this.readRemote(s.extents, a, b).catch(() => undefined);
+          if (a !== start || b !== to) void this.readRemote(s.extents, m.checks, a, b).catch(() => undefined);
         }
-        return await this.readRemote(s.extents, start, to);
+        return await this.readRemote(s.extents, m.checks, start, to);
       } catch (err) {
         // A tail object dropped by a newer manifest: read that one.
         if (err instanceof ObjectNotFound && attempt < 3) continue;
@@ -285,7 +294,7 @@ export class SessionVolume {
     if (to <= start) return Buffer.alloc(0);
     while (o.gate !== null) await o.gate;
     if (start >= o.fileBase) return o.file.read(start - o.fileBase, to - start);
-    const remote = await this.readRemote(o.sealed, start, Math.min(to, o.fileBase));
+    const remote = await this.readRemote(o.sealed, this.ownerOrThrow().checks, start, Math.min(to, o.fileBase));
     if (to <= o.fileBase) return remote;
     return Buffer.concat([remote, await o.file.read(0, to - o.fileBase)]);
   }
@@ -370,7 +379,7 @@ export class SessionVolume {
         // The local file holds [lf.base, ...); bytes between the sealed end and it come from the store.
         const f = await this.cfg.local.openWritable(`${dir}/${lf.name}`, 'existing');
         if (lf.base > base && s !== undefined) {
-          const gap = await this.readRemote(s.extents, base, lf.base);
+          const gap = await this.readRemote(s.extents, m?.checks ?? {}, base, lf.base);
           const rest = await f.read(0, f.size);
           await f.close();
           file = await this.writeLocal(member, lf.gen + 1, base, Buffer.concat([gap, rest]));
@@ -383,7 +392,7 @@ export class SessionVolume {
         }
       } else {
         const s2 = s as MemberState;
-        const bytes = await this.readRemote(s2.extents, base, s2.size);
+        const bytes = await this.readRemote(s2.extents, m?.checks ?? {}, base, s2.size);
         file = await this.writeLocal(member, 1, base, bytes);
         size = s2.size;
       }
@@ -415,6 +424,7 @@ export class SessionVolume {
       fenced: null,
       timer: setInterval(() => this.tick(), Math.max(50, Math.min(this.cfg.leaseMs / 3, this.cfg.sealAgeMs / 2))),
       oldManifests: m === null ? [] : [m.n],
+      checks: new Map(Object.entries(m?.checks ?? {})),
     };
     owner.timer.unref();
     for (const o of members.values()) if (o.size > o.base) owner.oldestUnsealed = Date.now();
@@ -427,6 +437,8 @@ export class SessionVolume {
       this.owner = null;
       throw err instanceof PagerError && err.code === 'session_busy' ? new ObjectExists(manifestName(owner.n + 1)) : err;
     }
+    // Our first manifest is stored: what earlier epochs uploaded and no manifest names is garbage now.
+    this.orphanSweep = this.collectOrphans(epoch).catch(() => []);
   }
 
   private born(epoch: number): string {
@@ -488,7 +500,7 @@ export class SessionVolume {
   /** A write or cut at `at` inside the sealed part: those segments' bytes are no longer the member's (the local tail takes them back). */
   private async unseal(member: MemberName, o: Owned, at: number): Promise<void> {
     if (at < o.fileBase) {
-      const back = await this.readRemote(o.sealed, at, o.fileBase);
+      const back = await this.readRemote(o.sealed, this.ownerOrThrow().checks, at, o.fileBase);
       const rest = await o.file.read(0, o.size - o.fileBase);
       const old = { ...o };
       o.file = await this.writeLocal(member, o.gen + 1, at, Buffer.concat([back, rest]));
@@ -567,6 +579,16 @@ export class SessionVolume {
   private async publishNow(release: boolean): Promise<void> {
     const owner = this.ownerOrThrow();
     const started = performance.now();
+    if (started - owner.renewedAt >= this.cfg.leaseMs) {
+      // Unrenewed for a lease period (cut off from the store): another writer may have taken over and
+      // made (and, keeping its last three, deleted) the number we would make next, so its PUT would
+      // not fence us. Look first.
+      const newest = await this.latest(true);
+      if (newest !== null && newest.n > owner.n) {
+        owner.fenced = new PagerError('session_busy', `session ${this.id} was taken over by another writer (epoch ${newest.epoch} > ${owner.epoch}); this writer is fenced`, { epoch: newest.epoch });
+        throw owner.fenced;
+      }
+    }
     // A log tail of a segment's size is sealed first (in this manifest), never shipped as a tail object.
     const ev = owner.members.get('events');
     if (ev !== undefined && ev.size - ev.base >= this.cfg.segmentBytes) await this.sealSegments(this.cfg.segmentBytes);
@@ -590,8 +612,9 @@ export class SessionVolume {
     const at = new Map<MemberName, number>();
     if (!toInline && fresh > 0) {
       tailObj = tailName(owner.epoch, owner.serial++);
-      const seg = encodeSegment(this.id, owner.epoch, 'tail', sections);
+      const seg = encodeSegment(this.id, owner.epoch, 'tail', sections, this.cfg.checkBytes);
       for (const s of seg.header.sections) at.set(s.member, s.at);
+      owner.checks.set(tailObj, seg.check);
       await this.cfg.objects.put(`${this.cfg.folder}${tailObj}`, seg.bytes, { ifAbsent: true });
     }
     const published = new Map<MemberName, Extent[]>();
@@ -605,7 +628,13 @@ export class SessionVolume {
       published.set(p.member, ext);
       members[p.member] = { size: p.o.size, mtimeMs: p.o.mtimeMs, born: p.o.born, w: p.o.w, extents: [...p.o.sealed, ...ext] };
     }
-    const m: Manifest = { v: 1, session: this.id, n: owner.n + 1, epoch: owner.epoch, writer: release ? null : this.cfg.me, leaseMs: this.cfg.leaseMs, time: Date.now(), serial: owner.serial, members };
+    const checks: Manifest['checks'] = {};
+    for (const o of objectsNamed({ members })) {
+      const c = owner.checks.get(o);
+      if (c === undefined) throw new StorageError('EIO', `session ${this.id}: no check of ${o} (a writer keeps one per object it names)`);
+      checks[o] = c;
+    }
+    const m: Manifest = { v: 1, session: this.id, n: owner.n + 1, epoch: owner.epoch, writer: release ? null : this.cfg.me, leaseMs: this.cfg.leaseMs, time: Date.now(), serial: owner.serial, members, checks };
     try {
       await this.cfg.objects.put(`${this.cfg.folder}${manifestName(m.n)}`, encodeManifest(m), { ifAbsent: true });
     } catch (err) {
@@ -627,10 +656,51 @@ export class SessionVolume {
     this.checkedAt = performance.now();
     if (!release) await this.cutLocal(owner);
     // What no manifest of ours names any more (tail objects superseded, segments of removed members) and old manifests go.
-    const gone = before === null ? [] : [...objectsNamed(before)].filter((o) => !objectsNamed(m).has(o)).map((o) => `${this.cfg.folder}${o}`);
+    const named = objectsNamed(m);
+    const gone = before === null ? [] : [...objectsNamed(before)].filter((o) => !named.has(o)).map((o) => `${this.cfg.folder}${o}`);
+    // Checks of objects no manifest names (and none being sealed: the chain runs one step at a time) are done with.
+    for (const o of [...owner.checks.keys()]) if (!named.has(o)) owner.checks.delete(o);
     owner.oldManifests.push(m.n);
     while (owner.oldManifests.length > 3) gone.push(`${this.cfg.folder}${manifestName(owner.oldManifests.shift() as number)}`);
     if (gone.length > 0) void this.cfg.objects.remove(gone).catch(() => undefined);
+  }
+
+  // ---------------------------------------------------------------- garbage
+
+  /**
+   * Delete the segments and tail objects of epochs before `epoch` that no
+   * stored manifest names: what a crashed or fenced writer uploaded and
+   * never published (or published in manifests since deleted, its
+   * clean-up lost with it). Safe once a manifest of `epoch` is stored: no
+   * manifest of an earlier epoch is made after it (those writers are
+   * fenced), and later ones name only objects a stored manifest names or
+   * of their own epochs. Objects of `epoch` and later are never touched
+   * (their writer may be uploading them). A manifest that cannot be read
+   * (damaged) stops the collection: nothing is deleted on a guess.
+   * Returns the names deleted (relative to the session's folder).
+   */
+  async collectOrphans(epoch: number): Promise<string[]> {
+    const folder = this.cfg.folder;
+    const listed = (await this.cfg.objects.list(folder)).names.map((x) => x.slice(folder.length));
+    const named = new Set<string>();
+    for (const name of listed) {
+      const n = manifestNumber(name);
+      if (n === null) continue;
+      let bytes: Buffer;
+      try {
+        bytes = await this.cfg.objects.getAll(`${folder}${name}`);
+      } catch (err) {
+        if (err instanceof ObjectNotFound) continue; // Deleted meanwhile: a newer one (listed too) carries on what it named.
+        throw err;
+      }
+      for (const o of objectsNamed(decodeManifest(bytes, n, this.id))) named.add(o);
+    }
+    const orphans = listed.filter((name) => {
+      const e = epochOfObject(name);
+      return e !== null && e < epoch && !named.has(name);
+    });
+    if (orphans.length > 0) await this.cfg.objects.remove(orphans.map((o) => `${folder}${o}`));
+    return orphans;
   }
 
   // ---------------------------------------------------------------- sealing
@@ -669,7 +739,8 @@ export class SessionVolume {
       sections.push({ member, start: o.base, data: await this.readOwned(o, o.base, end) });
     }
     const name = segmentName(owner.epoch, owner.serial++);
-    const seg = encodeSegment(this.id, owner.epoch, 'segment', sections);
+    const seg = encodeSegment(this.id, owner.epoch, 'segment', sections, this.cfg.checkBytes);
+    owner.checks.set(name, seg.check);
     await this.cfg.objects.put(`${this.cfg.folder}${name}`, seg.bytes, { ifAbsent: true });
     for (const s of seg.header.sections) {
       const o = owner.members.get(s.member);
