@@ -245,6 +245,29 @@ export class PagerStore implements Store {
     };
   }
 
+  /**
+   * At start-up: open the writer of every session whose crashed writer left
+   * a durable tail only this process can publish (a network store's local
+   * tail, `StorageBackend.recoverable`), so readers everywhere see it now
+   * and not at the next append; other processes' followers are told. A
+   * session that cannot be opened (busy, damaged) is left as it is: its
+   * next append says why.
+   */
+  async recoverWriters(): Promise<string[]> {
+    const ids = (await this.storage.recoverable?.().catch(() => [])) ?? [];
+    const done: string[] = [];
+    for (const id of ids) {
+      try {
+        const nextSeq = await this.writers.reopen(id);
+        this.remote?.published(id, nextSeq);
+        done.push(id);
+      } catch {
+        // Left for its next append (which reports the reason).
+      }
+    }
+    return done;
+  }
+
   private assertOpen(): void {
     if (this.closed) throw new PagerError('internal', 'store is closed');
   }
@@ -282,7 +305,10 @@ export async function openStore(opts: StoreOptions): Promise<PagerStore> {
 
 async function finishOpen(store: PagerStore, opts: StoreOptions): Promise<PagerStore> {
   try {
-    if (opts.readOnly !== true) await store.storage.ensureFolder(INDEX);
+    if (opts.readOnly !== true) {
+      await store.storage.ensureFolder(INDEX);
+      await store.recoverWriters();
+    }
   } catch (err) {
     await store.close().catch(() => undefined); // its pool and bus connections would keep the process alive
     throw err;

@@ -171,6 +171,14 @@ export interface StorageBackend {
    */
   refresh?(key: string): Promise<void>;
   /**
+   * Sessions this process should open a writer for at start-up: a writer of
+   * this process's predecessor (same host, same tail folder) crashed with
+   * a durable tail its readers cannot see yet (a network store keeps the
+   * unpublished tail local to its writer). Opening the writer recovers it
+   * and publishes it. Absent: none (a local log is seen by every reader).
+   */
+  recoverable?(): Promise<string[]>;
+  /**
    * Finish what the backend holds for this process (a network store: seal
    * and publish every session it writes, give their leases back). Absent:
    * nothing to finish. Called by whoever made the backend.

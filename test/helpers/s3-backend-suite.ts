@@ -16,7 +16,9 @@
  *   served: pages covering it fail with corrupt_range naming its frames'
  *   seqs, the others are served, the session shows degraded;
  * - what a fenced or crashed writer uploaded and never published is
- *   deleted by the next writer's take-over, nothing a manifest names is.
+ *   deleted by the next writer's take-over, nothing a manifest names is;
+ *   a crashed writer's durable-but-unacknowledged tail is published when
+ *   its successor opens the store, before any append.
  */
 import { afterAll, describe, expect, it } from 'vitest';
 import type { PageParams, SessionEvent } from '../../src/main/core/types.js';
@@ -407,6 +409,35 @@ export function s3BackendSuite(os: { name: string; make(): Promise<ObjectStore> 
       await expect(sa.append('orph', chat(360, 1))).rejects.toMatchObject({ code: 'session_busy', message: expect.stringMatching(/fenced/) });
       // The same step for maintenance finds nothing more to delete.
       expect(await b.storage.collectOrphans('orph')).toEqual([]);
+    }, 300_000);
+
+    it('a crashed writer\'s durable-but-unacknowledged tail is published when its successor opens the store, before any append; its orphans go', async () => {
+      const objects = await os.make();
+      const flaky = new ManifestsFail(objects);
+      let crashed = false;
+      const a = await backend(flaky, { pidAlive: () => !crashed, segmentBytes: 4096, inlineBytes: 256 });
+      const sa = await storeOn(a.storage);
+      await sa.create('rec', {});
+      for (let i = 0; i < 3; i++) await sa.append('rec', chat(i * 40, 40));
+      // The append is durable in the local tail; its manifest never lands (the process dies before).
+      flaky.down = 'manifests';
+      await expect(sa.append('rec', chat(120, 40))).rejects.toThrow(/unreachable/);
+      flaky.down = 'all';
+      crashed = true;
+      const orphans = await unnamed(objects, a.prefix, 'rec');
+      const reader = await storeOn((await backend(objects, { location: { bucket: 'b', prefix: a.prefix }, freshMs: 0 })).storage);
+      expect(await reader.nextSeq('rec')).toBe(120);
+      // The restarted writer: same tail folder, its predecessor dead. Opening its store publishes the tail.
+      const again = await backend(objects, { location: { bucket: 'b', prefix: a.prefix }, tailDir: a.tailDir, pidAlive: () => false, segmentBytes: 4096, inlineBytes: 256 });
+      expect(await again.storage.recoverable()).toEqual(['rec']);
+      await storeOn(again.storage);
+      expect(await reader.nextSeq('rec')).toBe(160);
+      const log = decodeWholeLog((await again.storage.readAll(sessionKeys('rec').events)) as Buffer);
+      expect(log.events).toEqual(chat(0, 160));
+      expect(await reader.page('rec', { maxMessages: 1000 })).toEqual(referencePage(log, 'rec', { maxMessages: 1000 }));
+      expect(((await again.storage.orphanSweep('rec')) ?? []).sort()).toEqual(orphans);
+      // Nothing left to recover: a second start finds none.
+      expect(await again.storage.recoverable()).toEqual([]);
     }, 300_000);
   });
 }

@@ -66,6 +66,11 @@ export class SessionWriters {
     return w;
   }
 
+  /** Open the session's writer now (not at its next append); its committed next seq. */
+  async reopen(id: string): Promise<number> {
+    return (await this.open(id)).metadata.nextSeq;
+  }
+
   async create(id: string, header: unknown, format: FrameEncoding | undefined): Promise<void> {
     if (this.writers.has(id)) throw new PagerError('session_exists', `session ${id} already exists`);
     const w = SessionWriter.create(this.storage, id, header, { format: format ?? this.format }).then((wr) => this.attach(id, wr));

@@ -10,6 +10,7 @@
  * and hands them over with the task.
  */
 import { randomUUID } from 'node:crypto';
+import { readdirSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { PagerError } from '../../main/core/errors.js';
 import { INDEX, SESSIONS, isValidSessionId, parseBackupKey } from '../layout.js';
@@ -351,6 +352,34 @@ export class S3Backend implements StorageBackend {
     const vol = this.volume(id);
     const m = await vol.latest(true);
     return m === null ? [] : vol.collectOrphans(m.epoch);
+  }
+
+  /**
+   * Sessions a crashed writer of this host left a local tail of in this
+   * tail folder (its `<id>/epoch` file) while the latest manifest still
+   * names that dead writer with that epoch: opening their writer (the
+   * store does at start-up) recovers the tail and publishes it, so readers
+   * see a durable-but-unacknowledged append without waiting for the next.
+   */
+  async recoverable(): Promise<string[]> {
+    let ids: string[];
+    try {
+      ids = readdirSync(this.opts.tailDir).filter(isValidSessionId);
+    } catch {
+      return [];
+    }
+    const out: string[] = [];
+    for (const id of ids) {
+      const epoch = Number((await this.cfg.local.readAll(`${id}/epoch`))?.toString() ?? 'NaN');
+      if (!Number.isSafeInteger(epoch)) continue;
+      const m = await this.volume(id)
+        .latest(true)
+        .catch(() => null);
+      const w = m?.writer;
+      if (m == null || w == null || m.epoch !== epoch || w.id === this.cfg.me.id) continue;
+      if (w.host === this.cfg.me.host && w.tail === this.cfg.me.tail && !this.cfg.alive(w.pid)) out.push(id);
+    }
+    return out;
   }
 
   /** The orphan collection this process's writer of `id` began at its take-over (null: none). */
