@@ -361,7 +361,16 @@ export class S3Backend implements StorageBackend {
    * store does at start-up) recovers the tail and publishes it, so readers
    * see a durable-but-unacknowledged append without waiting for the next.
    */
-  async recoverable(): Promise<string[]> {
+  recoverable(): Promise<string[]> {
+    // What this process's predecessor left: looked for once (a later store on this backend finds its writers open).
+    if (this.recovering !== null) return Promise.resolve([]);
+    this.recovering = this.findRecoverable();
+    return this.recovering;
+  }
+
+  private recovering: Promise<string[]> | null = null;
+
+  private async findRecoverable(): Promise<string[]> {
     let ids: string[];
     try {
       ids = readdirSync(this.opts.tailDir).filter(isValidSessionId);
@@ -370,6 +379,7 @@ export class S3Backend implements StorageBackend {
     }
     const out: string[] = [];
     for (const id of ids) {
+      if (this.volumes.get(id)?.owned === true) continue;
       const epoch = Number((await this.cfg.local.readAll(`${id}/epoch`))?.toString() ?? 'NaN');
       if (!Number.isSafeInteger(epoch)) continue;
       const m = await this.volume(id)

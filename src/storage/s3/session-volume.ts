@@ -676,31 +676,40 @@ export class SessionVolume {
    * fenced), and later ones name only objects a stored manifest names or
    * of their own epochs. Objects of `epoch` and later are never touched
    * (their writer may be uploading them). A manifest that cannot be read
-   * (damaged) stops the collection: nothing is deleted on a guess.
+   * (damaged) stops the collection: nothing is deleted on a guess. A listed
+   * manifest deleted before it was read (the writer keeps only its last
+   * three) may have been superseded by ones the listing missed: the
+   * collection starts again (three times at most, then deletes nothing).
    * Returns the names deleted (relative to the session's folder).
    */
   async collectOrphans(epoch: number): Promise<string[]> {
     const folder = this.cfg.folder;
-    const listed = (await this.cfg.objects.list(folder)).names.map((x) => x.slice(folder.length));
-    const named = new Set<string>();
-    for (const name of listed) {
-      const n = manifestNumber(name);
-      if (n === null) continue;
-      let bytes: Buffer;
-      try {
-        bytes = await this.cfg.objects.getAll(`${folder}${name}`);
-      } catch (err) {
-        if (err instanceof ObjectNotFound) continue; // Deleted meanwhile: a newer one (listed too) carries on what it named.
-        throw err;
+    attempts: for (let attempt = 0; attempt < 3; attempt++) {
+      const listed = (await this.cfg.objects.list(folder)).names.map((x) => x.slice(folder.length));
+      const named = new Set<string>();
+      for (const name of listed) {
+        const n = manifestNumber(name);
+        if (n === null) continue;
+        let bytes: Buffer;
+        try {
+          bytes = await this.cfg.objects.getAll(`${folder}${name}`);
+        } catch (err) {
+          if (err instanceof ObjectNotFound) continue attempts;
+          throw err;
+        }
+        for (const o of objectsNamed(decodeManifest(bytes, n, this.id))) named.add(o);
       }
-      for (const o of objectsNamed(decodeManifest(bytes, n, this.id))) named.add(o);
+      // And what this process names now (its writer's newest manifest may postdate the listing).
+      for (const o of this.owner?.checks.keys() ?? []) named.add(o);
+      if (this.manifest !== null) for (const o of objectsNamed(this.manifest)) named.add(o);
+      const orphans = listed.filter((name) => {
+        const e = epochOfObject(name);
+        return e !== null && e < epoch && !named.has(name);
+      });
+      if (orphans.length > 0) await this.cfg.objects.remove(orphans.map((o) => `${folder}${o}`));
+      return orphans;
     }
-    const orphans = listed.filter((name) => {
-      const e = epochOfObject(name);
-      return e !== null && e < epoch && !named.has(name);
-    });
-    if (orphans.length > 0) await this.cfg.objects.remove(orphans.map((o) => `${folder}${o}`));
-    return orphans;
+    return [];
   }
 
   // ---------------------------------------------------------------- sealing
