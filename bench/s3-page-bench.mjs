@@ -2,7 +2,7 @@
 // S3-backed pages against local files, side by side in one run (issue 14).
 //
 //   AWS_ENDPOINT_URL=... AWS_ACCESS_KEY_ID=... AWS_SECRET_ACCESS_KEY=... \
-//     node bench/s3-page-bench.mjs --store s3://bucket/prefix [--data DIR] [--runs N] [--events N]
+//     node bench/s3-page-bench.mjs --store s3://bucket/prefix [--data DIR] [--runs N] [--events N] [--id ID --seed N]
 //
 // Generates (once) a session in --data (default 600,000 events ending in a
 // 416,000-delta in-flight message, as bench/page-bench.mjs's 600k one),
@@ -11,7 +11,9 @@
 //   - cold tail page (50 messages): a fresh backend (S3: empty block cache,
 //     no manifest) and a fresh store over the one warm worker pool;
 //   - cold random page (50 and 5 messages, throughSeq random): the same;
-//   - warm random pages (5 messages) on one long-lived backend each;
+//   - warm tail pages (50 messages) and warm random pages (5 messages) on
+//     one long-lived backend each (S3: the block cache and check tables
+//     filled by the pages before; the manifest looked at again every 100 ms);
 //   - the sequential round trips and GET bytes of each S3 cold page;
 //   - whole-process `session-pager page` (tail, 50 messages), --data vs --store.
 // Prints a markdown report (docs/benchmarks.md keeps the latest).
@@ -30,6 +32,9 @@ const { values } = parseArgs({
     store: { type: 'string' },
     runs: { type: 'string', default: '5' },
     events: { type: 'string', default: '600000' },
+    // bench/page-bench.mjs's 5M session: --events 5000000 --id bench-5m --seed 7
+    id: { type: 'string' },
+    seed: { type: 'string', default: '8' },
     'cli-runs': { type: 'string', default: '3' },
   },
 });
@@ -37,7 +42,7 @@ if (!values.store) throw new Error('--store s3://bucket/prefix is required (endp
 const dataDir = values.data;
 const runs = Number(values.runs);
 const events = Number(values.events);
-const id = `bench-${events}`;
+const id = values.id ?? `bench-${events}`;
 const d = (p) => import(join(root, 'dist', p));
 const [{ generateSession }, { LocalBackend }, { S3Backend }, { S3ObjectStore }, { RecordingStore, roundTrips }, { parseS3Url }, { openStore, PagerStore }, { sessionKeys, projectionKey }] = await Promise.all([
   d('main/gen/generate.js'),
@@ -52,7 +57,7 @@ const [{ generateSession }, { LocalBackend }, { S3Backend }, { S3ObjectStore }, 
 
 if (!existsSync(join(dataDir, 'sessions', `${id}.events`))) {
   process.stderr.write(`generating ${id} (${events} events, 416,000-delta tail)...\n`);
-  await generateSession(dataDir, { id, events, tailEvents: 416_000, seed: 8 });
+  await generateSession(dataDir, { id, events, tailEvents: 416_000, seed: Number(values.seed) });
 }
 const loc = parseS3Url(values.store);
 const endpoint = process.env.AWS_ENDPOINT_URL_S3 || process.env.AWS_ENDPOINT_URL;
@@ -132,6 +137,15 @@ for (let r = 0; r < runs; r++) {
   const s3 = new S3Backend({ objects: client(), location: loc, tailDir });
   const stores = { local: storeOver(new LocalBackend(dataDir)), s3: storeOver(s3) };
   for (let i = 0; i < 10; i++) for (const k of ['local', 's3']) await stores[k].pageBuffer(id, { throughSeq: Math.floor(rand() * last), maxMessages: 5 });
+  // Warm tail: no page cache (pageCacheBytes 0), so each is planned, read and decoded again.
+  for (const k of ['local', 's3']) await stores[k].pageBuffer(id, { maxMessages: 50 });
+  for (let i = 0; i < 2 * runs; i++) {
+    for (const k of i % 2 === 0 ? ['local', 's3'] : ['s3', 'local']) {
+      const t0 = performance.now();
+      await stores[k].pageBuffer(id, { maxMessages: 50 });
+      push(k, 'warm tail page (50 msgs)', performance.now() - t0);
+    }
+  }
   for (let i = 0; i < 60; i++) {
     const through = Math.floor(rand() * last);
     for (const k of i % 2 === 0 ? ['local', 's3'] : ['s3', 'local']) {
@@ -185,7 +199,8 @@ const med = (a) => [...a].sort((x, y) => x - y)[Math.floor((a.length - 1) / 2)];
 const p90 = (a) => [...a].sort((x, y) => x - y)[Math.min(a.length - 1, Math.floor(a.length * 0.9))];
 const hwm = Number(/VmHWM:\s+(\d+)/.exec(readFileSync('/proc/self/status', 'utf8'))?.[1] ?? 0) / 1024;
 const lines = [];
-lines.push(`Session ${id}: ${info.eventCount.toLocaleString('en')} events, log ${((await local.stat(keys.events)).size / 1e6).toFixed(0)} MB; ${runs} rounds, local and S3 alternating; load average ${loadavg().map((x) => x.toFixed(1)).join(' ')} at the end; bench process peak RSS ${hwm.toFixed(0)} MB.`);
+const indexBytes = (await Promise.all([keys.entries, ...(await local.list(keys.projections)).map((n) => projectionKey(keys, n))].map(async (k) => (await local.stat(k))?.size ?? 0))).reduce((a, b) => a + b, 0);
+lines.push(`Session ${id}: ${info.eventCount.toLocaleString('en')} events, log ${((await local.stat(keys.events)).size / 1e6).toFixed(0)} MB, index (entry sidecar and projections) ${(indexBytes / 1e6).toFixed(1)} MB; ${runs} rounds, local and S3 alternating; load average ${loadavg().map((x) => x.toFixed(1)).join(' ')} at the end; bench process peak RSS ${hwm.toFixed(0)} MB.`);
 lines.push('');
 lines.push('| measure | local p50 (ms) | S3 p50 (ms) | S3 / local | S3 p90 | S3 sequential round trips (max) | S3 GET bytes (p50) |');
 lines.push('|---|---|---|---|---|---|---|');
