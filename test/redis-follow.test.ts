@@ -110,8 +110,10 @@ async function subscribed(s: PagerStore, id: string): Promise<void> {
 }
 
 describe('append messages', () => {
-  it('are exactly {session, nextSeq}; anything else is refused', () => {
+  it('are exactly {session, nextSeq} or {session, nextSeq, at}; anything else is refused', () => {
     expect(decodeAppendMessage(encodeAppendMessage('s-1.a', 42))).toEqual({ session: 's-1.a', nextSeq: 42 });
+    expect(encodeAppendMessage('s-1.a', 42)).toBe('{"session":"s-1.a","nextSeq":42}');
+    expect(decodeAppendMessage(encodeAppendMessage('s-1.a', 42, 'm17'))).toEqual({ session: 's-1.a', nextSeq: 42, at: 'm17' });
     expect(decodeAppendMessage('{"nextSeq":0,"session":"x"}')).toEqual({ session: 'x', nextSeq: 0 });
     for (const bad of [
       '',
@@ -129,6 +131,11 @@ describe('append messages', () => {
       '{"session":"a..b","nextSeq":1}',
       '{"session":"","nextSeq":1}',
       '{"session":7,"nextSeq":1}',
+      '{"session":"x","nextSeq":1,"at":7}',
+      '{"session":"x","nextSeq":1,"at":""}',
+      '{"session":"x","nextSeq":1,"at":"m 1"}',
+      `{"session":"x","nextSeq":1,"at":"${'m'.repeat(65)}"}`,
+      '{"session":"x","nextSeq":1,"at":"m1","extra":true}',
     ]) {
       expect(decodeAppendMessage(bad), bad).toBeNull();
     }

@@ -85,13 +85,13 @@ export class PagerStore implements Store {
       (id, events) => {
         this.subscriptions.publish(id, events);
         const last = events[events.length - 1];
-        if (last !== undefined) this.remote?.published(id, last.seq + 1);
+        if (last !== undefined) this.remote?.published(id, last.seq + 1, this.storage.changeMark?.(sessionKeys(id).meta));
       },
       (id) => this.views.forget(id),
     );
     // A network store caches what it looked up for a while: told of an append (or asked for a seq not seen yet), it looks again.
-    const storage = this.storage as { refresh?(key: string): Promise<void> };
-    const refresh = async (id: string) => storage.refresh?.(sessionKeys(id).meta);
+    const storage = this.storage as { refresh?(key: string, at?: string): Promise<void> };
+    const refresh = async (id: string, at?: string) => storage.refresh?.(sessionKeys(id).meta, at);
     this.views = new SessionViews(this.storage, (id) => this.writers.committed(id), refresh);
     this.pages = new PageService(this.storage, this.pool, this.views, {
       splitCost: this.splitCost,
@@ -259,7 +259,7 @@ export class PagerStore implements Store {
     for (const id of ids) {
       try {
         const nextSeq = await this.writers.reopen(id);
-        this.remote?.published(id, nextSeq);
+        this.remote?.published(id, nextSeq, this.storage.changeMark?.(sessionKeys(id).meta));
         done.push(id);
       } catch {
         // Left for its next append (which reports the reason).

@@ -167,9 +167,19 @@ export interface StorageBackend {
    * Forget what is cached of `key`'s state, so the next stat or read sees
    * the store as it is now (a network store's readers reuse what they
    * looked up for a short while; a follower told of an append elsewhere
-   * calls this first). Absent: nothing is cached.
+   * calls this first). `at`: where that append is, as the writer's
+   * `changeMark` said (a hint: a backend that cannot use it looks as
+   * without). Absent: nothing is cached.
    */
-  refresh?(key: string): Promise<void>;
+  refresh?(key: string, at?: string): Promise<void>;
+  /**
+   * Where this process's last durable change of `key`'s session is, for
+   * other processes' `refresh(key, at)` (told over the append bus): a
+   * network store's readers then fetch that state at once instead of
+   * looking for it (S3: the manifest number, one GET instead of a LIST and
+   * a GET). Undefined: nothing to say (this process does not write it).
+   */
+  changeMark?(key: string): string | undefined;
   /**
    * Sessions this process should open a writer for at start-up: a writer of
    * this process's predecessor (same host, same tail folder) crashed with

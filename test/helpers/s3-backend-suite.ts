@@ -443,5 +443,36 @@ export function s3BackendSuite(os: { name: string; make(): Promise<ObjectStore> 
       expect(await reader.page('rec', { maxMessages: 1000 })).toEqual(referencePage(log, 'rec', { maxMessages: 1000 }));
       expect(((await again.storage.orphanSweep('rec')) ?? []).sort()).toEqual(orphans);
     }, 300_000);
+
+    it('a reader told where an append is (the writer\'s change mark) fetches that manifest in one GET, no LIST', async () => {
+      const objects = await os.make();
+      const w = await backend(objects);
+      const writer = await storeOn(w.storage);
+      await writer.create('mark', {});
+      await writer.append('mark', chat(0, 10));
+      const rec = new RecordingStore(objects);
+      // A long freshness window: only what the marks make it do is counted.
+      const r = await backend(rec, { location: { bucket: 'b', prefix: w.prefix }, freshMs: 60_000 });
+      const reader = await storeOn(r.storage);
+      expect(await reader.nextSeq('mark')).toBe(10);
+      await writer.append('mark', chat(10, 5));
+      const at = w.storage.changeMark(sessionKeys('mark').meta);
+      expect(at).toMatch(/^m\d+$/);
+      rec.calls.length = 0;
+      await r.storage.refresh(sessionKeys('mark').meta, at);
+      expect(rec.calls.map((c) => c.op)).toEqual(['get']);
+      // The look it stands for: the append is there (the small append's bytes ride inline in that manifest).
+      expect(await reader.nextSeq('mark')).toBe(15);
+      expect(rec.calls.filter((c) => c.op === 'list')).toEqual([]);
+      const log = decodeWholeLog((await w.storage.readAll(sessionKeys('mark').events)) as Buffer);
+      expect(await reader.page('mark', { maxMessages: 100 })).toEqual(referencePage(log, 'mark', { maxMessages: 100 }));
+      // A mark already seen: nothing to fetch. No mark: a full look (LIST, GET).
+      rec.calls.length = 0;
+      await r.storage.refresh(sessionKeys('mark').meta, at);
+      expect(rec.calls).toEqual([]);
+      await r.storage.refresh(sessionKeys('mark').meta);
+      expect(rec.calls.map((c) => c.op)).toContain('list');
+      expect(w.storage.changeMark(sessionKeys('other').meta)).toBeUndefined();
+    }, 300_000);
   });
 }

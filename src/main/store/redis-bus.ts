@@ -64,9 +64,9 @@ export class RedisAppendBus implements AppendBus {
     });
   }
 
-  publish(id: string, nextSeq: number): void {
+  publish(id: string, nextSeq: number, at?: string): void {
     if (this.closed) return;
-    const p = this.pub.publish(this.prefix + id, encodeAppendMessage(id, nextSeq)).then(
+    const p = this.pub.publish(this.prefix + id, encodeAppendMessage(id, nextSeq, at)).then(
       () => void this.published++,
       () => undefined, // Redis away: the message is lost, the append is durable; followers catch up later.
     );
@@ -117,7 +117,7 @@ export class RedisAppendBus implements AppendBus {
       return;
     }
     this.received++;
-    for (const fn of [...(this.listeners.get(id) ?? [])]) call(fn, m.nextSeq);
+    for (const fn of [...(this.listeners.get(id) ?? [])]) call(fn, m.nextSeq, m.at);
   }
 
   private report(err: Error): void {
@@ -131,9 +131,9 @@ export class RedisAppendBus implements AppendBus {
   }
 }
 
-function call(fn: BusListener, nextSeq: number | undefined): void {
+function call(fn: BusListener, nextSeq: number | undefined, at?: string): void {
   try {
-    fn(nextSeq);
+    fn(nextSeq, at);
   } catch {
     // One listener's failure does not concern the others.
   }

@@ -40,7 +40,7 @@ export class RemoteAppends {
     /** The session's committed end as this process's storage shows it now. */
     private readonly committedEnd: (id: string) => Promise<number>,
     /** Make the storage forget what it cached of the session (a network store), so the next look is fresh. */
-    private readonly refresh: (id: string) => Promise<void> = async () => undefined,
+    private readonly refresh: (id: string, at?: string) => Promise<void> = async () => undefined,
   ) {}
 
   /** Sessions with a bus subscription (tests: none is leaked). */
@@ -49,10 +49,10 @@ export class RemoteAppends {
   }
 
   /** This store's own append of `id` is durable up to `nextSeq`: tell the others. */
-  published(id: string, nextSeq: number): void {
+  published(id: string, nextSeq: number, at?: string): void {
     const w = this.watched.get(id);
     if (w !== undefined && nextSeq > w.known) w.known = nextSeq;
-    this.bus.publish(id, nextSeq);
+    this.bus.publish(id, nextSeq, at);
   }
 
   /** Call `fn` whenever another process says it appended to `id`. Returns the function that stops it. */
@@ -61,7 +61,7 @@ export class RemoteAppends {
     let w = this.watched.get(id);
     if (w === undefined) {
       const created: Watched = { listeners: new Set(), known: -1, seen: -1, catchingUp: false, stop: () => undefined };
-      created.stop = this.bus.subscribe(id, (nextSeq) => this.onMessage(id, created, nextSeq));
+      created.stop = this.bus.subscribe(id, (nextSeq, at) => this.onMessage(id, created, nextSeq, at));
       this.watched.set(id, created);
       w = created;
     }
@@ -81,7 +81,7 @@ export class RemoteAppends {
     this.watched.clear();
   }
 
-  private onMessage(id: string, w: Watched, nextSeq: number | undefined): void {
+  private onMessage(id: string, w: Watched, nextSeq: number | undefined, at?: string): void {
     if (this.watched.get(id) !== w) return;
     if (nextSeq === undefined) {
       // Messages may have been lost (a reconnection): look again.
@@ -90,14 +90,15 @@ export class RemoteAppends {
     }
     if (nextSeq <= w.known) return;
     w.known = nextSeq;
-    void this.fresh(id).then(() => {
+    // `at` (where the writer's storage put it): a network store fetches that state directly.
+    void this.fresh(id, at).then(() => {
       fire(w);
       void this.catchUp(id, w);
     });
   }
 
-  private fresh(id: string): Promise<void> {
-    return this.refresh(id).catch(() => undefined);
+  private fresh(id: string, at?: string): Promise<void> {
+    return this.refresh(id, at).catch(() => undefined);
   }
 
   /** While the storage here shows less than the newest message, look again later, and tell the listeners when it has caught up. */

@@ -334,10 +334,24 @@ export class S3Backend implements StorageBackend {
     };
   }
 
-  /** Drop the cached state of `key`'s session so the next look sees the store as it is now. */
-  async refresh(key: string): Promise<void> {
+  /**
+   * Drop the cached state of `key`'s session so the next look sees the
+   * store as it is now. `at` (`m<n>`, another process's changeMark): GET
+   * manifest n directly, without the LIST.
+   */
+  async refresh(key: string, at?: string): Promise<void> {
     const r = roleOfKey(key);
-    if (r !== null) await this.volume(r.id).latest(true);
+    if (r === null) return;
+    const n = at === undefined ? null : /^m(\d{1,15})$/.exec(at);
+    if (n !== null && n !== undefined) await this.volume(r.id).latestAt(Number(n[1]));
+    else await this.volume(r.id).latest(true);
+  }
+
+  /** `m<n>`: the manifest this process's writer of `key`'s session made last (its last acknowledged change is in it). */
+  changeMark(key: string): string | undefined {
+    const r = roleOfKey(key);
+    const n = r === null ? null : (this.volumes.get(r.id)?.ownedManifest ?? null);
+    return n === null ? undefined : `m${n}`;
   }
 
   /**

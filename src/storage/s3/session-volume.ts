@@ -178,6 +178,31 @@ export class SessionVolume {
     return m;
   }
 
+  /** The number of the last manifest this process's writer made (null: it does not write the session). */
+  get ownedManifest(): number | null {
+    return this.owner?.n ?? null;
+  }
+
+  /**
+   * Told that manifest `n` exists (another process's message): GET it at
+   * once, one round trip instead of a LIST and a GET, and reuse it for the
+   * freshness window. One deleted already (newer ones exist) or damaged:
+   * a full look.
+   */
+  async latestAt(n: number): Promise<Manifest | null> {
+    if (this.owner !== null) return this.manifest;
+    if (this.manifest !== null && this.manifest.n >= n) return this.latest();
+    let m: Manifest;
+    try {
+      m = decodeManifest(await this.cfg.objects.getAll(`${this.cfg.folder}${manifestName(n)}`), n, this.id);
+    } catch {
+      return this.latest(true);
+    }
+    if (this.manifest === null || m.n > this.manifest.n) this.manifest = m;
+    this.checkedAt = performance.now();
+    return this.manifest;
+  }
+
   /** One LIST (after the manifest known) and one GET of the newest (a deleted one: list again). */
   private async findLatest(): Promise<Manifest | null> {
     const dir = `${this.cfg.folder}manifest/`;
