@@ -10,7 +10,6 @@
  * and hands them over with the task.
  */
 import { randomUUID } from 'node:crypto';
-import { readdirSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { PagerError } from '../../main/core/errors.js';
 import { INDEX, SESSIONS, isValidSessionId, parseBackupKey } from '../layout.js';
@@ -385,12 +384,8 @@ export class S3Backend implements StorageBackend {
   private recovering: Promise<string[]> | null = null;
 
   private async findRecoverable(): Promise<string[]> {
-    let ids: string[];
-    try {
-      ids = readdirSync(this.opts.tailDir).filter(isValidSessionId);
-    } catch {
-      return [];
-    }
+    // The tail folder's session folders (through its LocalBackend: no file system here).
+    const ids = (await this.cfg.local.list('').catch(() => [] as string[])).filter(isValidSessionId);
     const out: string[] = [];
     for (const id of ids) {
       if (this.volumes.get(id)?.owned === true) continue;
