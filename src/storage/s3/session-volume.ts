@@ -66,6 +66,8 @@ interface Owned {
   published: Extent[];
   /** Lowest offset changed since the last publish (Infinity: none). */
   dirtyFrom: number;
+  /** Counts writes and cuts (a publish forgets `dirtyFrom` only if none came while it ran). */
+  writes: number;
   /** Lowest offset changed since a seal began (Infinity: none). */
   lowWrite: number;
   gen: number;
@@ -433,6 +435,7 @@ export class SessionVolume {
         sealed: sealedExt,
         published: [],
         dirtyFrom: base,
+        writes: 0,
         lowWrite: Number.POSITIVE_INFINITY,
         gen: lf?.gen ?? 1,
         file,
@@ -502,7 +505,7 @@ export class SessionVolume {
     const gen = (old?.gen ?? 0) + 1;
     const file = await this.writeLocal(member, gen, 0, data);
     if (old !== undefined) await this.dropLocal(member, old);
-    const o: Owned = { size: data.length, mtimeMs: Date.now(), born: this.born(owner.epoch), w: `${owner.epoch}.${++this.counter}`, base: 0, fileBase: 0, gate: null, sealed: [], published: [], dirtyFrom: 0, lowWrite: 0, gen, file };
+    const o: Owned = { size: data.length, mtimeMs: Date.now(), born: this.born(owner.epoch), w: `${owner.epoch}.${++this.counter}`, base: 0, fileBase: 0, gate: null, sealed: [], published: [], dirtyFrom: 0, writes: 0, lowWrite: 0, gen, file };
     owner.members.set(member, o);
     if (data.length > 0) owner.oldestUnsealed ??= Date.now();
     return o;
@@ -514,6 +517,7 @@ export class SessionVolume {
   }
 
   private touch(o: Owned, pos: number): void {
+    o.writes++;
     const owner = this.ownerOrThrow();
     o.mtimeMs = Date.now();
     o.w = `${owner.epoch}.${++this.counter}`;
@@ -618,7 +622,8 @@ export class SessionVolume {
     const ev = owner.members.get('events');
     if (ev !== undefined && ev.size - ev.base >= this.cfg.segmentBytes) await this.sealSegments(this.cfg.segmentBytes);
     const sections: SectionInput[] = [];
-    const plan: { member: MemberName; o: Owned; keep: Extent[]; from: number; len: number }[] = [];
+    // What each member is at this moment (writes go on while the publish awaits: the manifest describes this state).
+    const plan: { member: MemberName; o: Owned; keep: Extent[]; from: number; len: number; size: number; mtimeMs: number; w: string; writes: number; base: number }[] = [];
     let inline = 0;
     for (const [member, o] of owner.members) {
       // What readers have for [base, from) stays; [from, size) is new.
@@ -627,7 +632,7 @@ export class SessionVolume {
       if (keep.length > 24) keep = [];
       const from = o.base + keep.reduce((a, e) => a + e.len, 0);
       const len = o.size - from;
-      plan.push({ member, o, keep, from, len });
+      plan.push({ member, o, keep, from, len, size: o.size, mtimeMs: o.mtimeMs, w: o.w, writes: o.writes, base: o.base });
       for (const e of keep) if ('d' in e) inline += e.len;
       if (len > 0) sections.push({ member, start: from, data: await this.readOwned(o, from, o.size) });
     }
@@ -651,7 +656,7 @@ export class SessionVolume {
         else ext.push({ o: tailObj, at: at.get(p.member) as number, len: p.len });
       }
       published.set(p.member, ext);
-      members[p.member] = { size: p.o.size, mtimeMs: p.o.mtimeMs, born: p.o.born, w: p.o.w, extents: [...p.o.sealed, ...ext] };
+      members[p.member] = { size: p.size, mtimeMs: p.mtimeMs, born: p.o.born, w: p.w, extents: [...p.o.sealed, ...ext] };
     }
     const checks: Manifest['checks'] = {};
     for (const o of objectsNamed({ members })) {
@@ -674,8 +679,10 @@ export class SessionVolume {
     owner.n = m.n;
     owner.renewedAt = started;
     for (const p of plan) {
-      p.o.published = published.get(p.member) as Extent[];
-      p.o.dirtyFrom = Number.POSITIVE_INFINITY;
+      // Written meanwhile: the next publish takes it from where it was dirty before (a superset of what
+      // changed); cut or unsealed meanwhile (its base moved), from its base.
+      p.o.published = p.o.base === p.base ? (published.get(p.member) as Extent[]) : [];
+      if (p.o.writes === p.writes) p.o.dirtyFrom = Number.POSITIVE_INFINITY;
     }
     this.manifest = m;
     this.checkedAt = performance.now();
