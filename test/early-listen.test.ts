@@ -6,6 +6,8 @@
  * refused; an append's body is not lost). Past the bound, or when the app
  * cannot be built, the held requests get the SPEC's error shape.
  */
+import { lookup } from 'node:dns/promises';
+import { connect } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildServer } from '../src/main/server/index.js';
 import { EarlyListener } from '../src/main/server/early-listen.js';
@@ -90,6 +92,59 @@ describe('early listen', () => {
       await expect(second.listen('127.0.0.1', Number(new URL(url).port))).rejects.toMatchObject({ code: 'EADDRINUSE' });
     } finally {
       await first.close();
+    }
+  });
+
+  it('`localhost` is bound on every address it resolves to, each answering as the first does; an unbindable one is skipped', async () => {
+    // 127.0.0.2 is loopback on Linux; 192.0.2.1 (TEST-NET) is no address of this host.
+    const lookupAll = async () => ['127.0.0.1', '127.0.0.2', '192.0.2.1', '127.0.0.2'].map((address) => ({ address, family: 4 }));
+    const early = new EarlyListener({ ...LIMITS, lookup: lookupAll });
+    const url = await early.listen('localhost', 0);
+    const port = new URL(url).port;
+    expect(url).toBe(`http://127.0.0.1:${port}`);
+    expect(early.addresses).toEqual([`127.0.0.1:${port}`, `127.0.0.2:${port}`]);
+    const second = `http://127.0.0.2:${port}`;
+    const app = buildServer(ts.store, { serverFactory: early.factory });
+    try {
+      expect((await rawRequest(`${second}/livez`)).status).toBe(200);
+      const held = rawRequest(`${second}/v1/sessions/early/page?maxMessages=2`);
+      await until('the page held', () => early.heldCount === 1);
+      await app.ready();
+      early.open();
+      const page = await held;
+      expect(page.status).toBe(200);
+      expect(page.body.equals((await rawRequest(`${url}/v1/sessions/early/page?maxMessages=2`)).body)).toBe(true);
+      expect((await rawRequest(`${second}/v1/sessions/nobody/page`)).status).toBe(404);
+      // The app's own answers to what node would answer itself (framework-errors.ts): CONNECT refused in the SPEC's shape.
+      const reply = await new Promise<string>((resolve, reject) => {
+        const socket = connect(Number(port), '127.0.0.2', () => socket.write('CONNECT example.com:443 HTTP/1.1\r\nHost: example.com:443\r\n\r\n'));
+        let text = '';
+        socket.on('data', (d) => (text += d.toString()));
+        socket.on('end', () => resolve(text));
+        socket.on('close', () => resolve(text));
+        socket.on('error', reject);
+      });
+      expect(reply).toMatch(/^HTTP\/1\.1 400/);
+      expect(reply).toContain('"code":"invalid_request"');
+    } finally {
+      await app.close();
+      await early.close();
+    }
+    // Closed too (refused; this sandbox's loopback may reset instead).
+    const err = (await rawRequest(`${second}/livez`).then(() => null, (e: NodeJS.ErrnoException) => e)) as NodeJS.ErrnoException | null;
+    expect(['ECONNREFUSED', 'ECONNRESET']).toContain(err?.code);
+  });
+
+  it('`localhost` without a lookup of our own: every address the resolver gives', async () => {
+    const early = new EarlyListener(LIMITS);
+    const url = await early.listen('localhost', 0);
+    try {
+      const port = new URL(url).port;
+      const expected = [...new Set((await lookup('localhost', { all: true })).map((a) => (a.family === 6 ? `[${a.address}]:${port}` : `${a.address}:${port}`)))];
+      expect(early.addresses).toEqual(expected);
+      for (const a of early.addresses) expect((await rawRequest(`http://${a}/livez`)).status).toBe(200);
+    } finally {
+      await early.close();
     }
   });
 });

@@ -12,11 +12,18 @@
  * closing is ours (`close()`): stop accepting, close idle connections, wait
  * for the busy ones.
  */
+import { lookup as dnsLookup, type LookupAddress } from 'node:dns';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { nodeTimeouts } from './options.js';
 
 type Handler = (req: IncomingMessage, res: ServerResponse) => void;
+
+/** Every address a name resolves to (`dns.lookup` with `all`; tests pass their own). */
+export type LookupAll = (host: string) => Promise<LookupAddress[]>;
+
+const lookupAll: LookupAll = (host) =>
+  new Promise((resolve, reject) => dnsLookup(host, { all: true }, (err, addresses) => (err ? reject(err) : resolve(addresses))));
 
 export interface EarlyListenOptions {
   requestTimeoutMs: number;
@@ -25,6 +32,8 @@ export interface EarlyListenOptions {
   /** Requests held until the app is ready, at most (default 1024); more get `overloaded`. */
   maxHeld?: number;
   retryAfterSeconds?: number;
+  /** How `localhost` is resolved (default `dns.lookup`, every address). */
+  lookup?: LookupAll;
 }
 
 function answer(res: ServerResponse, status: number, body: unknown, headers: Record<string, string> = {}): void {
@@ -34,7 +43,11 @@ function answer(res: ServerResponse, status: number, body: unknown, headers: Rec
 }
 
 export class EarlyListener {
+  /** The server the app is built on (the first address bound). */
   readonly server: Server;
+  /** Every server listening: `server`, then one per further address of `localhost`. */
+  private readonly servers: Server[];
+  private readonly options: EarlyListenOptions;
   private readonly held: [IncomingMessage, ServerResponse][] = [];
   private readonly maxHeld: number;
   private readonly retryAfter: number;
@@ -45,27 +58,61 @@ export class EarlyListener {
   private failure: string | null = null;
 
   constructor(o: EarlyListenOptions) {
+    this.options = o;
     this.maxHeld = o.maxHeld ?? 1024;
     this.retryAfter = o.retryAfterSeconds ?? 1;
-    // The settings fastify gives a server it makes (its lib/server.js), with the app's values.
-    // With the node settings that make the request timeout hold (options.ts).
-    this.server = createServer(nodeTimeouts(o.requestTimeoutMs), (req, res) => this.onRequest(req, res));
-    this.server.keepAliveTimeout = o.keepAliveTimeoutMs;
-    this.server.requestTimeout = o.requestTimeoutMs;
-    this.server.setTimeout(0);
-    this.server.maxConnections = o.maxConnections;
+    this.server = this.makeServer();
+    this.servers = [this.server];
   }
 
-  /** Bind; resolves to the URL, rejects with the listen error (EADDRINUSE, ...). */
-  listen(host: string, port: number): Promise<string> {
-    return new Promise((resolve, reject) => {
-      const onError = (err: Error) => reject(err);
-      this.server.once('error', onError);
-      this.server.listen({ host, port }, () => {
-        this.server.off('error', onError);
-        const a = this.server.address() as AddressInfo;
-        resolve(`http://${a.family === 'IPv6' ? `[${a.address}]` : a.address}:${a.port}`);
-      });
+  private makeServer(): Server {
+    const o = this.options;
+    // The settings fastify gives a server it makes (its lib/server.js), with the app's values.
+    // With the node settings that make the request timeout hold (options.ts).
+    const server = createServer(nodeTimeouts(o.requestTimeoutMs), (req, res) => this.onRequest(req, res));
+    server.keepAliveTimeout = o.keepAliveTimeoutMs;
+    server.requestTimeout = o.requestTimeoutMs;
+    server.setTimeout(0);
+    server.maxConnections = o.maxConnections;
+    return server;
+  }
+
+  /**
+   * Bind; resolves to the URL (of the first address), rejects with the listen
+   * error (EADDRINUSE, ...). `localhost` is bound on every address it resolves
+   * to (127.0.0.1 and ::1, typically), as fastify's own listen does: the first
+   * address as asked (its error fails the start), the others on the same port,
+   * each by a server of its own feeding the same handler; an address that
+   * cannot be bound there (no IPv6, say) is skipped, as fastify skips it.
+   */
+  async listen(host: string, port: number): Promise<string> {
+    let addresses: string[] = [host];
+    if (host === 'localhost') {
+      const found = await (this.options.lookup ?? lookupAll)(host).catch(() => []);
+      const unique = [...new Set(found.map((a) => a.address))];
+      if (unique.length > 0) addresses = unique;
+    }
+    const [first, ...rest] = addresses;
+    await bind(this.server, first!, port);
+    const bound = (this.server.address() as AddressInfo).port;
+    for (const address of rest) {
+      const extra = this.makeServer();
+      try {
+        await bind(extra, address, bound);
+        this.servers.push(extra);
+      } catch {
+        // Not bindable here (EADDRNOTAVAIL, EAFNOSUPPORT, in use): the first address serves.
+      }
+    }
+    const a = this.server.address() as AddressInfo;
+    return `http://${a.family === 'IPv6' ? `[${a.address}]` : a.address}:${a.port}`;
+  }
+
+  /** Every address listened on, as `host:port` (IPv6 in brackets). */
+  get addresses(): string[] {
+    return this.servers.map((s) => {
+      const a = s.address() as AddressInfo;
+      return a.family === 'IPv6' ? `[${a.address}]:${a.port}` : `${a.address}:${a.port}`;
     });
   }
 
@@ -90,6 +137,16 @@ export class EarlyListener {
   open(): void {
     if (this.appHandler === null) throw new Error('the app was not built on this server (ServerOptions.serverFactory)');
     const h = this.appHandler;
+    // The app set up the server it was built on (framework-errors.ts, index.ts: client errors,
+    // CONNECT, Expect, the Host rule, limits); the further addresses' servers behave the same.
+    for (const extra of this.servers.slice(1)) {
+      for (const event of FORWARDED_EVENTS) for (const l of this.server.listeners(event)) extra.on(event, l as (...a: unknown[]) => void);
+      (extra as { requireHostHeader?: boolean }).requireHostHeader = (this.server as { requireHostHeader?: boolean }).requireHostHeader;
+      extra.maxConnections = this.server.maxConnections;
+      extra.keepAliveTimeout = this.server.keepAliveTimeout;
+      extra.requestTimeout = this.server.requestTimeout;
+      extra.headersTimeout = this.server.headersTimeout;
+    }
     this.handler = h;
     for (const [req, res] of this.held.splice(0)) if (!res.destroyed && !res.writableEnded) h(req, res);
   }
@@ -105,17 +162,35 @@ export class EarlyListener {
   }
 
   /** Stop accepting, close idle keep-alive connections, resolve when every connection has ended. */
-  close(): Promise<void> {
-    if (!this.server.listening) return Promise.resolve();
-    return new Promise((resolve) => {
-      // Connections that finish their last response later (follow streams just ended) go idle
-      // then, not now: close those too as they do, rather than after the keep-alive timeout.
-      const sweep = setInterval(() => this.server.closeIdleConnections(), 50);
-      this.server.close(() => {
-        clearInterval(sweep);
-        resolve();
-      });
-      this.server.closeIdleConnections();
-    });
+  async close(): Promise<void> {
+    await Promise.all(this.servers.map(closeServer));
   }
+}
+
+/** Events the app handles on its server (besides requests, which every server feeds to onRequest). */
+const FORWARDED_EVENTS = ['clientError', 'connect', 'checkExpectation', 'upgrade'] as const;
+
+function bind(server: Server, host: string, port: number): Promise<void> {
+  return new Promise((resolve, reject) => {
+    const onError = (err: Error) => reject(err);
+    server.once('error', onError);
+    server.listen({ host, port }, () => {
+      server.off('error', onError);
+      resolve();
+    });
+  });
+}
+
+function closeServer(server: Server): Promise<void> {
+  if (!server.listening) return Promise.resolve();
+  return new Promise((resolve) => {
+    // Connections that finish their last response later (follow streams just ended) go idle
+    // then, not now: close those too as they do, rather than after the keep-alive timeout.
+    const sweep = setInterval(() => server.closeIdleConnections(), 50);
+    server.close(() => {
+      clearInterval(sweep);
+      resolve();
+    });
+    server.closeIdleConnections();
+  });
 }
