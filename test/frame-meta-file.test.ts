@@ -11,19 +11,20 @@ import { packBatch } from '../src/main/core/chunk-codec.js';
 import type { SessionEvent } from '../src/main/core/types.js';
 import { chainCrcRecords, CRC_RECORD_BYTES, CrcCursor } from '../src/streams/frame-crc-file.js';
 import { META_CONTINUES, META_RECORD_BYTES, META_ROW, metaChainHolds, metaRecords } from '../src/streams/frame-meta-file.js';
+import { unpackMultiple } from 'msgpackr';
 
 function delta(seq: number, index: number, text: string): SessionEvent {
   return { type: 'assistant/chunk', seq, time: 1_000 + seq * 3, data: { turn: 1, step: 1, chunk: { type: 'text-delta', index, text } } } as SessionEvent;
 }
 
 /** Frames of a log in the writer's layout: a message, then a block appended in batches of `batch` deltas, then one of another block. */
-function log(batch: number) {
+function log(batch: number, encoding: 'jsonl' | 'binary' = 'jsonl') {
   const events: SessionEvent[] = [{ type: 'user/message', seq: 0, time: 1_000, data: { text: 'hi' } } as SessionEvent];
   for (let k = 0; k < 40; k++) events.push(delta(events.length, 0, ` w${k}`));
   for (let k = 0; k < 5; k++) events.push(delta(events.length, 1, ` x${k}`));
   const records = [];
   for (let i = 0; i < events.length; i += batch) records.push(...packBatch(events.slice(i, i + batch)));
-  const enc = encodeRecords(records, 0, 'jsonl');
+  const enc = encodeRecords(records, 0, encoding);
   const crc = chainCrcRecords(enc.bytes, 0, enc.lengths, null).records;
   const frameCrcs = enc.lengths.map((_, i) => crc.readUInt32LE(i * CRC_RECORD_BYTES + 12));
   return { enc, crc, frameCrcs, records };
@@ -53,6 +54,35 @@ describe('row metadata records', () => {
     });
     // The message, then block 0: a row of 9 in the first batch, three rows continuing it, and its
     // last delta alone in the last batch (a delta event: no row record); then block 1's row.
+    expect(flags).toEqual([0, META_ROW, META_ROW | META_CONTINUES, META_ROW | META_CONTINUES, META_ROW | META_CONTINUES, 0, META_ROW]);
+  });
+
+  it('binary (SPF2) rows get records too: time0, gap sum, count, where their gap items and member items start', () => {
+    const { enc, frameCrcs, records } = log(10, 'binary');
+    const { records: meta } = metaRecords(enc.bytes, enc.lengths, frameCrcs, { chain: null, key: null });
+    let at = 0;
+    const flags = enc.lengths.map((len, i) => {
+      const o = i * META_RECORD_BYTES;
+      const r = records[i] as { type: string; time0?: number; data: { dt?: number[]; texts?: string[] } };
+      const f = meta.readUInt32LE(o + 28);
+      expect(meta.readUInt32LE(o + 32)).toBe(frameCrcs[i]);
+      if (f & META_ROW) {
+        const dt = r.data.dt ?? [];
+        const texts = r.data.texts ?? [];
+        expect(meta.readDoubleLE(o)).toBe(r.time0);
+        expect(meta.readDoubleLE(o + 8)).toBe(dt.reduce((a, b) => a + b, 0));
+        expect(meta.readUInt32LE(o + 24)).toBe(texts.length);
+        // The member items run from their start to the frame's end; the gap items from theirs to
+        // the `texts` key (a fixstr) and the members' array header before the member items.
+        const membersAt = at + meta.readUInt32LE(o + 20);
+        expect(unpackMultiple(enc.bytes.subarray(membersAt, at + len))).toEqual(texts);
+        const header = texts.length < 16 ? 1 : 3;
+        expect(unpackMultiple(enc.bytes.subarray(at + meta.readUInt32LE(o + 16), membersAt - header - 6))).toEqual(dt);
+      }
+      at += len;
+      return f;
+    });
+    // As for JSONL frames (above): only the delta event alone is no row.
     expect(flags).toEqual([0, META_ROW, META_ROW | META_CONTINUES, META_ROW | META_CONTINUES, META_ROW | META_CONTINUES, 0, META_ROW]);
   });
 

@@ -204,34 +204,37 @@ describe('frame-checksum projection', () => {
 });
 
 describe('row-metadata projection', () => {
-  it('rows read from their metadata page exactly as scanned ones; damaged, foreign, cut or missing metadata never changes a page', async () => {
+  // Binary (SPF2) rows have records too: read from them, they skip their header and gap walk.
+  it.each(['jsonl', 'binary'] as const)('%s rows read from their metadata page exactly as scanned ones; damaged, foreign, cut or missing metadata never changes a page', async (format) => {
     // Runs of 10 deltas appended 4 events at a time: most row frames continue the previous one's block.
     const events = conversation(30);
-    await writeRandomLog({ events, batches: [{ size: 4, format: 'jsonl' }] }, { dataDir: dir, id: 'rowmeta' });
-    await writeRandomLog({ events: conversation(31), batches: [{ size: 4, format: 'jsonl' }] }, { dataDir: dir, id: 'rowmeta2' });
+    const id = `rowmeta-${format}`;
+    const other = `rowmeta2-${format}`;
+    await writeRandomLog({ events, batches: [{ size: 4, format }] }, { dataDir: dir, id });
+    await writeRandomLog({ events: conversation(31), batches: [{ size: 4, format }] }, { dataDir: dir, id: other });
     const metaFile = (id: string) => join(dir, `sessions/index/${id}/frames.meta`);
-    const good = readFileSync(metaFile('rowmeta'));
+    const good = readFileSync(metaFile(id));
     expect(good.length % 40).toBe(0);
     const continuing = Array.from({ length: good.length / 40 }, (_, k) => good.readUInt32LE(k * 40 + 28)).filter((f) => f === 3).length;
     expect(continuing).toBeGreaterThan(20);
-    const log = await readWholeLog(join(dir, 'sessions/rowmeta.events'));
+    const log = await readWholeLog(join(dir, `sessions/${id}.events`));
     // Payload bytes changed (the chain no longer holds).
     const garbled = Buffer.from(good);
     for (let o = 0; o < garbled.length; o += 40) garbled.writeDoubleLE(garbled.readDoubleLE(o) + 1, o);
     // Another session's records: an unbroken chain, for other frame bytes.
-    const foreign = readFileSync(metaFile('rowmeta2')).subarray(0, good.length);
+    const foreign = readFileSync(metaFile(other)).subarray(0, good.length);
     const shuffled = Buffer.concat([good.subarray(good.length / 2), good.subarray(0, good.length / 2)]);
     // No prepared-page cache: every page below is built from the files as they are.
     const fresh = await openStore({ dataDir: dir, workers: 2, pageCacheBytes: 0 });
     try {
       for (const variant of [good, garbled, foreign, shuffled, good.subarray(0, good.length - 40 * 7), Buffer.alloc(0), null]) {
-        if (variant === null) rmSync(metaFile('rowmeta'));
-        else writeFileSync(metaFile('rowmeta'), variant);
+        if (variant === null) rmSync(metaFile(id));
+        else writeFileSync(metaFile(id), variant);
         for (const params of [{}, { maxMessages: 3 }, { maxMessages: 1000 }, { throughSeq: 100, maxMessages: 2 }, { beforeSeq: 151, maxMessages: 4 }]) {
-          expect(await fresh.page('rowmeta', params)).toEqual(referencePage(log, 'rowmeta', params));
+          expect(await fresh.page(id, params)).toEqual(referencePage(log, id, params));
         }
       }
-      expect((await fresh.info('rowmeta')).status).toBe('ok');
+      expect((await fresh.info(id)).status).toBe('ok');
     } finally {
       await fresh.close();
     }

@@ -7,7 +7,8 @@
  *   0  8  time0 of the row (float64, little endian)
  *   8  8  sum of its gaps (float64)
  *  16  4  where its gaps start, in bytes from the frame's first byte
- *  20  4  where they end (the `]` after the last gap)
+ *  20  4  where they end (the `]` after the last gap); in a binary (SPF2)
+ *         frame, where its member items start (after the array header)
  *  24  4  its number of members
  *  28  4  flags: ROW (a packed row in the writer's layout), CONTINUES (the
  *         previous frame was a row or delta event of the same block)
@@ -34,6 +35,7 @@ import type { PositionalReader, RangeRead } from './positional-reader.js';
 import { sameRunKey, type RunKey } from '../main/core/chunk-codec.js';
 import { readRecordsAt, u32 } from './record-file.js';
 import { scanTrustedFrame, TRUSTED_ROW, trustedRow } from './trusted-frame-scanner.js';
+import { binaryRow, readWriterRow } from './msgpack-row.js';
 
 export const META_RECORD_BYTES = 40;
 export const META_FILE_NAME = 'frames.meta';
@@ -50,6 +52,14 @@ export interface MetaLink {
 const BRACE = 0x7b;
 const LOWER_A = 0x61;
 
+/** A binary frame's header (frame-codec.ts's BINARY_HEADER_BYTES; not imported, which would load msgpackr with this file). */
+const BINARY_HEADER_BYTES = 16;
+
+/** Whether b[at, at + len) is a binary (SPF2) frame whose payload is a packed row in the writer's MessagePack layout (then read into `binaryRow`). */
+function binaryWriterRow(b: Uint8Array, at: number, len: number): boolean {
+  return len > BINARY_HEADER_BYTES && b[at] === 0x53 && b[at + 1] === 0x50 && b[at + 2] === 0x46 && b[at + 3] === 0x32 && readWriterRow(b, at + BINARY_HEADER_BYTES, at + len);
+}
+
 /**
  * Meta records for frames laid out back to back in `bytes` (lengths in
  * `lengths`), whose chained CRCs are `frameCrcs`, continuing `prev`.
@@ -65,7 +75,17 @@ export function metaRecords(bytes: Uint8Array, lengths: readonly number[], frame
     const len = lengths[i] as number;
     const o = 4 + i * META_RECORD_BYTES;
     let nextKey: RunKey | null = null;
-    if (bytes[at] === BRACE && scanTrustedFrame(bytes, at, at + len - 1) === TRUSTED_ROW) {
+    if (binaryWriterRow(bytes, at, len)) {
+      // A binary row: where its gap items and member items start (msgpack-row.ts reads them from there).
+      const r = binaryRow;
+      nextKey = r.key;
+      buf.writeDoubleLE(r.time0, o);
+      buf.writeDoubleLE(r.dtSum, o + 8);
+      buf.writeUInt32LE(r.dtAt - at, o + 16);
+      buf.writeUInt32LE(r.membersAt - at, o + 20);
+      buf.writeUInt32LE(r.n, o + 24);
+      buf.writeUInt32LE(META_ROW | (key !== null && sameRunKey(key, nextKey) ? META_CONTINUES : 0), o + 28);
+    } else if (bytes[at] === BRACE && scanTrustedFrame(bytes, at, at + len - 1) === TRUSTED_ROW) {
       const r = trustedRow;
       // Key objects are never changed once handed out (trusted-frame-scanner.ts keyOf): kept as is.
       nextKey = r.key;

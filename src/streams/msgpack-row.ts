@@ -255,6 +255,35 @@ export function readWriterRow(b: Uint8Array, start: number, end: number): boolea
   return true;
 }
 
+/**
+ * A writer's row of block `key` whose row metadata the writer recorded
+ * (frame-meta-file.ts: time0, gap sum, member count, where its gap and
+ * member items start, relative to `frame`, the frame's first byte), into
+ * `binaryRow` without walking its header or gaps: only its type literal
+ * and seq0, which the decoder checks against the sidecar. The binary twin
+ * of trusted-frame-scanner.ts's continuedRow; false when the payload
+ * b[start, end) does not start as a row of that kind.
+ */
+export function continuedBinaryRow(b: Uint8Array, frame: number, start: number, end: number, key: RunKey, time0: number, dtSum: number, n: number, dtAt: number, membersAt: number): boolean {
+  if (b !== dvOf) {
+    dv = new DataView(b.buffer, b.byteOffset, b.byteLength);
+    dvOf = b;
+  }
+  const type = key.kind === 'text' ? TEXT : key.kind === 'reasoning' ? REASONING : TOOL;
+  const at = start + 1 + TYPE.length;
+  if (b[start] !== 0x84 || !has(b, start + 1, TYPE) || !has(b, at, type) || !has(b, at + type.length, SEQ0) || !int(b, at + type.length + SEQ0.length, end)) return false;
+  const r = binaryRow;
+  r.key = key;
+  r.seq0 = num;
+  r.time0 = time0;
+  r.n = n;
+  r.dtSum = dtSum;
+  r.dtAt = frame + dtAt;
+  r.membersAt = frame + membersAt;
+  r.end = end;
+  return true;
+}
+
 /** Where the next 0xef byte at or after a position is, per buffer (one native search per stretch of the slice, not per frame). */
 let efOf: Uint8Array | null = null;
 let efAt = -1;
@@ -287,9 +316,9 @@ function partialSumsSafe(b: Uint8Array, at: number, gaps: number, time0: number,
   return true;
 }
 
-/** Most bytes writeRowGaps writes for the last row read (a separator and up to 17 characters a gap). */
+/** Most bytes writeRowGaps writes for the last row read (a separator and up to 17 characters a gap), and room for its last word store. */
 export function rowGapsBound(): number {
-  return binaryRow.n * 18;
+  return binaryRow.n * 18 + 4;
 }
 
 /** Most bytes writeRowMembers writes for the last row read: its member bytes escaped (6 a byte at most), quotes and commas. */
@@ -297,23 +326,52 @@ export function rowMembersBound(): number {
   return (binaryRow.end - binaryRow.membersAt) * 6 + binaryRow.n * 3;
 }
 
-/** The gaps of the row last read, comma-joined JSON numbers, at out[o] (after a comma when `comma`): the index after them. */
+/** A view of the output for word stores, per output buffer. */
+let outView: DataView = new DataView(new ArrayBuffer(8));
+let outOf: Uint8Array | null = null;
+
+/** A comma and the decimal digits of 0..127 (the gaps MessagePack stores in one byte), as little-endian words, and their lengths. */
+const GAP_WORDS = new Uint32Array(128);
+const GAP_LENGTHS = new Uint8Array(128);
+for (let t = 0; t < 128; t++) {
+  const s = `,${t}`;
+  let w = 0;
+  for (let k = 0; k < s.length; k++) w |= s.charCodeAt(k) << (8 * k);
+  GAP_WORDS[t] = w >>> 0;
+  GAP_LENGTHS[t] = s.length;
+}
+
+/**
+ * The gaps of the row last read, comma-joined JSON numbers, at out[o] (after
+ * a comma when `comma`): the index after them. A one-byte gap is one word
+ * store (the bytes past it are overwritten by what follows; rowGapsBound
+ * leaves room for the word).
+ */
 export function writeRowGaps(b: Uint8Array, out: Uint8Array, o: number, comma: boolean): number {
+  if (out !== outOf) {
+    outView = new DataView(out.buffer, out.byteOffset, out.byteLength);
+    outOf = out;
+  }
+  const dst = outView;
   const gaps = binaryRow.n - 1;
   let i = binaryRow.dtAt;
   const end = binaryRow.end;
-  for (let k = 0; k < gaps; k++) {
-    if (comma || k > 0) out[o++] = 0x2c;
+  let k = 0;
+  if (!comma && gaps > 0) {
+    // The run's first gap: no comma before it.
+    int(b, i, end);
+    o = writeInt(num, out, o);
+    i = numEnd;
+    k = 1;
+  }
+  for (; k < gaps; k++) {
     const t = b[i] as number;
-    if (t < 10) {
-      out[o++] = 0x30 + t;
-      i++;
-    } else if (t < 100) {
-      const q = (t / 10) | 0;
-      out[o++] = 0x30 + q;
-      out[o++] = 0x30 + (t - 10 * q);
+    if (t < 0x80) {
+      dst.setUint32(o, GAP_WORDS[t] as number, true);
+      o += GAP_LENGTHS[t] as number;
       i++;
     } else {
+      out[o++] = 0x2c;
       int(b, i, end);
       o = writeInt(num, out, o);
       i = numEnd;
@@ -328,9 +386,6 @@ for (let c = 0; c < 0x20; c++) ESCAPED[c] = 1;
 ESCAPED[0x22] = 1;
 ESCAPED[0x5c] = 1;
 
-/** A view of the output for word stores, per output buffer. */
-let outView: DataView = new DataView(new ArrayBuffer(8));
-let outOf: Uint8Array | null = null;
 
 /**
  * The members of the row last read, comma-joined JSON strings, at out[o]

@@ -20,7 +20,8 @@ import type { SliceEncoder } from './slice-encoder.js';
 import type { SliceTask } from './slice-protocol.js';
 import type { CrcCursor } from '../streams/frame-crc-file.js';
 import { BINARY_FRAME_VERSION, BINARY_HEADER_BYTES, MAX_FRAME_BYTES } from '../streams/frame-codec.js';
-import { binaryRow, readWriterRow, rowGapsBound, rowMembersBound, writeRowGaps, writeRowMembers } from '../streams/msgpack-row.js';
+import { binaryRow, continuedBinaryRow, readWriterRow, rowGapsBound, rowMembersBound, writeRowGaps, writeRowMembers } from '../streams/msgpack-row.js';
+import type { RunKey } from '../main/core/chunk-codec.js';
 import { jsonBytesBound, msgpackToJson, TRANSCODE_DECLINED } from '../streams/msgpack-json.js';
 import { scanJsonlRow } from '../streams/jsonl-row-scanner.js';
 import { scanJsonlEvent } from '../streams/jsonl-event-scanner.js';
@@ -33,8 +34,11 @@ export const BINARY_READ = 0;
 export const BINARY_FULL_DECODE = 1;
 export const BINARY_WRONG_SEQ = 2;
 
-/** The frame binaryFrame last read: its length, logical events, first seq and claim (core/frame-claim.ts). Reused. */
-export const binary = { length: 0, count: 0, first: 0, claim: 0 };
+/**
+ * The frame binaryFrame last read: its length, logical events, first seq and claim
+ * (core/frame-claim.ts), and its block when it was a writer's row (else null). Reused.
+ */
+export const binary: { length: number; count: number; first: number; claim: number; key: RunKey | null } = { length: 0, count: 0, first: 0, claim: 0, key: null };
 
 /** Where payloads are transcoded: reused from frame to frame; a frame needing more gets a buffer of its own. */
 const KEEP_SCRATCH_BYTES = 1024 * 1024;
@@ -43,9 +47,10 @@ let scratch = Buffer.allocUnsafe(64 * 1024);
 /**
  * Read the binary frame at `bytes[pos]` (log offset `offset`, the slice's
  * bytes ending at `len`), expected to start at `seq`, into `enc` cut to the
- * task's page range. BINARY_READ: `binary` says what it held.
+ * task's page range; `block`: the previous frame's block when it was a
+ * writer's row. BINARY_READ: `binary` says what it held.
  */
-export function binaryFrame(bytes: Buffer, pos: number, offset: number, len: number, seq: number, task: SliceTask, crcs: CrcCursor, enc: SliceEncoder): number {
+export function binaryFrame(bytes: Buffer, pos: number, offset: number, len: number, seq: number, task: SliceTask, crcs: CrcCursor, enc: SliceEncoder, block: RunKey | null): number {
   // The header as frame-codec.ts reads it (anything off is left to it, to be named).
   if (pos + BINARY_HEADER_BYTES > len || bytes[pos + 1] !== 0x50 || bytes[pos + 2] !== 0x46 || bytes[pos + 3] !== 0x32 || bytes.readUInt16LE(pos + 4) !== BINARY_FRAME_VERSION) return BINARY_FULL_DECODE;
   const payloadLength = bytes.readUInt32LE(pos + 8);
@@ -56,9 +61,14 @@ export function binaryFrame(bytes: Buffer, pos: number, offset: number, len: num
   const payloadEnd = pos + length;
   if (!trusted && crc32(bytes.subarray(payload, payloadEnd)) !== bytes.readUInt32LE(pos + 12)) return BINARY_FULL_DECODE;
   binary.length = length;
+  binary.key = null;
+  // A row continuing the previous frame's block whose metadata holds is read from it (no header or gap walk).
+  const m0 = trusted && block !== null ? crcs.continuingRow() : -1;
+  const known = m0 >= 0 && continuedBinaryRow(bytes, pos, payload, payloadEnd, block as RunKey, crcs.metaTime0(m0), crcs.metaDtSum(m0), crcs.metaCount(m0), crcs.metaDtStart(m0), crcs.metaDtEnd(m0));
   // The writer's own row, wholly in the page: its gaps and members transcoded straight into the run (msgpack-row.ts).
-  if (trusted && readWriterRow(bytes, payload, payloadEnd)) {
+  if (known || (trusted && readWriterRow(bytes, payload, payloadEnd))) {
     const r = binaryRow;
+    binary.key = r.key;
     binary.count = r.n;
     binary.first = r.seq0;
     if (r.seq0 !== seq) return BINARY_WRONG_SEQ;

@@ -55,7 +55,8 @@ const KEEP_BYTES = 8 * 1024 * 1024;
 /** Room for a slice of `len` bytes and the sinks that decode it: the slice's region (valid until the next task). */
 export function arenaFor(len: number): Buffer {
   const body = len + 4096;
-  const dt = (len >>> 2) + 1024;
+  // A binary row's gaps take two or three bytes each as JSON where they took one: half the slice.
+  const dt = (len >>> 1) + 1024;
   const members = len + 1024;
   // The head run (open at the slice's start, settled inside it) is short but for rare
   // slices; those move it out. Room reserved, even untouched, counts in V8's external
@@ -204,8 +205,9 @@ export function decodeSlice(task: SliceTask, bytes: Buffer, readMs = 0, into: En
     }
     if (bytes[pos] === MAGIC0) {
       // Transcoded to the JSON bytes of its record and read as those (binary-frame.ts).
-      const r = binaryFrame(bytes, pos, offset, len, seq, task, crcs, enc);
+      const r = binaryFrame(bytes, pos, offset, len, seq, task, crcs, enc, block);
       if (r === BINARY_READ) {
+        prevKey = binary.key;
         claims = addClaim(claims, binary.claim);
         seq += binary.count;
         pos += binary.length;
