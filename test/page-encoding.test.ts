@@ -105,7 +105,7 @@ describe('levels by body size', () => {
   it('use the configured levels for small bodies and step down for large ones, never raising a configured one', () => {
     expect([SMALL_BODY, SMALL_BODY + 1, LARGE_BODY, LARGE_BODY + 1].map((n) => levelFor('zstd', n, LEVELS))).toEqual([6, 3, 3, 1]);
     expect([SMALL_BODY, SMALL_BODY + 1, LARGE_BODY + 1].map((n) => levelFor('gzip', n, LEVELS))).toEqual([6, 4, 1]);
-    expect([SMALL_BODY, SMALL_BODY + 1, LARGE_BODY + 1].map((n) => levelFor('br', n, LEVELS))).toEqual([4, 4, 2]);
+    expect([SMALL_BODY, SMALL_BODY + 1, LARGE_BODY + 1].map((n) => levelFor('br', n, LEVELS))).toEqual([4, 4, 1]);
     expect(levelFor('gzip', SMALL_BODY + 1, { ...LEVELS, gzipLevel: 2 })).toBe(2);
     expect(levelFor('zstd', 10, { brotliQuality: 4, gzipLevel: 6 })).toBe(6);
   });

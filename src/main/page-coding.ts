@@ -51,7 +51,7 @@ export function levelFor(encoding: PageEncoding, size: number, levels: Compressi
     case 'gzip':
       return Math.min(levels.gzipLevel, [Infinity, 4, 1][tier]!);
     case 'br':
-      return Math.min(levels.brotliQuality, [Infinity, 4, 2][tier]!);
+      return Math.min(levels.brotliQuality, [Infinity, 4, 1][tier]!);
   }
 }
 

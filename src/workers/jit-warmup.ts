@@ -9,7 +9,7 @@
  *
  * Measured on the 5M-event tail page (2 workers, fresh process): ~500 ms
  * with no warm-up; ~220 ms with a synthetic warm-up that V8 then threw away
- * (see the ArrayBuffer note in page-task.ts); ~90 ms now. Ten rounds of this
+ * (see the ArrayBuffer note in page-task.ts); ~90 ms now. A few rounds of this
  * small log keep the worker's heap small: twenty rounds or a larger log
  * raised the process's peak RSS by 10-20 MB for no further gain.
  */
@@ -33,12 +33,21 @@ import { sliceTask, type SliceTask } from './slice-protocol.js';
  */
 const SEQ_BASE = 2 ** 32;
 const OFFSET_BASE = 2 ** 33;
+/**
+ * ...yet in a binary frame a real seq is a MessagePack uint16 or uint32 (a seq
+ * past 2^32 is packed as a float64), and the seqs read from real frames are
+ * small integers: the binary log is also decoded from a small seq base, whose
+ * seqs cross 65,536 within it. With only the large base, the first real
+ * binary page met those integer widths first and its transcoder deoptimized
+ * mid-page (docs/benchmarks.md, "Binary vs JSONL sessions").
+ */
+const SMALL_SEQ_BASE = 64_000;
 
-function syntheticEvents(): SessionEvent[] {
+function syntheticEvents(seqBase: number): SessionEvent[] {
   const out: SessionEvent[] = [];
   // Times mostly rise, sometimes step back (clock adjustments): negative gaps take their own
   // arithmetic paths in the scanners, and a path first met on a real page deoptimizes there.
-  const push = (e: Record<string, unknown>) => out.push({ ...e, seq: SEQ_BASE + out.length, time: 1_700_000_000_000 + out.length * 7 - (out.length % 13 === 0 ? 40 : 0) } as SessionEvent);
+  const push = (e: Record<string, unknown>) => out.push({ ...e, seq: seqBase + out.length, time: 1_700_000_000_000 + out.length * 7 - (out.length % 13 === 0 ? 40 : 0) } as SessionEvent);
   for (let turn = 1; turn <= 6; turn++) {
     push({ type: 'user/message', data: { content: [{ type: 'text', text: `question ${turn} with "quotes", \\ and ünïcödé` }] }, surfaceOp: 'append' });
     push({ type: 'assistant/chunk', data: { turn, step: 1, chunk: { type: 'block-start', index: 0, blockType: 'reasoning' } } });
@@ -64,28 +73,44 @@ function syntheticEvents(): SessionEvent[] {
     push({
       type: 'assistant/message',
       data: { turn, step: 1, message: { role: 'assistant', content: [{ type: 'text', text: 'answer '.repeat(20) }] }, usage: { inputTokens: 10, outputTokens: 5 } },
-      sourceEventSeqs: Array.from({ length: out.length - first }, (_, i) => SEQ_BASE + first + i),
+      sourceEventSeqs: Array.from({ length: out.length - first }, (_, i) => seqBase + first + i),
       surfaceOp: 'append',
     });
     push({ type: 'tool/result', data: { turn, step: 1, message: { content: [{ type: 'tool-result', isError: false, content: [{ type: 'text', text: 'ok\n'.repeat(30) }] }] }, meta: null, n: -1.5e3 }, surfaceOp: 'append' });
+    // Messages ending in an array or an object (the group walk reads a message's members back from
+    // its end), keys out of the writer's usual order, and `true` (every MessagePack literal).
+    // (In a host's key order, seq and time after the type: push() puts them last.) The message
+    // group walk from the end then meets an object and an array of objects first; the last event's
+    // transcoded JSON outgrows the transcoder's reused buffer.
+    const at = (k: number) => ({ seq: seqBase + out.length + k, time: 1_700_000_000_000 + out.length * 7 });
+    for (const e of [
+      { type: 'assistant/message', ...at(0), surfaceOp: 'append', sourceEventSeqs: [seqBase + out.length - 1], data: { turn, step: 2, done: true, message: { role: 'assistant', content: [] } } },
+      { type: 'user/message', ...at(1), sourceEventSeqs: [seqBase + out.length], data: { content: [{ type: 'text', text: 'more' }] }, tags: [{ ok: true }] },
+      ...(turn === 6 ? [{ type: 'tool/result', ...at(2), data: { turn, step: 2, output: 'y'.repeat(16_000) } }] : []),
+    ])
+      out.push(e as SessionEvent);
   }
   return out;
 }
 
-/** Frames of the synthetic log in both encodings, with the tasks that decode them whole and cut. */
+/** Frames of the synthetic log in both encodings (binary also from the small seq base), with the tasks that decode them whole and cut. */
 export function warmupWork(): { bytes: Buffer; tasks: SliceTask[] }[] {
-  const events = syntheticEvents();
+  return [...workFrom(SEQ_BASE, ['jsonl', 'binary']), ...workFrom(SMALL_SEQ_BASE, ['binary'])];
+}
+
+function workFrom(seqBase: number, encodings: readonly ('jsonl' | 'binary')[]): { bytes: Buffer; tasks: SliceTask[] }[] {
+  const events = syntheticEvents(seqBase);
   const records: StorageRecord[] = [];
   // Append batches of 30 events, as a host's write window stores long runs.
   for (let i = 0; i < events.length; i += 30) records.push(...packBatch(events.slice(i, i + 30)));
   // Plus a small generated session in a real host's batch shapes (the generator is pure).
   const gen = sessionBatches({ id: 'warmup', events: GEN_EVENTS, tailEvents: 1_000, seed: 11 });
-  for (const batch of gen.batches) records.push(...packBatch(batch.map((e: SessionEvent) => ({ ...e, seq: SEQ_BASE + e.seq + events.length }))));
-  return (['jsonl', 'binary'] as const).map((encoding) => {
+  for (const batch of gen.batches) records.push(...packBatch(batch.map((e: SessionEvent) => ({ ...e, seq: seqBase + e.seq + events.length }))));
+  return encodings.map((encoding) => {
     const enc = encodeRecords(records, OFFSET_BASE, encoding);
-    const n = SEQ_BASE + events.length + GEN_EVENTS;
+    const n = seqBase + events.length + GEN_EVENTS;
     const task = (fromSeq: number, toSeq: number, crcs: Uint8Array | undefined, meta: Uint8Array | undefined): SliceTask => {
-      const t = sliceTask('', 'warmup', OFFSET_BASE, OFFSET_BASE + enc.bytes.length, SEQ_BASE, n, fromSeq, toSeq);
+      const t = sliceTask('', 'warmup', OFFSET_BASE, OFFSET_BASE + enc.bytes.length, seqBase, n, fromSeq, toSeq);
       t.crcs = crcs;
       t.meta = meta;
       return t;
@@ -99,7 +124,7 @@ export function warmupWork(): { bytes: Buffer; tasks: SliceTask[] }[] {
     const meta = new Uint8Array(metaRecords(enc.bytes, enc.lengths, frameCrcs, { chain: null, key: null }).records);
     return {
       bytes: enc.bytes,
-      tasks: [task(SEQ_BASE, n, crcs, meta), task(SEQ_BASE + 17, n - 23, crcs, meta), task(SEQ_BASE, n, crcs, undefined), task(SEQ_BASE, n, undefined, undefined), task(SEQ_BASE + 17, n - 23, undefined, undefined)],
+      tasks: [task(seqBase, n, crcs, meta), task(seqBase + 17, n - 23, crcs, meta), task(seqBase, n, crcs, undefined), task(seqBase, n, undefined, undefined), task(seqBase + 17, n - 23, undefined, undefined)],
     };
   });
 }
@@ -134,13 +159,16 @@ function generalizeKeyChecks(): void {
   }
 }
 
+/** Rounds over the synthetic logs: seven over three logs (JSONL, binary, binary from small seqs) cost what ten over two did. */
+const ROUNDS = 7;
+
 /** Decode the synthetic log until the page path's functions are optimized (bounded by time). */
 export function warmUpJit(decode: (task: SliceTask, bytes: Buffer) => unknown, budgetMs = 1000): number {
   generalizeKeyChecks();
   const work = warmupWork();
   const t0 = performance.now();
   let rounds = 0;
-  while (rounds < 10 && performance.now() - t0 < budgetMs) {
+  while (rounds < ROUNDS && performance.now() - t0 < budgetMs) {
     for (const w of work) for (const t of w.tasks) decode(t, w.bytes);
     rounds++;
   }

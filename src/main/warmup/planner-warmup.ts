@@ -12,6 +12,13 @@ import { resolvePageParams } from '../core/page-rule.js';
 import type { EntryLine } from '../core/types.js';
 
 /**
+ * The header frame's length: the frames after it lie past 2^31, so their
+ * offsets are heap numbers, as a large real log's are read from its frame
+ * index (code that only saw small ones deoptimized on the first real plan).
+ */
+const HEAD_LENGTH = 2 ** 31 + 4096;
+
+/**
  * An entry sidecar of `frames` frames and its frame index, built a block of
  * lines at a time: the lines and entries of the whole sidecar held at once
  * (20,000 frames' worth, as before) outlived young-generation collections
@@ -19,11 +26,11 @@ import type { EntryLine } from '../core/types.js';
  * "Start-up and idle memory").
  */
 function syntheticSidecar(frames: number): { bytes: Buffer; index: Buffer; lastSeq: number } {
-  const head: EntryLine = { v: 1, seq: 0, count: 0, offset: 0, length: 120, kind: 'session', schema: 1 };
+  const head: EntryLine = { v: 1, seq: 0, count: 0, offset: 0, length: HEAD_LENGTH, kind: 'session', schema: 1 };
   const byteParts: Buffer[] = [Buffer.from(encodeEntry(head))];
   const indexParts: Buffer[] = [indexRecords([head])];
   let seq = 0;
-  let offset = 120;
+  let offset = HEAD_LENGTH;
   for (let i = 0; i < frames; ) {
     const lines: string[] = [];
     const entries: EntryLine[] = [];
