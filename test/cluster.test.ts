@@ -13,19 +13,9 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { runCluster } from '../loadtest/cluster.mjs';
+import { afterAll, beforeAll, describe, it } from 'vitest';
+import { runSmallCluster } from './helpers/cluster-run.js';
 import { startRedisServer, type RedisServer } from './helpers/redis.js';
-
-interface ClusterResult {
-  ok: boolean;
-  failures: string[];
-  events: number;
-  pages: number;
-  fenced: boolean;
-  writerKill: { inFlightStatus: string; nextSeqAfter: number };
-}
-type Run = (opts: Record<string, unknown>) => Promise<ClusterResult>;
 
 let redis: RedisServer;
 let dir: string;
@@ -42,20 +32,6 @@ afterAll(async () => {
 
 describe('a writer and two readers over a shared data directory', () => {
   it('pages equal the reference on every reader; followers lose nothing across reader and writer kills; a second writer is fenced', async () => {
-    const res = await (runCluster as Run)({
-      storeArgs: ['--data', dir],
-      redisUrl: redis.url,
-      appends: 20,
-      batch: 9,
-      intervalMs: 0,
-      seed: 7,
-      env: { SESSION_PAGER_JIT_WARMUP: '0', SESSION_PAGER_PAGE_WARMUP: '0' },
-    });
-    expect(res.failures).toEqual([]);
-    expect(res.ok).toBe(true);
-    expect(res.fenced).toBe(true);
-    expect(res.events).toBeGreaterThanOrEqual(20 * 9);
-    expect(res.pages).toBeGreaterThan(40);
-    expect(['200', 'killed']).toContain(res.writerKill.inFlightStatus);
+    await runSmallCluster(['--data', dir], redis.url, 7);
   }, 240_000);
 });

@@ -2,13 +2,18 @@
  * A real `session-pager serve` process on 127.0.0.1 (port 0) over a temp
  * data dir, for the client and load-harness suites. Needs `npm run build`.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 
 export const ROOT = resolve(import.meta.dirname, '..', '..');
 export const BIN = join(ROOT, 'bin', 'session-pager.js');
+
+/** One CLI command run to its end (stdout and stderr as text). */
+export function runBin(args: string[], env: NodeJS.ProcessEnv = process.env) {
+  return spawnSync(process.execPath, [BIN, ...args], { encoding: 'utf8', env, maxBuffer: 64 << 20 });
+}
 
 export interface ServerProcess {
   url: string;

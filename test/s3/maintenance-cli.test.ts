@@ -6,29 +6,19 @@
  * beside the session's, holds every byte the log had; no valid frame is
  * lost), reindex rebuilds every session, and `page --store` serves them.
  */
-import { spawnSync } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { randomUUID } from 'node:crypto';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { expandRecords } from '../../src/main/core/chunk-codec.js';
-import type { SessionEvent } from '../../src/main/core/types.js';
 import { sessionKeys } from '../../src/storage/layout.js';
 import { makeS3Backend, testS3Endpoint, testS3Store } from '../helpers/backends.js';
-import { BIN } from '../helpers/serve-process.js';
+import { chat } from '../helpers/chat-events.js';
+import { runBin } from '../helpers/serve-process.js';
 
-function cli(args: string[]) {
-  return spawnSync(process.execPath, [BIN, ...args], { encoding: 'utf8', env: process.env, maxBuffer: 64 << 20 });
-}
+const cli = runBin;
 
-const chat = (from: number, n: number): SessionEvent[] =>
-  Array.from({ length: n }, (_, i) => {
-    const seq = from + i;
-    return seq % 4 === 0
-      ? { type: 'user/message', seq, time: 1000 + seq, data: { text: `q${seq}` } }
-      : { type: 'assistant/chunk', seq, time: 1000 + seq, data: { turn: Math.floor(seq / 4), step: 0, chunk: { type: 'text-delta', index: 0, text: ` w${seq}` } } };
-  });
 
 describe('maintenance commands with --store over an S3 endpoint', () => {
   const cfg = testS3Endpoint() as NonNullable<ReturnType<typeof testS3Endpoint>>;

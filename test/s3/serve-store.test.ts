@@ -6,7 +6,6 @@
  * same page, and once the writer shuts down cleanly (sealed, lease given
  * back) the other may write.
  */
-import { spawnSync } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { randomUUID } from 'node:crypto';
 import { tmpdir } from 'node:os';
@@ -15,19 +14,11 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { expandRecords } from '../../src/main/core/chunk-codec.js';
 import type { SessionEvent } from '../../src/main/core/types.js';
 import { testS3Endpoint, testS3Store } from '../helpers/backends.js';
-import { BIN, startServerProcess, type ServerProcess } from '../helpers/serve-process.js';
+import { chat } from '../helpers/chat-events.js';
+import { runBin, startServerProcess, type ServerProcess } from '../helpers/serve-process.js';
 
-function cli(args: string[], env: NodeJS.ProcessEnv = process.env) {
-  return spawnSync(process.execPath, [BIN, ...args], { encoding: 'utf8', env, maxBuffer: 64 << 20 });
-}
+const cli = runBin;
 
-const chat = (from: number, n: number): SessionEvent[] =>
-  Array.from({ length: n }, (_, i) => {
-    const seq = from + i;
-    return seq % 4 === 0
-      ? { type: 'user/message', seq, time: 1000 + seq, data: { text: `q${seq}` } }
-      : { type: 'assistant/chunk', seq, time: 1000 + seq, data: { turn: Math.floor(seq / 4), step: 0, chunk: { type: 'text-delta', index: 0, text: ` w${seq}` } } };
-  });
 
 describe('serve --store over an S3 endpoint', () => {
   const cfg = testS3Endpoint() as NonNullable<ReturnType<typeof testS3Endpoint>>;

@@ -12,7 +12,8 @@ import { readFileSync, promises as fsp } from 'node:fs';
 import { PagerError } from '../../main/core/errors.js';
 import type { Lease } from '../backend.js';
 
-function alive(pid: number): boolean {
+/** Whether process `pid` exists (EPERM: it does, owned by another user). */
+export function processAlive(pid: number): boolean {
   try {
     process.kill(pid, 0);
     return true;
@@ -43,7 +44,7 @@ function ownerRuns(text: string): { pid: number; runs: boolean } | null {
   const [p, start] = text.trim().split(' ');
   const pid = Number.parseInt(p ?? '', 10);
   if (!Number.isSafeInteger(pid) || pid <= 0 || String(pid) !== p) return null;
-  if (!alive(pid)) return { pid, runs: false };
+  if (!processAlive(pid)) return { pid, runs: false };
   if (start === undefined) return { pid, runs: true };
   const now = processStart(pid);
   return { pid, runs: now === null || now === start };

@@ -15,6 +15,7 @@ import { PagerError } from '../../main/core/errors.js';
 import { INDEX, SESSIONS, isValidSessionId, parseBackupKey } from '../layout.js';
 import { StorageError, type Lease, type ObjectStat, type RandomReader, type StorageBackend, type WritableFile, type WriteMode } from '../backend.js';
 import { LocalBackend } from '../local/local-backend.js';
+import { processAlive } from '../local/pid-lease.js';
 import { BlockCache, DEFAULT_BLOCK_BYTES, DEFAULT_CACHE_BYTES } from './block-cache.js';
 import { CheckedReads } from './checked-reads.js';
 import type { ObjectStore } from './object-store.js';
@@ -55,14 +56,6 @@ export const S3_DEFAULTS = {
   wholeIndexBytes: 4 * 1024 * 1024,
 };
 
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (err) {
-    return (err as NodeJS.ErrnoException).code === 'EPERM';
-  }
-}
 
 class S3Writable implements WritableFile {
   private closed = false;
@@ -143,7 +136,7 @@ export class S3Backend implements StorageBackend {
       inlineBytes: opts.inlineBytes ?? S3_DEFAULTS.inlineBytes,
       wholeIndexBytes: opts.wholeIndexBytes ?? S3_DEFAULTS.wholeIndexBytes,
       checkBytes: opts.checkBytes ?? DEFAULT_CHECK_BYTES,
-      alive: opts.pidAlive ?? alive,
+      alive: opts.pidAlive ?? processAlive,
     };
   }
 
