@@ -75,12 +75,12 @@ async function writeExport(file: string, events: number, shape: 'jsonl' | 'array
     const e = i % 40 === 0 ? { type: 'user/message', seq: i, time: 1000 + i, data: { text } } : { type: 'assistant/chunk', seq: i, time: 1000 + i, data: { turn: 1, step: 1, chunk: { type: 'text-delta', index: 0, text: text.slice(0, 10 + (i % 40)) } } };
     buf += shape === 'array' ? (i === 0 ? '' : ',') + JSON.stringify(e) : JSON.stringify(e) + '\n';
     if (buf.length > 1 << 20) {
-      if (!w.write(buf)) await new Promise((r) => w.once('drain', r));
+      if (!w.write(buf)) await new Promise<void>((r) => w.once('drain', () => r()));
       buf = '';
     }
   }
   w.end(shape === 'array' ? buf + ']' : buf);
-  await new Promise((r) => w.once('finish', r));
+  await new Promise<void>((r) => w.once('finish', () => r()));
 }
 
 describe('interrupting gen', () => {

@@ -62,7 +62,7 @@ describe('checkPage', () => {
       'row extra key',
       (p) => {
         const q = clone(p);
-        (q.records[rowAt(q)] as { chunks: Record<string, unknown> }).chunks.extra = 1;
+        (q.records[rowAt(q)] as unknown as { chunks: Record<string, unknown> }).chunks.extra = 1;
         return q;
       },
       /keys must be exactly/,

@@ -96,7 +96,7 @@ async function expectPlannedFromIndex(id: string): Promise<void> {
   const frames = projection(id, 'frames.idx');
   const meta = JSON.parse(readFileSync(sessionPaths(dir, id).meta, 'utf8'));
   expect(frames?.length).toBe(meta.frameCount * INDEX_RECORD_BYTES);
-  if (meta.nextSeq > 0) expect((await store.plan(id, {})).plan.fromIndex).toBe(true);
+  if (meta.nextSeq > 0) expect(((await store.plan(id, {})).plan as { fromIndex?: boolean }).fromIndex).toBe(true);
 }
 
 describe('import', () => {

@@ -110,7 +110,7 @@ describe('msgpackToJson on JSON-compatible values', () => {
 
 const widthArb = fc.constantFrom(0, 1, 2, 4, 8);
 const utf8 = (s: string): Uint8Array => Buffer.from(s, 'utf8');
-const strBytesArb = fc.oneof(
+const strBytesArb: fc.Arbitrary<Uint8Array> = fc.oneof(
   { weight: 6, arbitrary: stringArb.map(utf8) },
   { weight: 1, arbitrary: fc.uint8Array({ maxLength: 6 }) },
   {
@@ -132,7 +132,7 @@ const keyArb: fc.Arbitrary<Node> = fc.oneof(
   { weight: 1, arbitrary: fc.record({ t: fc.constant('int' as const), v: fc.integer({ min: -40, max: 300 }), width: widthArb }) },
 );
 
-const nodeArb: fc.Arbitrary<Node> = fc.letrec((tie) => ({
+const nodeArb: fc.Arbitrary<Node> = fc.letrec<{ n: Node }>((tie) => ({
   n: fc.oneof(
     { depthSize: 'small' },
     fc.record({ t: fc.constant('int' as const), v: fc.oneof(fc.integer(), fc.maxSafeInteger(), fc.constantFrom(2 ** 53, -(2 ** 53), 2 ** 63, -(2 ** 63))), width: widthArb }),

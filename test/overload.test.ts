@@ -69,7 +69,7 @@ describe('overload (real server process, clients ignoring Retry-After)', () => {
     const seen: string[] = [];
     // OVERLOAD_TEST_UNBOUNDED=1 measures the server as it was before issue 16 (no admission,
     // instant 503s): this test must then fail (docs/benchmarks.md has such a run).
-    const unbounded = process.env.OVERLOAD_TEST_UNBOUNDED === '1' ? { SESSION_PAGER_ADMISSION: 'off', SESSION_PAGER_SHED_DELAY_MS: '0' } : {};
+    const unbounded: Record<string, string> = process.env.OVERLOAD_TEST_UNBOUNDED === '1' ? { SESSION_PAGER_ADMISSION: 'off', SESSION_PAGER_SHED_DELAY_MS: '0' } : {};
     for (let attempt = 1; attempt <= 3; attempt++) {
       const { runs } = await measure(unbounded);
       const v = verdict(runs);

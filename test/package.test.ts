@@ -12,6 +12,8 @@ import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'no
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
+// semver ships no types (it is here through npm's own tree); only satisfies() is used.
+// @ts-expect-error no declaration file
 import semver from 'semver';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 

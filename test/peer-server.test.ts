@@ -56,7 +56,7 @@ describe('SQLite peer over HTTP (bench)', () => {
     for (let i = 0; i < 60; i++) {
       const maxMessages = [1, 2, 5, 50][Math.floor(rand() * 4)] as number;
       const params: Record<string, number> = i === 0 ? { maxMessages } : { throughSeq: last, beforeSeq: Math.floor(rand() * (last + 2)), maxMessages };
-      const q = new URLSearchParams(Object.entries(params).map(([k, v]) => [k, String(v)]));
+      const q = new URLSearchParams(Object.entries(params).map(([k, v]): [string, string] => [k, String(v)]));
       const mine = (await store.pageBuffer(log.id, params)).body;
       const gzip = i % 3 === 0;
       const res = await get(`/v1/sessions/${log.id}/page?${q}`, { 'accept-encoding': gzip ? 'gzip' : 'identity' });

@@ -149,8 +149,8 @@ export function openSse(url: string, headers: Record<string, string> = {}): Prom
           req.destroy();
           res.destroy();
         },
-        waitFor: (what, pred, timeoutMs = 15_000) =>
-          until(
+        waitFor: async (what, pred, timeoutMs = 15_000) => {
+          await until(
             what,
             () => {
               if (pred(events)) return true;
@@ -158,7 +158,8 @@ export function openSse(url: string, headers: Record<string, string> = {}): Prom
               return false;
             },
             timeoutMs,
-          ),
+          );
+        },
       };
       res.setEncoding('utf8');
       res.on('data', (chunk: string) => {

@@ -46,7 +46,9 @@ describe('scanTrustedFrame', () => {
       fc.property(rowsArb, (rows) => {
         for (const row of rows) {
           const { data, ...top } = row;
-          const reordered = [JSON.stringify({ seq0: top.seq0, ...top, data }), JSON.stringify(row, null, 1), JSON.stringify({ ...row, data: { dt: data.dt, ...data } })];
+          const { seq0, ...afterSeq0 } = top;
+          const { dt, ...afterDt } = data;
+          const reordered = [JSON.stringify({ seq0, ...afterSeq0, data }), JSON.stringify(row, null, 1), JSON.stringify({ ...row, data: { dt, ...afterDt } })];
           for (const text of reordered) {
             const line = Buffer.from(text);
             const r = scanTrustedRow(line);

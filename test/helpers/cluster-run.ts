@@ -19,7 +19,7 @@ export interface ClusterResult {
 type Run = (opts: Record<string, unknown>) => Promise<ClusterResult>;
 
 export async function runSmallCluster(storeArgs: string[], redisUrl: string, seed: number): Promise<ClusterResult> {
-  const res = await (runCluster as Run)({
+  const res = await (runCluster as unknown as Run)({
     storeArgs,
     redisUrl,
     appends: 20,

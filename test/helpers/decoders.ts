@@ -23,22 +23,24 @@ function viaCli(cmd: string, args: string[]): (b: Buffer) => Buffer {
   return (b) => {
     const r = spawnSync(cmd, args, { input: b, maxBuffer: 512 * 1024 * 1024 });
     expect(r.status, `${cmd} ${args.join(' ')}: ${String(r.stderr)}`).toBe(0);
-    return r.stdout;
+    return Buffer.from(r.stdout);
   };
 }
 
+type Decoder = { name: string; decode: (b: Buffer) => Buffer };
+
 /** `cliToo`: the command-line decoders as well (a process each: slower). */
-export function decoders(coding: PageEncoding, cliToo = true): { name: string; decode: (b: Buffer) => Buffer }[] {
+export function decoders(coding: PageEncoding, cliToo = true): Decoder[] {
   switch (coding) {
     case 'gzip': {
-      const out = [{ name: 'zlib.gunzipSync', decode: (b: Buffer) => gunzipSync(b) }];
+      const out: Decoder[] = [{ name: 'zlib.gunzipSync', decode: (b: Buffer) => gunzipSync(b) }];
       if (cliToo && HAVE_GZIP_CLI) out.push({ name: 'gzip -d', decode: viaCli('gzip', ['-d', '-c']) });
       return out;
     }
     case 'br':
       return [{ name: 'zlib.brotliDecompressSync', decode: (b) => brotliDecompressSync(b) }];
     case 'zstd': {
-      const out = [{ name: 'fzstd', decode: (b: Buffer) => Buffer.from(fzstdDecompress(b)) }];
+      const out: Decoder[] = [{ name: 'fzstd', decode: (b: Buffer) => Buffer.from(fzstdDecompress(b)) }];
       if (cliToo && HAVE_ZSTD_CLI) out.push({ name: 'zstd -d', decode: viaCli('zstd', ['-d', '-c', '-q']) });
       return out;
     }
