@@ -5,7 +5,8 @@
  */
 import { describe, expect, it } from 'vitest';
 import type { EntryLine } from '../src/main/core/types.js';
-import { INDEX_RECORD_BYTES, indexBackward, indexRecords } from '../src/streams/frame-index-file.js';
+import fc from 'fast-check';
+import { FrameIndexFile, INDEX_RECORD_BYTES, indexBackward, indexRecords } from '../src/streams/frame-index-file.js';
 
 function entries(n: number): EntryLine[] {
   const out: EntryLine[] = [{ v: 1, seq: 0, count: 0, offset: 0, length: 97, kind: 'frame', schema: 1 }];
@@ -54,5 +55,39 @@ describe('frame index records', () => {
     expect(got.seqs).toEqual(expected.map((e) => e.seq));
     expect(got.groups).toEqual(expected.map((e) => e.group));
     expect(got.first).toEqual(expected.map((_, i) => i === expected.length - 1));
+  });
+});
+
+describe('frame index search by seq', () => {
+  it('finds the frame of a seq with or without a range said to hold it, a wrong range being ignored', async () => {
+    const es = entries(6_000);
+    const records = indexRecords(es);
+    const last = es[es.length - 1] as EntryLine;
+    let reads = 0;
+    const file = {
+      size: records.length,
+      read: async (pos: number, len: number) => {
+        reads++;
+        return records.subarray(pos, pos + len);
+      },
+      close: async () => undefined,
+    };
+    const index = (await FrameIndexFile.openIfWhole(file, es.length, last.offset + last.length, last.seq + last.count)) as FrameIndexFile;
+    expect(index).not.toBeNull();
+    await fc.assert(
+      fc.asyncProperty(fc.integer({ min: (es[1] as EntryLine).seq, max: last.seq + last.count - 1 }), fc.integer({ min: -3, max: es.length + 3 }), fc.integer({ min: -3, max: es.length + 3 }), async (seq, a, b) => {
+        const want = es.findLastIndex((e, i) => i > 0 && e.seq <= seq);
+        const plain = await index.findBySeq(seq);
+        expect(plain).toBe(want);
+        expect(await index.findBySeq(seq, { lo: Math.min(a, b), hi: Math.max(a, b) })).toBe(want);
+        // A true range is searched alone: two probes, then one block.
+        const lo = Math.max(1, want - 100);
+        const hi = Math.min(es.length - 1, want + 100);
+        reads = 0;
+        expect(await index.findBySeq(seq, { lo, hi })).toBe(want);
+        expect(reads).toBeLessThanOrEqual(3);
+      }),
+      { numRuns: 400 },
+    );
   });
 });

@@ -16,6 +16,11 @@ import { listedName, manifestName, manifestNumber, roleOfKey } from '../src/stor
 import { sealCut } from '../src/storage/s3/seal-cut.js';
 import { decodeSegment, encodeSegment } from '../src/storage/s3/segment-file.js';
 import { parseS3Url } from '../src/storage/s3/store-url.js';
+import { checkSparse, pageRecords, SPARSE_OF, summarizeRecords, type SparseIndex } from '../src/storage/s3/sparse-index.js';
+import { INDEX_RECORD_BYTES, indexBackward, indexRecords } from '../src/streams/frame-index-file.js';
+import { planPage } from '../src/main/core/page-planner.js';
+import { resolvePageParams } from '../src/main/core/page-rule.js';
+import type { EntryLine } from '../src/main/core/types.js';
 
 describe('s3 store URL', () => {
   it('parses bucket and prefix, refuses what S3 or a path would not take', () => {
@@ -275,5 +280,83 @@ describe('s3 reads verified by the check table', () => {
     expect((await new CheckedReads(objects).get('o', ev.at + 1900, ev.at + 2100, check)).subarray(100)).toEqual(Buffer.alloc(100));
     // No check known: refused, never read unverified.
     await expect(after.get('o', 0, 10, undefined)).rejects.toThrow(/no check known/);
+  });
+});
+
+describe('s3 sparse index of the frame index', () => {
+  /** A frame index of random frames: counted messages (count 1, a group start at or before their seq) and rows. */
+  const sessionArb = fc.array(fc.record({ msg: fc.boolean(), count: fc.integer({ min: 1, max: 9 }), back: fc.integer({ min: 0, max: 400 }) }), { minLength: 1, maxLength: 3000 }).map((frames) => {
+    const es: EntryLine[] = [{ v: 1, seq: 0, count: 0, offset: 0, length: 50, kind: 'session', schema: 1 }];
+    let seq = 0;
+    let offset = 50;
+    for (const f of frames) {
+      const e: EntryLine = { v: 1, seq, count: f.msg ? 1 : f.count, offset, length: 40, kind: 'frame', schema: 1 };
+      if (f.msg) e.group = Math.max(0, seq - f.back);
+      es.push(e);
+      seq += e.count;
+      offset += 40;
+    }
+    return es;
+  });
+
+  function sparseOf(records: Buffer, every: number): SparseIndex {
+    const sp: SparseIndex = { of: SPARSE_OF, born: 'b', every, seq: [], msgs: [], group: [] };
+    const stride = every * INDEX_RECORD_BYTES;
+    for (let k = 0; (k + 1) * stride <= records.length; k++) {
+      const [a, b, c] = summarizeRecords(records.subarray(k * stride, (k + 1) * stride));
+      sp.seq.push(a);
+      sp.msgs.push(b);
+      sp.group.push(c);
+    }
+    return sp;
+  }
+
+  it('names a range holding the record of the page\'s last seq, and every record the planner reads for the page (and the checksum seed before)', async () => {
+    await fc.assert(
+      fc.asyncProperty(sessionArb, fc.integer({ min: 1, max: 64 }), fc.double({ min: 0, max: 1, noNaN: true }), fc.integer({ min: 1, max: 60 }), fc.boolean(), async (es, every, at, maxMessages, tail) => {
+        const records = indexRecords(es);
+        const sp = sparseOf(records, every);
+        const nextSeq = (es[es.length - 1] as EntryLine).seq + (es[es.length - 1] as EntryLine).count;
+        if (nextSeq === 0) return;
+        const end = tail ? undefined : 1 + Math.floor(at * (nextSeq - 1));
+        const got = pageRecords(sp, es.length, end, maxMessages);
+        if (es.length < 2) {
+          expect(got).toBeNull();
+          return;
+        }
+        expect(got).not.toBeNull();
+        const { find, from, to } = got as NonNullable<typeof got>;
+        // The record of the last seq: the last whose seq is at most end - 1.
+        let last = es.length - 1;
+        if (end !== undefined) {
+          last = es.findLastIndex((e, i) => i > 0 && e.seq <= end - 1);
+          expect(find).not.toBeNull();
+          expect(find!.lo).toBeLessThanOrEqual(last);
+          expect(find!.hi).toBeGreaterThanOrEqual(last);
+          expect(to).toBeGreaterThanOrEqual(Math.min(es.length - 1, find!.hi + 1));
+        } else expect(find).toBeNull();
+        const read: number[] = [];
+        const src = indexBackward((first, n) => {
+          read.push(first, first + n - 1);
+          return records.subarray(first * INDEX_RECORD_BYTES, (first + n) * INDEX_RECORD_BYTES);
+        }, last);
+        const plan = await planPage(resolvePageParams({ maxMessages, ...(end === undefined ? {} : { throughSeq: end - 1 }) }, nextSeq - 1), src);
+        const firstRecord = plan.span === null ? last : es.indexOf(plan.span.first);
+        expect(from).toBeLessThanOrEqual(Math.min(...read, Math.max(0, firstRecord - 1)));
+        expect(to).toBeGreaterThanOrEqual(Math.max(...read));
+      }),
+      { numRuns: 300 },
+    );
+  });
+
+  it('travels in the manifest, checked field by field', () => {
+    const sp: SparseIndex = { of: SPARSE_OF, born: 'b', every: 4, seq: [0, 9], msgs: [1, 0], group: [0, -1] };
+    const m = { ...manifest(), sparse: sp };
+    expect(decodeManifest(encodeManifest(m), 3, 's')).toEqual(m);
+    expect(decodeManifest(encodeManifest(manifest()), 3, 's').sparse).toBeUndefined();
+    for (const bad of [{ ...sp, of: 'p/frames.meta' }, { ...sp, every: 0 }, { ...sp, msgs: [1] }, { ...sp, group: [0, -2] }, { ...sp, seq: [0, 1.5] }, { ...sp, born: 1 }, null]) {
+      expect(() => checkSparse(bad), JSON.stringify(bad)).toThrow(/sparse index/);
+      expect(() => decodeManifest(encodeManifest({ ...manifest(), sparse: bad as SparseIndex }), 3, 's')).toThrow(/sparse index/);
+    }
   });
 });

@@ -181,6 +181,16 @@ export interface StorageBackend {
    */
   changeMark?(key: string): string | undefined;
   /**
+   * A page of session `id` (asked with these parameters, unchecked) is
+   * about to be planned. A store whose reads are round trips (S3) fetches
+   * ahead, in one parallel wave with the page's first reads, what planning
+   * it will read of the frame index and its projections, and may say where
+   * the frame index record of the page's last seq lies: records [lo, hi]
+   * (a hint: the planner uses it only once the records at its ends prove
+   * it). Null or absent: nothing to say.
+   */
+  pageHint?(id: string, ask: { throughSeq?: number; beforeSeq?: number; maxMessages?: number }): Promise<{ lo: number; hi: number } | null>;
+  /**
    * Sessions this process should open a writer for at start-up: a writer of
    * this process's predecessor (same host, same tail folder) crashed with
    * a durable tail its readers cannot see yet (a network store keeps the

@@ -156,10 +156,21 @@ export class FrameIndexFile {
    * Record number of the frame holding `seq` (the last record whose seq <= seq).
    * Probes single records until the range fits one block, then reads that
    * block once and finishes in memory: half the reads of a plain binary search.
+   * `within`: records [lo, hi] said to hold it (a network store's sparse
+   * index, whose reads are round trips): searched alone once the record at
+   * `lo` and the one after `hi` prove the answer lies there (both read at
+   * once), else ignored.
    */
-  async findBySeq(seq: number): Promise<number> {
+  async findBySeq(seq: number, within?: { lo: number; hi: number } | null): Promise<number> {
     let lo = 1; // record 0 is the header
     let hi = this.records - 1;
+    if (within != null && Number.isSafeInteger(within.lo) && Number.isSafeInteger(within.hi) && within.lo >= lo && within.lo <= within.hi && within.hi <= hi) {
+      const [atLo, afterHi] = await Promise.all([this.seqAt(within.lo), within.hi < hi ? this.seqAt(within.hi + 1) : Number.POSITIVE_INFINITY]);
+      if (atLo <= seq && afterHi > seq) {
+        lo = within.lo;
+        hi = within.hi;
+      }
+    }
     while (hi - lo >= BLOCK_RECORDS) {
       const mid = (lo + hi + 1) >>> 1;
       if ((await this.seqAt(mid)) <= seq) lo = mid;

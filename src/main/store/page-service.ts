@@ -130,13 +130,13 @@ export class PageService {
    * Plan from the binary frame index when it is whole for this session
    * (typed records, no parsing), else from the JSONL entry sidecar.
    */
-  private async planResolved(v: SessionView, r: ResolvedParams, useIndex = true): Promise<IndexedPlan> {
+  private async planResolved(v: SessionView, r: ResolvedParams, useIndex = true, hint?: Promise<{ lo: number; hi: number } | null>): Promise<IndexedPlan> {
     if (r.end <= 0) return { throughSeq: r.throughSeq, fromSeq: 0, toSeq: 0, hasMore: false, span: null };
     const reader = useIndex && (await this.indexTrust.usable(v.paths)) ? await this.storage.openReader(indexKey(v.paths)).catch(() => null) : null;
     const index = reader === null ? null : await FrameIndexFile.openIfWhole(reader, v.frameCount, v.indexedLength, v.nextSeq);
     if (index !== null) {
       try {
-        const from = r.end - 1 >= v.nextSeq - 1 ? index.records - 1 : await index.findBySeq(r.end - 1);
+        const from = r.end - 1 >= v.nextSeq - 1 ? index.records - 1 : await index.findBySeq(r.end - 1, await hint);
         const plan = await planPage(r, index.backwardFrom(from));
         // A plan that does not fit the session: the index is damaged, the sidecar plans instead.
         if (checkPlan(plan, v) === null) return { ...plan, fromIndex: true, lastRecord: from };
@@ -302,6 +302,8 @@ export class PageService {
 
   /** The page as asked: `coding` adds its body in that coding (`encoded`), from the cache when it holds that form. */
   async pageBuffer(id: string, params: PageParams = {}, signal?: AbortSignal, coding?: OutputCoding): Promise<PageBuffer> {
+    // A store whose reads are round trips fetches the page's index records ahead, beside the view's reads.
+    const hint = this.storage.pageHint?.(id, params).catch(() => null);
     const view = await this.views.view(id, params.throughSeq);
     this.servable(id, view);
     const r = resolvePageParams(params, view.nextSeq - 1);
@@ -320,7 +322,7 @@ export class PageService {
       return { ...hit, encoded: { encoding: coding.encoding, body: form } };
     }
     const t0 = performance.now();
-    let plan = await this.planResolved(view, r);
+    let plan = await this.planResolved(view, r, true, hint);
     const t1 = performance.now();
     // The client left while we planned: queue nothing for it.
     signal?.throwIfAborted();

@@ -51,6 +51,37 @@ export class BlockCache {
     const B = this.blockBytes;
     const end = at + len;
     const first = Math.floor((at - lo) / B);
+    const got = await Promise.all(this.blocksOf(name, at, len, lo, hi, check));
+    const out = Buffer.allocUnsafe(len);
+    let filled = 0;
+    for (let i = 0; i < got.length; i++) {
+      const blk = got[i] as Block;
+      const s = Math.max(at, blk.from);
+      const e = Math.min(end, blk.from + blk.buf.length);
+      if (e <= s) break;
+      blk.buf.copy(out, s - at, s - blk.from, e - blk.from);
+      filled = e - at;
+      if (e < Math.min(end, lo + (first + i + 1) * B)) break;
+    }
+    return filled === len ? out : out.subarray(0, filled);
+  }
+
+  /**
+   * Start fetching the missing blocks of bytes [at, at + len) (as `read`
+   * would, one GET per run of missing blocks) without waiting for them or
+   * copying them out: a later read of those bytes finds them cached or in
+   * flight. Failures are left to that read.
+   */
+  prefetch(name: string, at: number, len: number, lo = 0, hi = Number.POSITIVE_INFINITY, check?: ObjectCheck): void {
+    if (len <= 0) return;
+    for (const p of this.blocksOf(name, at, len, lo, hi, check)) if (p instanceof Promise) p.catch(() => undefined);
+  }
+
+  /** The blocks covering [at, at + len): cached ones, and promises of those in flight or fetched now. */
+  private blocksOf(name: string, at: number, len: number, lo: number, hi: number, check: ObjectCheck | undefined): (Block | Promise<Block>)[] {
+    const B = this.blockBytes;
+    const end = at + len;
+    const first = Math.floor((at - lo) / B);
     const last = Math.floor((end - 1 - lo) / B);
     const parts: (Block | Promise<Block>)[] = [];
     let runStart = -1;
@@ -103,19 +134,7 @@ export class BlockCache {
       if (runStart === -1) runStart = b;
     }
     flush(last + 1);
-    const got = await Promise.all(parts);
-    const out = Buffer.allocUnsafe(len);
-    let filled = 0;
-    for (let i = 0; i < got.length; i++) {
-      const blk = got[i] as Block;
-      const s = Math.max(at, blk.from);
-      const e = Math.min(end, blk.from + blk.buf.length);
-      if (e <= s) break;
-      blk.buf.copy(out, s - at, s - blk.from, e - blk.from);
-      filled = e - at;
-      if (e < Math.min(end, lo + (first + i + 1) * B)) break;
-    }
-    return filled === len ? out : out.subarray(0, filled);
+    return parts;
   }
 
   private async fetchOne(name: string, b: number, lo: number, hi: number, check?: ObjectCheck): Promise<Block> {

@@ -14,6 +14,7 @@
 import { crc32 } from 'node:zlib';
 import type { MemberName } from './remote-names.js';
 import type { ObjectCheck } from './segment-file.js';
+import { checkSparse, type SparseIndex } from './sparse-index.js';
 
 /** Bytes of a member: `len` bytes at `at` of remote object `o` (seg/..., tail/...), or inline (base64 `d`). */
 export type Extent = { o: string; at: number; len: number } | { d: string; len: number };
@@ -55,6 +56,8 @@ export interface Manifest {
   members: Partial<Record<MemberName, MemberState>>;
   /** The check of every object the members' extents name (and only those). */
   checks: Record<string, ObjectCheck>;
+  /** Where a page's frame index records lie, by seq (sparse-index.ts; a hint, absent in manifests of older writers). */
+  sparse?: SparseIndex;
 }
 
 const MEMBER_RE = /^(events|entries|meta|p\/[A-Za-z0-9][A-Za-z0-9._-]{0,127})$/;
@@ -142,7 +145,9 @@ export function decodeManifest(bytes: Buffer, n: number, session: string): Manif
   for (const o of named) if (checks[o] === undefined) fail(`no check for ${o}`);
   for (const o of Object.keys(checks)) if (!named.has(o)) fail(`check for ${o}, which no extent names`);
   for (const [name, s] of Object.entries(members)) for (const e of s?.extents ?? []) if ('o' in e && e.at + e.len > (checks[e.o] as ObjectCheck).at) fail(`extent of ${name} past its object's checked bytes`);
-  return { v: 1, session, n, epoch: x.epoch, writer: checkWriter(x.writer), leaseMs: x.leaseMs, time: x.time, serial: x.serial, members, checks };
+  const out: Manifest = { v: 1, session, n, epoch: x.epoch, writer: checkWriter(x.writer), leaseMs: x.leaseMs, time: x.time, serial: x.serial, members, checks };
+  if (x.sparse !== undefined) out.sparse = checkSparse(x.sparse);
+  return out;
 }
 
 /** The extents covering bytes [0, at) of a member (the last one cut short). */

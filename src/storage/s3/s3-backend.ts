@@ -21,7 +21,8 @@ import { CheckedReads } from './checked-reads.js';
 import type { ObjectStore } from './object-store.js';
 import { listedName, roleOfKey, sessionFolder, type MemberName } from './remote-names.js';
 import { DEFAULT_CHECK_BYTES } from './segment-file.js';
-import { SessionVolume, type VolumeConfig } from './session-volume.js';
+import { SessionVolume, type PageAsk, type PageHint, type VolumeConfig } from './session-volume.js';
+import { DEFAULT_SPARSE_EVERY } from './sparse-index.js';
 import { underPrefix, type S3Location } from './store-url.js';
 
 export interface S3BackendOptions {
@@ -40,6 +41,8 @@ export interface S3BackendOptions {
   cacheBytes?: number;
   /** Chunk size of the check tables of the segments and tail objects this writer makes. */
   checkBytes?: number;
+  /** Frame index records per entry of the manifests' sparse index (sparse-index.ts). */
+  sparseEvery?: number;
   /** Told when a read finds a segment or tail object damaged (default: a line on stderr). */
   onDamage?: (object: string, why: string) => void;
   /** Whether a process id is alive (default: signal 0); tests stand a crashed writer in with it. */
@@ -136,6 +139,7 @@ export class S3Backend implements StorageBackend {
       inlineBytes: opts.inlineBytes ?? S3_DEFAULTS.inlineBytes,
       wholeIndexBytes: opts.wholeIndexBytes ?? S3_DEFAULTS.wholeIndexBytes,
       checkBytes: opts.checkBytes ?? DEFAULT_CHECK_BYTES,
+      sparseEvery: opts.sparseEvery ?? DEFAULT_SPARSE_EVERY,
       alive: opts.pidAlive ?? processAlive,
     };
   }
@@ -337,6 +341,17 @@ export class S3Backend implements StorageBackend {
     const n = at === undefined ? null : /^m(\d{1,15})$/.exec(at);
     if (n !== null && n !== undefined) await this.volume(r.id).latestAt(Number(n[1]));
     else await this.volume(r.id).latest(true);
+  }
+
+  /**
+   * A page of session `id` is about to be served: fetch ahead, in parallel
+   * with the page's first reads, the frame index records planning it will
+   * read (the manifest's sparse index says which), and say where the record
+   * of its last seq lies (session-volume.ts `pageHint`).
+   */
+  async pageHint(id: string, ask: PageAsk): Promise<PageHint | null> {
+    if (!isValidSessionId(id)) return null;
+    return this.volume(id).pageHint(ask);
   }
 
   /** `m<n>`: the manifest this process's writer of `key`'s session made last (its last acknowledged change is in it). */

@@ -20,6 +20,11 @@ import { ObjectExists, ObjectNotFound, type ObjectStore } from './object-store.j
 import { epochOfObject, manifestName, manifestNumber, segmentName, tailName, type MemberName } from './remote-names.js';
 import { sealCut } from './seal-cut.js';
 import { encodeSegment, type ObjectCheck, type SectionInput } from './segment-file.js';
+import { pageRecords, SPARSE_OF, summarizeRecords, type SparseIndex } from './sparse-index.js';
+import { INDEX_RECORD_BYTES } from '../../streams/frame-index-file.js';
+import { CRC_FILE_NAME, CRC_RECORD_BYTES } from '../../streams/frame-crc-file.js';
+import { META_FILE_NAME, META_RECORD_BYTES } from '../../streams/frame-meta-file.js';
+import { DEFAULT_MAX_MESSAGES, MAX_MAX_MESSAGES } from '../../main/core/page-rule.js';
 
 export interface VolumeConfig {
   objects: ObjectStore;
@@ -44,6 +49,8 @@ export interface VolumeConfig {
   wholeIndexBytes: number;
   /** Chunk size of the check tables of the objects this writer makes. */
   checkBytes: number;
+  /** Records of the frame index per entry of the manifest's sparse index (sparse-index.ts). */
+  sparseEvery: number;
   /** Whether a process id is alive (a crashed writer's lease is taken over at once on its own host). */
   alive(pid: number): boolean;
 }
@@ -91,7 +98,29 @@ interface Owner {
   oldManifests: number[];
   /** The check of every object this writer's members name (or has just uploaded). */
   checks: Map<string, ObjectCheck>;
+  /** The sparse index of the frame index as far as it is whole (null: no frame index). */
+  sparse: SparseIndex | null;
 }
+
+/** What a page is asked for, as far as which records it reads goes. */
+export interface PageAsk {
+  throughSeq?: number;
+  beforeSeq?: number;
+  maxMessages?: number;
+}
+
+/** Where the record of a page's last seq lies in the frame index (a hint: FrameIndexFile.findBySeq proves it). */
+export interface PageHint {
+  lo: number;
+  hi: number;
+}
+
+/** Projections read record for record with the frame index, and their record sizes. */
+const RECORD_MEMBERS: [MemberName, number][] = [
+  [SPARSE_OF, INDEX_RECORD_BYTES],
+  [`p/${CRC_FILE_NAME}`, CRC_RECORD_BYTES],
+  [`p/${META_FILE_NAME}`, META_RECORD_BYTES],
+];
 
 const LOCAL_RE = /^(.+)@(\d+)@(\d+)$/;
 
@@ -268,6 +297,40 @@ export class SessionVolume {
     // A small index member is read whole on its first touch: a binary search then costs one round trip.
     if (member !== 'events' && s.size <= this.cfg.wholeIndexBytes) return [0, s.size];
     return [start, end];
+  }
+
+  /**
+   * Told a page is coming (before it looks at the session): once the
+   * latest manifest is known (the look the page's own first stat shares),
+   * fetch at once, in parallel, the records of the frame index, frames.crc2
+   * and frames.meta that planning it will read, as the manifest's sparse
+   * index says (sparse-index.ts); resolves to where the record of its last
+   * seq lies, for the planner's search. Null: nothing to say (no sparse
+   * index, this process writes the session, the page is the tail).
+   */
+  async pageHint(ask: PageAsk): Promise<PageHint | null> {
+    if (this.owner !== null) return null;
+    const m = await this.latest();
+    const sp = m?.sparse;
+    const idx = sp === undefined ? undefined : m?.members[sp.of];
+    if (m === null || sp === undefined || idx === undefined || idx.born !== sp.born) return null;
+    const int = (x: unknown): x is number => typeof x === 'number' && Number.isSafeInteger(x) && x >= 0;
+    const through = int(ask.throughSeq) ? ask.throughSeq + 1 : Number.POSITIVE_INFINITY;
+    const before = int(ask.beforeSeq) ? ask.beforeSeq : Number.POSITIVE_INFINITY;
+    const end = Math.min(through, before);
+    const max = int(ask.maxMessages) ? Math.min(Math.max(1, ask.maxMessages), MAX_MAX_MESSAGES) : DEFAULT_MAX_MESSAGES;
+    const got = pageRecords(sp, Math.floor(idx.size / INDEX_RECORD_BYTES), end === Number.POSITIVE_INFINITY ? undefined : end, max);
+    if (got === null) return null;
+    for (const [member, bytes] of RECORD_MEMBERS) {
+      const s = m.members[member];
+      if (s !== undefined) this.prefetchRemote(s.extents, m.checks, got.from * bytes, Math.min(s.size, (got.to + 1) * bytes));
+    }
+    return got.find;
+  }
+
+  /** Start fetching bytes [start, end) of a member's extents into the block cache (not waited for). */
+  private prefetchRemote(extents: readonly Extent[], checks: Readonly<Record<string, ObjectCheck>>, start: number, end: number): void {
+    for (const p of piecesOf(extents, start, end)) if (!('data' in p)) this.cfg.cache.prefetch(`${this.cfg.folder}${p.o}`, p.at, p.len, p.lo, p.hi, checks[p.o]);
   }
 
   /** A member as readers see it, or null when it does not exist. */
@@ -453,7 +516,15 @@ export class SessionVolume {
       timer: setInterval(() => this.tick(), Math.max(50, Math.min(this.cfg.leaseMs / 3, this.cfg.sealAgeMs / 2))),
       oldManifests: m === null ? [] : [m.n],
       checks: new Map(Object.entries(m?.checks ?? {})),
+      sparse: null,
     };
+    // The last writer's sparse index, as far as what it described is still the member's.
+    const idx = members.get(SPARSE_OF);
+    const was = m?.sparse;
+    if (idx !== undefined && was !== undefined && was.born === idx.born && was.every === this.cfg.sparseEvery) {
+      const whole = Math.floor(Math.min(idx.size, m?.members[SPARSE_OF]?.size ?? 0) / (was.every * INDEX_RECORD_BYTES));
+      owner.sparse = { ...was, seq: was.seq.slice(0, whole), msgs: was.msgs.slice(0, whole), group: was.group.slice(0, whole) };
+    }
     owner.timer.unref();
     for (const o of members.values()) if (o.size > o.base) owner.oldestUnsealed = Date.now();
     this.owner = owner;
@@ -555,7 +626,45 @@ export class SessionVolume {
     }
     await o.file.write(data, pos - o.fileBase);
     this.touch(o, Math.min(pos, o.size));
+    if (member === SPARSE_OF) this.sparseCut(Math.min(pos, o.size));
     o.size = Math.max(o.size, pos + data.length);
+  }
+
+  /** The frame index changed from byte `pos` on: its sparse index keeps only the entries wholly before. */
+  private sparseCut(pos: number): void {
+    const sp = this.owner?.sparse;
+    if (sp == null) return;
+    const keep = Math.floor(pos / (sp.every * INDEX_RECORD_BYTES));
+    if (keep >= sp.seq.length) return;
+    sp.seq.length = keep;
+    sp.msgs.length = keep;
+    sp.group.length = keep;
+  }
+
+  /** The sparse index of the frame index as it is now, its new whole entries summarized (from the local tail, as a rule). */
+  private async sparseNow(owner: Owner): Promise<SparseIndex | null> {
+    const o = owner.members.get(SPARSE_OF);
+    if (o === undefined) {
+      owner.sparse = null;
+      return null;
+    }
+    if (owner.sparse === null || owner.sparse.born !== o.born) owner.sparse = { of: SPARSE_OF, born: o.born, every: this.cfg.sparseEvery, seq: [], msgs: [], group: [] };
+    const sp = owner.sparse;
+    const stride = sp.every * INDEX_RECORD_BYTES;
+    const whole = Math.floor(o.size / stride);
+    if (whole > sp.seq.length) {
+      const have = sp.seq.length;
+      const bytes = await this.readOwned(o, have * stride, whole * stride);
+      // Cut or rewritten while read: summarized at the next publish.
+      if (owner.sparse !== sp || sp.seq.length !== have || bytes.length !== (whole - have) * stride) return { ...sp, seq: [...sp.seq], msgs: [...sp.msgs], group: [...sp.group] };
+      for (let k = 0; k < whole - have; k++) {
+        const [seq, msgs, group] = summarizeRecords(bytes.subarray(k * stride, (k + 1) * stride));
+        sp.seq.push(seq);
+        sp.msgs.push(msgs);
+        sp.group.push(group);
+      }
+    }
+    return { ...sp, seq: [...sp.seq], msgs: [...sp.msgs], group: [...sp.group] };
   }
 
   async truncate(member: MemberName, len: number): Promise<void> {
@@ -566,6 +675,7 @@ export class SessionVolume {
     if (len > o.size) await o.file.write(Buffer.alloc(len - o.size), o.size - o.fileBase);
     else await o.file.truncate(len - o.fileBase);
     this.touch(o, Math.min(len, o.size));
+    if (member === SPARSE_OF) this.sparseCut(Math.min(len, o.size));
     o.size = len;
   }
 
@@ -621,6 +731,7 @@ export class SessionVolume {
     // A log tail of a segment's size is sealed first (in this manifest), never shipped as a tail object.
     const ev = owner.members.get('events');
     if (ev !== undefined && ev.size - ev.base >= this.cfg.segmentBytes) await this.sealSegments(this.cfg.segmentBytes);
+    const sparse = await this.sparseNow(owner);
     const sections: SectionInput[] = [];
     // What each member is at this moment (writes go on while the publish awaits: the manifest describes this state).
     const plan: { member: MemberName; o: Owned; keep: Extent[]; from: number; len: number; size: number; mtimeMs: number; w: string; writes: number; base: number }[] = [];
@@ -665,6 +776,12 @@ export class SessionVolume {
       checks[o] = c;
     }
     const m: Manifest = { v: 1, session: this.id, n: owner.n + 1, epoch: owner.epoch, writer: release ? null : this.cfg.me, leaseMs: this.cfg.leaseMs, time: Date.now(), serial: owner.serial, members, checks };
+    // Only entries wholly within the frame index as this manifest describes it.
+    const idxSize = members[SPARSE_OF]?.size ?? 0;
+    if (sparse !== null && sparse.born === members[SPARSE_OF]?.born) {
+      const whole = Math.min(sparse.seq.length, Math.floor(idxSize / (sparse.every * INDEX_RECORD_BYTES)));
+      if (whole > 0) m.sparse = { ...sparse, seq: sparse.seq.slice(0, whole), msgs: sparse.msgs.slice(0, whole), group: sparse.group.slice(0, whole) };
+    }
     try {
       await this.cfg.objects.put(`${this.cfg.folder}${manifestName(m.n)}`, encodeManifest(m), { ifAbsent: true });
     } catch (err) {
