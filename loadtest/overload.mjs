@@ -148,6 +148,9 @@ async function runIgnore(base, headers, pathFor, conns) {
  * is then held `holdMs` (or to the end of the run) and closed. Resolves when the attach is
  * over (the status, the latency, Retry-After).
  */
+const SNAPSHOT_MARK = Buffer.from('event: snapshot');
+const BLANK_LINE = Buffer.from('\n\n');
+
 function attachOnce(base, headers, path, end) {
   return new Promise((resolve) => {
     const start = performance.now();
@@ -165,15 +168,33 @@ function attachOnce(base, headers, path, end) {
         res.on('error', () => done({ status: 0 }));
         return;
       }
-      let text = '';
+      // Bytes, not text: decoding and re-searching a growing string per chunk cost this process
+      // more than the server spent on the attach (it was the bottleneck at 256 connections).
+      // The snapshot is the first event: its frame ends at the first blank line after
+      // `event: snapshot` (the page JSON is compact, no raw line break).
+      let head = Buffer.alloc(0);
+      let marked = false;
+      let prev = 0; // last byte of the previous chunk, for a blank line split across chunks
       let ms = null;
-      res.setEncoding('utf8');
       res.on('data', (d) => {
         if (ms !== null) return;
-        text += d;
-        // The snapshot is the first event: its frame ends at the first blank line after `event: snapshot`.
-        const at = text.indexOf('event: snapshot');
-        if (at !== -1 && text.indexOf('\n\n', at) !== -1) {
+        let at = -1;
+        if (!marked) {
+          head = Buffer.concat([head, d]);
+          const m = head.indexOf(SNAPSHOT_MARK);
+          if (m === -1) {
+            if (head.length > 4096) head = head.subarray(head.length - SNAPSHOT_MARK.length);
+            return;
+          }
+          marked = true;
+          at = head.indexOf(BLANK_LINE, m);
+          prev = head[head.length - 1];
+          head = Buffer.alloc(0);
+        } else {
+          at = prev === 0x0a && d[0] === 0x0a ? 0 : d.indexOf(BLANK_LINE);
+          prev = d[d.length - 1];
+        }
+        if (at !== -1) {
           ms = performance.now() - start;
           const wait = Math.max(0, Math.min(holdMs, end - performance.now()));
           setTimeout(() => {
