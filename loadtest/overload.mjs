@@ -19,6 +19,7 @@
  *        [--events 300000] [--tail 100000] [--workers N] [--json]
  *        [--max-messages 50] [--encoding identity|br|gzip] [--server-env K=V,...]
  *        [--sessions 40] [--session-events 10000] [--hold 1000]
+ *        [--server-node-args='--cpu-prof --cpu-prof-dir=DIR'] [--root OTHER_CHECKOUT]
  *
  * Scenarios: `tail` asks the newest page of a session whose last answer is
  * a long streamed one (the tail page covers it: ~1 MB, built once, then
@@ -70,6 +71,10 @@ const { values } = parseArgs({
     sessions: { type: 'string', default: '40' },
     'session-events': { type: 'string', default: '10000' },
     hold: { type: 'string', default: '1000' },
+    // Extra node flags for the server process (e.g. --cpu-prof --cpu-prof-dir=DIR to profile it).
+    'server-node-args': { type: 'string', default: '' },
+    // Another checkout's built server to measure with this load (A/B runs); default: this one.
+    root: { type: 'string' },
   },
 });
 const int = (v, lo, hi, name) => {
@@ -277,7 +282,7 @@ try {
 
   const token = randomBytes(18).toString('base64url');
   const args = ['bin/session-pager.js', 'serve', '--data', dir, '--port', '0', '--log-level', 'warn', ...(workers ? ['--workers', String(workers)] : [])];
-  server = spawn(process.execPath, args, { cwd: ROOT, env: { ...process.env, SESSION_PAGER_TOKEN: token, ...serverEnv }, stdio: ['ignore', 'pipe', 'pipe'] });
+  server = spawn(process.execPath, [...values['server-node-args'].split(' ').filter(Boolean), ...args], { cwd: values.root ?? ROOT, env: { ...process.env, SESSION_PAGER_TOKEN: token, ...serverEnv }, stdio: ['ignore', 'pipe', 'pipe'] });
   // The banner (stderr) names the port; stdout carries only log lines.
   let err = '';
   server.stderr.on('data', (d) => (err += d));

@@ -183,18 +183,30 @@ class FollowStream {
   }
 
   /**
-   * `first`: the snapshot frame (or nothing, on resume); `coded`: the same
-   * frame as its edges around its page coded already, when the page came coded.
+   * `first`: the snapshot frame in pieces (its edges around the page's own
+   * bytes; nothing on resume), written as they are: copying a ~160 KiB page
+   * into one frame took most of an attach's main-thread time at 256
+   * connections (docs/benchmarks.md); `coded`: the same frame as its edges
+   * around its page coded already, when the page came coded.
    */
-  start(first: Buffer, coded?: { before: Buffer; page: CodedPiece; after: Buffer }): void {
+  start(first: readonly Buffer[], coded?: { before: Buffer; page: CodedPiece; after: Buffer }): void {
     const res = this.res;
     res.on('close', () => this.onClose());
     this.request.raw.socket?.setNoDelay(true);
     const retry = Buffer.from(`retry: ${this.hub.opts.retryMs}\n\n`);
     const c = this.coder;
+    let size = retry.length;
+    for (const piece of first) size += piece.length;
     // In the order they are sent: a stream's coding is one sequence of pieces.
-    if (coded !== undefined && c !== null) this.send(Buffer.concat([c.code(Buffer.concat([retry, coded.before])), c.coded(coded.page), c.code(coded.after)]), retry.length + first.length);
-    else this.rawWrite(Buffer.concat([retry, first]));
+    if (coded !== undefined && c !== null) this.send(Buffer.concat([c.code(Buffer.concat([retry, coded.before])), c.coded(coded.page), c.code(coded.after)]), size);
+    else if (c !== null) this.rawWrite(Buffer.concat([retry, ...first], size));
+    else {
+      // One writev on the socket, no copy of the page.
+      res.cork();
+      this.rawWrite(retry);
+      for (const piece of first) this.rawWrite(piece);
+      res.uncork();
+    }
     const o = this.hub.opts;
     this.heartbeat = setInterval(() => {
       if (!this.closed && !this.waitingDrain) this.rawWrite(': heartbeat\n\n');
@@ -428,7 +440,7 @@ export class FollowHub {
     const early: (readonly SessionEvent[])[] = [];
     pending = (events) => early.push(events);
     const unsubscribe = this.store.subscribe(id, (events) => pending?.(events));
-    let first: Buffer;
+    let first: Buffer[];
     let next: number;
     let knownEnd: number;
     // The stream's coding: zstd or gzip as negotiated (stream-coding.ts: brotli streams go out uncoded).
@@ -444,14 +456,14 @@ export class FollowHub {
         if (lastEventId > info.lastSeq) throw new PagerError('invalid_request', `Last-Event-ID ${lastEventId} is past the session's last seq ${info.lastSeq}`, { param: 'Last-Event-ID' });
         next = lastEventId + 1;
         knownEnd = info.nextSeq;
-        first = Buffer.alloc(0);
+        first = [];
       } else {
         const pb = await this.store.pageBuffer(id, maxMessages === undefined ? {} : { maxMessages }, request.signal, encoding === null ? undefined : { encoding, levels: this.levels as CompressionLevels });
         next = pb.throughSeq + 1;
         knownEnd = next;
-        first = snapshotFrame(pb.throughSeq, pb.body);
-        // The page goes into the stream as the page path coded it: the frame's edges are coded around it.
+        // The page goes into the stream as it is (identity) or as the page path coded it: the frame's edges around it.
         const edges = snapshotEdges(pb.throughSeq, pb.body);
+        first = edges === null ? [snapshotFrame(pb.throughSeq, pb.body)] : [edges.before, pb.body, edges.after];
         const inner = coder === null || edges === null || pb.encoded?.encoding !== encoding ? null : innerPiece(pb.encoded.body, coder.encoding, pb.body.length);
         if (edges !== null && inner !== null) firstCoded = { ...edges, page: inner };
         this.metrics.observePage('/v1/sessions/:id/follow', pb);
