@@ -48,8 +48,15 @@ export function claimDifference(a: number, b: number): number {
   return (a - b) >>> 0;
 }
 
-/** A slice task's digest when none is to be checked (tasks not built from a plan: the warm-ups'). */
-export const NO_CLAIM = -1;
+/**
+ * A slice task's digest when none is to be checked (tasks not built from a
+ * plan: the warm-ups'). Not an integer on purpose: digests are uint32, half
+ * of them past V8's small-integer range, so a task field first holding a
+ * small integer changed representation (a new object map) on the first such
+ * digest and deoptimized the decode loop optimized for the old one, often on
+ * the first real page. A double from the start keeps one map.
+ */
+export const NO_CLAIM = -0.5;
 
 /**
  * The digest each slice must find, for slices starting at `starts` (the
