@@ -417,6 +417,70 @@ export function s3BackendSuite(os: { name: string; make(): Promise<ObjectStore> 
       expect(await again.page('dmg', { maxMessages: 1000 })).toEqual(referencePage(log, 'dmg', { maxMessages: 1000 }));
     }, 300_000);
 
+    it('a writer never publishes damage as good bytes: a write below the seal\'s cut over a damaged sealed chunk, or a take-over over a damaged tail object, is refused with repair_required and the damage stays detectable', async () => {
+      const objects = await os.make();
+      const flip = async (name: string, at: number) => {
+        const bytes = await objects.getAll(name);
+        bytes[at] ^= 0x01;
+        await objects.put(name, bytes);
+      };
+      // Sealed: a write below the cut takes the sealed bytes after it back into the writer's local tail.
+      const w = await backend(objects, { segmentBytes: 16384, maxSegmentBytes: 16384, checkBytes: 1024, sealAgeMs: 600_000 });
+      const writer = await storeOn(w.storage);
+      await writer.create('sealed', {});
+      for (let i = 0; i < 16; i++) await writer.append('sealed', chat(i * 60, 60));
+      await writer.close();
+      await w.storage.close();
+      const logBytes = (await w.storage.readAll(sessionKeys('sealed').events)) as Buffer;
+      const m = await latestManifest(objects, w.prefix, 'sealed');
+      const extents = m.members.events?.extents ?? [];
+      expect(extents.length).toBeGreaterThanOrEqual(2);
+      expect(extents.every((e) => 'o' in e && e.o.startsWith('seg/'))).toBe(true);
+      const e = extents[1] as { o: string; at: number; len: number };
+      const start = (extents[0] as { len: number }).len;
+      await flip(`${w.prefix}/sessions/sealed/${e.o}`, e.at + Math.floor(e.len / 2));
+      const b = await backend(objects, { location: { bucket: 'b', prefix: w.prefix }, onDamage: () => undefined });
+      const f = await b.storage.openWritable(sessionKeys('sealed').events, 'existing');
+      // The same byte again, below the damaged chunk: the bytes after it would be copied, NULs and all.
+      await expect(f.write(logBytes.subarray(start + 10, start + 11), start + 10)).rejects.toMatchObject({ code: 'repair_required', message: expect.stringMatching(/damaged on the store/) });
+      await f.close();
+      await b.storage.close();
+      // Nothing of it was published again: a fresh reader still finds the damage by the segment's check.
+      const r = await backend(objects, { location: { bucket: 'b', prefix: w.prefix }, freshMs: 0, onDamage: () => undefined });
+      const back = (await r.storage.read(sessionKeys('sealed').events, start, start + e.len)) as Buffer;
+      expect(r.storage.checked.damaged).toBeGreaterThan(0);
+      expect(back.includes(0)).toBe(true);
+      expect((await r.storage.stat(sessionKeys('sealed').events))?.size).toBe(logBytes.length);
+      // A cut below the damage reads nothing back (repair cutting a log): not refused.
+      const c = await backend(objects, { location: { bucket: 'b', prefix: w.prefix }, onDamage: () => undefined });
+      const g = await c.storage.openWritable(sessionKeys('sealed').events, 'existing');
+      await g.truncate(start + 10);
+      await g.close();
+      expect((await c.storage.stat(sessionKeys('sealed').events))?.size).toBe(start + 10);
+      await c.storage.close();
+
+      // A tail object: a take-over copies the published tail into its own local tail.
+      const cut = new Partitionable(objects);
+      const a = await backend(cut, { leaseMs: 300, inlineBytes: 512, checkBytes: 1024, segmentBytes: 1 << 20, maxSegmentBytes: 1 << 20, sealAgeMs: 600_000 });
+      const sa = await storeOn(a.storage, 600_000);
+      await sa.create('tailed', {});
+      for (let i = 0; i < 4; i++) await sa.append('tailed', chat(i * 60, 60));
+      const mt = await latestManifest(objects, a.prefix, 'tailed');
+      const te = (mt.members.events?.extents ?? []).find((x) => 'o' in x && x.o.startsWith('tail/') && x.len > 200) as { o: string; at: number; len: number } | undefined;
+      expect(te, 'an events extent in a tail object').toBeDefined();
+      if (te === undefined) return;
+      await flip(`${a.prefix}/sessions/tailed/${te.o}`, te.at + Math.floor(te.len / 2));
+      // The writer is cut off; its lease lapses.
+      cut.down = true;
+      await new Promise((res) => setTimeout(res, 700));
+      const t = await backend(objects, { location: { bucket: 'b', prefix: a.prefix }, leaseMs: 300, freshMs: 0, onDamage: () => undefined });
+      const st = await storeOn(t.storage);
+      await expect(st.append('tailed', chat(240, 1))).rejects.toMatchObject({ code: 'repair_required', message: expect.stringMatching(/damaged on the store/) });
+      // No manifest of a new epoch: the damaged tail was not published again.
+      expect((await latestManifest(objects, a.prefix, 'tailed')).epoch).toBe(mt.epoch);
+      cut.down = false;
+    }, 300_000);
+
     it('orphans of a fenced writer are deleted by the take-over, nothing a manifest names is; the fenced writer stays fenced', async () => {
       const base = await os.make();
       const flaky = new ManifestsFail(base);

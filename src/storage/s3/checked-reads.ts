@@ -24,6 +24,17 @@ import { crc32 } from 'node:zlib';
 
 export const DEFAULT_TABLE_CACHE_BYTES = 16 * 1024 * 1024;
 
+/** A strict read (a writer's, whose bytes it would publish again) found damage: no bytes are given. */
+export class DamagedObject extends StorageError {
+  constructor(
+    readonly object: string,
+    readonly why: string,
+  ) {
+    super('EIO', `${object} is damaged on the store (${why})`);
+    this.name = 'DamagedObject';
+  }
+}
+
 export class CheckedReads {
   /** Tables by object name (verified, or null: the table itself is damaged), least recently used first. */
   private readonly tables = new Map<string, { table: Promise<Buffer | null>; len: number }>();
@@ -38,8 +49,13 @@ export class CheckedReads {
     private readonly onDamage: (name: string, why: string) => void = () => undefined,
   ) {}
 
-  /** Bytes [start, end) of object `name` (end within its checked bytes), verified by `check`. */
-  async get(name: string, start: number, end: number, check: ObjectCheck | undefined): Promise<Buffer> {
+  /**
+   * Bytes [start, end) of object `name` (end within its checked bytes),
+   * verified by `check`. `strict`: damage throws DamagedObject instead of
+   * reading as NULs (a writer copying the bytes into what it publishes next
+   * would give the NULs fresh checksums: the damage made good for readers).
+   */
+  async get(name: string, start: number, end: number, check: ObjectCheck | undefined, strict = false): Promise<Buffer> {
     if (check === undefined) throw new StorageError('EIO', `${name}: no check known for this object (a manifest names every object's)`);
     const to = Math.min(end, check.at);
     if (to <= start) return Buffer.alloc(0);
@@ -61,7 +77,9 @@ export class CheckedReads {
         for (const [x, y] of bad) out.fill(0, x - a, y - a);
       }
       this.damaged += bad === null ? badChunks(Buffer.alloc(0), a, b - a, Buffer.alloc(0), check).length : bad.length;
-      this.onDamage(name, bad === null ? 'its check table fails its CRC' : `bytes ${bad.map(([x, y]) => `[${x}, ${y})`).join(', ')} fail their CRC`);
+      const why = bad === null ? 'its check table fails its CRC' : `bytes ${bad.map(([x, y]) => `[${x}, ${y})`).join(', ')} fail their CRC`;
+      this.onDamage(name, why);
+      if (strict) throw new DamagedObject(name, why);
       data = out;
     }
     return data.subarray(start - a, to - a);

@@ -139,6 +139,7 @@ export class S3Backend implements StorageBackend {
       inlineBytes: opts.inlineBytes ?? S3_DEFAULTS.inlineBytes,
       wholeIndexBytes: opts.wholeIndexBytes ?? S3_DEFAULTS.wholeIndexBytes,
       checkBytes: opts.checkBytes ?? DEFAULT_CHECK_BYTES,
+      strictFetch: (name, start, end, check) => this.checked.get(name, start, end, check, true),
       sparseEvery: opts.sparseEvery ?? DEFAULT_SPARSE_EVERY,
       alive: opts.pidAlive ?? processAlive,
     };

@@ -14,7 +14,8 @@
 import { PagerError } from '../../main/core/errors.js';
 import { StorageError, type ObjectStat, type WritableFile } from '../backend.js';
 import type { LocalBackend } from '../local/local-backend.js';
-import type { BlockCache } from './block-cache.js';
+import type { BlockCache, RangeFetch } from './block-cache.js';
+import { DamagedObject } from './checked-reads.js';
 import { decodeManifest, encodeManifest, extentsBefore, extentsFrom, objectsNamed, piecesOf, sealedEnd, type Extent, type Manifest, type MemberState, type WriterId } from './manifest.js';
 import { ObjectExists, ObjectNotFound, type ObjectStore } from './object-store.js';
 import { epochOfObject, manifestName, manifestNumber, segmentName, tailName, type MemberName } from './remote-names.js';
@@ -49,6 +50,8 @@ export interface VolumeConfig {
   wholeIndexBytes: number;
   /** Chunk size of the check tables of the objects this writer makes. */
   checkBytes: number;
+  /** A verified read that throws on damage (DamagedObject) instead of reading it as NULs: what a writer copies to publish again. */
+  strictFetch: RangeFetch;
   /** Records of the frame index per entry of the manifest's sparse index (sparse-index.ts). */
   sparseEvery: number;
   /** Whether a process id is alive (a crashed writer's lease is taken over at once on its own host). */
@@ -277,15 +280,30 @@ export class SessionVolume {
     }
   }
 
-  /** Bytes [start, end) of a member's extents, each object's verified by its check (checked-reads.ts). */
-  private async readRemote(extents: readonly Extent[], checks: Readonly<Record<string, ObjectCheck>> | ReadonlyMap<string, ObjectCheck>, start: number, end: number): Promise<Buffer> {
+  /**
+   * Bytes [start, end) of a member's extents, each object's verified by its
+   * check (checked-reads.ts). `copy`: what the writer reads to write it
+   * again (into its local tail, published anew): read past the block cache,
+   * and damage is refused (`repair_required`) instead of reading as NULs,
+   * which the next publish would give fresh checksums.
+   */
+  private async readRemote(extents: readonly Extent[], checks: Readonly<Record<string, ObjectCheck>> | ReadonlyMap<string, ObjectCheck>, start: number, end: number, copy?: MemberName): Promise<Buffer> {
     const pieces = piecesOf(extents, start, end);
     const out = Buffer.allocUnsafe(Math.max(0, end - start));
     let filled = 0;
     const checkOf = (o: string): ObjectCheck | undefined => (checks instanceof Map ? checks.get(o) : (checks as Record<string, ObjectCheck>)[o]);
+    const strict = async (p: { o: string; at: number; len: number; pos: number }) => {
+      try {
+        return await this.cfg.strictFetch(`${this.cfg.folder}${p.o}`, p.at, p.at + p.len, checkOf(p.o));
+      } catch (err) {
+        if (!(err instanceof DamagedObject)) throw err;
+        const from = start + p.pos;
+        throw new PagerError('repair_required', `session ${this.id}: bytes [${from}, ${from + p.len}) of ${copy} are damaged on the store (${p.o}: ${err.why}); a writer does not write them again (that would publish the damage as good bytes)`, { member: copy, object: p.o });
+      }
+    };
     await Promise.all(
       pieces.map(async (p) => {
-        const bytes = 'data' in p ? p.data : await this.cfg.cache.read(`${this.cfg.folder}${p.o}`, p.at, p.len, p.lo, p.hi, checkOf(p.o));
+        const bytes = 'data' in p ? p.data : copy !== undefined ? await strict(p) : await this.cfg.cache.read(`${this.cfg.folder}${p.o}`, p.at, p.len, p.lo, p.hi, checkOf(p.o));
         bytes.copy(out, p.pos);
         filled = Math.max(filled, p.pos + bytes.length);
       }),
@@ -469,7 +487,7 @@ export class SessionVolume {
         // The local file holds [lf.base, ...); bytes between the sealed end and it come from the store.
         const f = await this.cfg.local.openWritable(`${dir}/${lf.name}`, 'existing');
         if (lf.base > base && s !== undefined) {
-          const gap = await this.readRemote(s.extents, m?.checks ?? {}, base, lf.base);
+          const gap = await this.readRemote(s.extents, m?.checks ?? {}, base, lf.base, member);
           const rest = await f.read(0, f.size);
           await f.close();
           file = await this.writeLocal(member, lf.gen + 1, base, Buffer.concat([gap, rest]));
@@ -482,7 +500,7 @@ export class SessionVolume {
         }
       } else {
         const s2 = s as MemberState;
-        const bytes = await this.readRemote(s2.extents, m?.checks ?? {}, base, s2.size);
+        const bytes = await this.readRemote(s2.extents, m?.checks ?? {}, base, s2.size, member);
         file = await this.writeLocal(member, 1, base, bytes);
         size = s2.size;
       }
@@ -597,10 +615,16 @@ export class SessionVolume {
     owner.oldestUnsealed ??= Date.now();
   }
 
-  /** A write or cut at `at` inside the sealed part: those segments' bytes are no longer the member's (the local tail takes them back). */
-  private async unseal(member: MemberName, o: Owned, at: number): Promise<void> {
+  /**
+   * A write or cut at `at` inside the sealed part: those segments' bytes are
+   * no longer the member's (the local tail takes them back). Bytes [at,
+   * overwritten) are about to be written over or cut (a truncate: all of
+   * them), so only those after are read back.
+   */
+  private async unseal(member: MemberName, o: Owned, at: number, overwritten: number): Promise<void> {
     if (at < o.fileBase) {
-      const back = await this.readRemote(o.sealed, this.ownerOrThrow().checks, at, o.fileBase);
+      const keep = Math.min(Math.max(at, overwritten), o.fileBase);
+      const back = Buffer.concat([Buffer.alloc(keep - at), await this.readRemote(o.sealed, this.ownerOrThrow().checks, keep, o.fileBase, member)]);
       const rest = await o.file.read(0, o.size - o.fileBase);
       const old = { ...o };
       o.file = await this.writeLocal(member, o.gen + 1, at, Buffer.concat([back, rest]));
@@ -619,7 +643,7 @@ export class SessionVolume {
     if (o === undefined) throw new StorageError('ENOENT', `no such object: ${member} of session ${this.id}`);
     if (data.length === 0) return;
     while (o.gate !== null) await o.gate;
-    if (pos < o.base) await this.unseal(member, o, pos);
+    if (pos < o.base) await this.unseal(member, o, pos, pos + data.length);
     if (pos > o.size) {
       // Past the end: zeros between, as a file has.
       await o.file.write(Buffer.alloc(pos - o.size), o.size - o.fileBase);
@@ -671,7 +695,7 @@ export class SessionVolume {
     const o = this.ownerOrThrow().members.get(member);
     if (o === undefined) throw new StorageError('ENOENT', `no such object: ${member} of session ${this.id}`);
     while (o.gate !== null) await o.gate;
-    if (len < o.base) await this.unseal(member, o, len);
+    if (len < o.base) await this.unseal(member, o, len, Number.POSITIVE_INFINITY);
     if (len > o.size) await o.file.write(Buffer.alloc(len - o.size), o.size - o.fileBase);
     else await o.file.truncate(len - o.fileBase);
     this.touch(o, Math.min(len, o.size));
