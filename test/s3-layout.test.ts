@@ -283,6 +283,16 @@ describe('s3 reads verified by the check table', () => {
   });
 });
 
+describe('s3 manifest writer', () => {
+  it('names the writer\'s process start time when known, checked; older manifests without it read as before', () => {
+    const w = { id: 'x', host: 'h', pid: 12, tail: '/t' };
+    const m = manifest({ writer: { ...w, start: '4711' } });
+    expect(decodeManifest(encodeManifest(m), 3, 's').writer).toEqual({ ...w, start: '4711' });
+    expect(decodeManifest(encodeManifest(manifest({ writer: w })), 3, 's').writer).toEqual(w);
+    for (const start of ['', '-1', '1.5', 'abc']) expect(() => decodeManifest(encodeManifest(manifest({ writer: { ...w, start } })), 3, 's'), start).toThrow(/writer start time/);
+  });
+});
+
 describe('s3 sparse index of the frame index', () => {
   /** A frame index of random frames: counted messages (count 1, a group start at or before their seq) and rows. */
   const sessionArb = fc.array(fc.record({ msg: fc.boolean(), count: fc.integer({ min: 1, max: 9 }), back: fc.integer({ min: 0, max: 400 }) }), { minLength: 1, maxLength: 3000 }).map((frames) => {

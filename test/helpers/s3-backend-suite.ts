@@ -253,6 +253,28 @@ export function s3BackendSuite(os: { name: string; make(): Promise<ObjectStore> 
       expect(await reader.page('crash', { maxMessages: 1000 })).toEqual(referencePage(log, 'crash', { maxMessages: 1000 }));
     }, 300_000);
 
+    it('a crashed writer whose pid another process took is taken over at once on its own host (its start time in the manifest), a running one is not', async () => {
+      const objects = await os.make();
+      const a = await backend(objects);
+      const sa = await storeOn(a.storage);
+      await sa.create('reused', {});
+      await sa.append('reused', chat(0, 7));
+      const m = await latestManifest(objects, a.prefix, 'reused');
+      expect(m.writer?.pid).toBe(process.pid);
+      expect(m.writer?.start).toMatch(/^\d+$/);
+      // The same host and tail folder, the pid alive and started when the writer did: it still runs.
+      const same = await storeOn((await backend(objects, { location: { bucket: 'b', prefix: a.prefix }, tailDir: a.tailDir, pidAlive: () => true })).storage);
+      await expect(same.append('reused', chat(7, 1))).rejects.toMatchObject({ code: 'session_busy' });
+      // The writer's process died and its pid went to a process started later: taken over at once, not after the lease.
+      const later = String(Number(m.writer?.start) + 1);
+      const b = await backend(objects, { location: { bucket: 'b', prefix: a.prefix }, tailDir: a.tailDir, pidAlive: () => true, pidStart: () => later });
+      const sb = await storeOn(b.storage);
+      await sb.append('reused', chat(7, 3));
+      const log = decodeWholeLog((await b.storage.readAll(sessionKeys('reused').events)) as Buffer);
+      expect(log.events).toEqual(chat(0, 10));
+      expect((await latestManifest(objects, a.prefix, 'reused')).epoch).toBe(m.epoch + 1);
+    }, 300_000);
+
     it('a cold page takes at most 4 sequential round trips and reads the log bytes it covers, not the session', async () => {
       // In memory, each call takes 3 ms, as a round trip does: calls in flight together then overlap.
       const objects = os.name === 'in-memory object store' ? new MemoryObjectStore(3) : await os.make();

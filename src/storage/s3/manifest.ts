@@ -35,6 +35,8 @@ export interface WriterId {
   id: string;
   host: string;
   pid: number;
+  /** When that process started (pid-lease.ts `processStart`; absent where it cannot be told, and in older writers' manifests): a pid reused by another process is not the writer. */
+  start?: string;
   /** The writer's local tail folder (a restart on the same host finds its unpublished tail there). */
   tail: string;
 }
@@ -94,7 +96,8 @@ function checkWriter(w: unknown): WriterId | null {
   if (w === null) return null;
   const x = w as Record<string, unknown>;
   if (typeof x !== 'object' || typeof x.id !== 'string' || typeof x.host !== 'string' || !isCount(x.pid) || typeof x.tail !== 'string') fail('writer');
-  return { id: x.id, host: x.host, pid: x.pid, tail: x.tail };
+  if (x.start !== undefined && (typeof x.start !== 'string' || !/^\d{1,20}$/.test(x.start))) fail('writer start time');
+  return { id: x.id, host: x.host, pid: x.pid, ...(x.start === undefined ? {} : { start: x.start }), tail: x.tail };
 }
 
 function checkCheck(c: unknown): ObjectCheck {

@@ -15,7 +15,7 @@ import { PagerError } from '../../main/core/errors.js';
 import { INDEX, SESSIONS, isValidSessionId, parseBackupKey } from '../layout.js';
 import { StorageError, type Lease, type ObjectStat, type RandomReader, type StorageBackend, type WritableFile, type WriteMode } from '../backend.js';
 import { LocalBackend } from '../local/local-backend.js';
-import { processAlive } from '../local/pid-lease.js';
+import { processAlive, processStart } from '../local/pid-lease.js';
 import { BlockCache, DEFAULT_BLOCK_BYTES, DEFAULT_CACHE_BYTES } from './block-cache.js';
 import { CheckedReads } from './checked-reads.js';
 import type { ObjectStore } from './object-store.js';
@@ -47,6 +47,8 @@ export interface S3BackendOptions {
   onDamage?: (object: string, why: string) => void;
   /** Whether a process id is alive (default: signal 0); tests stand a crashed writer in with it. */
   pidAlive?: (pid: number) => boolean;
+  /** When a process started (default: /proc, pid-lease.ts `processStart`; null: unknown); tests stand a reused pid in with it. */
+  pidStart?: (pid: number) => string | null;
 }
 
 export const S3_DEFAULTS = {
@@ -59,6 +61,12 @@ export const S3_DEFAULTS = {
   wholeIndexBytes: 4 * 1024 * 1024,
 };
 
+
+/** `{start}` of process `pid` when it can be told. */
+function startOf(pid: number, start: (pid: number) => string | null): { start?: string } {
+  const s = start(pid);
+  return s === null ? {} : { start: s };
+}
 
 class S3Writable implements WritableFile {
   private closed = false;
@@ -130,7 +138,7 @@ export class S3Backend implements StorageBackend {
       objects: opts.objects,
       cache: this.cache,
       local,
-      me: { id: randomUUID(), host: hostname(), pid: process.pid, tail: local.root as string },
+      me: { id: randomUUID(), host: hostname(), pid: process.pid, ...startOf(process.pid, opts.pidStart ?? processStart), tail: local.root as string },
       leaseMs: opts.leaseMs ?? S3_DEFAULTS.leaseMs,
       freshMs: opts.freshMs ?? S3_DEFAULTS.freshMs,
       segmentBytes: opts.segmentBytes ?? S3_DEFAULTS.segmentBytes,
@@ -141,7 +149,12 @@ export class S3Backend implements StorageBackend {
       checkBytes: opts.checkBytes ?? DEFAULT_CHECK_BYTES,
       strictFetch: (name, start, end, check) => this.checked.get(name, start, end, check, true),
       sparseEvery: opts.sparseEvery ?? DEFAULT_SPARSE_EVERY,
-      alive: opts.pidAlive ?? processAlive,
+      runs: (w) => {
+        if (!(opts.pidAlive ?? processAlive)(w.pid)) return false;
+        if (w.start === undefined) return true;
+        const now = (opts.pidStart ?? processStart)(w.pid);
+        return now === null || now === w.start;
+      },
     };
   }
 
@@ -405,7 +418,7 @@ export class S3Backend implements StorageBackend {
         .catch(() => null);
       const w = m?.writer;
       if (m == null || w == null || m.epoch !== epoch || w.id === this.cfg.me.id) continue;
-      if (w.host === this.cfg.me.host && w.tail === this.cfg.me.tail && !this.cfg.alive(w.pid)) out.push(id);
+      if (w.host === this.cfg.me.host && w.tail === this.cfg.me.tail && !this.cfg.runs(w)) out.push(id);
     }
     return out;
   }

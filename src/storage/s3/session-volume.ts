@@ -54,8 +54,8 @@ export interface VolumeConfig {
   strictFetch: RangeFetch;
   /** Records of the frame index per entry of the manifest's sparse index (sparse-index.ts). */
   sparseEvery: number;
-  /** Whether a process id is alive (a crashed writer's lease is taken over at once on its own host). */
-  alive(pid: number): boolean;
+  /** Whether a writer of this host still runs: its pid alive and, when its start time is known, started then (a crashed writer's lease is taken over at once on its own host, also when its pid was reused). */
+  runs(w: WriterId): boolean;
 }
 
 /** A member while this process owns the session: sealed remote extents, then the local tail. */
@@ -436,7 +436,7 @@ export class SessionVolume {
         const m = await this.latest(true);
         if (m?.writer != null && m.writer.id !== this.cfg.me.id) {
           const w = m.writer;
-          const crashedHere = w.host === this.cfg.me.host && w.tail === this.cfg.me.tail && !this.cfg.alive(w.pid);
+          const crashedHere = w.host === this.cfg.me.host && w.tail === this.cfg.me.tail && !this.cfg.runs(w);
           const lapsed = Date.now() - m.time > 2 * m.leaseMs;
           if (!crashedHere && !lapsed) throw this.busy(what, m);
         }
