@@ -223,7 +223,8 @@ export class S3Backend implements StorageBackend {
       return { size: limit, read: async (pos: number, len: number) => b.subarray(Math.min(pos, limit), Math.min(pos + len, limit)), close: async () => undefined };
     }
     const { vol, member } = this.member(key);
-    const s = await vol.stat(member);
+    // Opened for reads: by the manifest at hand (a page opens its index after its view's stat looked), no look.
+    const s = await vol.statAtHand(member);
     if (s === null) throw new StorageError('ENOENT', `no such object: ${key}`);
     const limit = size ?? s.size;
     return {

@@ -360,6 +360,13 @@ export class SessionVolume {
     return (await this.latest())?.members[member] ?? null;
   }
 
+  /** A member's stat by the manifest at hand when it names the member (no look at the store, however old), else as `stat`. */
+  async statAtHand(member: MemberName): Promise<ObjectStat | null> {
+    const s = this.owner === null ? this.manifest?.members[member] : undefined;
+    if (s === undefined) return this.stat(member);
+    return { size: s.size, mtimeMs: s.mtimeMs, version: `${s.born}:${s.w}`, incarnation: s.born };
+  }
+
   async stat(member: MemberName): Promise<ObjectStat | null> {
     const s = await this.memberState(member);
     return s === null ? null : { size: s.size, mtimeMs: s.mtimeMs, version: `${s.born}:${s.w}`, incarnation: s.born };
@@ -378,7 +385,11 @@ export class SessionVolume {
         if (o === undefined) return null;
         return this.readOwned(o, start, end);
       }
-      const m = await this.latest(attempt > 0);
+      // Bytes the manifest at hand holds are read by it, however old it is: a read never waits for a look
+      // (only a stat does, for how far the session goes), so a page outliving the freshness window
+      // does not stop mid-way for a LIST. A range past them (or a retry) looks.
+      const known = attempt === 0 ? this.manifest?.members[member] : undefined;
+      const m = known !== undefined && end <= known.size ? this.manifest : await this.latest(attempt > 0);
       const s = m?.members[member];
       if (m === null || s === undefined) return null;
       const to = Math.min(end, s.size);
