@@ -82,7 +82,12 @@ class Partitionable implements ObjectStore {
 /** An object store whose manifest PUTs fail while `down` is 'manifests' (segments and tail objects still land: a writer cut off mid-publish), every PUT while 'all'. */
 class ManifestsFail implements ObjectStore {
   down: false | 'manifests' | 'all' = false;
+  private readonly inflight = new Set<Promise<unknown>>();
   constructor(private readonly inner: ObjectStore) {}
+  /** Once every PUT begun so far has landed or failed (one in flight when `down` changed may still land). */
+  async idle(): Promise<void> {
+    while (this.inflight.size > 0) await Promise.allSettled([...this.inflight]);
+  }
   get(n: string, s: number, e: number) {
     return this.inner.get(n, s, e);
   }
@@ -91,7 +96,13 @@ class ManifestsFail implements ObjectStore {
   }
   async put(n: string, d: Uint8Array, o?: { ifAbsent?: boolean }) {
     if (this.down === 'all' || (this.down === 'manifests' && n.includes('/manifest/'))) throw new Error('network unreachable (test partition)');
-    return this.inner.put(n, d, o);
+    const p = this.inner.put(n, d, o);
+    this.inflight.add(p);
+    try {
+      return await p;
+    } finally {
+      this.inflight.delete(p);
+    }
   }
   list(p: string, o?: { startAfter?: string; delimiter?: string }) {
     return this.inner.list(p, o);
@@ -515,8 +526,9 @@ export function s3BackendSuite(os: { name: string; make(): Promise<ObjectStore> 
       flaky.down = 'manifests';
       await expect(sa.append('orph', chat(240, 60))).rejects.toThrow(/unreachable/);
       await expect(sa.append('orph', chat(300, 60))).rejects.toThrow(/unreachable/);
-      // Then cut off for good (its timer's publishes upload nothing more).
+      // Then cut off for good (its timer's publishes upload nothing more, once an upload in flight has landed).
       flaky.down = 'all';
+      await flaky.idle();
       const orphans = await unnamed(base, a.prefix, 'orph');
       expect(orphans.some((x) => x.startsWith('seg/')) && orphans.some((x) => x.startsWith('tail/')), orphans.join(' ')).toBe(true);
       // Its lease lapses; B takes over (B's first manifest), then collects.
@@ -558,6 +570,7 @@ export function s3BackendSuite(os: { name: string; make(): Promise<ObjectStore> 
       flaky.down = 'manifests';
       await expect(sa.append('rec', chat(120, 40))).rejects.toThrow(/unreachable/);
       flaky.down = 'all';
+      await flaky.idle();
       crashed = true;
       const orphans = await unnamed(objects, a.prefix, 'rec');
       const reader = await storeOn((await backend(objects, { location: { bucket: 'b', prefix: a.prefix }, freshMs: 0 })).storage);
