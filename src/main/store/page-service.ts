@@ -14,7 +14,6 @@ import { META_RECORD_BYTES, readMetaRecordsAt } from '../../streams/frame-meta-f
 import { FrameIndexFile } from '../../streams/frame-index-file.js';
 import { EntriesFile, EntryFormatError } from '../../streams/entries-file.js';
 import { sliceTask, type SliceResult, type SliceTask } from '../../workers/slice-protocol.js';
-import { decodeInArena } from '../../workers/page-task.js';
 import { expandRecords } from '../core/chunk-codec.js';
 import { PagerError } from '../core/errors.js';
 import { planPage, planRange, type FrameSpan, type PagePlan } from '../core/page-planner.js';
@@ -43,6 +42,18 @@ type IndexedPlan = PagePlan & { fromIndex?: boolean; lastRecord?: number };
 const MIN_COMPRESS_PIECE = 256 * 1024;
 /** Event reads (follow) of at most this many stored bytes are decoded on the calling thread, not the pool. */
 const DECODE_HERE_BYTES = 64 * 1024;
+
+/**
+ * The worker's decoder, loaded on this thread the first time a follower's
+ * step needs it: its module state (encoder sinks, scratch buffers, kept
+ * shapes) stays out of the heap of a store that only serves pages, where it
+ * doubled the main thread's full collections (docs/benchmarks.md, issue 13).
+ */
+let decoder: Promise<typeof import('../../workers/page-task.js').decodeInArena> | null = null;
+function inThreadDecoder(): Promise<typeof import('../../workers/page-task.js').decodeInArena> {
+  decoder ??= import('../../workers/page-task.js').then((m) => m.decodeInArena);
+  return decoder;
+}
 
 /** Result buffers kept for reuse as worker arenas: at most this many bytes in all. */
 const SPARE_MAX_TOTAL_BYTES = 128 * 1024 * 1024;
@@ -250,7 +261,8 @@ export class PageService {
   private async decode(id: string, v: SessionView, tasks: SliceTask[], recordDamage = true, here = false) {
     // A few events (a follower's step): decoded on this thread, as a worker would. Two thread
     // hops cost more than the decode, and on a loaded machine each waits for a CPU.
-    const results = here ? await Promise.all(tasks.map(async (t) => decodeInArena(t, t.end > t.start ? ((await this.storage.read(v.paths.events, t.start, t.end)) ?? Buffer.alloc(0)) : Buffer.alloc(0)))) : await this.onPool(v, tasks);
+    const decodeHere = here ? await inThreadDecoder() : null;
+    const results = decodeHere !== null ? await Promise.all(tasks.map(async (t) => decodeHere(t, t.end > t.start ? ((await this.storage.read(v.paths.events, t.start, t.end)) ?? Buffer.alloc(0)) : Buffer.alloc(0)))) : await this.onPool(v, tasks);
     const out = [];
     for (const r of results) {
       if (r instanceof ArrayBuffer) {
