@@ -74,7 +74,8 @@ function tokenLine(token: string | null, source: TokenSource): string {
  * (loadtest/overload.mjs): SESSION_PAGER_ADMISSION=off admits every page (the
  * unbounded behaviour, with SESSION_PAGER_SHED_DELAY_MS=0 the one before
  * issue 16), SESSION_PAGER_MAX_IN_FLIGHT=N, SESSION_PAGER_QUEUE_FACTOR=X,
- * SESSION_PAGER_SHED_DELAY_MS=N and SESSION_PAGER_MAX_SHED_DELAY_MS=N tune it.
+ * SESSION_PAGER_MIN_QUEUE_MS=N, SESSION_PAGER_MAX_QUEUE_MS=N, SESSION_PAGER_MAX_QUEUE=N
+ * (0: no queue), SESSION_PAGER_SHED_DELAY_MS=N and SESSION_PAGER_MAX_SHED_DELAY_MS=N tune it.
  */
 function admissionFromEnv(env: NodeJS.ProcessEnv): ServerOptions {
   const out: ServerOptions = {};
@@ -85,9 +86,15 @@ function admissionFromEnv(env: NodeJS.ProcessEnv): ServerOptions {
   if (env.SESSION_PAGER_ADMISSION === 'off') return { ...out, admission: false };
   const n = Number(env.SESSION_PAGER_MAX_IN_FLIGHT ?? '');
   const f = Number(env.SESSION_PAGER_QUEUE_FACTOR ?? '');
-  const a: { maxInFlight?: number; queueFactor?: number } = {};
+  const lo = Number(env.SESSION_PAGER_MIN_QUEUE_MS ?? '');
+  const hi = Number(env.SESSION_PAGER_MAX_QUEUE_MS ?? '');
+  const q = env.SESSION_PAGER_MAX_QUEUE === undefined || env.SESSION_PAGER_MAX_QUEUE === '' ? NaN : Number(env.SESSION_PAGER_MAX_QUEUE);
+  const a: { maxInFlight?: number; queueFactor?: number; minQueueMs?: number; maxQueueMs?: number; maxQueue?: number } = {};
   if (Number.isSafeInteger(n) && n >= 1) a.maxInFlight = n;
   if (Number.isFinite(f) && f > 0) a.queueFactor = f;
+  if (Number.isFinite(lo) && lo > 0) a.minQueueMs = lo;
+  if (Number.isFinite(hi) && hi > 0) a.maxQueueMs = hi;
+  if (Number.isSafeInteger(q) && q >= 0) a.maxQueue = q;
   return Object.keys(a).length > 0 ? { ...out, admission: a } : out;
 }
 
