@@ -1,6 +1,6 @@
 // Follow delivery delay across processes on one machine (issue 13: "within 50 ms p99").
 //
-//   node bench/follow-latency.mjs [--appends 500] [--interval-ms 10] [--mode both|library|sse]
+//   node bench/follow-latency.mjs [--appends 500] [--interval-ms 10] [--mode both|library|sse] [--followers N]
 //
 // A writer in a child process appends one event at a time (`--interval-ms` apart, jittered
 // ±50%), each carrying the wall-clock time just before its append() call. This process
@@ -10,6 +10,9 @@
 // fsyncs) and from its acknowledgement (the append durable; negative when the follower
 // saw the event before the writer's metadata write returned), p50 / p99 / max in ms.
 // The store's backstop poll is set to 10 minutes: every delivery comes from fs.watch.
+// --followers N: N more SSE followers of the same session stay attached throughout (in a
+// child process of their own, reading and discarding every event), so each append fans out
+// to N + 1 streams; the measured followers are the ones above.
 import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { request } from 'node:http';
@@ -34,6 +37,29 @@ if (process.argv[2] === '--writer') {
   process.exit(0);
 }
 
+if (process.argv[2] === '--idle-followers') {
+  // N SSE followers that read and discard; one line once all are attached; ends with its stdin.
+  const [port, id, n] = process.argv.slice(3);
+  let attached = 0;
+  for (let k = 0; k < Number(n); k++) {
+    const req = request({ host: '127.0.0.1', port: Number(port), path: `/v1/sessions/${id}/follow`, headers: { 'last-event-id': '-1' } }, (res) => {
+      if (res.statusCode !== 200) {
+        console.error(`idle follower ${k}: status ${res.statusCode}`);
+        process.exit(1);
+      }
+      res.on('data', () => undefined);
+      if (++attached === Number(n)) process.stdout.write('attached\n');
+    });
+    req.on('error', () => undefined);
+    req.end();
+  }
+  process.stdin.on('end', () => process.exit(0));
+  process.stdin.resume();
+} else {
+  await main();
+}
+
+async function main() {
 function arg(name, def) {
   const i = process.argv.indexOf(`--${name}`);
   return i === -1 ? def : process.argv[i + 1];
@@ -41,6 +67,7 @@ function arg(name, def) {
 const appends = Number(arg('appends', '500'));
 const intervalMs = Number(arg('interval-ms', '10'));
 const mode = arg('mode', 'both');
+const extraFollowers = Number(arg('followers', '0'));
 
 const { openStore, buildServer, SessionWriter } = await import(dist);
 const dir = mkdtempSync(join(tmpdir(), 'sp-follow-bench-'));
@@ -65,9 +92,21 @@ try {
   }
 
   let app;
-  if (mode === 'both' || mode === 'sse') {
-    app = buildServer(store, { token: null, maxEventLoopLagMs: 0 });
+  let idle;
+  if (mode === 'both' || mode === 'sse' || extraFollowers > 0) {
+    app = buildServer(store, { token: null, maxEventLoopLagMs: 0, follow: { maxStreams: Math.max(512, extraFollowers + 16) } });
     await app.listen({ host: '127.0.0.1', port: 0 });
+  }
+  if (extraFollowers > 0) {
+    const port = app.server.address().port;
+    idle = spawn(process.execPath, [new URL(import.meta.url).pathname, '--idle-followers', String(port), id, String(extraFollowers)], { stdio: ['pipe', 'pipe', 'inherit'] });
+    await new Promise((resolve, reject) => {
+      idle.stdout.on('data', (d) => (String(d).includes('attached') ? resolve() : undefined));
+      idle.on('exit', (c) => reject(new Error(`idle followers exited ${c}`)));
+    });
+    while (app.pagerState.hub.size < extraFollowers) await new Promise((r) => setTimeout(r, 20));
+  }
+  if (mode === 'both' || mode === 'sse') {
     const port = app.server.address().port;
     followers.push(
       new Promise((resolve, reject) => {
@@ -118,18 +157,21 @@ try {
   const timeout = setTimeout(() => {
     console.error(`timed out: library ${received.library.size}, sse ${received.sse.size}, acks ${acks.size}`);
     writer.kill();
+    idle?.kill();
     rmSync(dir, { recursive: true, force: true });
     process.exit(1);
   }, 60_000 + appends * intervalMs * 3);
   await exited;
   await Promise.all(followers);
   clearTimeout(timeout);
+  const streams = app?.pagerState.hub.size ?? 0;
+  idle?.stdin.end();
   await app?.close();
   await store.close();
 
   const q = (xs, p) => xs[Math.min(xs.length - 1, Math.floor(p * xs.length))];
   const fmt = (x) => x.toFixed(2);
-  console.log(`follow-latency: ${appends} appends of 1 event, ~${intervalMs} ms apart, writer in another process; ms`);
+  console.log(`follow-latency: ${appends} appends of 1 event, ~${intervalMs} ms apart, writer in another process${extraFollowers > 0 ? `, ${extraFollowers} more SSE followers attached (${streams} streams open at the end)` : ''}; ms`);
   for (const [name, got] of Object.entries(received)) {
     if (got.size === 0) continue;
     if (got.size !== appends) throw new Error(`${name}: ${got.size} of ${appends} events`);
@@ -141,4 +183,5 @@ try {
   }
 } finally {
   rmSync(dir, { recursive: true, force: true });
+}
 }

@@ -4,7 +4,9 @@
  * this process get every event, in order, with no gap and no duplicate.
  * The store's backstop poll is set far longer than the test, so what
  * arrives came through the file watcher (fs.watch on the entry sidecar).
- * Latency is measured by bench/follow-latency.mjs, not here.
+ * Many SSE followers of one session share the store's looks (the end after
+ * a change, each range of events): each range is read about once, not once
+ * per follower. Latency is measured by bench/follow-latency.mjs, not here.
  */
 import { spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
@@ -17,6 +19,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { FastifyInstance } from 'fastify';
 import type { SessionEvent } from '../src/main/core/types.js';
 import { buildServer } from '../src/main/server/index.js';
+import type { Store } from '../src/main/store-types.js';
 import { SessionWriter } from '../src/main/session-writer.js';
 import { openStore, type PagerStore } from '../src/main/store.js';
 import { openSse, until, type SseClient } from './server-helpers.js';
@@ -92,5 +95,52 @@ describe('follow across processes', () => {
     // The server sees the client go, then closes the stream and its watch.
     await until('the stream’s watcher closed', () => store.stats().follow.watchedSessions === 0, 10_000);
     expect(store.stats().follow).toEqual({ watchedSessions: 0, followers: 0 });
+  });
+  it('many SSE followers of one session each get every event, no gap, no duplicate, while the store reads each range about once, not once per follower', async () => {
+    const FOLLOWERS = 12;
+    const w = await SessionWriter.create(dir, 'many', { title: 'fan-out' });
+    await w.append(ticks(0, 5));
+    await w.close();
+    // The store as the server sees it, counting the reads its followers ask for.
+    const reads: string[] = [];
+    const counted = new Proxy(store, {
+      get(target, prop) {
+        if (prop === 'readEvents') {
+          return (id: string, from: number, to: number) => {
+            reads.push(`${id}:${from}:${to}`);
+            return target.readEvents(id, from, to);
+          };
+        }
+        const v = Reflect.get(target, prop, target) as unknown;
+        return typeof v === 'function' ? (v as (...a: unknown[]) => unknown).bind(target) : v;
+      },
+    }) as Store;
+    const fan = buildServer(counted, { token: null, maxEventLoopLagMs: 0 });
+    await fan.listen({ host: '127.0.0.1', port: 0 });
+    const clients: SseClient[] = [];
+    try {
+      const port = (fan.server.address() as AddressInfo).port;
+      for (let k = 0; k < FOLLOWERS; k++) {
+        const c = await openSse(`http://127.0.0.1:${port}/v1/sessions/many/follow?maxMessages=1`);
+        clients.push(c);
+        expect(c.status).toBe(200);
+        await c.waitFor('snapshot', (e) => e.some((x) => x.event === 'snapshot'));
+      }
+      await appendFromChild('many', 20, 7, 15);
+      const total = 5 + 20 * 7;
+      for (const c of clients) {
+        await c.waitFor('every appended event', (e) => e.filter((x) => x.event === 'event').length >= total - 5, 20_000);
+        const evs = c.events.filter((x) => x.event === 'event');
+        expect(evs.map((x) => x.id)).toEqual(ticks(5, total - 5).map((e) => String(e.seq)));
+        expect(evs.map((x) => JSON.parse(x.data))).toEqual(ticks(5, total - 5));
+      }
+      // Unshared, each follower read each range itself: FOLLOWERS times as many reads as ranges.
+      const ranges = new Set(reads).size;
+      expect(ranges).toBeGreaterThan(0);
+      expect(reads.length, `${reads.length} reads of ${ranges} ranges`).toBeLessThanOrEqual(3 * ranges);
+    } finally {
+      for (const c of clients) c.close();
+      await fan.close();
+    }
   });
 });
