@@ -9,7 +9,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { openStore } from '../src/main/store.js';
-import { warmUpPagePath, type WarmupStore } from '../src/main/warmup/page-path-warmup.js';
+import { preparePagePath, warmUpPagePath, type WarmupStore } from '../src/main/warmup/page-path-warmup.js';
 import type { StorageBackend } from '../src/storage/backend.js';
 import type { PageParams } from '../src/main/core/types.js';
 
@@ -51,7 +51,7 @@ describe('store warm-up', () => {
           },
           close: async () => undefined,
         };
-      });
+      }, await preparePagePath());
       expect(asked.length).toBeGreaterThanOrEqual(6);
       expect(seen.storage).not.toBeNull();
       expect(await seen.storage!.list('sessions')).toEqual([]);

@@ -8,10 +8,14 @@ import { availableParallelism } from 'node:os';
 import { fileURLToPath } from 'node:url';
 import { Piscina } from 'piscina';
 import { PagerError } from './core/errors.js';
+import { isolateStarted } from './young-generation.js';
 import type { CompressTask, SliceResult, SliceTask } from '../workers/slice-protocol.js';
 
 /** Both src/main and dist/main sit two levels under the package root, so this resolves the built worker from either. */
 export const WORKER_FILE = fileURLToPath(new URL('../../dist/workers/page-task.js', import.meta.url));
+
+/** A worker's young generation bound, MB (resourceLimits). */
+export const WORKER_YOUNG_GENERATION_MB = 6;
 
 export interface PoolOptions {
   threads?: number;
@@ -49,18 +53,24 @@ export function createPagePool(opts: PoolOptions = {}): PagePool {
     throw new Error(`page worker not built: ${WORKER_FILE} is missing (run \`npm run build\`)`);
   }
   const threads = Math.max(1, opts.threads ?? Math.min(availableParallelism(), 8));
-  return new Piscina<SliceTask | CompressTask, SliceResult>({
+  const pool = new Piscina<SliceTask | CompressTask, SliceResult>({
     filename: WORKER_FILE,
     minThreads: threads,
     maxThreads: threads,
     idleTimeout: 24 * 60 * 60 * 1000,
     maxQueue: opts.maxQueue ?? threads * 64,
     workerData: { jitWarmUp: opts.jitWarmUp ?? true, ...(opts.minCodedSection === undefined ? {} : { minCodedSection: opts.minCodedSection }) } satisfies PageWorkerData,
-    // A young generation sized for a big page's tens of MB of short-lived buffers
-    // (fewer scavenges on the first one), yet small enough that the warm-up does
-    // not grow the heap: 96 MB cost ~15 MB of peak RSS for nothing measurable.
-    resourceLimits: { maxYoungGenerationSizeMb: 32 },
+    // A small young generation (semi-spaces of 2 MB: V8 takes a third of this each).
+    // V8 grew a worker's to its limit during the JIT warm-up and never shrank it:
+    // with 32 MB, 16 MB of empty young generation stayed resident in each idle
+    // worker. The decode's bulk is external memory (its arena, the slice's bytes),
+    // not young objects: cold and settled tail pages measured no slower with 6
+    // than with 32 (docs/benchmarks.md, issue 12 "Idle memory").
+    resourceLimits: { maxYoungGenerationSizeMb: WORKER_YOUNG_GENERATION_MB },
   });
+  // Each thread's new isolate reset V8's semi-space growth factor (young-generation.ts).
+  for (const t of pool.threads) t.once('online', isolateStarted);
+  return pool;
 }
 
 /** Run one slice; a full queue becomes `overloaded`. */

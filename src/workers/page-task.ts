@@ -25,6 +25,7 @@ import { rowLength, type RunKey } from '../main/core/chunk-codec.js';
 import { ARENA_HEADER_ROOM, newEncoderSinks, SliceEncoder, type EncoderSinks } from './slice-encoder.js';
 import type { ByteSink } from '../main/core/byte-sink.js';
 import { warmUpJit } from './jit-warmup.js';
+import { collectGarbage } from './full-gc.js';
 import { CODING_NONE, decodeTask, type CompressTask, type SliceFault, type SliceResult, type SliceTask } from './slice-protocol.js';
 import { codeBytes, codeSlice } from './slice-compress.js';
 import { addClaim, frameClaim, NO_CLAIM } from '../main/core/frame-claim.js';
@@ -256,10 +257,12 @@ export function decodeSlice(task: SliceTask, bytes: Buffer, readMs = 0, into: En
 }
 // Through the arena, as tasks decode (its copy paths are the ones to optimize). On when the
 // pool says so (StoreOptions.warmUp.jit); never when this module is loaded outside a pool.
-// The warm-up's arena is then let go: idle, it held ~5 MB a worker, and a big first page needs a larger one anyway.
+// The warm-up's arena is then let go: idle, it held ~5 MB a worker, and a big first page needs a larger one anyway;
+// and its garbage is collected now, not when the old generation next reaches its limit (full-gc.ts).
 if ((workerData as { jitWarmUp?: boolean } | undefined)?.jitWarmUp === true) {
   warmUpJit(decodeInArena);
   dropArena();
+  collectGarbage();
 }
 
 /** One task, the result not yet marked to be moved (the in-thread pool's entry: main/inline-pool.ts). */

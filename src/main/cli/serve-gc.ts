@@ -1,25 +1,33 @@
 /**
- * V8's garbage collector as `serve` runs it: without incremental marking.
+ * V8's garbage collector as `serve` runs it.
  *
- * The server's heap is small (~20 MB: fastify, its schemas, the store's
- * views) and a page request leaves ~130 KB of short-lived objects and
- * ~100 KB of ArrayBuffers (the page body, the workers' results). With
- * incremental marking V8 started a marking cycle about every 40 requests
- * (the soft-limit task, far below the old generation's limit), and every
- * cycle cost the main thread 15-30 ms (13 ms of it sweeping ArrayBuffers
- * at its start): about 40% of the main thread's time per page over HTTP,
- * the thread every request goes through. Without it, full collections come
- * at the old generation's limit only, a few per thousand pages, each a
- * pause of ~10 ms on a heap this size. Measured side by side in
- * docs/benchmarks.md (issue 15); docs/decisions.md says why.
+ * 1. Without incremental marking. The server's heap is small (~20 MB:
+ *    fastify, its schemas, the store's views) and a page request leaves
+ *    ~130 KB of short-lived objects and ~100 KB of ArrayBuffers (the page
+ *    body, the workers' results). With incremental marking V8 started a
+ *    marking cycle about every 40 requests (the soft-limit task, far below
+ *    the old generation's limit), and every cycle cost the main thread
+ *    15-30 ms (13 ms of it sweeping ArrayBuffers at its start): about 40% of
+ *    the main thread's time per page over HTTP, the thread every request
+ *    goes through. Without it, full collections come at the old
+ *    generation's limit only, a few per thousand pages, each a pause of
+ *    ~10 ms on a heap this size. Measured side by side in
+ *    docs/benchmarks.md (issue 15); docs/decisions.md says why.
+ *    SESSION_PAGER_INCREMENTAL_MARKING=1 keeps V8's default.
  *
- * Flags are process-wide (the page workers get it too) and read when V8
- * decides to start marking, so setting it before the store opens is
- * enough. SESSION_PAGER_INCREMENTAL_MARKING=1 keeps V8's default.
+ * 2. The main thread's young generation held at its initial size while
+ *    the process starts (main/young-generation.ts): the store's warm-up
+ *    releases it when done.
+ *
+ * Flags are process-wide (the page workers get them too) and read when V8
+ * acts on them (starting a marking cycle, growing a semi-space), so setting
+ * them before the store opens is enough.
  */
 import { setFlagsFromString } from 'node:v8';
+import { holdYoungGeneration } from '../young-generation.js';
 
 export function tuneServeGc(env: NodeJS.ProcessEnv): void {
+  holdYoungGeneration();
   if (env.SESSION_PAGER_INCREMENTAL_MARKING === '1') return;
   setFlagsFromString('--no-incremental-marking');
 }

@@ -50,12 +50,26 @@ function pages(events: number): PageParams[] {
   return [{}, { maxMessages: 3 }, { maxMessages: 2, beforeSeq: Math.floor(events * 0.3) }, { throughSeq: Math.floor(events * 0.6), maxMessages: 4 }, { maxBytes: 50_000 }, {}];
 }
 
-/** `open`: a store over `storage` that borrows the serving store's pool. */
-export async function warmUpPagePath(open: (storage: StorageBackend) => Promise<WarmupStore>): Promise<void> {
+/**
+ * The generated session, written into an in-memory backend of its own: this
+ * thread's half, which needs no worker, so it runs while the workers start
+ * and warm up (warm-up.ts).
+ */
+export async function preparePagePath(): Promise<StorageBackend> {
   const storage = new MemoryBackend();
-  let store: WarmupStore | null = null;
   try {
     await writeSession(storage);
+  } catch (err) {
+    await storage.removeAll('sessions');
+    throw err;
+  }
+  return storage;
+}
+
+/** `open`: a store over `storage` (from preparePagePath) that borrows the serving store's pool; the session is removed after. */
+export async function warmUpPagePath(open: (storage: StorageBackend) => Promise<WarmupStore>, storage: StorageBackend): Promise<void> {
+  let store: WarmupStore | null = null;
+  try {
     store = await open(storage);
     for (let round = 0; round < 2; round++) for (const params of pages(SESSION.events)) await store.pageBuffer(SESSION.id, params);
   } finally {

@@ -4,15 +4,20 @@
  * 1. every pool thread starts and loads the page task; each runs its JIT
  *    warm-up as it starts (workers/jit-warmup.ts, on when `jit`, passed to
  *    the workers as the pool's workerData);
- * 2. meanwhile the planner warms up on this thread (planner-warmup.ts);
- * 3. when `pagePath`: a generated session's pages are served through the
- *    whole page path, by a second store over an in-memory backend borrowing
- *    the pool (page-path-warmup.ts), and the planner is warmed once more.
+ * 2. meanwhile the planner warms up on this thread (planner-warmup.ts) and,
+ *    when `pagePath`, a generated session is written into an in-memory
+ *    backend;
+ * 3. when `pagePath`: that session's pages are served through the whole
+ *    page path, by a second store over that backend borrowing the pool
+ *    (page-path-warmup.ts), and the planner is warmed once more.
+ * All the while this thread's young generation is kept from growing
+ * (young-generation.ts).
  */
 import type { StorageBackend } from '../../storage/backend.js';
 import { runSlice, type PagePool } from '../worker-pool.js';
 import { sliceTask } from '../../workers/slice-protocol.js';
-import { warmUpPagePath, type WarmupStore } from './page-path-warmup.js';
+import { preparePagePath, warmUpPagePath, type WarmupStore } from './page-path-warmup.js';
+import { holdYoungGeneration, releaseYoungGeneration } from '../young-generation.js';
 import { warmUpPlanner } from './planner-warmup.js';
 
 export interface WarmUpPlan {
@@ -24,12 +29,28 @@ export interface WarmUpPlan {
 }
 
 export async function warmUpStore(plan: WarmUpPlan): Promise<void> {
-  const empty = sliceTask('', '', 0, 0, 0, 0, 0, 0);
-  // The planner warms up on this thread while the workers start (see planner-warmup.ts).
-  await Promise.all([warmUpPlanner(30, plan.pagePath), ...Array.from({ length: plan.threads * 2 }, () => runSlice(plan.pool, empty))]);
-  if (!plan.pagePath) return;
+  holdYoungGeneration();
   try {
-    await warmUpPagePath(plan.openStore);
+    await warmUp(plan);
+  } finally {
+    releaseYoungGeneration();
+  }
+}
+
+async function warmUp(plan: WarmUpPlan): Promise<void> {
+  const empty = sliceTask('', '', 0, 0, 0, 0, 0, 0);
+  // While the workers start (each runs its JIT warm-up as it loads the page task), this
+  // thread warms up its planner and writes the page-path session: nothing here waits for
+  // a worker until the session's pages are asked.
+  const threads = Promise.all(Array.from({ length: plan.threads * 2 }, () => runSlice(plan.pool, empty)));
+  const prepared = plan.pagePath ? preparePagePath().then((storage) => ({ storage }), (err: unknown) => ({ err })) : null;
+  await warmUpPlanner(30, plan.pagePath);
+  await threads;
+  if (prepared === null) return;
+  const session = await prepared;
+  try {
+    if ('err' in session) throw session.err;
+    await warmUpPagePath(plan.openStore, session.storage);
   } catch (err) {
     // Only an optimization: serve without it (first pages slower), but say so.
     process.emitWarning(`page-path warm-up skipped: ${(err as Error).message}`, 'SessionPagerWarning');
