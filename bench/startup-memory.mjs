@@ -1,0 +1,105 @@
+#!/usr/bin/env node
+// Start-up and idle memory of a fresh `session-pager serve --workers 2`, as the OS sees it
+// (issue 12): one JSON line per run.
+//
+//   node bench/startup-memory.mjs [--root DIR] [--data DIR] [--runs N] [--page ID]
+//
+// Per run a fresh server (--root: the checkout whose bin/ is started, default this one):
+//   listen / ready: launch to the first /livez, /readyz 200 (polled every 2 / 5 ms);
+//   cpuReady: CPU of the whole process (every thread) at ready, ms; threads: the same per thread;
+//   idle: VmRSS one second after ready; smaps: that RSS by mapping (the node binary's
+//   pages, V8's 256 KiB heap pages, the malloc heap, large and small anonymous mappings);
+//   with --page ID: that session's tail page is asked at once (while the server warms up:
+//   early) and again after the idle reading (page: ms to the last byte), then peak (VmHWM)
+//   and the RSS 0.5 s later (after).
+// Run measurements at normal priority, one at a time (BRIEF: bench.lock).
+import { spawn } from 'node:child_process';
+import { mkdirSync, readdirSync, readFileSync } from 'node:fs';
+import http from 'node:http';
+import { loadavg } from 'node:os';
+import { dirname, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { parseArgs } from 'node:util';
+
+const here = resolve(dirname(fileURLToPath(import.meta.url)), '..');
+const { values } = parseArgs({ options: { root: { type: 'string', default: here }, data: { type: 'string', default: '/tmp/session-pager-startup-empty' }, runs: { type: 'string', default: '3' }, page: { type: 'string', default: '' } } });
+const { root, data, page: pageId } = values;
+mkdirSync(data, { recursive: true });
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+const statusMB = (pid, k) => Number(readFileSync(`/proc/${pid}/status`, 'utf8').match(new RegExp(`${k}:\\s+(\\d+)`))[1]) / 1024;
+const cpuMs = (stat) => {
+  const f = stat.split(') ')[1].split(' ');
+  return (Number(f[11]) + Number(f[12])) * 10;
+};
+
+function get(port, path, headers = {}) {
+  return new Promise((res) => {
+    const t0 = performance.now();
+    const req = http.get({ host: '127.0.0.1', port, path, agent: false, headers }, (r) => {
+      let bytes = 0;
+      r.on('data', (c) => (bytes += c.length));
+      r.on('end', () => res({ status: r.statusCode, bytes, ms: +(performance.now() - t0).toFixed(1) }));
+    });
+    req.on('error', () => res({ status: 0, ms: performance.now() - t0 }));
+  });
+}
+
+/** RSS (MB) by kind of mapping, from /proc/<pid>/smaps. */
+function smaps(pid) {
+  const out = {};
+  let name = '';
+  for (const line of readFileSync(`/proc/${pid}/smaps`, 'utf8').split('\n')) {
+    const m = line.match(/^([0-9a-f]+)-([0-9a-f]+) \S+ \S+ \S+ \S+\s*(.*)$/);
+    if (m) {
+      const size = parseInt(m[2], 16) - parseInt(m[1], 16);
+      name = m[3] ? (m[3].includes('/node') ? 'node binary' : m[3].startsWith('/') ? 'other files' : m[3]) : size === 262144 ? 'v8 heap pages' : size >= 1 << 20 ? 'anon large' : 'anon small';
+      continue;
+    }
+    const r = line.match(/^Rss:\s+(\d+)/);
+    if (r) out[name] = (out[name] ?? 0) + Number(r[1]) / 1024;
+  }
+  return Object.fromEntries(Object.entries(out).filter(([, v]) => v >= 0.5).map(([k, v]) => [k, +v.toFixed(1)]));
+}
+
+let port = 18_000 + Math.floor(Math.random() * 2000);
+for (let run = 0; run < Number(values.runs); run++) {
+  port++;
+  const t0 = performance.now();
+  const child = spawn(process.execPath, [`${root}/bin/session-pager.js`, 'serve', '--data', data, '--port', String(port), '--workers', '2', '--log-level', 'warn'], { stdio: ['ignore', 'ignore', 'pipe'] });
+  let err = '';
+  child.stderr.on('data', (d) => (err += d));
+  const deadline = t0 + 60_000;
+  const waitFor = async (path, every) => {
+    for (;;) {
+      if (performance.now() > deadline) {
+        child.kill('SIGKILL');
+        throw new Error(`no 200 from ${path} within 60 s: ${err}`);
+      }
+      if ((await get(port, path)).status === 200) return Math.round(performance.now() - t0);
+      await sleep(every);
+    }
+  };
+  const listen = await waitFor('/livez', 2);
+  const early = pageId ? get(port, `/v1/sessions/${pageId}/page`, { 'accept-encoding': 'identity' }) : null;
+  const ready = await waitFor('/readyz', 5);
+  const cpuReady = cpuMs(readFileSync(`/proc/${child.pid}/stat`, 'utf8'));
+  const threads = {};
+  for (const t of readdirSync(`/proc/${child.pid}/task`)) {
+    const ms = cpuMs(readFileSync(`/proc/${child.pid}/task/${t}/stat`, 'utf8'));
+    if (ms > 0) threads[t] = ms;
+  }
+  await sleep(1000);
+  const idle = +statusMB(child.pid, 'VmRSS').toFixed(1);
+  const byMapping = smaps(child.pid);
+  const out = { load: +loadavg()[0].toFixed(1), listen, ready, cpuReady, threads, idle, smaps: byMapping };
+  if (pageId) {
+    out.early = await early;
+    out.page = await get(port, `/v1/sessions/${pageId}/page`, { 'accept-encoding': 'identity' });
+    out.peak = +statusMB(child.pid, 'VmHWM').toFixed(1);
+    await sleep(500);
+    out.after = +statusMB(child.pid, 'VmRSS').toFixed(1);
+  }
+  child.kill('SIGTERM');
+  await new Promise((r) => child.on('exit', r));
+  process.stdout.write(JSON.stringify(out) + '\n');
+}
