@@ -42,10 +42,16 @@ async function warmUp(plan: WarmUpPlan): Promise<void> {
   // While the workers start (each runs its JIT warm-up as it loads the page task), this
   // thread warms up its planner and writes the page-path session: nothing here waits for
   // a worker until the session's pages are asked.
-  const threads = Promise.all(Array.from({ length: plan.threads * 2 }, () => runSlice(plan.pool, empty)));
+  // (Both settle into values at once: a rejection waiting for its await would be unhandled.)
+  const threads = Promise.all(Array.from({ length: plan.threads * 2 }, () => runSlice(plan.pool, empty))).then(
+    () => null,
+    (err: unknown) => ({ err }),
+  );
   const prepared = plan.pagePath ? preparePagePath().then((storage) => ({ storage }), (err: unknown) => ({ err })) : null;
   await warmUpPlanner(30, plan.pagePath);
-  await threads;
+  // Workers that cannot start fail the warm-up (serve then stops and says why).
+  const started = await threads;
+  if (started !== null) throw started.err;
   if (prepared === null) return;
   const session = await prepared;
   try {
