@@ -89,4 +89,40 @@ describe('store warm-up', () => {
       rmSync(dataDir, { recursive: true, force: true });
     }
   }, 60_000);
+
+  it('workers that cannot start fail the warm-up with their error, while the session writing runs beside them', async () => {
+    const { warmUpStore } = await import('../src/main/warmup/warm-up.js');
+    const unhandled: unknown[] = [];
+    const onUnhandled = (err: unknown) => unhandled.push(err);
+    process.on('unhandledRejection', onUnhandled);
+    const pool = {
+      options: { maxThreads: 1, maxQueue: 64 },
+      queueSize: 0,
+      utilization: 0,
+      completed: 0,
+      threads: [],
+      // Fails at once, long before the planner's warm-up on this thread is done.
+      run: () => Promise.reject(new Error('worker could not start')),
+      close: async () => undefined,
+    };
+    let opened = false;
+    try {
+      await expect(
+        warmUpStore({
+          pool,
+          threads: 1,
+          pagePath: true,
+          openStore: async () => {
+            opened = true;
+            throw new Error('not asked');
+          },
+        }),
+      ).rejects.toThrow('worker could not start');
+      await new Promise((r) => setImmediate(r));
+      expect(unhandled).toEqual([]);
+      expect(opened).toBe(false);
+    } finally {
+      process.off('unhandledRejection', onUnhandled);
+    }
+  }, 60_000);
 });
