@@ -7,18 +7,31 @@
  *
  * V8 gives a script `gc` only in a context made while `--expose-gc` is set:
  * the flag is set for the one context made here and cleared again, so no
- * other code sees a `gc` global. Costs ~10-15 ms on a warmed-up worker.
+ * other code sees a `gc` global. The flag is process-wide and the workers
+ * warm up at once: another thread may clear it between this one's setting
+ * it and making its context, so a context without `gc` is tried again, and
+ * after a few tries the collection is skipped (it is only an optimization;
+ * it must never fail a worker's start). Costs ~10-15 ms on a warmed-up worker.
  */
 import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
 
-export function collectGarbage(): void {
-  setFlagsFromString('--expose-gc');
-  let gc: () => void;
-  try {
-    gc = runInNewContext('gc') as () => void;
-  } finally {
-    setFlagsFromString('--no-expose-gc');
+const TRIES = 8;
+
+/** Whether a collection ran. */
+export function collectGarbage(): boolean {
+  for (let i = 0; i < TRIES; i++) {
+    setFlagsFromString('--expose-gc');
+    let gc: unknown;
+    try {
+      gc = runInNewContext('typeof gc === "function" ? gc : null');
+    } finally {
+      setFlagsFromString('--no-expose-gc');
+    }
+    if (typeof gc === 'function') {
+      (gc as () => void)();
+      return true;
+    }
   }
-  gc();
+  return false;
 }
