@@ -30,7 +30,7 @@ describe('optimized page-path code and object shapes', () => {
   }, 60_000);
 
   it('the planner stays optimized across a garbage collection between pages', () => {
-    const out = execFileSync(process.execPath, ['--allow-natives-syntax', '--expose-gc', resolve(here, 'helpers/planner-shape-probe.mjs'), dist], { encoding: 'utf8' });
+    const out = execFileSync(process.execPath, ['--allow-natives-syntax', '--expose-gc', '--no-concurrent-recompilation', resolve(here, 'helpers/planner-shape-probe.mjs'), dist], { encoding: 'utf8' });
     expect(JSON.parse(out)).toEqual({ warmed: true, afterGc: true });
   }, 60_000);
 });
