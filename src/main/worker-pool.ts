@@ -67,6 +67,13 @@ export function createPagePool(opts: PoolOptions = {}): PagePool {
     // not young objects: cold and settled tail pages measured no slower with 6
     // than with 32 (docs/benchmarks.md, issue 12 "Idle memory").
     resourceLimits: { maxYoungGenerationSizeMb: WORKER_YOUNG_GENERATION_MB },
+    // piscina loads the task file with require() first and import() only when that
+    // throws. On Node 20 require() of an ES module is on by default, and its sync
+    // instantiation path aborts the whole process (FATAL `v8::Module::IsGraphAsync
+    // ... instantiated module`) when instantiation does not complete: seen twice in
+    // full test runs as a fresh process's pool started. With require(esm) off in the
+    // workers, require() throws ERR_REQUIRE_ESM at once and piscina takes import().
+    execArgv: [...process.execArgv, '--no-experimental-require-module'],
   });
   // Each thread's new isolate reset V8's semi-space growth factor (young-generation.ts).
   for (const t of pool.threads) t.once('online', isolateStarted);
