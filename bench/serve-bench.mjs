@@ -21,12 +21,12 @@
 // Prints a markdown report on stdout, the raw figures as JSON on stderr.
 import { spawn } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
-import http from 'node:http';
 import { createServer } from 'node:net';
 import { cpus, loadavg, totalmem } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
+import { getOnce } from './servers.mjs';
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 const { values } = parseArgs({
@@ -70,18 +70,7 @@ function freePort() {
   });
 }
 
-/** One GET on a fresh connection: status, bytes, ms from the request's start to the last byte. */
-function get(port, path, headers = {}) {
-  return new Promise((res) => {
-    const t0 = performance.now();
-    const req = http.get({ host: '127.0.0.1', port, path, agent: false, headers }, (r) => {
-      let bytes = 0;
-      r.on('data', (c) => (bytes += c.length));
-      r.on('end', () => res({ status: r.statusCode, bytes, ms: performance.now() - t0 }));
-    });
-    req.on('error', () => res({ status: 0, bytes: 0, ms: performance.now() - t0 }));
-  });
-}
+const get = getOnce;
 
 async function serverRun(s) {
   const port = await freePort();

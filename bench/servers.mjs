@@ -3,6 +3,7 @@
 // (bench/peer-server.mjs, 2 worker threads). Used by bench/peer-bench.mjs
 // and bench/capacity.mjs.
 import { spawn } from 'node:child_process';
+import http from 'node:http';
 import { existsSync, linkSync, mkdirSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -112,4 +113,17 @@ export function linkedDataDir(dataDir, ids, dest) {
     }
   }
   return dest;
+}
+
+/** One GET on a fresh connection: status, bytes, ms from the request's start to the last byte. */
+export function getOnce(port, path, headers = {}) {
+  return new Promise((res) => {
+    const t0 = performance.now();
+    const req = http.get({ host: '127.0.0.1', port, path, agent: false, headers }, (r) => {
+      let bytes = 0;
+      r.on('data', (c) => (bytes += c.length));
+      r.on('end', () => res({ status: r.statusCode, bytes, ms: performance.now() - t0 }));
+    });
+    req.on('error', () => res({ status: 0, bytes: 0, ms: performance.now() - t0 }));
+  });
 }

@@ -15,11 +15,11 @@
 // Run measurements at normal priority, one at a time (BRIEF: bench.lock).
 import { spawn } from 'node:child_process';
 import { mkdirSync, readdirSync, readFileSync } from 'node:fs';
-import http from 'node:http';
 import { loadavg } from 'node:os';
 import { dirname, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
+import { getOnce } from './servers.mjs';
 
 const here = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 const { values } = parseArgs({ options: { root: { type: 'string', default: here }, data: { type: 'string', default: '/tmp/session-pager-startup-empty' }, runs: { type: 'string', default: '3' }, page: { type: 'string', default: '' } } });
@@ -32,17 +32,10 @@ const cpuMs = (stat) => {
   return (Number(f[11]) + Number(f[12])) * 10;
 };
 
-function get(port, path, headers = {}) {
-  return new Promise((res) => {
-    const t0 = performance.now();
-    const req = http.get({ host: '127.0.0.1', port, path, agent: false, headers }, (r) => {
-      let bytes = 0;
-      r.on('data', (c) => (bytes += c.length));
-      r.on('end', () => res({ status: r.statusCode, bytes, ms: +(performance.now() - t0).toFixed(1) }));
-    });
-    req.on('error', () => res({ status: 0, ms: performance.now() - t0 }));
-  });
-}
+const get = async (port, path, headers) => {
+  const r = await getOnce(port, path, headers);
+  return { ...r, ms: +r.ms.toFixed(1) };
+};
 
 /** RSS (MB) by kind of mapping, from /proc/<pid>/smaps. */
 function smaps(pid) {
