@@ -11,6 +11,12 @@
  * - a queued request whose slot frees within the bound is served;
  * - the moment the slot frees, pages are served again (recovery at once).
  * No timing is asserted: the order of events and the answers are.
+ *
+ * And with the default sizing (two workers, no admission settings): 16
+ * concurrent requests of a page that takes tens of ms in flight, normal
+ * load on a 2-core machine, are all answered 200, on a fresh server (no
+ * page timed yet) and again and again after (2 in flight per worker with a
+ * queue bound of 0.5 in-flight times shed all but ~6 of them).
  */
 import { mkdir } from 'node:fs/promises';
 import { connect, type Socket } from 'node:net';
@@ -25,6 +31,11 @@ const AUTH = { authorization: `Bearer ${TOKEN}` };
 /** 96 messages of 256 KiB: a 24 MiB page, past what loopback buffers hold for a client that does not read. */
 const BIG_EVENTS = 96;
 const BIG_TEXT = 256 * 1024;
+/** 16 concurrent page requests, 12 rounds; each page 400 messages of 4 KiB (1.6 MB: tens of ms in flight). */
+const CONNS = 16;
+const ROUNDS = 12;
+const WIDE_EVENTS = 800;
+const WIDE_PAGE = 400;
 
 let ts: TempStore;
 const servers: ServerProcess[] = [];
@@ -36,6 +47,12 @@ beforeAll(async () => {
     const events: SessionEvent[] = [];
     for (let seq = at; seq < at + 8; seq++) events.push({ type: 'user/message', seq, time: T0 + seq, data: { content: [{ type: 'text', text: String.fromCharCode(97 + (seq % 26)).repeat(BIG_TEXT) }] } });
     await ts.store.append('big', events);
+  }
+  await ts.store.create('wide', { title: 'many mid-sized messages' });
+  for (let at = 0; at < WIDE_EVENTS; at += 100) {
+    const events: SessionEvent[] = [];
+    for (let seq = at; seq < at + 100; seq++) events.push({ type: 'user/message', seq, time: T0 + seq, data: { content: [{ type: 'text', text: `${seq} `.padEnd(4096, 'wxyz') }] } });
+    await ts.store.append('wide', events);
   }
   await ts.store.close();
 }, 120_000);
@@ -122,5 +139,29 @@ describe('admission in a real serve process (one page slot)', () => {
     // Exactly one page more than before: the queued one. The shed one was never built, then or later.
     expect(await metric(s, 'session_pager_store_pages_served_total')).toBe(served + 1);
     expect(await metric(s, 'session_pager_admission_shed_total')).toBe(1);
+  }, 120_000);
+});
+
+describe('admission in a real serve process (default sizing, two workers)', () => {
+  it(`answers ${CONNS} concurrent requests of a page that takes tens of ms all 200, from the first burst on`, async () => {
+    const tmp = join(ts.dir, 'tmp-default');
+    await mkdir(tmp);
+    const env: NodeJS.ProcessEnv = { TMPDIR: tmp };
+    // The defaults under test: no admission tuning from the environment of the run.
+    for (const k of ['SESSION_PAGER_ADMISSION', 'SESSION_PAGER_MAX_IN_FLIGHT', 'SESSION_PAGER_QUEUE_FACTOR', 'SESSION_PAGER_MIN_QUEUE_MS', 'SESSION_PAGER_MAX_QUEUE_MS', 'SESSION_PAGER_MAX_QUEUE']) env[k] = '';
+    const s = await startServerProcess({ dataDir: ts.dir, token: TOKEN, args: ['--workers', '2'], env });
+    servers.push(s);
+    await until('ready', async () => (await rawRequest(`${s.url}/readyz`)).status === 200, 30_000, 50);
+    const statuses = new Map<number, number>();
+    for (let round = 0; round < ROUNDS; round++) {
+      // Pages at different cuts, so none is the prepared page of another request.
+      const answers = await Promise.all(
+        Array.from({ length: CONNS }, (_, i) => rawRequest(`${s.url}/v1/sessions/wide/page?maxMessages=${WIDE_PAGE}&throughSeq=${WIDE_EVENTS - 1 - ((round * CONNS + i) % (WIDE_EVENTS - WIDE_PAGE))}`, { headers: AUTH })),
+      );
+      for (const r of answers) statuses.set(r.status, (statuses.get(r.status) ?? 0) + 1);
+    }
+    expect(Object.fromEntries(statuses)).toEqual({ 200: CONNS * ROUNDS });
+    expect(await metric(s, 'session_pager_admission_shed_total')).toBe(0);
+    expect(await metric(s, 'session_pager_admission_in_flight')).toBe(0);
   }, 120_000);
 });

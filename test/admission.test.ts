@@ -62,8 +62,9 @@ describe('Admission', () => {
   });
 
   it('sheds at once when the wait it would face is past the bound, or the queue is full', async () => {
-    const a = admission({ maxInFlight: 1, queueFactor: 1.5, minQueueMs: 1, maxQueueMs: 10_000, maxQueue: 100 });
-    // Teach it that a page takes ~20 ms: the bound becomes ~1.5 x the smoothed time.
+    const a = admission({ maxInFlight: 1, queueFactor: 3, minQueueMs: 1, maxQueueMs: 10_000, maxQueue: 100 });
+    // Teach it that a page takes ~20 ms: the bound becomes ~3 x the smoothed time, and a request
+    // is queued only while the wait it would face is within half of it (1.5 pages).
     for (let i = 0; i < 10; i++) {
       const r = await a.acquire();
       const t = performance.now();
@@ -73,7 +74,7 @@ describe('Admission', () => {
       r();
     }
     expect(a.serviceMs).toBeGreaterThan(8);
-    expect(a.boundMs).toBeCloseTo(1.5 * a.serviceMs, 5);
+    expect(a.boundMs).toBeCloseTo(3 * a.serviceMs, 5);
     const hold = await a.acquire();
     // The first waiter would wait ~1 page: within the bound.
     const first = a.acquire();

@@ -12,12 +12,15 @@
  * - The others wait in one FIFO queue, bounded in time: a request is
  *   answered `overloaded` (503 + Retry-After) at once when the wait it would
  *   face (its place in the queue times the smoothed in-flight time, over
- *   `maxInFlight`) is past the bound, and when it has waited the bound
- *   without being admitted.
+ *   `maxInFlight`) is past half the bound, and when it has waited the whole
+ *   bound without being admitted.
  * - The bound is `queueFactor` times the smoothed in-flight time (so it
  *   follows what pages cost here), within [minQueueMs, maxQueueMs]; an
- *   admitted request's latency is then about (1 + queueFactor) times the
- *   time of one page, whatever the offered load.
+ *   admitted request's latency is then about (1 + queueFactor / 2) times the
+ *   in-flight time, whatever the offered load, and the gate holds about
+ *   maxInFlight x (1 + queueFactor / 2) requests before it sheds (the sizing
+ *   is options.ts's IN_FLIGHT_PER_THREAD and QUEUE_FACTOR). Until a page
+ *   has been timed the bound is maxQueueMs.
  */
 import { PagerError } from '../core/errors.js';
 
@@ -56,9 +59,11 @@ export class Admission {
   admitted = 0;
   shed = 0;
 
+  /** No page timed yet: the smoothed time is a guess, not a measurement. */
+  private timed = false;
+
   constructor(private readonly o: AdmissionOptions) {
-    // Until pages are timed, assume they are quick: the time bound still caps every wait.
-    this.smoothedMs = 1;
+    this.smoothedMs = 0;
   }
 
   get queued(): number {
@@ -71,6 +76,10 @@ export class Admission {
 
   /** The current time bound of the queue, ms. */
   get boundMs(): number {
+    // Until a page is timed nothing says what a page costs here: the first burst on a fresh
+    // server waits up to the upper bound (guessing "quick" shed the 16 requests of a
+    // fresh server's first burst after 20 ms, while its first pages were still being built).
+    if (!this.timed) return this.o.maxQueueMs;
     return Math.min(this.o.maxQueueMs, Math.max(this.o.minQueueMs, this.o.queueFactor * this.smoothedMs));
   }
 
@@ -91,8 +100,11 @@ export class Admission {
   acquire(): Promise<() => void> {
     if (this.inFlight < this.o.maxInFlight && this.queued === 0) return Promise.resolve(this.admit());
     const bound = this.boundMs;
-    const expected = ((this.queued + 1) * this.smoothedMs) / this.o.maxInFlight;
-    if (this.queued >= this.o.maxQueue || expected > bound) {
+    const expected = this.timed ? ((this.queued + 1) * this.smoothedMs) / this.o.maxInFlight : 0;
+    // Queued only when the expected wait is within half the bound: the other half is slack for
+    // the estimate (a burst whose first pages are still in flight, a slow page ahead), so a
+    // request let into the queue is not shed later by a wait it was expected to survive.
+    if (this.queued >= this.o.maxQueue || expected > bound / 2) {
       return Promise.reject(this.overloaded(`${this.queued} pages waiting, about ${Math.round(expected)} ms to wait`));
     }
     return new Promise((resolve, reject) => {
@@ -121,7 +133,13 @@ export class Admission {
       if (released) return;
       released = true;
       this.inFlight--;
-      this.smoothedMs += ALPHA * (performance.now() - t0 - this.smoothedMs);
+      const ms = performance.now() - t0;
+      // The first sample is the estimate (an EWMA started from a guess takes ~20 pages to forget it).
+      if (this.timed) this.smoothedMs += ALPHA * (ms - this.smoothedMs);
+      else {
+        this.smoothedMs = ms;
+        this.timed = true;
+      }
       this.next();
     };
   }

@@ -30,7 +30,7 @@ import { addValidation, AJV_OPTIONS } from './validation.js';
 import { FollowHub } from './follow.js';
 import { ServerMetrics, metricsPlugin, metricsRoute } from './metrics.js';
 import { addOpenApi, openApiDocument, openapiRoute } from './openapi.js';
-import { nodeTimeouts, resolveOptions, type ResolvedOptions, type ServerOptions } from './options.js';
+import { IN_FLIGHT_PER_THREAD, nodeTimeouts, resolveOptions, type ResolvedOptions, type ServerOptions } from './options.js';
 import { LoadMonitor, type OverloadPolicy } from './overload.js';
 import { readinessRoutes } from './readiness.js';
 import { routes } from './routes.js';
@@ -100,7 +100,7 @@ export function buildServer(store: Store, options: ServerOptions = {}): FastifyI
   const hub = new FollowHub(store, o.follow, metrics, o.compression);
   const threads = store.stats().pool.threads;
   const admission =
-    o.admission === null ? null : new Admission({ ...o.admission, maxInFlight: o.admission.maxInFlight ?? 2 * threads, retryAfterSeconds: o.retryAfterSeconds });
+    o.admission === null ? null : new Admission({ ...o.admission, maxInFlight: o.admission.maxInFlight ?? IN_FLIGHT_PER_THREAD * threads, retryAfterSeconds: o.retryAfterSeconds });
   const policy: OverloadPolicy = { monitor, store, maxLagMs: o.maxEventLoopLagMs, maxPoolQueue: o.maxPoolQueue, retryAfterSeconds: o.retryAfterSeconds, readiness: o.readiness };
   app.decorate('pagerState', { options: o, metrics, hub, monitor, admission, routes: routeTable });
 

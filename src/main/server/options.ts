@@ -67,8 +67,8 @@ export interface ServerOptions {
   maxShedDelayMs?: number;
   /**
    * Admission of page requests (admission.ts): at most `maxInFlight` at once
-   * (default 2 per worker thread), the others wait at most `queueFactor`
-   * (default 0.5) times the smoothed time of one, within [minQueueMs,
+   * (default IN_FLIGHT_PER_THREAD = 4 per worker thread), the others wait at most `queueFactor`
+   * (default QUEUE_FACTOR = 4) times the smoothed in-flight time, within [minQueueMs,
    * maxQueueMs] (default 20 ms, 2 s), `maxQueue` (default 1024) at most;
    * past that `overloaded`. `false` admits every page (the old behaviour,
    * for comparison runs only).
@@ -115,7 +115,7 @@ export interface ResolvedOptions {
   shedDelayMs: number;
   maxShedDelayMs: number;
   compression: { threshold: number; brotliQuality: number; gzipLevel: number; zstdLevel: number };
-  /** null: admission off. maxInFlight null: 2 per worker thread (known once the store is). */
+  /** null: admission off. maxInFlight null: IN_FLIGHT_PER_THREAD per worker thread (known once the store is). */
   admission: null | { maxInFlight: number | null; queueFactor: number; minQueueMs: number; maxQueueMs: number; maxQueue: number };
   follow: ResolvedFollowOptions;
   readiness: Readiness;
@@ -135,6 +135,19 @@ export interface ResolvedOptions {
 export function nodeTimeouts(requestTimeoutMs: number): { connectionsCheckingInterval: number; headersTimeout: number } {
   return { connectionsCheckingInterval: Math.min(30_000, Math.max(50, Math.round(requestTimeoutMs / 10))), headersTimeout: Math.min(60_000, requestTimeoutMs) };
 }
+
+/**
+ * Default admission sizing (docs/decisions.md, "Admission sized for 16
+ * connections"). The gate holds maxInFlight x (1 + queueFactor / 2) page
+ * requests in steady state (one joins the queue while its expected wait,
+ * its place over maxInFlight in-flight times, is within half the bound of
+ * queueFactor in-flight times). 2 per thread with 0.5 held ~6 on two
+ * workers, so 16 connections, normal load here, were shed; 4 per thread
+ * with 4 hold 24, and past that an admitted page's latency stays ~3
+ * in-flight times whatever the offered load.
+ */
+export const IN_FLIGHT_PER_THREAD = 4;
+export const QUEUE_FACTOR = 4;
 
 export function resolveOptions(o: ServerOptions = {}): ResolvedOptions {
   const f = o.follow ?? {};
@@ -159,7 +172,7 @@ export function resolveOptions(o: ServerOptions = {}): ResolvedOptions {
         ? null
         : {
             maxInFlight: o.admission?.maxInFlight ?? null,
-            queueFactor: o.admission?.queueFactor ?? 0.5,
+            queueFactor: o.admission?.queueFactor ?? QUEUE_FACTOR,
             minQueueMs: o.admission?.minQueueMs ?? 20,
             maxQueueMs: o.admission?.maxQueueMs ?? 2_000,
             maxQueue: o.admission?.maxQueue ?? 1024,
