@@ -144,29 +144,49 @@ function minOfSources(b: Uint8Array, i: number, end: number, g: number): number 
   }
 }
 
+/** A key keysGroup no longer looks for: found (its last occurrence, the one JSON.parse keeps) or proven absent before the walk. */
+const SETTLED = -1;
+/** A key whose first occurrence in the frame is not looked up yet. */
+const UNLOOKED = -2;
+
+/** Where `token` first occurs in b[start, end) (absolute), or SETTLED when nowhere. */
+function firstAt(b: Uint8Array, start: number, end: number, token: Buffer): number {
+  const at = Buffer.from(b.buffer, b.byteOffset + start, end - start).indexOf(token);
+  return at < 0 ? SETTLED : start + at;
+}
+
 /**
  * The group of the message event b[start, end) at seq `seq` from its
  * top-level keys, or UNSURE. The frame is valid JSON and its keys are
  * spelled literally (see messageGroup), so its members are walked from the
  * end, skipping values by their extent: the last of a repeated key is the
  * one JSON.parse keeps, hosts write these small keys after the message's
- * body, and the walk stops once no top-level key it looks for can remain
- * before it (neither key's token occurs earlier in the bytes).
+ * body, and the walk stops once neither key is still looked for: each is
+ * settled when the walk meets it, or when its token's first occurrence in
+ * the bytes lies past the walk (no top-level key of that name can remain
+ * before it). The first occurrence is looked up (a scan of the frame) only
+ * when the walk is about to skip a value that is not one of these keys'
+ * (an object, a number, a literal): a message ending in both keys, as the
+ * writer's do, settles them without a scan of its body.
  */
 function keysGroup(b: Uint8Array, start: number, end: number, seq: number): number {
-  const frame = Buffer.from(b.buffer, b.byteOffset + start, end - start);
-  // Where each key's token first occurs (-1: nowhere): no top-level key of that name starts before it.
-  let surfaceFrom = frame.indexOf(SURFACE_OP);
-  let sourcesFrom = frame.indexOf(SOURCES);
-  surfaceFrom = surfaceFrom < 0 ? -1 : start + surfaceFrom;
-  sourcesFrom = sourcesFrom < 0 ? -1 : start + sourcesFrom;
+  let surfaceFrom = UNLOOKED;
+  let sourcesFrom = UNLOOKED;
   let i = skipWsBack(b, end - 1, start);
   if (b[i] !== RBRACE) return UNSURE;
   i = skipWsBack(b, i - 1, start);
   let counted = true;
   let g = seq;
   while (i >= start && b[i] !== LBRACE) {
-    if (surfaceFrom < 0 && sourcesFrom < 0) break;
+    // A value neither key would have read from the end (sourceEventSeqs an array, surfaceOp a
+    // string, as writers write them): before skipping it, see whether either key can remain.
+    if (b[i] !== RBRACK && b[i] !== QUOTE) {
+      if (surfaceFrom === UNLOOKED) surfaceFrom = firstAt(b, start, end, SURFACE_OP);
+      if (sourcesFrom === UNLOOKED) sourcesFrom = firstAt(b, start, end, SOURCES);
+      if (surfaceFrom > i) surfaceFrom = SETTLED;
+      if (sourcesFrom > i) sourcesFrom = SETTLED;
+    }
+    if (surfaceFrom === SETTLED && sourcesFrom === SETTLED) break;
     // The member ending at b[i]: its value, a colon, its key. An array of plain integers is read
     // once, forwards from the nearest '[' (sound: no quote or bracket can lie between them).
     const ve = i + 1;
@@ -188,22 +208,22 @@ function keysGroup(b: Uint8Array, start: number, end: number, seq: number): numb
     const ke = i + 1;
     const ks = stringStartBack(b, i, start);
     if (ks < 0) return UNSURE;
-    if (surfaceFrom >= 0 && same(b, ks, ke, SURFACE_OP_KEY)) {
+    if (surfaceFrom !== SETTLED && same(b, ks, ke, SURFACE_OP_KEY)) {
       // "append" counts; any other value does not (an escaped spelling, rare, is parsed).
       if (b[vs] === QUOTE && hasEscape(b, vs, ve)) return UNSURE;
       counted = same(b, vs, ve, APPEND);
-      surfaceFrom = -1;
-    } else if (sourcesFrom >= 0 && same(b, ks, ke, SOURCES_KEY)) {
+      surfaceFrom = SETTLED;
+    } else if (sourcesFrom !== SETTLED && same(b, ks, ke, SOURCES_KEY)) {
       g = seq;
       if (least !== Infinity) g = least < seq ? least : seq;
       else if (b[vs] === LBRACK) {
         g = minOfSources(b, vs, ve, seq);
         if (g === UNSURE) return UNSURE;
       }
-      sourcesFrom = -1;
+      sourcesFrom = SETTLED;
     }
-    if (surfaceFrom > ks) surfaceFrom = -1;
-    if (sourcesFrom > ks) sourcesFrom = -1;
+    if (surfaceFrom > ks) surfaceFrom = SETTLED;
+    if (sourcesFrom > ks) sourcesFrom = SETTLED;
     i = skipWsBack(b, ks - 1, start);
     if (b[i] === COMMA) i = skipWsBack(b, i - 1, start);
     else if (b[i] !== LBRACE) return UNSURE;
