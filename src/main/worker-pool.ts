@@ -9,6 +9,7 @@ import { fileURLToPath } from 'node:url';
 import { Piscina } from 'piscina';
 import { PagerError } from './core/errors.js';
 import { isolateStarted } from './young-generation.js';
+import { refusedFlags, workerExecArgv } from './worker-exec-argv.js';
 import type { CompressTask, SliceResult, SliceTask } from '../workers/slice-protocol.js';
 
 /** Both src/main and dist/main sit two levels under the package root, so this resolves the built worker from either. */
@@ -53,28 +54,40 @@ export function createPagePool(opts: PoolOptions = {}): PagePool {
     throw new Error(`page worker not built: ${WORKER_FILE} is missing (run \`npm run build\`)`);
   }
   const threads = Math.max(1, opts.threads ?? Math.min(availableParallelism(), 8));
-  const pool = new Piscina<SliceTask | CompressTask, SliceResult>({
-    filename: WORKER_FILE,
-    minThreads: threads,
-    maxThreads: threads,
-    idleTimeout: 24 * 60 * 60 * 1000,
-    maxQueue: opts.maxQueue ?? threads * 64,
-    workerData: { jitWarmUp: opts.jitWarmUp ?? true, ...(opts.minCodedSection === undefined ? {} : { minCodedSection: opts.minCodedSection }) } satisfies PageWorkerData,
-    // A small young generation (semi-spaces of 2 MB: V8 takes a third of this each).
-    // V8 grew a worker's to its limit during the JIT warm-up and never shrank it:
-    // with 32 MB, 16 MB of empty young generation stayed resident in each idle
-    // worker. The decode's bulk is external memory (its arena, the slice's bytes),
-    // not young objects: cold and settled tail pages measured no slower with 6
-    // than with 32 (docs/benchmarks.md, issue 12 "Idle memory").
-    resourceLimits: { maxYoungGenerationSizeMb: WORKER_YOUNG_GENERATION_MB },
-    // piscina loads the task file with require() first and import() only when that
-    // throws. On Node 20 require() of an ES module is on by default, and its sync
-    // instantiation path aborts the whole process (FATAL `v8::Module::IsGraphAsync
-    // ... instantiated module`) when instantiation does not complete: seen twice in
-    // full test runs as a fresh process's pool started. With require(esm) off in the
-    // workers, require() throws ERR_REQUIRE_ESM at once and piscina takes import().
-    execArgv: [...process.execArgv, '--no-experimental-require-module'],
-  });
+  const create = (execArgv: string[]) =>
+    new Piscina<SliceTask | CompressTask, SliceResult>({
+      filename: WORKER_FILE,
+      minThreads: threads,
+      maxThreads: threads,
+      idleTimeout: 24 * 60 * 60 * 1000,
+      maxQueue: opts.maxQueue ?? threads * 64,
+      workerData: { jitWarmUp: opts.jitWarmUp ?? true, ...(opts.minCodedSection === undefined ? {} : { minCodedSection: opts.minCodedSection }) } satisfies PageWorkerData,
+      // A small young generation (semi-spaces of 2 MB: V8 takes a third of this each).
+      // V8 grew a worker's to its limit during the JIT warm-up and never shrank it:
+      // with 32 MB, 16 MB of empty young generation stayed resident in each idle
+      // worker. The decode's bulk is external memory (its arena, the slice's bytes),
+      // not young objects: cold and settled tail pages measured no slower with 6
+      // than with 32 (docs/benchmarks.md, issue 12 "Idle memory").
+      resourceLimits: { maxYoungGenerationSizeMb: WORKER_YOUNG_GENERATION_MB },
+      // piscina loads the task file with require() first and import() only when that
+      // throws. On Node 20 require() of an ES module is on by default, and its sync
+      // instantiation path aborts the whole process (FATAL `v8::Module::IsGraphAsync
+      // ... instantiated module`) when instantiation does not complete: seen twice in
+      // full test runs as a fresh process's pool started. With require(esm) off in the
+      // workers, require() throws ERR_REQUIRE_ESM at once and piscina takes import().
+      // (worker-exec-argv.ts: the parent's own flags go along, minus those a worker refuses.)
+      execArgv,
+    });
+  let pool: Piscina<SliceTask | CompressTask, SliceResult>;
+  try {
+    pool = create(workerExecArgv(process.execArgv));
+  } catch (err) {
+    // The first worker's construction refused some of this process's flags (e.g. `node
+    // --trace-gc`): start without them, as a worker inheriting them would have.
+    const refused = refusedFlags(err);
+    if (refused === null) throw err;
+    pool = create(workerExecArgv(process.execArgv, refused));
+  }
   // Each thread's new isolate reset V8's semi-space growth factor (young-generation.ts).
   for (const t of pool.threads) t.once('online', isolateStarted);
   return pool;
