@@ -184,11 +184,19 @@ describe('follow', () => {
     try {
       const pc = new SessionPagerClient({ baseUrl: proxy.url, token: server.token });
       const f = pc.follow('live-gap', { maxMessages: 2, retryMs: 50 });
+      // The appends start once the snapshot is delivered: begun with the follow, some of
+      // them (seq 60-62 on a busy machine) landed in the snapshot, where no live event is dropped.
+      let snapshotDelivered!: () => void;
+      const snapshot = new Promise<void>((resolve) => (snapshotDelivered = resolve));
       const appender = (async () => {
+        await snapshot;
         for (let at = 50; at < 150; at += 10) await client.append('live-gap', makeEvents(at, 10));
       })();
       appender.catch(() => undefined); // awaited below; never unhandled if the test fails first
-      const { events, items } = await take(f, (ev) => ev.at(-1)?.seq === 149);
+      const { events, items } = await take(f, (ev, seen) => {
+        if (seen.length > 0) snapshotDelivered();
+        return ev.at(-1)?.seq === 149;
+      });
       await appender;
       expect(proxy.dropped).toBe(5);
       expect(f.stats.gaps).toBe(3);
