@@ -61,6 +61,29 @@ describe('Admission', () => {
     (await a.acquire())();
   });
 
+  it('judges a queued request by the bound as it stands when its time is up: pages in flight longer than the estimate extend it', async () => {
+    const a = admission({ maxInFlight: 1, queueFactor: 2, minQueueMs: 10, maxQueueMs: 5000 });
+    // Pages took ~0 ms so far: the bound is the floor, 10 ms.
+    for (let i = 0; i < 3; i++) (await a.acquire())();
+    expect(a.boundMs).toBe(10);
+    // Now one takes 80 ms (a burst after a quiet spell): the one queued behind it waits for it.
+    const slow = await a.acquire();
+    const t0 = performance.now();
+    const queued = a.acquire();
+    await sleep(80);
+    expect(a.queued).toBe(1);
+    expect(a.shed).toBe(0);
+    slow();
+    (await queued)();
+    expect(performance.now() - t0).toBeGreaterThanOrEqual(75);
+    // Nothing in flight and the estimate low again: a wait past the bound is still shed
+    // (the floor is the time so far of what is in flight, and it is released at once).
+    const b = admission({ maxInFlight: 1, queueFactor: 2, minQueueMs: 30, maxQueueMs: 30 });
+    const held = await b.acquire();
+    await expect(b.acquire()).rejects.toMatchObject({ code: 'overloaded' });
+    held();
+  });
+
   it('sheds at once when the wait it would face is past the bound, or the queue is full', async () => {
     const a = admission({ maxInFlight: 1, queueFactor: 3, minQueueMs: 1, maxQueueMs: 10_000, maxQueue: 100 });
     // Teach it that a page takes ~20 ms: the bound becomes ~3 x the smoothed time, and a request

@@ -20,7 +20,9 @@
  *   in-flight time, whatever the offered load, and the gate holds about
  *   maxInFlight x (1 + queueFactor / 2) requests before it sheds (the sizing
  *   is options.ts's IN_FLIGHT_PER_THREAD and QUEUE_FACTOR). Until a page
- *   has been timed the bound is maxQueueMs.
+ *   has been timed the bound is maxQueueMs. When a queued request's time is
+ *   up, the bound is judged again with the oldest page in flight's time so
+ *   far as a floor under the estimate (a burst after a quiet spell).
  */
 import { PagerError } from '../core/errors.js';
 
@@ -59,6 +61,9 @@ export class Admission {
   admitted = 0;
   shed = 0;
 
+  /** When each request in flight was admitted, oldest first (a Map keeps insertion order). */
+  private readonly started = new Map<number, number>();
+  private nextKey = 0;
   /** No page timed yet: the smoothed time is a guess, not a measurement. */
   private timed = false;
 
@@ -81,6 +86,18 @@ export class Admission {
     // fresh server's first burst after 20 ms, while its first pages were still being built).
     if (!this.timed) return this.o.maxQueueMs;
     return Math.min(this.o.maxQueueMs, Math.max(this.o.minQueueMs, this.o.queueFactor * this.smoothedMs));
+  }
+
+  /**
+   * The bound with the in-flight time so far of the oldest page in flight as
+   * a floor under the estimate: what a queued request's time limit is
+   * judged by when it is reached.
+   */
+  get liveBoundMs(): number {
+    const oldest = this.started.values().next();
+    const age = oldest.done === true ? 0 : performance.now() - oldest.value;
+    if (!this.timed && age === 0) return this.o.maxQueueMs;
+    return Math.min(this.o.maxQueueMs, Math.max(this.boundMs, this.o.queueFactor * age));
   }
 
   /** Smoothed in-flight time, ms. */
@@ -107,16 +124,27 @@ export class Admission {
     if (this.queued >= this.o.maxQueue || expected > bound / 2) {
       return Promise.reject(this.overloaded(`${this.queued} pages waiting, about ${Math.round(expected)} ms to wait`));
     }
+    const self = this;
+    const queuedAt = performance.now();
     return new Promise((resolve, reject) => {
       const w: Waiter = {
         resolve,
         reject,
         done: false,
-        timer: setTimeout(() => {
+        timer: setTimeout(function expire(this: void) {
           if (w.done) return;
+          // The bound as it stands now: pages in flight longer than the estimate say it was low
+          // (the first burst after a quiet spell, whose pages take several times a lone page's
+          // time), so a request queued on it waits for them rather than being shed for it.
+          const waited = performance.now() - queuedAt;
+          const now = self.liveBoundMs;
+          if (waited + 1 < now) {
+            w.timer = setTimeout(expire, now - waited);
+            return;
+          }
           w.done = true;
-          this.waiting--;
-          reject(this.overloaded(`waited ${Math.round(bound)} ms without a free slot`));
+          self.waiting--;
+          reject(self.overloaded(`waited ${Math.round(waited)} ms without a free slot`));
         }, bound),
       };
       this.queue.push(w);
@@ -128,11 +156,14 @@ export class Admission {
     this.inFlight++;
     this.admitted++;
     const t0 = performance.now();
+    const key = this.nextKey++;
+    this.started.set(key, t0);
     let released = false;
     return () => {
       if (released) return;
       released = true;
       this.inFlight--;
+      this.started.delete(key);
       const ms = performance.now() - t0;
       // The first sample is the estimate (an EWMA started from a guess takes ~20 pages to forget it).
       if (this.timed) this.smoothedMs += ALPHA * (ms - this.smoothedMs);
