@@ -25,18 +25,25 @@ let store: PagerStore;
 let splitting: PagerStore;
 /** A store with no worker threads (main/inline-pool.ts: one-shot commands), every slice in place, so its arena comes back. */
 let inThread: PagerStore;
+/**
+ * A store whose small slices are decoded on this thread while its workers are idle
+ * (main/small-slice-pool.ts), cutting pages into many slices so one page mixes both.
+ */
+let mixed: PagerStore;
 
 beforeAll(async () => {
   dir = mkdtempSync(join(tmpdir(), 'sp-page-'));
   store = await openStore({ dataDir: dir, workers: 2 });
   splitting = await openStore({ dataDir: dir, workers: 4, splitCost: 1, inPlaceBytes: 0 });
   inThread = await openStore({ dataDir: dir, inThread: true, inPlaceBytes: 0 });
+  mixed = await openStore({ dataDir: dir, workers: 2, splitCost: 1, inPlaceBytes: 0, inlineSliceBytes: 4096 });
 });
 
 afterAll(async () => {
   await store?.close();
   await splitting?.close();
   await inThread?.close();
+  await mixed?.close();
   rmSync(dir, { recursive: true, force: true });
 });
 
@@ -62,6 +69,7 @@ describe('page path on random logs', () => {
             await expectSamePage(store, id, log, params);
             await expectSamePage(splitting, id, log, params);
             await expectSamePage(inThread, id, log, params);
+            await expectSamePage(mixed, id, log, params);
           }
           await walkPages(store, id, log, walkMessages);
           await walkPages(splitting, id, log, walkMessages, 400);
@@ -88,6 +96,7 @@ describe('page path on the dsh fixtures', () => {
     await walkPages(store, id, log, 2);
     await walkPages(splitting, id, log, 1 + (i % 3), 2000);
     await walkPages(inThread, id, log, 3);
+    await walkPages(mixed, id, log, 2);
     if (events.length > 2) {
       const mid = Math.floor(events.length / 2);
       await expectSamePage(store, id, log, { throughSeq: mid, maxMessages: 2 });

@@ -25,6 +25,7 @@ import { SessionViews, type SessionView } from './store/session-views.js';
 import { Subscriptions } from './store/subscriptions.js';
 import { SessionWriters } from './store/writers.js';
 import { createPagePool, type PagePool } from './worker-pool.js';
+import { SmallSlicePool } from './small-slice-pool.js';
 import { InlinePool } from './inline-pool.js';
 import type { OutputCoding } from './page-coding.js';
 import { ChangeWatchers, DEFAULT_WATCH_POLL_MS } from '../storage/local/change-watch.js';
@@ -69,12 +70,18 @@ export class PagerStore implements Store {
    * warm-up's). `ownBus`: the bus `opts.appendBus` was made for this store
    * (openStore's, from `redisUrl`), so close() closes it.
    */
+  private workerPool(opts: StoreOptions): PagePool {
+    const pool = createPagePool({ threads: opts.workers, maxQueue: opts.maxQueue, jitWarmUp: opts.warmUp?.jit ?? true, ...(opts.minCodedSection === undefined ? {} : { minCodedSection: opts.minCodedSection }) });
+    const inline = opts.inlineSliceBytes ?? 0;
+    return inline > 0 ? new SmallSlicePool(pool, inline) : pool;
+  }
+
   constructor(opts: StoreOptions, pool?: PagePool, ownBus = false) {
     this.storage = storageOf(opts);
     this.closeStorage = opts.closeStorage === true;
     this.dataDir = opts.dataDir ?? `${this.storage.kind}:`;
     this.ownsPool = pool === undefined;
-    this.pool = pool ?? (opts.inThread === true ? new InlinePool() : createPagePool({ threads: opts.workers, maxQueue: opts.maxQueue, jitWarmUp: opts.warmUp?.jit ?? true, ...(opts.minCodedSection === undefined ? {} : { minCodedSection: opts.minCodedSection }) }));
+    this.pool = pool ?? (opts.inThread === true ? new InlinePool() : this.workerPool(opts));
     this.threads = this.pool.options.maxThreads;
     this.splitCost = opts.splitCost ?? DEFAULT_SPLIT_COST;
     this.pagePathWarmUp = opts.warmUp?.pagePath ?? true;

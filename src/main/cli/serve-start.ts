@@ -98,6 +98,12 @@ function admissionFromEnv(env: NodeJS.ProcessEnv): ServerOptions {
   return Object.keys(a).length > 0 ? { ...out, admission: a } : out;
 }
 
+/** SESSION_PAGER_INLINE_SLICE_BYTES=N: slices of at most N stored bytes are decoded on the main thread (small-slice-pool.ts). */
+function inlineSliceFromEnv(env: NodeJS.ProcessEnv): { inlineSliceBytes?: number } {
+  const n = Number(env.SESSION_PAGER_INLINE_SLICE_BYTES ?? '');
+  return env.SESSION_PAGER_INLINE_SLICE_BYTES !== undefined && env.SESSION_PAGER_INLINE_SLICE_BYTES !== '' && Number.isSafeInteger(n) && n >= 0 ? { inlineSliceBytes: n } : {};
+}
+
 /**
  * SESSION_PAGER_REQUEST_TIMEOUT_MS: time to receive a whole request (head and
  * body) before it is answered 408 request_timeout (default 30 s).
@@ -140,6 +146,7 @@ export async function startServe(cfg: ServeConfig, extra: ServerOptions = {}, ou
       dataDir: cfg.dataDir,
       ...(storage !== null ? { storage, closeStorage: true } : {}),
       workers: cfg.workers,
+      ...inlineSliceFromEnv(process.env),
       warmUp: warmUpFromEnv(process.env),
       // The bus connects in the background; its errors go to the server's log.
       ...(cfg.redisUrl ? { redisUrl: cfg.redisUrl, onBusError: (err: Error) => logBusError(err) } : {}),

@@ -30,6 +30,11 @@ export interface StoreOptions {
    * costs more than they save. `workers` is then ignored.
    */
   inThread?: boolean;
+  /**
+   * Slices of at most this many stored bytes are decoded on the calling
+   * thread instead of a worker (small-slice-pool.ts; default 0: none).
+   */
+  inlineSliceBytes?: number;
   /** Bound of the worker queue, in slices. */
   maxQueue?: number;
   /**

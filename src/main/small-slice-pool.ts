@@ -1,0 +1,78 @@
+/**
+ * A page pool that decodes small slices on the calling thread and hands
+ * the others to the worker pool it wraps. Handing a slice to a worker costs
+ * the main thread a post, a wake-up and a receive (piscina, ~0.3 ms of its
+ * time per task on this 2-core machine, plus the worker's scheduling delay),
+ * which for a slice of tens of KB is more than decoding it here. Only slices
+ * whose bytes the calling thread reads from local files (or that came with
+ * the task), and only while no task is on the workers, go inline: under
+ * concurrent load the main thread is the busiest thread, and the workers
+ * are what keeps the decodes off it. Compress tasks stay on the workers. The same task
+ * code runs either way (workers/page-task.ts), so the bytes are the same.
+ */
+import type { CompressTask, SliceResult, SliceTask } from '../workers/slice-protocol.js';
+import type { PagePool } from './worker-pool.js';
+
+type RunTask = (task: SliceTask | CompressTask) => SliceResult;
+
+export class SmallSlicePool implements PagePool {
+  private task: RunTask | null = null;
+  private loading: Promise<RunTask> | null = null;
+  /** Slices decoded on this thread. */
+  inline = 0;
+
+  constructor(
+    private readonly pool: PagePool,
+    /** Slices of at most this many stored bytes are decoded here. */
+    private readonly maxInlineBytes: number,
+  ) {}
+
+  get options(): PagePool['options'] {
+    return this.pool.options;
+  }
+  get queueSize(): number {
+    return this.pool.queueSize;
+  }
+  get utilization(): number {
+    return this.pool.utilization;
+  }
+  get completed(): number {
+    return this.pool.completed;
+  }
+  get threads(): PagePool['threads'] {
+    return this.pool.threads;
+  }
+
+  /** Tasks handed to the workers and not yet answered. */
+  private outstanding = 0;
+
+  private onPool(task: SliceTask | CompressTask, opts: { transferList?: ArrayBuffer[] }): Promise<SliceResult> {
+    this.outstanding++;
+    const done = () => void this.outstanding--;
+    const p = this.pool.run(task, opts);
+    p.then(done, done);
+    return p;
+  }
+
+  run(task: SliceTask | CompressTask, opts: { transferList?: ArrayBuffer[] }): Promise<SliceResult> {
+    // Only while the workers are idle: under concurrent load the main thread is what limits
+    // throughput, and a decode here would take its time from the other requests.
+    if (this.outstanding > 0 || 'compress' in task || task.end - task.start > this.maxInlineBytes || !(task.bytes !== undefined || task.source.startsWith('file:'))) return this.onPool(task, opts);
+    if (this.task === null) {
+      // The decoder's modules are loaded on the first small slice; that one goes to a worker meanwhile.
+      this.loading ??= import('../workers/page-task.js').then((m) => (this.task = m.runPageTask));
+      return this.onPool(task, opts);
+    }
+    try {
+      const r = this.task(task);
+      this.inline++;
+      return Promise.resolve(r);
+    } catch (err) {
+      return Promise.reject(err as Error);
+    }
+  }
+
+  close(): Promise<void> {
+    return this.pool.close();
+  }
+}
