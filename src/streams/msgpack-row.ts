@@ -326,9 +326,15 @@ export function rowMembersBound(): number {
   return (binaryRow.end - binaryRow.membersAt) * 6 + binaryRow.n * 3;
 }
 
-/** A view of the output for word stores, per output buffer. */
-let outView: DataView = new DataView(new ArrayBuffer(8));
-let outOf: Uint8Array | null = null;
+/**
+ * Views of the outputs for word stores, one per output (the gaps' and the
+ * members' sinks are two buffers: one view shared by both was made anew for
+ * each of them, twice a row).
+ */
+let gapView: DataView = new DataView(new ArrayBuffer(8));
+let gapOf: Uint8Array | null = null;
+let memberView: DataView = new DataView(new ArrayBuffer(8));
+let memberOf: Uint8Array | null = null;
 
 /** A comma and the decimal digits of 0..127 (the gaps MessagePack stores in one byte), as little-endian words, and their lengths. */
 const GAP_WORDS = new Uint32Array(128);
@@ -348,11 +354,11 @@ for (let t = 0; t < 128; t++) {
  * leaves room for the word).
  */
 export function writeRowGaps(b: Uint8Array, out: Uint8Array, o: number, comma: boolean): number {
-  if (out !== outOf) {
-    outView = new DataView(out.buffer, out.byteOffset, out.byteLength);
-    outOf = out;
+  if (out !== gapOf) {
+    gapView = new DataView(out.buffer, out.byteOffset, out.byteLength);
+    gapOf = out;
   }
-  const dst = outView;
+  const dst = gapView;
   const gaps = binaryRow.n - 1;
   let i = binaryRow.dtAt;
   const end = binaryRow.end;
@@ -388,56 +394,78 @@ ESCAPED[0x5c] = 1;
 
 
 /**
+ * Where the next byte to escape is in b[i, end) (read through `src`, a view
+ * of b): `end` when there is none. Four bytes a step, tested as a word
+ * (exact: a byte below 0x20, equal to 0x22 or to 0x5c). A member's
+ * MessagePack header is never such a byte but for the length bytes of the
+ * longer string headers, which writeRowMembers takes the general way anyway.
+ */
+function nextEscape(src: DataView, b: Uint8Array, i: number, end: number): number {
+  for (; i + 4 <= end; i += 4) {
+    const x = src.getInt32(i, true);
+    const q = x ^ 0x22222222;
+    const e = x ^ 0x5c5c5c5c;
+    if ((((x - 0x20202020) & ~x) | ((q - 0x01010101) & ~q) | ((e - 0x01010101) & ~e)) & 0x80808080) break;
+  }
+  for (; i < end; i++) if (ESCAPED[b[i] as number] === 1) return i;
+  return end;
+}
+
+/**
  * The members of the row last read, comma-joined JSON strings, at out[o]
  * (after a comma when `comma`): the index after them. Throws if they do not
  * end where the row does (a frame the writer's checksum vouched for cannot).
+ *
+ * One word test over the members' bytes finds the next byte to escape; the
+ * short strings (fixstr) wholly before it are copied a word at a time with
+ * no test of their own (the excess of the last word overwritten by what
+ * follows); the member holding it, and any longer string, the general way.
  */
 export function writeRowMembers(b: Uint8Array, out: Uint8Array, o: number, comma: boolean): number {
   if (b !== dvOf) {
     dv = new DataView(b.buffer, b.byteOffset, b.byteLength);
     dvOf = b;
   }
-  if (out !== outOf) {
-    outView = new DataView(out.buffer, out.byteOffset, out.byteLength);
-    outOf = out;
+  if (out !== memberOf) {
+    memberView = new DataView(out.buffer, out.byteOffset, out.byteLength);
+    memberOf = out;
   }
   const src = dv;
-  const dst = outView;
+  const dst = memberView;
   const n = binaryRow.n;
   let i = binaryRow.membersAt;
   const end = binaryRow.end;
-  for (let k = 0; k < n; k++) {
-    if (comma || k > 0) out[o++] = 0x2c;
-    const t = b[i] as number;
-    let at = i + 1;
-    let len = t - 0xa0;
-    if (len < 0 || len > 0x1f) {
-      if (!str(b, i, end)) throw new Error('a member of a checksummed binary row is not a string');
-      at = strAt;
-      len = strLen;
+  // Word reads go up to three bytes past a member's end (four for an empty one): members ending later are taken the general way.
+  const wordEnd = b.length - 4;
+  // The separator before the next member: none before the first unless asked.
+  let sep = comma ? 1 : 0;
+  let k = 0;
+  while (k < n) {
+    const stop = Math.min(nextEscape(src, b, i, end), wordEnd);
+    for (; k < n; k++) {
+      const len = (b[i] as number) - 0xa0;
+      const at = i + 1;
+      const e = at + len;
+      if (len >>> 0 > 0x1f || e > stop) break;
+      out[o] = 0x2c;
+      o += sep;
+      sep = 1;
+      out[o] = 0x22;
+      dst.setInt32(o + 1, src.getInt32(at, true), true);
+      for (let j = 4; j < len; j += 4) dst.setInt32(o + 1 + j, src.getInt32(at + j, true), true);
+      o += len + 1;
+      out[o++] = 0x22;
+      i = e;
     }
-    const stop = at + len;
+    if (k === n) break;
+    if (sep === 1) out[o++] = 0x2c;
+    sep = 1;
+    if (!str(b, i, end)) throw new Error('a member of a checksummed binary row is not a string');
     out[o++] = 0x22;
-    // Four bytes a step, tested as a word (exact: any byte below 0x20, equal to 0x22 or to
-    // 0x5c; the bytes past the member taken as 'a') and stored whole, the excess of the last
-    // word overwritten by what follows; from a word holding a byte to escape on, byte by byte.
-    let j = 0;
-    if (stop + 4 <= b.length) {
-      for (; j < len; j += 4) {
-        const w = src.getUint32(at + j, true);
-        const rem = len - j;
-        const m = rem >= 4 ? -1 : (1 << (8 * rem)) - 1;
-        const x = (w & m) | (0x61616161 & ~m);
-        const q = x ^ 0x22222222;
-        const e = x ^ 0x5c5c5c5c;
-        if ((((x - 0x20202020) & ~x) | ((q - 0x01010101) & ~q) | ((e - 0x01010101) & ~e)) & 0x80808080) break;
-        dst.setUint32(o + j, w, true);
-      }
-    }
-    if (j >= len) o += len;
-    else o = writeEscaped(b, at + j, stop, out, o + j, false);
+    o = writeEscaped(b, strAt, strAt + strLen, out, o, false);
     out[o++] = 0x22;
-    i = stop;
+    i = strAt + strLen;
+    k++;
   }
   if (i !== end) throw new Error('a checksummed binary row does not end with its members');
   return o;
