@@ -46,6 +46,13 @@ async function expectPage(reader: PagerStore, writerStorage: StorageBackend, id:
   expect(await reader.page(id, params), JSON.stringify(params)).toEqual(referencePage(decodeWholeLog(bytes as Buffer), id, params));
 }
 
+/** The log as stored holds exactly `events`, and `reader` serves its page as the reference reader does. */
+async function expectLog(reader: PagerStore, writerStorage: StorageBackend, id: string, events: SessionEvent[], params: PageParams): Promise<void> {
+  const log = decodeWholeLog((await writerStorage.readAll(sessionKeys(id).events)) as Buffer);
+  expect(log.events).toEqual(events);
+  expect(await reader.page(id, params), JSON.stringify(params)).toEqual(referencePage(log, id, params));
+}
+
 /** The latest manifest of a session as stored. */
 async function latestManifest(objects: ObjectStore, prefix: string, id: string): Promise<Manifest> {
   const folder = `${prefix}/sessions/${id}/`;
@@ -195,9 +202,7 @@ export function s3BackendSuite(os: { name: string; make(): Promise<ObjectStore> 
       // Shut down cleanly: the log is sealed whole.
       expect(sealedEnd(m.members.events?.extents ?? [])).toBe(m.members.events?.size);
       const fresh = await storeOn((await backend(objects, { location: { bucket: 'b', prefix: w.prefix } })).storage);
-      const log = decodeWholeLog((await r.storage.readAll(sessionKeys('seg').events)) as Buffer);
-      expect(log.events).toEqual(chat(0, n));
-      expect(await fresh.page('seg', { maxMessages: 1000 })).toEqual(referencePage(log, 'seg', { maxMessages: 1000 }));
+      await expectLog(fresh, r.storage, 'seg', chat(0, n), { maxMessages: 1000 });
     }, 300_000);
 
     it('seals by age without further appends', async () => {
@@ -236,9 +241,7 @@ export function s3BackendSuite(os: { name: string; make(): Promise<ObjectStore> 
       await expect(sa.append('one', chat(7, 1))).rejects.toMatchObject({ code: 'session_busy', message: expect.stringMatching(/fenced/) });
       await sb.append('one', chat(8, 2));
       const reader = await storeOn((await backend(base, { location: { bucket: 'b', prefix: a.prefix }, freshMs: 0 })).storage);
-      const log = decodeWholeLog((await b.storage.readAll(sessionKeys('one').events)) as Buffer);
-      expect(log.events).toEqual(chat(0, 10));
-      expect(await reader.page('one', { maxMessages: 100 })).toEqual(referencePage(log, 'one', { maxMessages: 100 }));
+      await expectLog(reader, b.storage, 'one', chat(0, 10), { maxMessages: 100 });
       const m = await latestManifest(base, a.prefix, 'one');
       expect(m.epoch).toBeGreaterThanOrEqual(2);
     }, 300_000);
@@ -259,9 +262,7 @@ export function s3BackendSuite(os: { name: string; make(): Promise<ObjectStore> 
       const sa2 = await storeOn(again.storage);
       await sa2.append('crash', chat(42, 3));
       const reader = await storeOn((await backend(objects, { location: { bucket: 'b', prefix: a.prefix }, freshMs: 0 })).storage);
-      const log = decodeWholeLog((await again.storage.readAll(sessionKeys('crash').events)) as Buffer);
-      expect(log.events).toEqual(chat(0, 45));
-      expect(await reader.page('crash', { maxMessages: 1000 })).toEqual(referencePage(log, 'crash', { maxMessages: 1000 }));
+      await expectLog(reader, again.storage, 'crash', chat(0, 45), { maxMessages: 1000 });
     }, 300_000);
 
     it('a crashed writer whose pid another process took is taken over at once on its own host (its start time in the manifest), a running one is not', async () => {
@@ -544,9 +545,7 @@ export function s3BackendSuite(os: { name: string; make(): Promise<ObjectStore> 
       const stored = new Set((await base.list(`${a.prefix}/sessions/orph/`)).names.map((x) => x.slice(`${a.prefix}/sessions/orph/`.length)));
       for (const o of objectsNamed(latest)) expect(stored.has(o), o).toBe(true);
       const reader = await storeOn((await backend(base, { location: { bucket: 'b', prefix: a.prefix }, freshMs: 0 })).storage);
-      const log = decodeWholeLog((await b.storage.readAll(sessionKeys('orph').events)) as Buffer);
-      expect(log.events).toEqual(chat(0, 250));
-      expect(await reader.page('orph', { maxMessages: 1000 })).toEqual(referencePage(log, 'orph', { maxMessages: 1000 }));
+      await expectLog(reader, b.storage, 'orph', chat(0, 250), { maxMessages: 1000 });
       // A, back on the network after B made (and, keeping its last three, deleted) the manifest number A
       // would make next, is still fenced: it looks before it writes once its lease went unrenewed.
       for (let i = 0; i < 5; i++) await sb.append('orph', chat(250 + i, 1));
@@ -579,9 +578,7 @@ export function s3BackendSuite(os: { name: string; make(): Promise<ObjectStore> 
       const again = await backend(objects, { location: { bucket: 'b', prefix: a.prefix }, tailDir: a.tailDir, pidAlive: () => false, segmentBytes: 4096, inlineBytes: 256 });
       await storeOn(again.storage);
       expect(await reader.nextSeq('rec')).toBe(160);
-      const log = decodeWholeLog((await again.storage.readAll(sessionKeys('rec').events)) as Buffer);
-      expect(log.events).toEqual(chat(0, 160));
-      expect(await reader.page('rec', { maxMessages: 1000 })).toEqual(referencePage(log, 'rec', { maxMessages: 1000 }));
+      await expectLog(reader, again.storage, 'rec', chat(0, 160), { maxMessages: 1000 });
       expect(((await again.storage.orphanSweep('rec')) ?? []).sort()).toEqual(orphans);
     }, 300_000);
 
