@@ -5,7 +5,7 @@
  * like a page, its open stream holds no slot. The figures under load are
  * loadtest/overload.mjs's and test/overload.test.ts's.
  */
-import type { AddressInfo } from 'node:net';
+import { connect, type AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { FastifyInstance } from 'fastify';
 import { Admission } from '../src/main/server/admission.js';
@@ -119,6 +119,52 @@ describe('Admission', () => {
     h();
     for (const p of q) (await p)();
   });
+
+  it('a request whose client leaves while queued leaves the queue at once, unshed, and its place goes to the next', async () => {
+    const a = admission({ maxInFlight: 1, minQueueMs: 10_000, maxQueueMs: 10_000, maxQueue: 2 });
+    const held = await a.acquire();
+    const gone = [new AbortController(), new AbortController()];
+    const waits = gone.map((c) => a.acquire(c.signal));
+    expect(a.queued).toBe(2);
+    // The queue is full: a live request is shed while the two are there.
+    await expect(a.acquire()).rejects.toMatchObject({ code: 'overloaded' });
+    const shed = a.shed;
+    for (const c of gone) c.abort();
+    for (const w of waits) await expect(w).rejects.toMatchObject({ name: 'AbortError' });
+    // Gone from the queue before the slot frees, and not counted as shed.
+    expect(a.queued).toBe(0);
+    expect(a.shed).toBe(shed);
+    const live = a.acquire(new AbortController().signal);
+    expect(a.queued).toBe(1);
+    held();
+    (await live)();
+    expect(a.running).toBe(0);
+    // An abort after admission is the caller's to handle: the waiter is done, nothing changes.
+    const late = new AbortController();
+    const r = await a.acquire(late.signal);
+    late.abort();
+    expect(a.running).toBe(1);
+    r();
+    // Already aborted: refused at once, never admitted.
+    await expect(a.acquire(AbortSignal.abort())).rejects.toMatchObject({ name: 'AbortError' });
+    expect(a.running).toBe(0);
+    expect(a.admitted).toBe(3);
+  });
+
+  it('a slot given back unused is no sample of the in-flight time', async () => {
+    const a = admission({ maxInFlight: 1, queueFactor: 2, minQueueMs: 1, maxQueueMs: 10_000 });
+    const r = await a.acquire();
+    await sleep(60);
+    r();
+    const learned = a.serviceMs;
+    expect(learned).toBeGreaterThanOrEqual(50);
+    for (let i = 0; i < 20; i++) (await a.acquire())(true);
+    expect(a.serviceMs).toBe(learned);
+    expect(a.boundMs).toBeCloseTo(2 * learned, 5);
+    // A slot used for even ~0 ms is a sample.
+    (await a.acquire())();
+    expect(a.serviceMs).toBeLessThan(learned);
+  });
 });
 
 describe('page route admission', () => {
@@ -224,5 +270,76 @@ describe('follow admission (real sockets)', () => {
     expect((await fetch(`${base}/v1/sessions/f/page?maxMessages=4`, { headers: AUTH })).status).toBe(200);
     expect(f.isEnded()).toBe(false);
     f.close();
+  });
+});
+
+/** session_pager_http_aborted_total of the page route, from /metrics text. */
+function abortedPages(metrics: string): number {
+  const m = /^session_pager_http_aborted_total\{route="\/v1\/sessions\/:id\/page"\} (\d+)$/m.exec(metrics);
+  return m === null ? 0 : Number(m[1]);
+}
+
+describe('page route admission: clients that leave while queued (real sockets)', () => {
+  let ts: TempStore;
+  let app: FastifyInstance;
+  let port = 0;
+  let gate: Promise<void> = Promise.resolve();
+  let entered: () => number = () => 0;
+
+  beforeAll(async () => {
+    ts = await tempStore(1);
+    await seedSession(ts.store, 'c', 200, 200);
+    const slow = gatedPages(ts.store, () => gate);
+    entered = slow.entered;
+    app = buildServer(slow.store, { token: TOKEN, maxEventLoopLagMs: 0, admission: { maxInFlight: 1, minQueueMs: 5000, maxQueueMs: 5000 }, retryAfterSeconds: 2 });
+    await app.listen({ host: '127.0.0.1', port: 0 });
+    port = (app.server.address() as AddressInfo).port;
+  });
+
+  afterAll(async () => {
+    await app.close();
+    await ts.cleanup();
+  });
+
+  it('leave the queue the moment they close their connection: never built, neither shed nor an error, and the next request is served at once', async () => {
+    const base = `http://127.0.0.1:${port}`;
+    let open!: () => void;
+    gate = new Promise((r) => (open = r));
+    const first = fetch(`${base}/v1/sessions/c/page?maxMessages=3`, { headers: AUTH });
+    await until('the first page in the store', () => entered() === 1);
+    // Three clients queue behind it, then hang up (a load generator stopping, a tab closed).
+    const sockets = [0, 1, 2].map(() => connect(port, '127.0.0.1'));
+    for (const s of sockets) s.write(`GET /v1/sessions/c/page?maxMessages=4 HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${TOKEN}\r\n\r\n`);
+    await until('three requests queued', () => app.pagerState.admission?.queued === 3);
+    for (const s of sockets) s.destroy();
+    // Gone while the slot is still held: they no longer count against the queue's bound.
+    await until('the queue empty', () => app.pagerState.admission?.queued === 0);
+    expect(app.pagerState.admission?.running).toBe(1);
+    open();
+    expect((await first).status).toBe(200);
+    expect((await fetch(`${base}/v1/sessions/c/page?maxMessages=5`, { headers: AUTH })).status).toBe(200);
+    // The three never reached the store.
+    expect(entered()).toBe(2);
+    const m = await (await fetch(`${base}/metrics`, { headers: AUTH })).text();
+    expect(m).toMatch(/^session_pager_admission_shed_total 0$/m);
+    expect(m).not.toMatch(/^session_pager_errors_total\{code="internal"\}/m);
+  });
+  it('a client that leaves while its page is being built frees the slot and is no server error', async () => {
+    const base = `http://127.0.0.1:${port}`;
+    let open!: () => void;
+    gate = new Promise((r) => (open = r));
+    const before = entered();
+    const abortedBefore = abortedPages(await (await fetch(`${base}/metrics`, { headers: AUTH })).text());
+    const s = connect(port, '127.0.0.1');
+    s.write(`GET /v1/sessions/c/page?maxMessages=6 HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${TOKEN}\r\n\r\n`);
+    await until('the page in the store', () => entered() === before + 1);
+    s.destroy();
+    await until('the slot given back', () => app.pagerState.admission?.running === 0);
+    open();
+    await sleep(50);
+    expect((await fetch(`${base}/v1/sessions/c/page?maxMessages=7`, { headers: AUTH })).status).toBe(200);
+    const m = await (await fetch(`${base}/metrics`, { headers: AUTH })).text();
+    expect(m).not.toMatch(/^session_pager_errors_total\{code="internal"\}/m);
+    expect(abortedPages(m)).toBe(abortedBefore + 1);
   });
 });

@@ -23,6 +23,12 @@
  *   has been timed the bound is maxQueueMs. When a queued request's time is
  *   up, the bound is judged again with the oldest page in flight's time so
  *   far as a floor under the estimate (a burst after a quiet spell).
+ * - A request whose client leaves while it waits leaves the queue at once
+ *   (its place is nobody's: kept, it would count against the bound until its
+ *   turn and shed live requests behind it, e.g. the first request after a
+ *   load generator closed its connections), and is not counted as shed. A
+ *   slot given back before any work was done records no in-flight time (a
+ *   ~0 ms sample would lower the bound and shed the next burst early).
  */
 import { PagerError } from '../core/errors.js';
 
@@ -40,11 +46,16 @@ export interface AdmissionOptions {
   retryAfterSeconds: number;
 }
 
+/** Gives the slot back; `unused`: no work was done in it, so its time is no sample of a page's. */
+export type Release = (unused?: boolean) => void;
+
 interface Waiter {
-  resolve: (release: () => void) => void;
+  resolve: (release: Release) => void;
   reject: (err: Error) => void;
   timer: NodeJS.Timeout;
   done: boolean;
+  /** Undoes the abort listener of the request's signal. */
+  forget: () => void;
 }
 
 /** Weight of one sample in the smoothed in-flight time. */
@@ -112,9 +123,11 @@ export class Admission {
 
   /**
    * Resolves with a release function once admitted (call it exactly when the
-   * response is done), or rejects with `overloaded`.
+   * response is done), or rejects with `overloaded`; or with the signal's
+   * reason once `signal` aborts while the request waits (the client left).
    */
-  acquire(): Promise<() => void> {
+  acquire(signal?: AbortSignal): Promise<Release> {
+    if (signal?.aborted === true) return Promise.reject(signal.reason);
     if (this.inFlight < this.o.maxInFlight && this.queued === 0) return Promise.resolve(this.admit());
     const bound = this.boundMs;
     const expected = this.timed ? ((this.queued + 1) * this.smoothedMs) / this.o.maxInFlight : 0;
@@ -127,10 +140,18 @@ export class Admission {
     const self = this;
     const queuedAt = performance.now();
     return new Promise((resolve, reject) => {
+      const left = () => {
+        if (w.done) return;
+        w.done = true;
+        self.waiting--;
+        clearTimeout(w.timer);
+        reject(signal?.reason);
+      };
       const w: Waiter = {
         resolve,
         reject,
         done: false,
+        forget: () => signal?.removeEventListener('abort', left),
         timer: setTimeout(function expire(this: void) {
           if (w.done) return;
           // The bound as it stands now: pages in flight longer than the estimate say it was low
@@ -144,26 +165,32 @@ export class Admission {
           }
           w.done = true;
           self.waiting--;
+          w.forget();
           reject(self.overloaded(`waited ${Math.round(waited)} ms without a free slot`));
         }, bound),
       };
+      signal?.addEventListener('abort', left, { once: true });
       this.queue.push(w);
       this.waiting++;
     });
   }
 
-  private admit(): () => void {
+  private admit(): Release {
     this.inFlight++;
     this.admitted++;
     const t0 = performance.now();
     const key = this.nextKey++;
     this.started.set(key, t0);
     let released = false;
-    return () => {
+    return (unused = false) => {
       if (released) return;
       released = true;
       this.inFlight--;
       this.started.delete(key);
+      if (unused) {
+        this.next();
+        return;
+      }
       const ms = performance.now() - t0;
       // The first sample is the estimate (an EWMA started from a guess takes ~20 pages to forget it).
       if (this.timed) this.smoothedMs += ALPHA * (ms - this.smoothedMs);
@@ -182,6 +209,7 @@ export class Admission {
       w.done = true;
       this.waiting--;
       clearTimeout(w.timer);
+      w.forget();
       w.resolve(this.admit());
     }
     // Drop the consumed prefix now and then (amortized O(1) per request).

@@ -65,6 +65,11 @@ export function sendError(reply: FastifyReply, pe: PagerError, retryAfterSeconds
   return reply.code(pe.statusCode).type('application/json; charset=utf-8').send(JSON.stringify(pe.toJSON()));
 }
 
+/** An abort caused by the client closing its connection (fastify's request.signal), not a failure of the server's. */
+function clientLeft(request: FastifyRequest, err: unknown): boolean {
+  return (err as { name?: unknown } | null)?.name === 'AbortError' && request.raw.destroyed;
+}
+
 export interface ErrorsPluginOptions {
   metrics: ServerMetrics;
   /** Every route, for 405 + Allow. */
@@ -79,6 +84,14 @@ export const errorsPlugin = globalPlugin('session-pager-errors', async (app: Fas
     const fstCode = (err as { code?: unknown } | null)?.code;
     if (request.is404 && typeof fstCode === 'string' && fstCode.startsWith('FST_ERR_CTP_') && fstCode !== 'FST_ERR_CTP_BODY_TOO_LARGE') {
       return notFound(request, reply);
+    }
+    if (clientLeft(request, err)) {
+      // What the request's signal aborted (its place in the admission queue, its page's queued
+      // work) because the client closed the connection: no server error, and nobody is there to
+      // read an answer (the metrics plugin counts it in http_aborted_total and logs it).
+      // 499 is nginx's "client closed request".
+      request.log.debug('the client left before its answer');
+      return reply.code(499).type('application/json; charset=utf-8').send(JSON.stringify({ error: { code: 'client_closed_request', message: 'the client closed the connection before its answer' } }));
     }
     const pe = toPagerError(err);
     if (pe.code === 'internal') request.log.error({ err }, 'internal error');

@@ -9,7 +9,7 @@ import { resolvePageParams } from '../core/page-rule.js';
 import type { PageParams, SessionEvent } from '../core/types.js';
 import { assertSessionId } from '../paths.js';
 import type { Store } from '../store-types.js';
-import type { Admission } from './admission.js';
+import type { Admission, Release } from './admission.js';
 import type { FollowHub } from './follow.js';
 import { parseLastEventId } from './follow.js';
 import type { ServerMetrics } from './metrics.js';
@@ -65,22 +65,26 @@ export async function routes(app: FastifyInstance, o: RoutesOptions): Promise<vo
     if (o.admission === null) return hold(shedPool);
     const admission = o.admission;
     const conn = request.raw.socket;
-    let release!: () => void;
+    let release!: Release;
     await holdShed(
       async () => {
         shedPool();
-        release = await admission.acquire();
+        // The request's signal: a client that leaves while queued leaves the queue.
+        release = await admission.acquire(request.signal);
       },
       () => pacer.shed(conn),
     );
     pacer.admitted(conn);
+    // The client left as its turn came: the slot goes to the next one, unused.
+    if (request.raw.destroyed) {
+      release(true);
+      request.signal.throwIfAborted();
+    }
     releases.set(request, release);
     // Released when the response is done (onResponse below), or the connection closed before.
-    reply.raw.once('close', release);
-    // The client left while it waited: free the slot for the next one at once.
-    if (request.raw.destroyed) release();
+    reply.raw.once('close', () => release());
   };
-  const releases = new WeakMap<FastifyRequest, () => void>();
+  const releases = new WeakMap<FastifyRequest, Release>();
   const releasePage = async (request: FastifyRequest) => releases.get(request)?.();
 
   // Params, query strings and bodies are validated by the route schemas (schemas.ts, validation.ts).
