@@ -140,10 +140,12 @@ describe('LoadMonitor', () => {
       burn(300);
       // One stall (in progress, then sampled): over by the time it is seen.
       expect(m.lagMs).toBeLessThan(50);
+      expect(m.lagOver(100)).toBeLessThanOrEqual(100);
       await nextSample();
       expect(m.lagMs).toBeLessThan(50);
       // A second one right after it: the loop is not keeping up.
       burn(300);
+      expect(m.lagOver(100)).toBeGreaterThan(200);
       expect(m.lagMs).toBeGreaterThan(200);
       await nextSample();
       expect(m.lagMs).toBeGreaterThan(200);

@@ -62,18 +62,18 @@ export class LoadMonitor {
     this.timer.unref();
   }
 
-  /** `lag` ms of lateness since the last sample, bounded by the work done since. */
-  private own(lag: number): number {
-    const w = this.work();
+  /** `lag` ms of lateness since the last sample, bounded by the work `w` done since. */
+  private own(lag: number, w: WorkSample = this.work()): number {
     return Math.max(0, Math.min(lag, w.activeMs - this.lastWork.activeMs, w.cpuMs - this.lastWork.cpuMs));
   }
 
   private tick(): void {
     const now = performance.now();
+    const w = this.work();
     this.previous = this.latest;
-    this.latest = this.own(Math.max(0, now - this.last - this.sampleMs));
+    this.latest = this.own(Math.max(0, now - this.last - this.sampleMs), w);
     this.last = now;
-    this.lastWork = this.work();
+    this.lastWork = w;
   }
 
   /** Forget the lag seen so far (the warm-up's, once it is done). */
@@ -86,10 +86,19 @@ export class LoadMonitor {
 
   /** Sustained event-loop lag of the server's own work, ms. */
   get lagMs(): number {
+    return this.lagOver(0);
+  }
+
+  /**
+   * The lag when it may be over `limitMs`, else a bound at or under it: the
+   * work clock (two system calls) is read only for a stall in progress that
+   * could take the lag past the limit, not on every request.
+   */
+  lagOver(limitMs: number): number {
     const sustained = Math.min(this.previous, this.latest);
     // A stall in progress (its sample not taken yet) after a late sample.
     const pending = Math.min(this.latest, Math.max(0, performance.now() - this.last - this.sampleMs));
-    return pending <= sustained ? sustained : Math.max(sustained, this.own(pending));
+    return pending <= Math.max(sustained, limitMs) ? sustained : Math.max(sustained, this.own(pending));
   }
 
   stop(): void {
@@ -113,7 +122,7 @@ export interface OverloadPolicy {
 /** Throw `overloaded` when the event loop lags (all guarded routes). */
 export function checkLoop(p: OverloadPolicy): void {
   if (p.maxLagMs > 0 && (p.readiness === undefined || p.readiness.state === 'ready')) {
-    const lag = p.monitor.lagMs;
+    const lag = p.monitor.lagOver(p.maxLagMs);
     if (lag > p.maxLagMs) {
       throw new PagerError('overloaded', `server is overloaded (event-loop lag ${Math.round(lag)} ms); retry shortly`, { retryAfter: p.retryAfterSeconds });
     }
