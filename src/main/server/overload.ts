@@ -30,9 +30,8 @@ export function processWork(): WorkSample {
  * - Only the lateness the server's own work accounts for counts. A process
  *   the machine did not run (stopped, paused, starved by other processes on
  *   the cores) fires its timers late too, having done nothing; shedding then
- *   only turns the requests that waited through the stall into 503s (the
- *   fault suites met `event-loop lag 530-685 ms` that way on a starved
- *   2-core machine). So an interval's lag counts up to the work done in it,
+ *   only turns the requests that waited through the stall into 503s
+ *   (docs/decisions.md). So an interval's lag counts up to the work done in it,
  *   by both bounds of WorkSample: a thread stopped, or woken but not run, in
  *   its I/O wait is idle; one descheduled inside a callback is active but
  *   uses no CPU.
