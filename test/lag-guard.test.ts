@@ -14,7 +14,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { LoadMonitor, processWork, type WorkSample } from '../src/main/server/overload.js';
 import { startServerProcess, type ServerProcess } from './helpers/server-process.js';
-import { makeEvents, rawRequest, sleep, tempStore, until, type TempStore } from './server-helpers.js';
+import { burnCpu, makeEvents, rawRequest, sleep, tempStore, until, type TempStore } from './server-helpers.js';
 
 const TOKEN = 'lag-guard-token-5e21';
 const AUTH = { authorization: `Bearer ${TOKEN}` };
@@ -90,15 +90,6 @@ function block(ms: number): void {
   }
 }
 
-/** Keep the event loop busy until it has used `ms` of CPU (however long a starved machine makes that). */
-function burn(ms: number): void {
-  const t0 = process.cpuUsage();
-  while (true) {
-    const d = process.cpuUsage(t0);
-    if ((d.user + d.system) / 1000 >= ms) return;
-  }
-}
-
 /** Let the overdue sample run (an interval timer due before this one fires first). */
 const nextSample = () => sleep(1);
 
@@ -137,14 +128,14 @@ describe('LoadMonitor', () => {
     m.start();
     try {
       await sleep(60);
-      burn(300);
+      burnCpu(300);
       // One stall (in progress, then sampled): over by the time it is seen.
       expect(m.lagMs).toBeLessThan(50);
       expect(m.lagOver(100)).toBeLessThanOrEqual(100);
       await nextSample();
       expect(m.lagMs).toBeLessThan(50);
       // A second one right after it: the loop is not keeping up.
-      burn(300);
+      burnCpu(300);
       expect(m.lagOver(100)).toBeGreaterThan(200);
       expect(m.lagMs).toBeGreaterThan(200);
       await nextSample();

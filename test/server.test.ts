@@ -15,7 +15,7 @@ import { expandRecords } from '../src/main/core/chunk-codec.js';
 import type { Page } from '../src/main/core/types.js';
 import type { Store } from '../src/main/store-types.js';
 import { sessionPaths } from '../src/main/paths.js';
-import { makeEvents, seedSession, sleep, tempStore, until, type TempStore } from './server-helpers.js';
+import { burnCpu, makeEvents, seedSession, sleep, tempStore, until, type TempStore } from './server-helpers.js';
 import { damageFrame } from './helpers/damage.js';
 
 const TOKEN = 'test-token-0123456789';
@@ -438,13 +438,9 @@ describe('overload', () => {
     await sleep(60);
     // A loop blocked by its own work, at two samples in a row: 400 ms of CPU, a sample, 400 ms more
     // (a single stall, or one the process did no work in, is not shed: lag-guard.test.ts).
-    for (let stall = 0; stall < 2; stall++) {
-      if (stall > 0) await sleep(1);
-      const t0 = process.cpuUsage();
-      for (let d = process.cpuUsage(t0); (d.user + d.system) / 1000 < 400; d = process.cpuUsage(t0)) {
-        // a blocked event loop
-      }
-    }
+    burnCpu(400);
+    await sleep(1);
+    burnCpu(400);
     const r = await a.inject({ url: '/v1/sessions', headers: AUTH });
     expect(r.statusCode).toBe(503);
     expect(json(r).error.code).toBe('overloaded');
