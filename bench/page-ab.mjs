@@ -27,6 +27,13 @@ const { values } = parseArgs({
   },
 });
 if (!values.a || !values.b) throw new Error('--a and --b are required');
+const count = (name) => {
+  const n = Number(values[name]);
+  if (!Number.isSafeInteger(n) || n < 0) throw new Error(`--${name} must be a whole number >= 0, got ${values[name]}`);
+  return n;
+};
+const runs = count('runs');
+const typicalRuns = count('typical-runs');
 const builds = [resolve(values.a), resolve(values.b)];
 const workers = Number(values.workers);
 
@@ -41,7 +48,7 @@ const load = [loadavg()[0]];
 const got = builds.map(() => ({ cold: [], warm: [], typical: [] }));
 const pairs = { cold: [], warm: [], typical: [] };
 const order = (i) => (i % 2 === 0 ? [0, 1] : [1, 0]);
-for (let i = 0; i < Number(values.runs); i++) {
+for (let i = 0; i < runs; i++) {
   const r = [];
   for (const k of order(i)) r[k] = measure(builds[k], 'pager', 'bench-5m', { maxMessages: 50 }, {});
   for (const k of [0, 1]) {
@@ -52,7 +59,7 @@ for (let i = 0; i < Number(values.runs); i++) {
   pairs.warm.push(r[1].warmMs / r[0].warmMs);
   load.push(loadavg()[0]);
 }
-for (let i = 0; i < Number(values['typical-runs']); i++) {
+for (let i = 0; i < typicalRuns; i++) {
   const r = [];
   for (const k of order(i)) r[k] = measure(builds[k], 'warm', 'bench-typical', {}, { warmup: 200, iterations: 1000 });
   for (const k of [0, 1]) got[k].typical.push(r[k].p50);
@@ -61,15 +68,17 @@ for (let i = 0; i < Number(values['typical-runs']); i++) {
 }
 const f = (x, d = 2) => x.toFixed(d);
 const lines = [];
-lines.push(`A = ${builds[0]}, B = ${builds[1]}; ${values.runs} alternating fresh processes per build for the tail page, ${values['typical-runs']} for typical pages; load average (1 min) ${f(Math.min(...load), 1)}-${f(Math.max(...load), 1)} during the run.`);
+lines.push(`A = ${builds[0]}, B = ${builds[1]}; ${runs} alternating fresh processes per build for the tail page, ${typicalRuns} for typical pages; load average (1 min) ${f(Math.min(...load), 1)}-${f(Math.max(...load), 1)} during the run.`);
 lines.push('');
 lines.push('| figure | A median ms | B median ms | B / A (medians) | B / A (median of pairs) |');
 lines.push('|---|---|---|---|---|');
 for (const [name, key] of [['5M tail page, cold', 'cold'], ['5M tail page, warm (median of builds 6-10)', 'warm'], ['typical page p50 (1M fixture-shaped)', 'typical']]) {
+  // A figure asked no runs of (--runs 0, --typical-runs 0) has no row.
+  if (pairs[key].length === 0) continue;
   const a = median(got[0][key]);
   const b = median(got[1][key]);
   lines.push(`| ${name} | ${f(a)} | ${f(b)} | ${f(b / a, 3)} | ${f(median(pairs[key]), 3)} |`);
 }
 lines.push('');
-lines.push(`Cold runs (ms): A ${got[0].cold.map((x) => f(x, 1)).join(', ')}; B ${got[1].cold.map((x) => f(x, 1)).join(', ')}.`);
+if (runs > 0) lines.push(`Cold runs (ms): A ${got[0].cold.map((x) => f(x, 1)).join(', ')}; B ${got[1].cold.map((x) => f(x, 1)).join(', ')}.`);
 process.stdout.write(lines.join('\n') + '\n');

@@ -8,7 +8,8 @@
 // Quick mode (default, a few minutes on 2 cores) scales the workloads down;
 // --full runs the issue's sizes. Before anything is timed the peer's page
 // bytes are checked against the service's on hundreds of random pages.
-// Prints markdown tables; writes docs/bench-*.svg and the raw JSON beside.
+// Prints markdown tables; writes docs/bench-*.svg and the raw JSON beside
+// (--no-plots: the tables only, nothing written under docs/).
 import { spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { cpus, totalmem } from 'node:os';
@@ -292,14 +293,14 @@ for (const w of workloads) {
 }
 const report = lines.join('\n') + '\n';
 process.stdout.write(report);
-writeFileSync(join(root, 'docs', `bench-peer-${full ? 'full' : 'quick'}.json`), JSON.stringify(summary, null, 1) + '\n');
-
+// --no-plots writes nothing under docs/ (the raw JSON beside the plots is the plots' data).
 if (!values['no-plots']) {
+  writeFileSync(join(root, 'docs', `bench-peer-${full ? 'full' : 'quick'}.json`), JSON.stringify(summary, null, 1) + '\n');
   const byLen = [...workloads].sort((a, b) => a.events - b.events);
   const series = (key) => READERS.map((m) => ({ name: m === 'pager' ? 'session-pager' : m === 'peer' ? 'SQLite peer' : m, dashed: m === 'floor', points: byLen.map((w) => [w.events, summary[w.name].readers[m][key]]) }));
   writeFileSync(join(root, 'docs/bench-latency.svg'), lineChart({ title: 'Cold page latency (p50) by session length', xLabel: 'events in the session (log)', yLabel: 'ms (log)', logX: true, logY: true, series: series('coldP50') }));
   writeFileSync(join(root, 'docs/bench-rss.svg'), lineChart({ title: 'Peak RSS of a fresh process by session length', xLabel: 'events in the session (log)', yLabel: 'MB (log)', logX: true, logY: true, series: series('peakRssMB') }));
   const encs = Object.keys(ENCODINGS);
   writeFileSync(join(root, 'docs/bench-wire.svg'), barChart({ title: 'Bytes on the wire per encoding (first page of each workload)', xLabel: 'workload', yLabel: 'bytes (log)', logY: true, categories: workloads.map((w) => w.name), series: encs.map((e) => ({ name: e, values: workloads.map((w) => w.wire[e].bytes) })) }));
-  log('wrote docs/bench-latency.svg, docs/bench-rss.svg, docs/bench-wire.svg');
+  log(`wrote docs/bench-peer-${full ? 'full' : 'quick'}.json, docs/bench-latency.svg, docs/bench-rss.svg, docs/bench-wire.svg`);
 }

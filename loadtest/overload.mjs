@@ -18,7 +18,7 @@
  *        [--modes ignore,honour] [--duration 5] [--scenario tail|older]
  *        [--events 300000] [--tail 100000] [--workers N] [--json]
  *        [--max-messages 50] [--encoding identity|br|gzip] [--server-env K=V,...]
- *        [--sessions 40] [--session-events 10000] [--hold 1000]
+ *        [--sessions 40] [--session-events 10000] [--hold 1000] [--warmup 10] [--rounds 1]
  *        [--server-node-args='--cpu-prof --cpu-prof-dir=DIR'] [--root OTHER_CHECKOUT]
  *
  * Scenarios: `tail` asks the newest page of a session whose last answer is
@@ -34,11 +34,13 @@
  * at once after a 503 (node:http, as autocannon cannot read a stream).
  *
  * Per run: goodput (2xx/s), admitted (2xx) latency p50/p99/max, 503s/s,
- * other statuses and errors, the server's RSS and peak RSS from the OS
+ * other statuses and errors, the server's CPU and this process's (cores: the
+ * load generator shares the machine), the server's RSS and peak RSS from the OS
  * (/proc/<pid>/status VmRSS, VmHWM), the machine's 1-minute load average at
  * the start and end of the run, and recovery: the latencies of 5 pages asked
- * one after another the moment the load stops. Capacity is the best goodput
- * of the session's runs; goodput is also printed as a share of it, and p99
+ * one after another the moment the load stops. With --rounds N every level
+ * and client kind is run N times and judged by its median run. Capacity is
+ * the best level's goodput; goodput is also printed as a share of it, and p99
  * as a multiple of the lowest level's (the unloaded p99). --json prints one
  * JSON document instead of the table (test/overload.test.ts reads it).
  */
@@ -71,6 +73,10 @@ const { values } = parseArgs({
     sessions: { type: 'string', default: '40' },
     'session-events': { type: 'string', default: '10000' },
     hold: { type: 'string', default: '1000' },
+    // Seconds of load before the first measured run, not counted (a fresh server's first seconds are slower).
+    warmup: { type: 'string', default: '10' },
+    // Each level and client kind measured this many times (levels up, then down, ...); judged by the median.
+    rounds: { type: 'string', default: '1' },
     // Extra node flags for the server process (e.g. --cpu-prof --cpu-prof-dir=DIR to profile it).
     'server-node-args': { type: 'string', default: '' },
     // Another checkout's built server to measure with this load (A/B runs); default: this one.
@@ -95,6 +101,8 @@ const manySessions = values.scenario === 'random' || values.scenario === 'attach
 const sessionCount = int(values.sessions, 1, 400, 'sessions');
 const sessionEvents = int(values['session-events'], 100, 1_000_000, 'session-events');
 const holdMs = int(values.hold, 0, 60_000, 'hold');
+const warmupSeconds = int(values.warmup, 0, 60, 'warmup');
+const rounds = int(values.rounds, 1, 10, 'rounds');
 const maxMessages = int(values['max-messages'], 1, 1000, 'max-messages');
 const serverEnv = Object.fromEntries(values['server-env'].split(',').filter(Boolean).map((kv) => kv.split('=')));
 const log = values.json ? () => undefined : (s) => process.stdout.write(s + '\n');
@@ -124,14 +132,14 @@ function summarize(conns, mode, seconds, lat, counts) {
 }
 
 /** Clients that ignore Retry-After: autocannon's closed loop. */
-async function runIgnore(base, headers, pathFor, conns) {
+async function runIgnore(base, headers, pathFor, conns, seconds = duration) {
   const lat = [];
   const counts = { ok: 0, shed: 0, other: 0, errors: 0 };
   const t0 = performance.now();
   const instance = autocannon({
     url: base,
     connections: conns,
-    duration,
+    duration: seconds,
     headers,
     timeout: 30,
     requests: [{ setupRequest: (req) => ({ ...req, path: pathFor() }) }],
@@ -222,12 +230,12 @@ function attachOnce(base, headers, path, end) {
  * seconds) or not (`ignore` for the attach scenario: it asks again at once); a closed loop on
  * keep-alive node:http connections (attach: one connection a stream).
  */
-async function runLoop(base, headers, pathFor, conns, mode) {
+async function runLoop(base, headers, pathFor, conns, mode, seconds = duration) {
   const agent = new Agent({ keepAlive: true, maxSockets: conns });
   const lat = [];
   const counts = { ok: 0, shed: 0, other: 0, errors: 0 };
   const t0 = performance.now();
-  const end = t0 + duration * 1000;
+  const end = t0 + seconds * 1000;
   const one = () =>
     values.scenario === 'attach'
       ? attachOnce(base, headers, pathFor(), end)
@@ -259,7 +267,7 @@ async function runLoop(base, headers, pathFor, conns, mode) {
   };
   await Promise.all(Array.from({ length: conns }, loop));
   agent.destroy();
-  return summarize(conns, mode, Math.min(duration, (performance.now() - t0) / 1000), lat, counts);
+  return summarize(conns, mode, Math.min(seconds, (performance.now() - t0) / 1000), lat, counts);
 }
 
 const dir = await mkdtemp(join(tmpdir(), 'sp-overload-'));
@@ -324,7 +332,7 @@ try {
   const bytes = (await sample.arrayBuffer()).byteLength;
   out.sampleBytes = bytes;
   log(`server ${base}, scenario ${values.scenario}, maxMessages ${maxMessages}, ${values.encoding}, a page ~${Math.round(bytes / 1024)} KiB on the wire, ${duration} s per run`);
-  log('conns  mode     goodput/s  share   p50 ms   p99 ms   max ms   503/s  other errors  server mean ms  server cpu  rss/peak MB  load  recovery ms');
+  log('conns  mode     goodput/s  share   p50 ms   p99 ms   max ms   503/s  other errors  server mean ms  server cpu  client cpu  rss/peak MB  load  recovery ms');
   // Server-side view: time from request to response written, for the pages it answered (200; attach: to the snapshot).
   const route = values.scenario === 'attach' ? '/v1/sessions/:id/follow' : '/v1/sessions/:id/page';
   const serverSide = async () => {
@@ -335,6 +343,14 @@ try {
       cpu: num(/^process_cpu_seconds_total (\S+)$/m),
       t: performance.now(),
       count: num(new RegExp(`^session_pager_http_request_duration_seconds_count\\{method="GET",route="${route}",status_code="200"\\} (\\S+)$`, 'm')),
+      // Pages built (not cache hits), per phase: where a page's time goes, and what changes between runs.
+      phases: Object.fromEntries(
+        [...m.matchAll(/^session_pager_page_phase_seconds_(sum|count)\{phase="(\w+)"\} (\S+)$/gm)].reduce((acc, [, kind, phase, v]) => {
+          const e = acc.find((x) => x[0] === phase) ?? (acc.push([phase, { sum: 0, count: 0 }]), acc.at(-1));
+          e[1][kind] = Number(v);
+          return acc;
+        }, []),
+      ),
     };
   };
   // The server's memory from the OS: resident now and the peak so far (MB).
@@ -358,42 +374,80 @@ try {
     }
     return ms;
   };
-  for (const conns of levels) {
+  // Warm-up: the highest level, clients ignoring Retry-After (pages, the queue and shedding all run), not counted.
+  // A fresh server's first seconds served ~0.6x the pages/s of the next ones at the same level (JIT), which
+  // made the first level measured look past capacity and the best level look better than it was.
+  if (warmupSeconds > 0) {
+    const top = Math.max(...levels);
+    const w = values.scenario !== 'attach' ? await runIgnore(base, headers, pathFor, top, warmupSeconds) : await runLoop(base, headers, pathFor, top, 'ignore', warmupSeconds);
+    out.warmup = { connections: top, seconds: warmupSeconds, goodput: w.goodput };
+    log(`warm-up: ${top} connections ignoring Retry-After for ${warmupSeconds} s (${w.goodput} 2xx/s), not counted`);
+    await new Promise((res) => setTimeout(res, 1500));
+  }
+  // Rounds alternate the order of the levels (up, then down), so a drift of the machine meets every level alike.
+  for (let round = 0; round < rounds; round++) for (const conns of round % 2 === 0 ? levels : [...levels].reverse()) {
     for (const mode of modes) {
       const before = await serverSide();
       const loadStart = loadavg()[0];
+      const clientStart = [process.cpuUsage(), performance.now()];
       const r = mode === 'ignore' && values.scenario !== 'attach' ? await runIgnore(base, headers, pathFor, conns) : await runLoop(base, headers, pathFor, conns, mode);
+      // The load generator's own CPU (cores): on the same cores as the server, what it takes the server does not get.
+      const clientUsed = process.cpuUsage(clientStart[0]);
+      r.clientCpu = Math.round(((clientUsed.user + clientUsed.system) / 1000 / (performance.now() - clientStart[1])) * 100) / 100;
       r.recoveryMs = await recovery();
       r.load = [Math.round(loadStart * 10) / 10, Math.round(loadavg()[0] * 10) / 10];
       Object.assign(r, serverRss());
       const after = await serverSide();
       r.serverCpu = Math.round(((after.cpu - before.cpu) / ((after.t - before.t) / 1000)) * 100) / 100;
       r.serverMeanMs = after.count > before.count ? Math.round(((after.sum - before.sum) / (after.count - before.count)) * 1e5) / 100 : null;
+      // Mean ms per built page of each phase in this run.
+      r.phaseMs = Object.fromEntries(
+        Object.entries(after.phases).map(([k, a]) => {
+          const b = before.phases[k] ?? { sum: 0, count: 0 };
+          return [k, a.count > b.count ? Math.round(((a.sum - b.sum) / (a.count - b.count)) * 1e5) / 100 : null];
+        }),
+      );
+      r.round = round;
       out.runs.push(r);
       log(
-        `${String(conns).padStart(5)}  ${mode.padEnd(7)} ${String(r.goodput).padStart(10)}  ${'     '}  ${String(r.p50).padStart(7)}  ${String(r.p99).padStart(7)}  ${String(r.max).padStart(7)}  ${String(r.shedPerSecond).padStart(6)}  ${String(r.other).padStart(5)} ${String(r.errors).padStart(6)}  ${String(r.serverMeanMs).padStart(8)}  ${String(r.serverCpu).padStart(6)}  ${r.rssMb}/${r.peakRssMb}  ${r.load.join('-')}  ${r.recoveryMs.join(' ')}`,
+        `${String(conns).padStart(5)}  ${mode.padEnd(7)} ${String(r.goodput).padStart(10)}  ${'     '}  ${String(r.p50).padStart(7)}  ${String(r.p99).padStart(7)}  ${String(r.max).padStart(7)}  ${String(r.shedPerSecond).padStart(6)}  ${String(r.other).padStart(5)} ${String(r.errors).padStart(6)}  ${String(r.serverMeanMs).padStart(8)}  ${String(r.serverCpu).padStart(6)}  ${String(r.clientCpu).padStart(6)}  ${r.rssMb}/${r.peakRssMb}  ${r.load.join('-')}  ${r.recoveryMs.join(' ')}`,
       );
       // Let queued work and Retry-After pauses drain between runs.
       await new Promise((res) => setTimeout(res, 1500));
     }
   }
-  const capacity = Math.max(...out.runs.map((r) => r.goodput));
+  // Per level and client kind, the median over the rounds (one round: its run). Five-second runs of one
+  // level on the shared 2-core machine differ by 10-15% among themselves, so a level is judged by its
+  // median, against the best level's median (capacity), not by one run against the luckiest run.
+  const median = (xs) => {
+    const v = xs.filter((x) => x !== null).sort((a, b) => a - b);
+    return v.length === 0 ? null : v.length % 2 === 1 ? v[(v.length - 1) / 2] : (v[v.length / 2 - 1] + v[v.length / 2]) / 2;
+  };
+  const r2 = (x) => (x === null ? null : Math.round(x * 100) / 100);
+  out.levels = [];
+  for (const conns of levels.filter((c, i) => levels.indexOf(c) === i)) {
+    for (const mode of modes) {
+      const rs = out.runs.filter((r) => r.connections === conns && r.mode === mode);
+      out.levels.push({ connections: conns, mode, rounds: rs.length, goodput: r2(median(rs.map((r) => r.goodput))), goodputs: rs.map((r) => r.goodput), p99: r2(median(rs.map((r) => r.p99))), p99s: rs.map((r) => r.p99), shedPerSecond: r2(median(rs.map((r) => r.shedPerSecond))), other: rs.reduce((a, r) => a + r.other, 0), errors: rs.reduce((a, r) => a + r.errors, 0) });
+    }
+  }
+  const capacity = Math.max(...out.levels.map((l) => l.goodput));
   out.capacity = capacity;
-  for (const r of out.runs) r.share = Math.round((r.goodput / capacity) * 100) / 100;
-  const unloaded = out.runs.find((r) => r.connections === Math.min(...levels) && r.mode === modes[0]);
+  for (const x of [...out.runs, ...out.levels]) x.share = Math.round((x.goodput / capacity) * 100) / 100;
+  const unloaded = out.levels.find((l) => l.connections === Math.min(...levels) && l.mode === modes[0]);
   out.unloadedP99 = unloaded?.p99 ?? null;
-  for (const r of out.runs) r.p99Ratio = out.unloadedP99 && r.p99 !== null ? Math.round((r.p99 / out.unloadedP99) * 100) / 100 : null;
+  for (const x of [...out.runs, ...out.levels]) x.p99Ratio = out.unloadedP99 && x.p99 !== null ? Math.round((x.p99 / out.unloadedP99) * 100) / 100 : null;
   // At capacity: the fewest connections (per client kind) whose goodput reaches 90% of the best,
   // the level where the server is first saturated; its p99 is what admitted pages may be held to.
   for (const mode of modes) {
-    const knee = out.runs.filter((r) => r.mode === mode && r.share >= 0.9).sort((a, b) => a.connections - b.connections)[0];
-    for (const r of out.runs.filter((x) => x.mode === mode)) {
-      r.capacityConnections = knee?.connections ?? null;
-      r.p99VsCapacity = knee?.p99 && r.p99 !== null ? Math.round((r.p99 / knee.p99) * 100) / 100 : null;
+    const knee = out.levels.filter((l) => l.mode === mode && l.share >= 0.9).sort((a, b) => a.connections - b.connections)[0];
+    for (const x of [...out.runs, ...out.levels].filter((y) => y.mode === mode)) {
+      x.capacityConnections = knee?.connections ?? null;
+      x.p99VsCapacity = knee?.p99 && x.p99 !== null ? Math.round((x.p99 / knee.p99) * 100) / 100 : null;
     }
   }
-  log(`capacity (best goodput): ${capacity}/s; unloaded p99 (${unloaded?.connections} conn): ${out.unloadedP99} ms`);
-  for (const r of out.runs) log(`  ${String(r.connections).padStart(4)} ${r.mode.padEnd(7)} goodput ${Math.round(r.share * 100)}% of capacity, p99 ${out.unloadedP99 ? (r.p99 / out.unloadedP99).toFixed(1) : '-'}x unloaded, ${r.p99VsCapacity ?? '-'}x at capacity (${r.capacityConnections ?? '-'} conns)`);
+  log(`capacity (best goodput${rounds > 1 ? `, median of ${rounds} rounds` : ''}): ${capacity}/s; unloaded p99 (${unloaded?.connections} conn): ${out.unloadedP99} ms`);
+  for (const l of out.levels) log(`  ${String(l.connections).padStart(4)} ${l.mode.padEnd(7)} goodput ${Math.round(l.share * 100)}% of capacity${rounds > 1 ? ` (runs ${l.goodputs.join(', ')}/s)` : ''}, p99 ${l.p99Ratio ?? '-'}x unloaded, ${l.p99VsCapacity ?? '-'}x at capacity (${l.capacityConnections ?? '-'} conns)`);
   if (values.json) process.stdout.write(JSON.stringify(out) + '\n');
 } finally {
   if (server && server.exitCode === null) {

@@ -84,6 +84,14 @@ export function gatedPages(store: Store, gate: () => Promise<void>): { store: St
   return { store: gated, entered: () => entered };
 }
 
+/** Keep the event loop busy until this process has used `ms` of CPU (however long a starved machine makes that). */
+export function burnCpu(ms: number): void {
+  const t0 = process.cpuUsage();
+  for (let d = process.cpuUsage(t0); (d.user + d.system) / 1000 < ms; d = process.cpuUsage(t0)) {
+    // a loop busy with its own work
+  }
+}
+
 export function sleep(ms: number): Promise<void> {
   return new Promise((r) => setTimeout(r, ms));
 }

@@ -48,7 +48,7 @@ export interface ServerOptions {
    * queue holds at least this many tasks (default 32 per worker thread).
    */
   maxPoolQueue?: number;
-  /** Shed requests while the smoothed event-loop lag exceeds this, ms (default 500; 0 disables). */
+  /** Shed requests while the event loop's own lag (the lateness its own work accounts for) has exceeded this at two samples in a row, ms (default 500; 0 disables; overload.ts, LoadMonitor). */
   maxEventLoopLagMs?: number;
   /** How often the event-loop lag is sampled, ms (default 100). */
   lagSampleMs?: number;
