@@ -7,6 +7,9 @@
  *   {type: "<kind>-chunks", seq0, time0, data: {turn, step, index,
  *    [id, [name,]] dt: [...], texts | args: [...]}}
  *
+ * and a tool call's row may also have its id and name after its gaps
+ * (`dt, id, [name,] args`): the order dsh writes, which an import keeps.
+ *
  * with keys as fixstrs, integers in whichever width msgpackr picked (a
  * float64 past 32 bits: msgpackr writes large integers so) and members as
  * strings. Reading one checks those literals and reads the integers, walks
@@ -146,6 +149,21 @@ function newKey(kind: RunKey['kind'], turn: number, step: number, index: number,
   return { kind, turn, step, index, id, name };
 }
 
+/** The id and name toolIdentity read last. */
+let toolId: string | undefined;
+let toolName: string | undefined;
+
+/** A tool call's id (and, when `named`, name) entries at b[i] into toolId and toolName: the index after them, or -1. */
+function toolIdentity(b: Uint8Array, i: number, end: number, named: boolean): number {
+  if (!has(b, i, ID) || !str(b, i + ID.length, end) || startsWithBom(b, strAt, strLen)) return -1;
+  toolId = ids.decode(b, strAt, strLen);
+  i = strAt + strLen;
+  if (!named) return i;
+  if (!has(b, i, NAME) || !str(b, i + NAME.length, end) || startsWithBom(b, strAt, strLen)) return -1;
+  toolName = names.decode(b, strAt, strLen);
+  return strAt + strLen;
+}
+
 /** The last key handed out: a block's rows share one key object (the encoder compares keys by identity first). */
 let lastKey: RunKey = newKey('text', -1, -1, -1, undefined, undefined);
 
@@ -200,18 +218,11 @@ export function readWriterRow(b: Uint8Array, start: number, end: number): boolea
   if (!has(b, i, INDEX) || !int(b, i + INDEX.length, end)) return false;
   const index = num;
   i = numEnd;
-  let id: string | undefined;
-  let name: string | undefined;
-  if (tool) {
-    if (!has(b, i, ID) || !str(b, i + ID.length, end) || startsWithBom(b, strAt, strLen)) return false;
-    id = ids.decode(b, strAt, strLen);
-    i = strAt + strLen;
-    if (fields === 0x87) {
-      if (!has(b, i, NAME) || !str(b, i + NAME.length, end) || startsWithBom(b, strAt, strLen)) return false;
-      name = names.decode(b, strAt, strLen);
-      i = strAt + strLen;
-    }
-  }
+  toolId = undefined;
+  toolName = undefined;
+  // A tool call's id and name: before its gaps (runToRow's order), or after them (dsh's, kept by import).
+  const idsFirst = tool && has(b, i, ID);
+  if (idsFirst && (i = toolIdentity(b, i, end, fields === 0x87)) < 0) return false;
   if (!has(b, i, DT) || !arr(b, i + DT.length, end)) return false;
   const gaps = arrLen;
   const dtAt = arrAt;
@@ -231,6 +242,9 @@ export function readWriterRow(b: Uint8Array, start: number, end: number): boolea
     abs += Math.abs(num);
     i = numEnd;
   }
+  if (tool && !idsFirst && (i = toolIdentity(b, i, end, fields === 0x87)) < 0) return false;
+  const id = toolId;
+  const name = toolName;
   const members = tool ? ARGS : TEXTS;
   if (!has(b, i, members) || !arr(b, i + members.length, end)) return false;
   const n = arrLen;
