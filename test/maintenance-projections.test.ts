@@ -9,21 +9,22 @@
  * after an import as after its own frames.
  */
 import { crc32 } from 'node:zlib';
-import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { basename, join } from 'node:path';
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { chunkEvent, packableChunk, validateRecord } from '../src/main/core/chunk-codec.js';
 import type { PageParams, SessionEvent } from '../src/main/core/types.js';
-import { importSession } from '../src/main/maintenance/import.js';
+import { diagnose } from '../src/main/maintenance/doctor.js';
+import { defaultImportId, importSession } from '../src/main/maintenance/import.js';
 import { reindexSession } from '../src/main/maintenance/reindex.js';
 import { sessionPaths } from '../src/main/paths.js';
 import { readWholeLog, referencePage } from '../src/main/reference-reader.js';
 import { SessionWriter } from '../src/main/session-writer.js';
 import { openStore, type PagerStore } from '../src/main/store.js';
 import { CRC_RECORD_BYTES } from '../src/streams/frame-crc-file.js';
-import { META_RECORD_BYTES } from '../src/streams/frame-meta-file.js';
+import { META_RECORD_BYTES, META_ROW } from '../src/streams/frame-meta-file.js';
 import { INDEX_RECORD_BYTES } from '../src/streams/frame-index-file.js';
 import { decodeFrame, encodeFrame, type FrameEncoding } from '../src/streams/frame-codec.js';
 import { dshFixtures, dshZstdFixtures } from './helpers/fixtures.js';
@@ -42,8 +43,8 @@ afterAll(async () => {
   rmSync(dir, { recursive: true, force: true });
 });
 
-function projection(id: string, name: string): Buffer | null {
-  const p = join(sessionPaths(dir, id).projections, name);
+function projection(id: string, name: string, data = dir): Buffer | null {
+  const p = join(sessionPaths(data, id).projections, name);
   return existsSync(p) ? readFileSync(p) : null;
 }
 
@@ -87,6 +88,25 @@ function expectChecksums(id: string): number {
   return frames.length;
 }
 
+/** Every packed row's frame has row metadata marking it a row (frames read by offset through the checksum records); the rows per type. */
+function expectRowMetadata(id: string): Record<string, number> {
+  const crc = projection(id, 'frames.crc2') ?? Buffer.alloc(0);
+  const meta = projection(id, 'frames.meta') ?? Buffer.alloc(0);
+  const recordAt = new Map<number, number>();
+  for (let k = 0; k < crc.length / CRC_RECORD_BYTES; k++) recordAt.set(crc.readUInt32LE(k * CRC_RECORD_BYTES), k);
+  const rows: Record<string, number> = {};
+  for (const f of framesOf(id)) {
+    const d = decodeFrame(f.bytes, 0, f.offset);
+    const type = d.ok ? (d.record as { type: string }).type : '';
+    if (!type.endsWith('-chunks')) continue;
+    const k = recordAt.get(f.offset);
+    expect(k, `${id} row at ${f.offset}`).toBeDefined();
+    expect(meta.readUInt32LE((k as number) * META_RECORD_BYTES + 28) & META_ROW, `${id} ${type} at ${f.offset}`).toBe(META_ROW);
+    rows[type] = (rows[type] ?? 0) + 1;
+  }
+  return rows;
+}
+
 async function expectPages(id: string, params: PageParams[]): Promise<void> {
   const log = await readWholeLog(sessionPaths(dir, id).events);
   for (const p of [{}, ...params]) expect(await store.page(id, p), JSON.stringify(p)).toEqual(referencePage(log, id, p));
@@ -100,19 +120,23 @@ async function expectPlannedFromIndex(id: string): Promise<void> {
 }
 
 describe('import', () => {
-  const files = [...dshFixtures().filter((_, i) => i % 20 === 3), dshZstdFixtures()[0] as string];
+  const files = [...dshFixtures().filter((f, i) => i % 20 === 3 || f.endsWith('acp-agent--hook-cc-pretool-ask.jsonl')), dshZstdFixtures()[0] as string];
   for (const format of ['jsonl', 'binary'] as const) {
-    it(`(${format}) builds the frame index and checksums for the writer-made frames; pages equal the reference`, async () => {
-      let recorded = 0;
+    it(`(${format}) builds the frame index, checksums for every frame and row metadata for every packed row of dsh logs; doctor --deep finds them sound; pages equal the reference`, async () => {
+      const rows: Record<string, number> = {};
       for (const file of files) {
         const id = `imp-${format}-${basename(file).replace(/[^A-Za-z0-9._-]/g, '_').slice(0, 60)}`;
         await importSession(dir, file, { id, format });
         await expectPlannedFromIndex(id);
-        recorded += expectChecksums(id);
+        // dsh writes its lines as JSON.stringify does: every frame is the writer's.
+        expect(expectChecksums(id), id).toBe(framesOf(id).length);
+        for (const [type, n] of Object.entries(expectRowMetadata(id))) rows[type] = (rows[type] ?? 0) + n;
+        const [report] = await diagnose(dir, id, { deep: true });
+        expect([report?.status, report?.issues], id).toEqual(['ok', []]);
         await expectPages(id, [{ maxMessages: 1 }, { maxMessages: 3, beforeSeq: 5 }]);
       }
-      // dsh writes its lines as JSON.stringify does: most frames are the writer's.
-      expect(recorded).toBeGreaterThan(files.length * 5);
+      // dsh's tool-call rows (id and name after the gaps) among them.
+      expect(rows['tool-call-chunks']).toBeGreaterThanOrEqual(5);
     });
   }
 
@@ -145,6 +169,118 @@ describe('import', () => {
     expect(expectChecksums('layouts')).toBe(7);
     await expectPlannedFromIndex('layouts');
     await expectPages('layouts', [{ maxMessages: 1 }]);
+  });
+  it('re-encoded records are the writer\'s frames (a JSON array, or --format binary): a delta event in a foreign key order gets its records too', async () => {
+    const header = { type: 'session', version: 1, id: 'x', createdAt: 1 };
+    const events = [
+      { type: 'user/message', seq: 0, time: 10, data: { text: 'hi' } },
+      // A packable delta event in a key order chunkEvent never writes, between two in its order.
+      chunkEvent({ kind: 'text', turn: 0, step: 0, index: 0 }, 1, 11, 'a'),
+      { data: { step: 0, chunk: { text: 'b', index: 0, type: 'text-delta' }, turn: 0 }, time: 12, seq: 2, type: 'assistant/chunk' },
+      chunkEvent({ kind: 'text', turn: 0, step: 0, index: 0 }, 3, 13, 'c'),
+      { type: 'assistant/message', seq: 4, time: 14, data: { n: 1.0 } },
+    ];
+    const array = join(dir, 'reencoded.json');
+    writeFileSync(array, JSON.stringify([header, ...events]));
+    const lines = join(dir, 'reencoded.jsonl');
+    writeFileSync(lines, [header, ...events].map((e) => JSON.stringify(e)).join('\n') + '\n');
+    for (const [file, format, id] of [
+      [array, 'jsonl', 'reenc-array-jsonl'],
+      [array, 'binary', 'reenc-array-binary'],
+      [lines, 'binary', 'reenc-lines-binary'],
+    ] as const) {
+      await importSession(dir, file, { id, format });
+      expect(framesOf(id).every((f) => f.writers), id).toBe(true);
+      expect(expectChecksums(id), id).toBe(1 + events.length);
+      await expectPlannedFromIndex(id);
+      await expectPages(id, [{ maxMessages: 1 }]);
+      expect((await store.page(id, {})).records.filter((r) => 'chunks' in r)).toHaveLength(1);
+    }
+  });
+});
+
+describe('imported and reindexed sessions, against the writer', () => {
+  const PROJECTIONS = ['frames.idx', 'frames.crc2', 'frames.meta'];
+  const digest = (b: Buffer | null): string | null => (b === null ? null : `${b.length}:${crc32(b).toString(16)}`);
+  /** A session's log, entry sidecar and projections, as lengths and CRCs (a short diff when they differ). */
+  function files(data: string, id: string): Record<string, string | null> {
+    const p = sessionPaths(data, id);
+    const out: Record<string, string | null> = { log: digest(readFileSync(p.events)), entries: digest(readFileSync(p.entries)) };
+    for (const name of PROJECTIONS) out[name] = digest(projection(id, name, data));
+    return out;
+  }
+  const fixtures = [...dshFixtures().filter((_, i) => i % 25 === 7), dshZstdFixtures()[1] as string];
+
+  for (const format of ['jsonl', 'binary'] as const) {
+    it(`(${format}) a writer's log imported, or reindexed, has the writer's very log, sidecar and projections; doctor --deep finds them sound; pages equal the reference`, async () => {
+      const root = join(dir, `vs-writer-${format}`);
+      const [src, w, i, r] = ['src', 'w', 'i', 'r'].map((d) => join(root, d)) as [string, string, string, string];
+      mkdirSync(join(r, 'sessions'), { recursive: true });
+      const stores = await Promise.all([i, r].map((d) => openStore({ dataDir: d, inThread: true, pageCacheBytes: 0 })));
+      try {
+        for (const file of fixtures) {
+          // The fixture's records, under the id its header names (the writer requires them equal).
+          let id = defaultImportId(file);
+          const header = (await importSession(src, file)).meta.header;
+          if (header.id !== id) id = (await importSession(src, file, { id: String(header.id) })).id;
+          const log = await readWholeLog(sessionPaths(src, id).events);
+          // The writer appends them one frame's records a batch (it packs a row's events back into one row), in
+          // JSONL too: a writer's JSONL log is a dsh session.jsonl, imported here in the format under test.
+          for (const [data, f] of [[w, format], [join(root, 'wj'), 'jsonl']] as const) {
+            if (existsSync(sessionPaths(data, id).events)) continue;
+            const writer = await SessionWriter.create(data, id, log.header, { format: f, durable: false });
+            for (const fr of log.frames) await writer.append(log.events.slice(fr.seq, fr.seq + fr.count));
+            await writer.close();
+          }
+          await importSession(i, sessionPaths(join(root, 'wj'), id).events, { id, format });
+          copyFileSync(sessionPaths(w, id).events, sessionPaths(r, id).events);
+          await reindexSession(sessionPaths(r, id));
+          const written = files(w, id);
+          expect(written['frames.crc2'], id).not.toBeNull();
+          expect(files(i, id), `${id} imported`).toEqual(written);
+          expect(files(r, id), `${id} reindexed`).toEqual(written);
+          for (const [data, s] of [[i, stores[0]], [r, stores[1]]] as const) {
+            const [report] = await diagnose(data, id, { deep: true });
+            expect(report?.status, id).toBe('ok');
+            expect(report?.issues, id).toEqual([]);
+            expect(((await s!.plan(id, {})).plan as { fromIndex?: boolean }).fromIndex, id).toBe(true);
+            for (const p of [{}, { maxMessages: 1 }, { maxMessages: 3, beforeSeq: Math.floor(log.events.length / 2) }]) {
+              expect(await s!.page(id, p), `${id} ${JSON.stringify(p)}`).toEqual(referencePage(log, id, p));
+            }
+          }
+        }
+      } finally {
+        await Promise.all(stores.map((s) => s.close()));
+      }
+    });
+  }
+
+  it('their JSONL frames are read by the checksummed path: a byte changed inside a string, still valid JSON, fails its page', async () => {
+    const file = dshFixtures().find((f) => f.includes('acp-agent--cancel.jsonl')) as string;
+    const root = join(dir, 'vs-writer-tamper');
+    mkdirSync(join(root, 'r', 'sessions'), { recursive: true });
+    const id = defaultImportId(file);
+    await importSession(join(root, 'i'), file, {});
+    copyFileSync(sessionPaths(join(root, 'i'), id).events, sessionPaths(join(root, 'r'), id).events);
+    await reindexSession(sessionPaths(join(root, 'r'), id));
+    for (const data of [join(root, 'i'), join(root, 'r')]) {
+      const s = await openStore({ dataDir: data, inThread: true, pageCacheBytes: 0 });
+      try {
+        const p = sessionPaths(data, id);
+        const log = await readWholeLog(p.events);
+        const bytes = readFileSync(p.events);
+        // The last frame with a string value of letters only: one of them becomes another, so the line is still a valid record.
+        const text = (f: { offset: number; length: number }): string => bytes.subarray(f.offset, f.offset + f.length).toString('latin1');
+        const frame = [...log.frames].reverse().find((f) => /:"[a-z]{3,}"/.test(text(f))) as (typeof log.frames)[number];
+        const at = frame.offset + text(frame).search(/:"[a-z]{3,}"/) + 2;
+        bytes[at] = bytes[at] === 0x78 ? 0x79 : 0x78;
+        writeFileSync(p.events, bytes);
+        const page = { throughSeq: frame.seq + frame.count - 1, maxMessages: 1 };
+        await expect(s.page(id, page)).rejects.toMatchObject({ code: 'corrupt_range', message: expect.stringContaining('does not match the checksum') });
+      } finally {
+        await s.close();
+      }
+    }
   });
 });
 

@@ -9,6 +9,7 @@ import fc from 'fast-check';
 import { Packr } from 'msgpackr';
 import { describe, expect, it } from 'vitest';
 import { runToRow, type Run } from '../src/main/core/chunk-codec.js';
+import { dshRow } from './helpers/dsh-row.js';
 import { binaryRow, readWriterRow, rowGapsBound, rowMembersBound, writeRowGaps, writeRowMembers } from '../src/streams/msgpack-row.js';
 
 const packr = new Packr({ useRecords: false, mapsAsObjects: true, variableMapSize: true, int64AsType: 'number' });
@@ -50,10 +51,10 @@ function inSlice(payload: Uint8Array, after = 5): { buf: Buffer; start: number; 
 }
 
 describe('readWriterRow', () => {
-  it('reads every row the writer packs, and writes its gaps and members as JSON.stringify does', () => {
+  it('reads every row the writer packs (and a tool call\'s in dsh\'s order, id and name after the gaps), and writes its gaps and members as JSON.stringify does', () => {
     fc.assert(
-      fc.property(runArb, fc.boolean(), (run, comma) => {
-        const row = runToRow(run);
+      fc.property(runArb, fc.boolean(), fc.boolean(), (run, comma, dshOrder) => {
+        const row = dshOrder ? dshRow(runToRow(run)) : runToRow(run);
         const { buf, start, end } = inSlice(packr.pack(row));
         const bom = row.data.dt !== undefined && (run.members.some((m) => m.startsWith('\ufeff')) || (run.id ?? '').startsWith('\ufeff') || (run.name ?? '').startsWith('\ufeff'));
         const ok = readWriterRow(buf, start, end);

@@ -9,6 +9,7 @@ import { packableChunk, packBatch, packEvents } from '../src/main/core/chunk-cod
 import { scanJsonlRow, type RawRow } from '../src/streams/jsonl-row-scanner.js';
 import { OTHER_LAYOUT, scanTrustedFrame, TRUSTED_EVENT, TRUSTED_ROW, trustedEventSeq, trustedRow } from '../src/streams/trusted-frame-scanner.js';
 import { eventStreamArb } from './helpers/random-log.js';
+import { dshRow } from './helpers/dsh-row.js';
 
 /** The trusted scanner's row for a line, or null when it found no row. */
 function scanTrustedRow(line: Buffer): RawRow | null {
@@ -24,12 +25,14 @@ function view(r: RawRow | null) {
 const rowsArb = eventStreamArb().map((events) => packEvents(events).flatMap((r) => ('chunks' in r ? [r.chunks] : [])));
 
 describe('scanTrustedFrame', () => {
-  it('reads every row the writer writes as the general scanner does', () => {
+  it('reads every row the writer writes (and a tool call\'s in dsh\'s order, id and name after the gaps) as the general scanner does', () => {
     let seen = 0;
+    let dsh = 0;
     fc.assert(
       fc.property(rowsArb, (rows) => {
-        for (const row of rows) {
+        for (const row of rows.flatMap((r) => (r.type === 'tool-call-chunks' ? [r, dshRow(r)] : [r]))) {
           const line = Buffer.from(JSON.stringify(row));
+          if (line.includes('],"id":')) dsh++;
           // Both decline rows whose running gap sums leave the safe range (the full decode takes those).
           const trusted = scanTrustedRow(line);
           expect(view(trusted)).toEqual(view(scanJsonlRow(line, 0, line.length)));
@@ -39,6 +42,7 @@ describe('scanTrustedFrame', () => {
       { numRuns: 300 },
     );
     expect(seen).toBeGreaterThan(100);
+    expect(dsh).toBeGreaterThan(20);
   });
 
   it('declines other layouts of the same row', () => {

@@ -4,8 +4,9 @@
  * writes. Derived data: never synced, and any failure only turns the
  * projection off for this writer (pages then validate those frames in full).
  * Frames this writer did not encode itself (an unindexed tail it indexes on
- * open, imports, reindex) get no record, since only JSON.stringify output of
- * a validated record may skip validation.
+ * open) get no record, since only JSON.stringify output of a validated
+ * record may skip validation; import and reindex give records to the frames
+ * whose bytes are exactly that (maintenance/checksum-build.ts).
  */
 import type { StorageBackend, WritableFile } from '../storage/backend.js';
 import { projectionKey, type SessionKeys } from '../storage/layout.js';

@@ -3,8 +3,9 @@
  * one record per frame it indexes. The index is only useful whole (from
  * the header on), so it is kept only while it is: a new session starts it;
  * an existing one keeps it if it still matches the session's frame count
- * and indexed length; anything else (reindexed, imported, a tail indexed on
- * open, a failed write) deletes it and pages plan from the JSONL sidecar.
+ * and indexed length (import and reindex build it whole:
+ * maintenance/projection-files.ts); anything else (a tail indexed on open,
+ * a failed write) deletes it and pages plan from the JSONL sidecar.
  * Derived data: never synced.
  */
 import type { StorageBackend, WritableFile } from '../storage/backend.js';

@@ -7,6 +7,9 @@
  *   {type: "<kind>-chunks", seq0, time0, data: {turn, step, index,
  *    [id, [name,]] dt: [...], texts | args: [...]}}
  *
+ * and a tool call's row may also have its id and name after its gaps
+ * (`dt, id, [name,] args`): the order dsh writes, which an import keeps.
+ *
  * with keys as fixstrs, integers in whichever width msgpackr picked (a
  * float64 past 32 bits: msgpackr writes large integers so) and members as
  * strings. Reading one checks those literals and reads the integers, walks
@@ -19,7 +22,7 @@
  * declines (false), and the frame is read the general way.
  */
 import type { RunKey } from '../main/core/chunk-codec.js';
-import { writeEscaped, writeInt } from './msgpack-json.js';
+import { escapes, writeEscaped, writeInt } from './msgpack-json.js';
 
 /** One key or value literal as msgpackr packs it (fixstr header and bytes). */
 function fixstr(s: string): Uint8Array {
@@ -146,6 +149,21 @@ function newKey(kind: RunKey['kind'], turn: number, step: number, index: number,
   return { kind, turn, step, index, id, name };
 }
 
+/** The id and name toolIdentity read last. */
+let toolId: string | undefined;
+let toolName: string | undefined;
+
+/** A tool call's id (and, when `named`, name) entries at b[i] into toolId and toolName: the index after them, or -1. */
+function toolIdentity(b: Uint8Array, i: number, end: number, named: boolean): number {
+  if (!has(b, i, ID) || !str(b, i + ID.length, end) || startsWithBom(b, strAt, strLen)) return -1;
+  toolId = ids.decode(b, strAt, strLen);
+  i = strAt + strLen;
+  if (!named) return i;
+  if (!has(b, i, NAME) || !str(b, i + NAME.length, end) || startsWithBom(b, strAt, strLen)) return -1;
+  toolName = names.decode(b, strAt, strLen);
+  return strAt + strLen;
+}
+
 /** The last key handed out: a block's rows share one key object (the encoder compares keys by identity first). */
 let lastKey: RunKey = newKey('text', -1, -1, -1, undefined, undefined);
 
@@ -200,18 +218,11 @@ export function readWriterRow(b: Uint8Array, start: number, end: number): boolea
   if (!has(b, i, INDEX) || !int(b, i + INDEX.length, end)) return false;
   const index = num;
   i = numEnd;
-  let id: string | undefined;
-  let name: string | undefined;
-  if (tool) {
-    if (!has(b, i, ID) || !str(b, i + ID.length, end) || startsWithBom(b, strAt, strLen)) return false;
-    id = ids.decode(b, strAt, strLen);
-    i = strAt + strLen;
-    if (fields === 0x87) {
-      if (!has(b, i, NAME) || !str(b, i + NAME.length, end) || startsWithBom(b, strAt, strLen)) return false;
-      name = names.decode(b, strAt, strLen);
-      i = strAt + strLen;
-    }
-  }
+  toolId = undefined;
+  toolName = undefined;
+  // A tool call's id and name: before its gaps (runToRow's order), or after them (dsh's, kept by import).
+  const idsFirst = tool && has(b, i, ID);
+  if (idsFirst && (i = toolIdentity(b, i, end, fields === 0x87)) < 0) return false;
   if (!has(b, i, DT) || !arr(b, i + DT.length, end)) return false;
   const gaps = arrLen;
   const dtAt = arrAt;
@@ -231,6 +242,9 @@ export function readWriterRow(b: Uint8Array, start: number, end: number): boolea
     abs += Math.abs(num);
     i = numEnd;
   }
+  if (tool && !idsFirst && (i = toolIdentity(b, i, end, fields === 0x87)) < 0) return false;
+  const id = toolId;
+  const name = toolName;
   const members = tool ? ARGS : TEXTS;
   if (!has(b, i, members) || !arr(b, i + members.length, end)) return false;
   const n = arrLen;
@@ -321,9 +335,9 @@ export function rowGapsBound(): number {
   return binaryRow.n * 18 + 4;
 }
 
-/** Most bytes writeRowMembers writes for the last row read: its member bytes escaped (6 a byte at most), quotes and commas. */
+/** Most bytes writeRowMembers writes for the last row read: its member bytes escaped (6 a byte at most), quotes and commas, and room for its last two-word store. */
 export function rowMembersBound(): number {
-  return (binaryRow.end - binaryRow.membersAt) * 6 + binaryRow.n * 3;
+  return (binaryRow.end - binaryRow.membersAt) * 6 + binaryRow.n * 3 + 8;
 }
 
 /**
@@ -386,29 +400,16 @@ export function writeRowGaps(b: Uint8Array, out: Uint8Array, o: number, comma: b
   return o;
 }
 
-/** Bytes escaped inside a JSON string (quote, backslash, control characters): the writer's strings are well-formed UTF-8, copied as they are otherwise. */
-const ESCAPED = new Uint8Array(256);
-for (let c = 0; c < 0x20; c++) ESCAPED[c] = 1;
-ESCAPED[0x22] = 1;
-ESCAPED[0x5c] = 1;
-
-
 /**
- * Where the next byte to escape is in b[i, end) (read through `src`, a view
- * of b): `end` when there is none. Four bytes a step, tested as a word
- * (exact: a byte below 0x20, equal to 0x22 or to 0x5c). A member's
- * MessagePack header is never such a byte but for the length bytes of the
- * longer string headers, which writeRowMembers takes the general way anyway.
+ * For a member of `len` bytes read as two words: what, or'ed into each
+ * word, sets the bytes past the member to 0xff (never escaped), so that
+ * the words' test is the member's own. Index: the member's length (0-8).
  */
-function nextEscape(src: DataView, b: Uint8Array, i: number, end: number): number {
-  for (; i + 4 <= end; i += 4) {
-    const x = src.getInt32(i, true);
-    const q = x ^ 0x22222222;
-    const e = x ^ 0x5c5c5c5c;
-    if ((((x - 0x20202020) & ~x) | ((q - 0x01010101) & ~q) | ((e - 0x01010101) & ~e)) & 0x80808080) break;
-  }
-  for (; i < end; i++) if (ESCAPED[b[i] as number] === 1) return i;
-  return end;
+const PAST_LO = new Int32Array(9);
+const PAST_HI = new Int32Array(9);
+for (let len = 0; len <= 8; len++) {
+  PAST_LO[len] = len >= 4 ? 0 : ~(2 ** (8 * len) - 1) | 0;
+  PAST_HI[len] = len >= 8 ? 0 : len <= 4 ? -1 : ~(2 ** (8 * (len - 4)) - 1) | 0;
 }
 
 /**
@@ -416,10 +417,13 @@ function nextEscape(src: DataView, b: Uint8Array, i: number, end: number): numbe
  * (after a comma when `comma`): the index after them. Throws if they do not
  * end where the row does (a frame the writer's checksum vouched for cannot).
  *
- * One word test over the members' bytes finds the next byte to escape; the
- * short strings (fixstr) wholly before it are copied a word at a time with
- * no test of their own (the excess of the last word overwritten by what
- * follows); the member holding it, and any longer string, the general way.
+ * A member of up to 8 bytes (a streamed token: nearly all of them) is read
+ * as two words, tested for a byte to escape as words (the bytes past it
+ * masked out), and written as those two words (the excess overwritten by
+ * what follows; rowMembersBound leaves room): no byte loop and no scan of
+ * its own. One with such a byte, and any longer one, the general way. A
+ * separate scan for the next byte to escape, then the copies, cost a third
+ * more (docs/benchmarks.md, "Issue 12, stored formats").
  */
 export function writeRowMembers(b: Uint8Array, out: Uint8Array, o: number, comma: boolean): number {
   if (b !== dvOf) {
@@ -435,37 +439,33 @@ export function writeRowMembers(b: Uint8Array, out: Uint8Array, o: number, comma
   const n = binaryRow.n;
   let i = binaryRow.membersAt;
   const end = binaryRow.end;
-  // Word reads go up to three bytes past a member's end (four for an empty one): members ending later are taken the general way.
-  const wordEnd = b.length - 4;
+  // Word reads go up to eight bytes from a member's start: members starting later are taken the general way.
+  const wordEnd = b.length - 8;
   // The separator before the next member: none before the first unless asked.
   let sep = comma ? 1 : 0;
-  let k = 0;
-  while (k < n) {
-    const stop = Math.min(nextEscape(src, b, i, end), wordEnd);
-    for (; k < n; k++) {
-      const len = (b[i] as number) - 0xa0;
-      const at = i + 1;
-      const e = at + len;
-      if (len >>> 0 > 0x1f || e > stop) break;
-      out[o] = 0x2c;
-      o += sep;
-      sep = 1;
-      out[o] = 0x22;
-      dst.setInt32(o + 1, src.getInt32(at, true), true);
-      for (let j = 4; j < len; j += 4) dst.setInt32(o + 1 + j, src.getInt32(at + j, true), true);
-      o += len + 1;
-      out[o++] = 0x22;
-      i = e;
-    }
-    if (k === n) break;
-    if (sep === 1) out[o++] = 0x2c;
+  for (let k = 0; k < n; k++) {
+    out[o] = 0x2c;
+    o += sep;
     sep = 1;
-    if (!str(b, i, end)) throw new Error('a member of a checksummed binary row is not a string');
     out[o++] = 0x22;
+    const len = (b[i] as number) - 0xa0;
+    const at = i + 1;
+    if (len >>> 0 <= 8 && at <= wordEnd) {
+      const lo = src.getInt32(at, true);
+      const hi = src.getInt32(at + 4, true);
+      if (!escapes(lo | (PAST_LO[len] as number)) && !escapes(hi | (PAST_HI[len] as number))) {
+        dst.setInt32(o, lo, true);
+        dst.setInt32(o + 4, hi, true);
+        o += len;
+        out[o++] = 0x22;
+        i = at + len;
+        continue;
+      }
+    }
+    if (!str(b, i, end)) throw new Error('a member of a checksummed binary row is not a string');
     o = writeEscaped(b, strAt, strAt + strLen, out, o, false);
     out[o++] = 0x22;
     i = strAt + strLen;
-    k++;
   }
   if (i !== end) throw new Error('a checksummed binary row does not end with its members');
   return o;

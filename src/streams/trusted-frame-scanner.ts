@@ -7,6 +7,9 @@
  * - a packed row, built by runToRow:
  *     {"type":"<kind>-chunks","seq0":S,"time0":T,"data":{"turn":U,"step":P,
  *      "index":I[,"id":"…"[,"name":"…"]],"dt":[…],"texts"|"args":[…]}}
+ *   or, for a tool call, with `"id"` and `"name"` after `"dt"`: the order
+ *   dsh writes, kept by an import, whose frames get checksum records where
+ *   their bytes are JSON.stringify's (maintenance/checksum-build.ts);
  * - a delta event of a run too short to pack, built by chunkEvent:
  *     {"type":"assistant/chunk","seq":S,"time":T,"data":{"turn":U,"step":P,
  *      "chunk":{"type":"<kind>-delta","index":I,("text"|"id"[,"name"],"argumentsDelta"):"…"}}}
@@ -40,6 +43,8 @@ const NAME = lit(',"name":');
 const DT = lit(',"dt":[');
 const TEXTS = lit('],"texts":[');
 const ARGS = lit('],"args":[');
+/** The members' key after a tool call's id and name, where those follow its gaps (dsh's order). */
+const ARGS_AFTER_IDS = lit(',"args":[');
 
 /**
  * A JSON string token decoded, remembering the last one per slot: a tool call's
@@ -232,9 +237,19 @@ export function continuedRow(b: Uint8Array, start: number, end: number, key: Run
   row.buf = b;
   row.dtStart = start + dtStart;
   row.dtEnd = start + dtEnd;
-  row.membersStart = start + dtEnd + (key.kind === 'tool' ? ARGS.length : TEXTS.length);
+  let membersStart = start + dtEnd + (key.kind === 'tool' ? ARGS.length : TEXTS.length);
+  // A tool call's id and name after its gaps (dsh's order): the block's own, so only their extent is read.
+  if (key.kind === 'tool' && !has(b, start + dtEnd, ARGS) && (membersStart = skipToolIdentity(b, start + dtEnd + 1, end)) < 0) return false;
+  row.membersStart = membersStart;
   row.membersEnd = end - 3;
   return true;
+}
+
+/** Past `,"id":"…"[,"name":"…"],"args":[` at b[i]: where the members start, or -1. */
+function skipToolIdentity(b: Uint8Array, i: number, end: number): number {
+  if (!has(b, i, ID) || (i = stringEnd(b, i + ID.length, end)) < 0) return -1;
+  if (has(b, i, NAME) && (i = stringEnd(b, i + NAME.length, end)) < 0) return -1;
+  return has(b, i, ARGS_AFTER_IDS) ? i + ARGS_AFTER_IDS.length : -1;
 }
 
 /** A packed row whose type literal `type` starts at b[start], into `row`; false when it is in another layout. */
@@ -254,7 +269,9 @@ function scanRow(b: Uint8Array, start: number, end: number, type: Literal): bool
   const index = lastInt();
   toolId = undefined;
   toolName = undefined;
-  if (kind === 'tool' && (i = toolIdentity(b, i, end)) < 0) return false;
+  // A tool call's id and name: before its gaps (runToRow's order), or after them (dsh's, kept by import).
+  const idsFirst = kind === 'tool' && has(b, i, ID);
+  if (idsFirst && (i = toolIdentity(b, i, end)) < 0) return false;
   if (!has(b, i, DT)) return false;
   i += DT.length;
   // The gaps: the only per-member bytes read.
@@ -297,7 +314,11 @@ function scanRow(b: Uint8Array, start: number, end: number, type: Literal): bool
     }
   }
   const dtEnd = i;
-  const members = kind === 'tool' ? ARGS : TEXTS;
+  let members = kind === 'tool' ? ARGS : TEXTS;
+  if (kind === 'tool' && !idsFirst) {
+    if ((i = toolIdentity(b, i + 1, end)) < 0) return false;
+    members = ARGS_AFTER_IDS;
+  }
   if (!has(b, i, members)) return false;
   const membersStart = i + members.length;
   const membersEnd = end - 3;

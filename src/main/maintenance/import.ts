@@ -19,7 +19,8 @@
  *   log keeps dsh's append-batch boundaries and, in `jsonl` format, every
  *   line byte for byte (an imported plain dsh log is byte-identical to its
  *   source when it ends with a newline and has no blank lines). `binary`
- *   re-encodes each record as an SPF2 frame.
+ *   re-encodes each record as an SPF2 frame, and a JSON array's records are
+ *   written as JSON lines, both as the session writer encodes them.
  * - Atomic appearance, on any backend (storage/replacement.ts): log and
  *   entry sidecar are built as replacements (local files: temp files,
  *   fsynced); the log is then put in place exclusively (failing if the id
@@ -41,7 +42,7 @@ import { emptySummary, foldEvent, type SessionSummary } from '../core/summary.js
 import type { ChunkRow, SessionEvent, SessionHeader, StorageRecord } from '../core/types.js';
 import { isRowType } from '../core/types.js';
 import { encodeEntry } from '../../streams/entry-codec.js';
-import { encodeFrame, MAX_FRAME_BYTES, RECORD_SCHEMA, type FrameEncoding } from '../../streams/frame-codec.js';
+import { MAX_FRAME_BYTES, RECORD_SCHEMA, type FrameEncoding } from '../../streams/frame-codec.js';
 import { isExists, type Replacement } from '../../storage/backend.js';
 import { sessionKeys } from '../../storage/layout.js';
 import { localFiles, storageAt, type StorageTarget } from '../../storage/local/local-backend.js';
@@ -53,6 +54,7 @@ import { BufferedWriter, LineSplitter } from './io.js';
 import { jsonErrorReason, quoteInput, quoteValue, safeLine } from '../core/excerpt.js';
 import { forEachArrayElement } from './json-array.js';
 import { ProjectionFiles } from './projection-files.js';
+import { writerFrame } from './checksum-build.js';
 
 const ZSTD_MAGIC = Buffer.from([0x28, 0xb5, 0x2f, 0xfd]);
 const READ_CHUNK = 64 * 1024;
@@ -250,7 +252,10 @@ export async function importSession(target: StorageTarget, file: string, opts: I
       if (typeof value !== 'object' || value === null || Array.isArray(value)) throw new ImportError(file, at, 'is not a JSON object');
       const keep = format === 'jsonl' && line !== null && line[0] === BRACE;
       if (!keep) verbatim = false;
-      const frameOf = (rec: unknown): Buffer => (keep ? Buffer.concat([line as Buffer, NEWLINE]) : encodeFrame(rec, format));
+      // A record re-encoded anyway is encoded as the writer encodes it (a packable delta event in
+      // chunkEvent's layout, whatever its key order was), so its frame gets checksum records and takes
+      // the fast path (checksum-build.ts); kept lines get them only when they already are the writer's.
+      const frameOf = (rec: unknown): Buffer => (keep ? Buffer.concat([line as Buffer, NEWLINE]) : writerFrame(rec, format));
       if (acc.header === null) {
         const h = value as Record<string, unknown>;
         if (h.type !== 'session') throw new ImportError(file, at, `the first line must be the session header (type "session"), got type ${quoteValue(h.type)}`);
