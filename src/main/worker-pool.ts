@@ -8,7 +8,7 @@ import { availableParallelism } from 'node:os';
 import { fileURLToPath } from 'node:url';
 import { Piscina } from 'piscina';
 import { PagerError } from './core/errors.js';
-import { isolateStarted } from './young-generation.js';
+import { isolateStarted, startWorkersAtFullSize } from './young-generation.js';
 import { refusedFlags, workerExecArgv } from './worker-exec-argv.js';
 import type { CompressTask, SliceResult, SliceTask } from '../workers/slice-protocol.js';
 
@@ -66,7 +66,7 @@ export function createPagePool(opts: PoolOptions = {}): PagePool {
       maxThreads: threads,
       idleTimeout: 24 * 60 * 60 * 1000,
       maxQueue: opts.maxQueue ?? threads * 64,
-      workerData: { jitWarmUp: opts.jitWarmUp ?? true, ...(opts.minCodedSection === undefined ? {} : { minCodedSection: opts.minCodedSection }) } satisfies PageWorkerData,
+      workerData: { jitWarmUp: opts.jitWarmUp ?? true, ...(opts.jitBudgetMs === undefined ? {} : { jitBudgetMs: opts.jitBudgetMs }), ...(opts.minCodedSection === undefined ? {} : { minCodedSection: opts.minCodedSection }) } satisfies PageWorkerData,
       // A small young generation (semi-spaces of 2 MB: V8 takes a third of this each).
       // V8 grew a worker's to its limit during the JIT warm-up and never shrank it:
       // with 32 MB, 16 MB of empty young generation stayed resident in each idle
