@@ -69,5 +69,13 @@ describe('optimized page-path code and object shapes', () => {
       rmSync(dataDir, { recursive: true, force: true });
     }
   }, 180_000);
+
+  it("the planner's warm-up sets off no compile of its own warm-up-only code (it would finish during the first real page)", () => {
+    // Traced: syntheticSidecar, marked hot by its large sidecar's loop, was called again at the end of
+    // the warm-up, and that call began its compile: ~100 ms of a helper thread and the main thread's
+    // finishing of it landed in the first real page. Compiled on stack (OSR) while it runs is fine.
+    const out = execFileSync(process.execPath, ['--trace-opt', resolve(here, 'helpers/planner-warmup-trace.mjs'), dist], { encoding: 'utf8' });
+    expect(out.split('\n').filter((l) => /compiling method .*<JSFunction syntheticSidecar .*\(target TURBOFAN\), mode/.test(l))).toEqual([]);
+  }, 60_000);
 });
 
