@@ -71,7 +71,7 @@ export class PagerStore implements Store {
    * (openStore's, from `redisUrl`), so close() closes it.
    */
   private workerPool(opts: StoreOptions): PagePool {
-    const pool = createPagePool({ threads: opts.workers, maxQueue: opts.maxQueue, jitWarmUp: opts.warmUp?.jit ?? true, ...(opts.minCodedSection === undefined ? {} : { minCodedSection: opts.minCodedSection }) });
+    const pool = createPagePool({ threads: opts.workers, maxQueue: opts.maxQueue, jitWarmUp: opts.warmUp?.jit ?? true, ...(opts.warmUp?.jitBudgetMs === undefined ? {} : { jitBudgetMs: opts.warmUp.jitBudgetMs }), ...(opts.minCodedSection === undefined ? {} : { minCodedSection: opts.minCodedSection }) });
     const inline = opts.inlineSliceBytes ?? 0;
     return inline > 0 ? new SmallSlicePool(pool, inline) : pool;
   }

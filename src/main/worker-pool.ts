@@ -8,7 +8,7 @@ import { availableParallelism } from 'node:os';
 import { fileURLToPath } from 'node:url';
 import { Piscina } from 'piscina';
 import { PagerError } from './core/errors.js';
-import { isolateStarted } from './young-generation.js';
+import { isolateStarted, startWorkersAtFullSize } from './young-generation.js';
 import { refusedFlags, workerExecArgv } from './worker-exec-argv.js';
 import type { CompressTask, SliceResult, SliceTask } from '../workers/slice-protocol.js';
 
@@ -23,6 +23,8 @@ export interface PoolOptions {
   maxQueue?: number;
   /** Workers optimize their decode path as they start (default true; workers/jit-warmup.ts). */
   jitWarmUp?: boolean;
+  /** Wall-time bound of each worker's JIT warm-up, ms (default: jit-warmup.ts's). */
+  jitBudgetMs?: number;
   /** Sections shorter than this are left to the main thread to compress (workers/slice-compress.ts). */
   minCodedSection?: number;
 }
@@ -30,6 +32,7 @@ export interface PoolOptions {
 /** What every worker is started with (piscina's workerData). */
 export interface PageWorkerData {
   jitWarmUp: boolean;
+  jitBudgetMs?: number;
   minCodedSection?: number;
 }
 
@@ -54,6 +57,8 @@ export function createPagePool(opts: PoolOptions = {}): PagePool {
     throw new Error(`page worker not built: ${WORKER_FILE} is missing (run \`npm run build\`)`);
   }
   const threads = Math.max(1, opts.threads ?? Math.min(availableParallelism(), 8));
+  // V8 takes a third of the young generation bound for each semi-space.
+  startWorkersAtFullSize(WORKER_YOUNG_GENERATION_MB / 3);
   const create = (execArgv: string[]) =>
     new Piscina<SliceTask | CompressTask, SliceResult>({
       filename: WORKER_FILE,
@@ -61,7 +66,7 @@ export function createPagePool(opts: PoolOptions = {}): PagePool {
       maxThreads: threads,
       idleTimeout: 24 * 60 * 60 * 1000,
       maxQueue: opts.maxQueue ?? threads * 64,
-      workerData: { jitWarmUp: opts.jitWarmUp ?? true, ...(opts.minCodedSection === undefined ? {} : { minCodedSection: opts.minCodedSection }) } satisfies PageWorkerData,
+      workerData: { jitWarmUp: opts.jitWarmUp ?? true, ...(opts.jitBudgetMs === undefined ? {} : { jitBudgetMs: opts.jitBudgetMs }), ...(opts.minCodedSection === undefined ? {} : { minCodedSection: opts.minCodedSection }) } satisfies PageWorkerData,
       // A small young generation (semi-spaces of 2 MB: V8 takes a third of this each).
       // V8 grew a worker's to its limit during the JIT warm-up and never shrank it:
       // with 32 MB, 16 MB of empty young generation stayed resident in each idle

@@ -37,3 +37,23 @@ export function releaseYoungGeneration(): void {
 export function isolateStarted(): void {
   if (held) setFlagsFromString('--semi-space-growth-factor=1');
 }
+
+/**
+ * Page workers' young generations at their full size from the start
+ * (`semiSpaceMb`: the semi-space their resource limit allows), so the
+ * growth factor in force while they warm up does not matter to them.
+ *
+ * Why: with the hold above in force while the workers ran their JIT
+ * warm-up (it is, from `serve`'s start to the end of the warm-up), the
+ * full collection that ends each worker's start discarded the worker's
+ * optimized decode loop ("marking dependent code ... reason: weak
+ * objects"), so the first real page ran it unoptimized and compiled it
+ * again beside the decode; with the workers' semi-spaces at full size
+ * from the start it was kept (in 12 of 12 workers against 2 of 12, traced
+ * in docs/benchmarks.md, "The first page's decode loop"). V8 reads this
+ * flag when it sets up an isolate's heap: the main thread's, set up
+ * already, keeps its own; every worker started afterwards takes it.
+ */
+export function startWorkersAtFullSize(semiSpaceMb: number): void {
+  setFlagsFromString(`--min-semi-space-size=${semiSpaceMb}`);
+}

@@ -26,6 +26,7 @@ import { ARENA_HEADER_ROOM, newEncoderSinks, SliceEncoder, type EncoderSinks } f
 import type { ByteSink } from '../main/core/byte-sink.js';
 import { warmUpJit } from './jit-warmup.js';
 import { collectGarbage } from './full-gc.js';
+import { tierOf } from './optimization-status.js';
 import { CODING_NONE, decodeTask, type CompressTask, type SliceFault, type SliceResult, type SliceTask } from './slice-protocol.js';
 import { codeBytes, codeSlice } from './slice-compress.js';
 import { addClaim, frameClaim, NO_CLAIM } from '../main/core/frame-claim.js';
@@ -259,8 +260,10 @@ export function decodeSlice(task: SliceTask, bytes: Buffer, readMs = 0, into: En
 // pool says so (StoreOptions.warmUp.jit); never when this module is loaded outside a pool.
 // The warm-up's arena is then let go: idle, it held ~5 MB a worker, and a big first page needs a larger one anyway;
 // and its garbage is collected now, not when the old generation next reaches its limit (full-gc.ts).
-if ((workerData as { jitWarmUp?: boolean } | undefined)?.jitWarmUp === true) {
-  warmUpJit(decodeInArena);
+const started = workerData as { jitWarmUp?: boolean; jitBudgetMs?: number } | undefined;
+if (started?.jitWarmUp === true) {
+  // Until V8 says the decode loop runs optimized code (optimization-status.ts), not a fixed number of rounds.
+  await warmUpJit(decodeInArena, () => tierOf(decodeSlice), started.jitBudgetMs);
   dropArena();
   collectGarbage();
 }

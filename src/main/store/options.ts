@@ -11,6 +11,8 @@ import type { AppendBus } from './append-bus.js';
 export interface WarmUpOptions {
   /** Page workers optimize their decode path on a synthetic log when they start (workers/jit-warmup.ts). */
   jit?: boolean;
+  /** Wall-time bound of each worker's JIT warm-up, ms (default: jit-warmup.ts's; tests on a loaded machine give more). */
+  jitBudgetMs?: number;
   /** `store.warmUp()` also serves a generated session's pages through the whole page path (warmup/page-path-warmup.ts). */
   pagePath?: boolean;
 }

@@ -1,0 +1,66 @@
+/**
+ * Whether V8 runs a function as optimized code yet, asked of V8 itself, so
+ * a worker's JIT warm-up can stop when its decode loop is optimized instead
+ * of after a fixed number of rounds that sometimes ended just before.
+ *
+ * Why a fixed count was not enough: V8 marks the decode loop (a large
+ * function: ~17 profiler ticks of stable feedback) late in the warm-up or
+ * not at all when the worker's CPU is shared, then compiles it on a helper
+ * thread that starts at the next call. The warm-up's rounds (bounded by 1 s
+ * of wall) often ended before that compile did: the worker's first real
+ * page then ran the loop unoptimized while it compiled beside it
+ * (docs/benchmarks.md, "The first page of a session").
+ *
+ * The answer is V8's %GetOptimizationStatus, which only code parsed while
+ * `--allow-natives-syntax` is set may call: the flag is set for the one
+ * function made here and cleared again (as full-gc.ts does for `gc`). The
+ * flag is process-wide and workers start at once: another thread may clear
+ * it between this one's setting it and parsing, so a parse that fails is
+ * tried again; after a few tries the status is unknown (null) and the
+ * warm-up falls back to its fixed rounds.
+ */
+import { setFlagsFromString } from 'node:v8';
+
+/** Bits of %GetOptimizationStatus (V8's OptimizationStatus, src/runtime/runtime-test.cc). */
+const OPTIMIZED = 1 << 4;
+const MARKED_FOR_DEOPTIMIZATION = 1 << 14;
+const OPTIMIZING_CONCURRENTLY = 1 << 10;
+
+export type Tier = 'optimized' | 'compiling' | 'not-optimized';
+
+const TRIES = 8;
+
+let status: ((f: unknown) => number) | null | undefined;
+
+function statusFunction(): ((f: unknown) => number) | null {
+  for (let i = 0; i < TRIES; i++) {
+    setFlagsFromString('--allow-natives-syntax');
+    try {
+      const fn = new Function('f', 'return %GetOptimizationStatus(f);') as (f: unknown) => number;
+      // Called once now, while the flag is set: a function body is compiled at its first call.
+      fn(fn);
+      return fn;
+    } catch {
+      // Parsed while another thread had the flag cleared: try again.
+    } finally {
+      setFlagsFromString('--no-allow-natives-syntax');
+    }
+  }
+  return null;
+}
+
+/** Where `f` is in V8's tiers; null when this V8 cannot say. */
+export function tierOf(f: (...args: never[]) => unknown): Tier | null {
+  if (status === undefined) status = statusFunction();
+  if (status === null) return null;
+  let s: number;
+  try {
+    s = status(f);
+  } catch {
+    // Its bytecode was flushed (V8 does so for functions long unused) and compiled again without the flag.
+    status = null;
+    return null;
+  }
+  if ((s & OPTIMIZED) !== 0 && (s & MARKED_FOR_DEOPTIMIZATION) === 0) return 'optimized';
+  return (s & OPTIMIZING_CONCURRENTLY) !== 0 ? 'compiling' : 'not-optimized';
+}
