@@ -175,6 +175,38 @@ describe('unpinned pages', () => {
     }
   });
 
+  it('are built from the look at the session their tag was made from: an append landing in between moves neither', async () => {
+    const t = await tempStore(1);
+    try {
+      await seedSession(t.store, 'm', 400, 200);
+      // The append lands after the tag is known and before the page is built.
+      let appendNext = true;
+      const racing = new Proxy(t.store, {
+        get(target, prop) {
+          const v = Reflect.get(target, prop, target) as unknown;
+          if (prop === 'pageVersion') {
+            return async (...args: Parameters<NonNullable<Store['pageVersion']>>) => {
+              const version = await (target.pageVersion as NonNullable<Store['pageVersion']>).apply(target, args);
+              if (appendNext) await target.append('m', makeEvents(400, 10));
+              appendNext = false;
+              return version;
+            };
+          }
+          return typeof v === 'function' ? (v as (...a: unknown[]) => unknown).bind(target) : v;
+        },
+      });
+      const a = make(racing as Store);
+      const r = await a.inject({ url: '/v1/sessions/m/page?maxMessages=10', headers: AUTH });
+      expect(r.statusCode).toBe(200);
+      expect(JSON.parse(r.body)).toMatchObject({ throughSeq: 399 });
+      const pinned = await a.inject({ url: '/v1/sessions/m/page?maxMessages=10&throughSeq=399', headers: AUTH });
+      expect(r.headers.etag).toBe(pinned.headers.etag);
+      expect(r.body).toBe(pinned.body);
+    } finally {
+      await t.cleanup();
+    }
+  });
+
   it('an empty session has a tag and answers 304 too', async () => {
     const a = make(ts.store);
     const r = await a.inject({ url: '/v1/sessions/empty/page', headers: AUTH });

@@ -131,9 +131,9 @@ export class PagerStore implements Store {
     return this.pages.plan(id, params);
   }
 
-  async pageBuffer(id: string, params: PageParams = {}, signal?: AbortSignal, coding?: OutputCoding): Promise<PageBuffer> {
+  async pageBuffer(id: string, params: PageParams = {}, signal?: AbortSignal, coding?: OutputCoding, version?: PageVersion): Promise<PageBuffer> {
     this.assertOpen();
-    return this.pages.pageBuffer(id, params, signal, coding);
+    return this.pages.pageBuffer(id, params, signal, coding, version);
   }
 
   async encodeBody(body: Buffer, coding: OutputCoding): Promise<Buffer> {
