@@ -9,6 +9,7 @@
 //
 //   node bench/http-cpu.mjs [--server pager|peer] [--connections 1] [--seconds 6] [--warm 4]
 //        [--data /tmp/sp-peer-bench] [--incremental-marking] [--perf FILE]
+//        [--server-node-args='--cpu-prof --cpu-prof-dir=DIR']
 //
 // --incremental-marking runs serve with V8's default GC (SESSION_PAGER_INCREMENTAL_MARKING=1);
 // --perf FILE records the main thread with `perf record -g` while measured (JS frames named).
@@ -27,13 +28,15 @@ const { values: a } = parseArgs({
     data: { type: 'string', default: '/tmp/sp-peer-bench' },
     'incremental-marking': { type: 'boolean', default: false },
     perf: { type: 'string' },
+    // Flags for the server's node, e.g. a CPU profile of its threads (written as it exits on SIGTERM).
+    'server-node-args': { type: 'string', default: '' },
   },
 });
 const root = new URL('..', import.meta.url).pathname;
 const pagesFile = join(a.data, 'pages-many.json');
 const ids = [...new Set(JSON.parse(readFileSync(pagesFile, 'utf8')).map((p) => p.id))];
 const token = 'bench-token-0123456789';
-const nodeArgs = a.perf === undefined ? [] : ['--perf-basic-prof-only-functions'];
+const nodeArgs = [...(a.perf === undefined ? [] : ['--perf-basic-prof-only-functions']), ...a['server-node-args'].split(' ').filter(Boolean)];
 const dir = join(a.data, `http-cpu-${process.pid}`);
 const srv =
   a.server === 'pager'

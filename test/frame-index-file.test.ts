@@ -91,3 +91,39 @@ describe('frame index search by seq', () => {
     );
   });
 });
+
+describe('frame index walk from a found record', () => {
+  it('starts in the block the search read (not read again) and yields the same records as a walk from the file', async () => {
+    for (const n of [700, 6_000]) {
+      const es = entries(n);
+      const records = indexRecords(es);
+      const last = es[es.length - 1] as EntryLine;
+      let reads = 0;
+      const file = {
+        size: records.length,
+        read: async (pos: number, len: number) => {
+          reads++;
+          return records.subarray(pos, pos + len);
+        },
+        close: async () => undefined,
+      };
+      const index = (await FrameIndexFile.openIfWhole(file, es.length, last.offset + last.length, last.seq + last.count)) as FrameIndexFile;
+      const read = (first: number, k: number) => records.subarray(first * INDEX_RECORD_BYTES, (first + k) * INDEX_RECORD_BYTES);
+      await fc.assert(
+        fc.asyncProperty(fc.integer({ min: (es[1] as EntryLine).seq, max: last.seq + last.count - 1 }), fc.integer({ min: 1, max: 300 }), async (seq, take) => {
+          const from = await index.findBySeq(seq);
+          reads = 0;
+          const src = index.backwardFrom(from);
+          const got: EntryLine[] = [];
+          for (let b = await src.prevBlock(); b !== null && got.length < take; b = await src.prevBlock()) for (let k = b.length - 1; k >= 0; k--) got.push(b.entry(k));
+          const want = (await walk(read, from)).entries;
+          expect(got).toEqual(want.slice(0, got.length));
+          expect(got.length).toBeGreaterThanOrEqual(Math.min(take, from + 1));
+          // A session of fewer records than a block: the search read all of it, the header included.
+          if (n < 2048) expect(reads).toBe(0);
+        }),
+        { numRuns: 200 },
+      );
+    }
+  });
+});

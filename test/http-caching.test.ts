@@ -23,17 +23,22 @@ const apps: FastifyInstance[] = [];
 /** pageBuffer calls that reached the store. */
 let built = 0;
 
-function counting(store: Store): Store {
+/** `store` with some of its methods replaced (the others bound to it). */
+function replacing(store: Store, methods: Partial<Store>): Store {
   return new Proxy(store, {
     get(target, prop) {
+      if (Object.hasOwn(methods, prop)) return methods[prop as keyof Store];
       const v = Reflect.get(target, prop, target) as unknown;
-      if (prop === 'pageBuffer') {
-        return (...args: Parameters<Store['pageBuffer']>) => {
-          built++;
-          return target.pageBuffer(...args);
-        };
-      }
       return typeof v === 'function' ? (v as (...a: unknown[]) => unknown).bind(target) : v;
+    },
+  });
+}
+
+function counting(store: Store): Store {
+  return replacing(store, {
+    pageBuffer: (...args: Parameters<Store['pageBuffer']>) => {
+      built++;
+      return store.pageBuffer(...args);
     },
   });
 }
@@ -170,6 +175,32 @@ describe('unpinned pages', () => {
       expect(after.headers.etag).not.toBe(etag);
       expect(JSON.parse(after.body)).toMatchObject({ throughSeq: 409 });
       expect((await a.inject({ url, headers: { ...AUTH, 'if-none-match': after.headers.etag as string } })).statusCode).toBe(304);
+    } finally {
+      await t.cleanup();
+    }
+  });
+
+  it('are built from the look at the session their tag was made from: an append landing in between moves neither', async () => {
+    const t = await tempStore(1);
+    try {
+      await seedSession(t.store, 'm', 400, 200);
+      // The append lands after the tag is known and before the page is built.
+      let appendNext = true;
+      const racing = replacing(t.store, {
+        pageVersion: async (...args: Parameters<NonNullable<Store['pageVersion']>>) => {
+          const version = await (t.store.pageVersion as NonNullable<Store['pageVersion']>).apply(t.store, args);
+          if (appendNext) await t.store.append('m', makeEvents(400, 10));
+          appendNext = false;
+          return version;
+        },
+      });
+      const a = make(racing);
+      const r = await a.inject({ url: '/v1/sessions/m/page?maxMessages=10', headers: AUTH });
+      expect(r.statusCode).toBe(200);
+      expect(JSON.parse(r.body)).toMatchObject({ throughSeq: 399 });
+      const pinned = await a.inject({ url: '/v1/sessions/m/page?maxMessages=10&throughSeq=399', headers: AUTH });
+      expect(r.headers.etag).toBe(pinned.headers.etag);
+      expect(r.body).toBe(pinned.body);
     } finally {
       await t.cleanup();
     }

@@ -37,6 +37,8 @@ beforeAll(async () => {
   splitting = await openStore({ dataDir: dir, workers: 4, splitCost: 1, inPlaceBytes: 0 });
   inThread = await openStore({ dataDir: dir, inThread: true, inPlaceBytes: 0 });
   mixed = await openStore({ dataDir: dir, workers: 2, splitCost: 1, inPlaceBytes: 0, inlineSliceBytes: 4096 });
+  // Small slices go inline only after the page path's warm-up (small-slice-pool.ts).
+  await mixed.warmUp();
 });
 
 afterAll(async () => {

@@ -9,6 +9,16 @@
  * concurrent load the main thread is the busiest thread, and the workers
  * are what keeps the decodes off it. Compress tasks stay on the workers. The same task
  * code runs either way (workers/page-task.ts), so the bytes are the same.
+ *
+ * Nothing goes inline until `prepare` has loaded the decoder, which the
+ * store's warm-up does after the page path's (store.ts warmUp), before the
+ * server listens: no request pays for loading it on the event loop, where a
+ * stall is every request's. With the option on, the corruption suite (its
+ * warm-ups off, the decoder loaded on a request and run cold, a loaded
+ * machine) once saw event-loop-lag 503s (docs/benchmarks.md). A store whose
+ * page path is not warmed up keeps every slice on the workers. The first
+ * few slices here run unoptimized: 2-14 ms a page, as the workers' first
+ * ones without the page-path warm-up.
  */
 import type { CompressTask, SliceResult, SliceTask } from '../workers/slice-protocol.js';
 import type { PagePool } from './worker-pool.js';
@@ -16,8 +26,8 @@ import type { PagePool } from './worker-pool.js';
 type RunTask = (task: SliceTask | CompressTask) => SliceResult;
 
 export class SmallSlicePool implements PagePool {
+  /** The decoder, once `prepare` loaded it: slices go inline from then on. */
   private task: RunTask | null = null;
-  private loading: Promise<RunTask> | null = null;
   /** Slices decoded on this thread. */
   inline = 0;
 
@@ -54,15 +64,15 @@ export class SmallSlicePool implements PagePool {
     return p;
   }
 
+  /** Load the decoder on this thread: small slices are decoded here from now on (see above). */
+  async prepare(): Promise<void> {
+    this.task ??= (await import('../workers/page-task.js')).runPageTask;
+  }
+
   run(task: SliceTask | CompressTask, opts: { transferList?: ArrayBuffer[] }): Promise<SliceResult> {
     // Only while the workers are idle: under concurrent load the main thread is what limits
     // throughput, and a decode here would take its time from the other requests.
-    if (this.outstanding > 0 || 'compress' in task || task.end - task.start > this.maxInlineBytes || !(task.bytes !== undefined || task.source.startsWith('file:'))) return this.onPool(task, opts);
-    if (this.task === null) {
-      // The decoder's modules are loaded on the first small slice; that one goes to a worker meanwhile.
-      this.loading ??= import('../workers/page-task.js').then((m) => (this.task = m.runPageTask));
-      return this.onPool(task, opts);
-    }
+    if (this.task === null || this.outstanding > 0 || 'compress' in task || task.end - task.start > this.maxInlineBytes || !(task.bytes !== undefined || task.source.startsWith('file:'))) return this.onPool(task, opts);
     try {
       const r = this.task(task);
       this.inline++;

@@ -111,9 +111,12 @@ export interface Store {
   /**
    * The page as prepared bytes. An aborted `signal` stops the page before its
    * slices are queued (running decodes are never interrupted: aborting a
-   * running piscina task would kill its worker).
+   * running piscina task would kill its worker). `version`: what `pageVersion`
+   * answered for this request; the page is then built from the same reads of
+   * the session (one look at its objects per request, and the page is the one
+   * that version names).
    */
-  pageBuffer(id: string, params?: PageParams, signal?: AbortSignal, coding?: OutputCoding): Promise<PageBuffer>;
+  pageBuffer(id: string, params?: PageParams, signal?: AbortSignal, coding?: OutputCoding, version?: PageVersion): Promise<PageBuffer>;
   /**
    * `body` compressed in `coding` as a page is (gzip and zstd on the page
    * workers in parallel, brotli in one piece): for the routes whose bodies no

@@ -19,7 +19,7 @@ import type { PagePlan } from './core/page-planner.js';
 import type { Page, PageParams, SessionEvent, SessionHeaderInit } from './core/types.js';
 import type { AppendResult } from './session-writer.js';
 import type { CatalogEntry, FollowListener, PageBuffer, PageVersion, Store, StoreStats } from './store-types.js';
-import { DEFAULT_IN_PLACE_BYTES, DEFAULT_PAGE_CACHE_BYTES, DEFAULT_SPLIT_COST, DEFAULT_WRITER_IDLE_MS, type StoreOptions } from './store/options.js';
+import { DEFAULT_IN_PLACE_BYTES, DEFAULT_INLINE_SLICE_BYTES, DEFAULT_PAGE_CACHE_BYTES, DEFAULT_SPLIT_COST, DEFAULT_WRITER_IDLE_MS, type StoreOptions } from './store/options.js';
 import { PageService } from './store/page-service.js';
 import { SessionViews, type SessionView } from './store/session-views.js';
 import { Subscriptions } from './store/subscriptions.js';
@@ -72,7 +72,7 @@ export class PagerStore implements Store {
    */
   private workerPool(opts: StoreOptions): PagePool {
     const pool = createPagePool({ threads: opts.workers, maxQueue: opts.maxQueue, jitWarmUp: opts.warmUp?.jit ?? true, ...(opts.warmUp?.jitBudgetMs === undefined ? {} : { jitBudgetMs: opts.warmUp.jitBudgetMs }), ...(opts.minCodedSection === undefined ? {} : { minCodedSection: opts.minCodedSection }) });
-    const inline = opts.inlineSliceBytes ?? 0;
+    const inline = opts.inlineSliceBytes ?? DEFAULT_INLINE_SLICE_BYTES;
     return inline > 0 ? new SmallSlicePool(pool, inline) : pool;
   }
 
@@ -131,9 +131,9 @@ export class PagerStore implements Store {
     return this.pages.plan(id, params);
   }
 
-  async pageBuffer(id: string, params: PageParams = {}, signal?: AbortSignal, coding?: OutputCoding): Promise<PageBuffer> {
+  async pageBuffer(id: string, params: PageParams = {}, signal?: AbortSignal, coding?: OutputCoding, version?: PageVersion): Promise<PageBuffer> {
     this.assertOpen();
-    return this.pages.pageBuffer(id, params, signal, coding);
+    return this.pages.pageBuffer(id, params, signal, coding, version);
   }
 
   async encodeBody(body: Buffer, coding: OutputCoding): Promise<Buffer> {
@@ -221,12 +221,15 @@ export class PagerStore implements Store {
     const opts = { splitCost: this.splitCost, pageCacheBytes: 0, inPlaceBytes: 64 * 1024 };
     // Loaded when asked for: a process that never warms up (`session-pager page`) does not load the generator.
     const { warmUpStore } = await import('./warmup/warm-up.js');
-    return warmUpStore({
+    await warmUpStore({
       pool: this.pool,
       threads: this.threads,
       pagePath: this.pagePathWarmUp,
       openStore: async (storage) => new PagerStore({ ...opts, storage }, this.pool),
     });
+    // Then small slices may go inline: the decoder is loaded here now, not on a request (small-slice-pool.ts).
+    // After the page-path warm-up, whose slices are for the workers' decode to be optimized.
+    if (this.pagePathWarmUp && this.pool instanceof SmallSlicePool) await this.pool.prepare();
   }
 
   stats(): StoreStats {

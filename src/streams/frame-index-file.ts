@@ -109,7 +109,16 @@ class IndexLines implements EntryLines {
   }
 }
 
+/** Records held in memory: `records` starts with record number `first`. */
+export interface HeldRecords {
+  first: number;
+  records: Buffer;
+}
+
 export class FrameIndexFile {
+  /** The block findBySeq read last: the page's walk starts inside it (backwardFrom). */
+  private held: HeldRecords | null = null;
+
   private constructor(
     private readonly file: PositionalReader,
     readonly records: number,
@@ -176,35 +185,55 @@ export class FrameIndexFile {
       if ((await this.seqAt(mid)) <= seq) lo = mid;
       else hi = mid - 1;
     }
-    const block = await this.read(lo, hi - lo + 1);
-    let a = 0;
-    let b = hi - lo;
+    // From the header record on when the range starts just after it: a walk down to the log's start needs it.
+    const base = lo === 1 ? 0 : lo;
+    const block = await this.read(base, hi - base + 1);
+    this.held = { first: base, records: block };
+    let a = lo - base;
+    let b = hi - base;
     while (a < b) {
       const mid = (a + b + 1) >>> 1;
       if (block.readDoubleLE(mid * INDEX_RECORD_BYTES) <= seq) a = mid;
       else b = mid - 1;
     }
-    return lo + a;
+    return base + a;
   }
 
   private async seqAt(i: number): Promise<number> {
     return (await this.read(i, 1)).readDoubleLE(0);
   }
 
-  /** Records walked backwards from record `from` (inclusive), in blocks. */
+  /**
+   * Records walked backwards from record `from` (inclusive), in blocks. A
+   * walk from the record findBySeq just found starts in the block it read
+   * (a page's frames are usually all there): that block is not read again.
+   */
   backwardFrom(from: number): BackwardEntrySource {
-    return indexBackward((first, n) => this.read(first, n), from);
+    const held = this.held;
+    this.held = null;
+    return indexBackward((first, n) => this.read(first, n), from, held);
   }
 }
 
-/** A backward walk over index records served by `read(firstRecord, count)` (a file, or memory for the warm-up). */
-export function indexBackward(read: (first: number, n: number) => Buffer | Promise<Buffer>, from: number): BackwardEntrySource {
+/**
+ * A backward walk over index records served by `read(firstRecord, count)`
+ * (a file, or memory for the warm-up); `held`: records already in memory,
+ * the walk's first block when they hold record `from`.
+ */
+export function indexBackward(read: (first: number, n: number) => Buffer | Promise<Buffer>, from: number, held: HeldRecords | null = null): BackwardEntrySource {
   let end = from + 1;
+  let first = held !== null && held.first <= from && end <= held.first + held.records.length / INDEX_RECORD_BYTES ? held : null;
   return {
     prevBlock: async () => {
       if (end <= 0) return null;
-      const start = Math.max(0, end - BLOCK_RECORDS);
-      const block = new IndexLines(await read(start, end - start), start);
+      let start = Math.max(0, end - BLOCK_RECORDS);
+      let bytes: Buffer;
+      if (first !== null) {
+        start = Math.max(start, first.first);
+        bytes = first.records.subarray((start - first.first) * INDEX_RECORD_BYTES, (end - first.first) * INDEX_RECORD_BYTES);
+        first = null;
+      } else bytes = await read(start, end - start);
+      const block = new IndexLines(bytes, start);
       end = start;
       return block;
     },

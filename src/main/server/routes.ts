@@ -116,8 +116,12 @@ export async function routes(app: FastifyInstance, o: RoutesOptions): Promise<vo
     const encoding = negotiate(request.headers['accept-encoding']);
     const pinned = params.throughSeq !== undefined;
     const version = store.pageVersion === undefined ? undefined : await store.pageVersion(id, params.throughSeq);
+    // The page is built from the reads this version came from (Store.pageBuffer): its cut is this one.
+    let asked: { throughSeq: number; digest: string } | null = null;
     if (version !== undefined && version.servable) {
-      const etag = etagFor(pageDigest(id, version.incarnation, resolvePageParams(params, version.nextSeq - 1)), encoding);
+      const r = resolvePageParams(params, version.nextSeq - 1);
+      asked = { throughSeq: r.throughSeq, digest: pageDigest(id, version.incarnation, r) };
+      const etag = etagFor(asked.digest, encoding);
       if (noneMatch(request.headers['if-none-match'], etag)) {
         // Not built, not read: the client's copy is this very representation.
         metrics.notModified.inc({ route: '/v1/sessions/:id/page' });
@@ -126,13 +130,14 @@ export async function routes(app: FastifyInstance, o: RoutesOptions): Promise<vo
       }
     }
     // Built in that coding: gzip and zstd by the page workers as they build its slices; kept with the prepared page.
-    const pb = await store.pageBuffer(id, params, request.signal, encoding === null ? undefined : { encoding, levels: o.opts.compression });
+    const pb = await store.pageBuffer(id, params, request.signal, encoding === null ? undefined : { encoding, levels: o.opts.compression }, version);
     if (reply.sent) return reply; // timed out or the client went away meanwhile
     const events = pb.toSeq - pb.fromSeq;
     if (request.pager) request.pager.page = { fromSeq: pb.fromSeq, toSeq: pb.toSeq, events, bytes: pb.body.length, frames: pb.frames };
     metrics.observePage('/v1/sessions/:id/page', pb);
     // The tag of what was built: an append since the check above moved an unpinned cut.
-    const digest = version !== undefined ? pageDigest(id, version.incarnation, resolvePageParams(params, pb.throughSeq)) : bodyDigest(pb.body);
+    const digest =
+      version === undefined ? bodyDigest(pb.body) : asked !== null && asked.throughSeq === pb.throughSeq ? asked.digest : pageDigest(id, version.incarnation, resolvePageParams(params, pb.throughSeq));
     const etag = etagFor(digest, encoding);
     if (version === undefined && noneMatch(request.headers['if-none-match'], etag)) {
       metrics.notModified.inc({ route: '/v1/sessions/:id/page' });

@@ -34,7 +34,8 @@ export interface StoreOptions {
   inThread?: boolean;
   /**
    * Slices of at most this many stored bytes are decoded on the calling
-   * thread instead of a worker (small-slice-pool.ts; default 0: none).
+   * thread instead of a worker while the workers are idle, once warmUp() has
+   * run the page path (small-slice-pool.ts; default DEFAULT_INLINE_SLICE_BYTES, 0: none).
    */
   inlineSliceBytes?: number;
   /** Bound of the worker queue, in slices. */
@@ -107,6 +108,14 @@ export const DEFAULT_SPLIT_COST = 512 * 1024;
  * copy ~20 µs, and a small slice keeps the worker's arena warm for the next.
  */
 export const DEFAULT_IN_PLACE_BYTES = 512 * 1024;
+
+/**
+ * A slice this small decodes on the main thread in ~1-2 ms, less than its
+ * round trip through a worker costs in all (postTask, two wake-ups, the
+ * result's receive: ~1 ms of CPU a page over HTTP, docs/benchmarks.md "The
+ * page request's main thread"); used only while the workers are idle.
+ */
+export const DEFAULT_INLINE_SLICE_BYTES = 256 * 1024;
 
 export const DEFAULT_PAGE_CACHE_BYTES = 64 * 1024 * 1024;
 export const DEFAULT_WRITER_IDLE_MS = 60_000;

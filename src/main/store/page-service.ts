@@ -27,7 +27,7 @@ import { IndexTrust } from '../index-trust.js';
 import { indexKey } from '../index-projection.js';
 import { assemblePage, assemblePieces, parseSlice, type ParsedSlice } from '../page-assembler.js';
 import { PageCache } from '../page-cache.js';
-import type { PageBuffer } from '../store-types.js';
+import type { PageBuffer, PageVersion } from '../store-types.js';
 import { runCompress, runSlice, type PagePool } from '../worker-pool.js';
 import { piecesToBuffer } from '../core/fragment-run.js';
 import { codedPage, joinCodedPieces, workerCoding } from '../coded-page.js';
@@ -313,10 +313,10 @@ export class PageService {
   }
 
   /** The page as asked: `coding` adds its body in that coding (`encoded`), from the cache when it holds that form. */
-  async pageBuffer(id: string, params: PageParams = {}, signal?: AbortSignal, coding?: OutputCoding): Promise<PageBuffer> {
+  async pageBuffer(id: string, params: PageParams = {}, signal?: AbortSignal, coding?: OutputCoding, version?: PageVersion): Promise<PageBuffer> {
     // A store whose reads are round trips fetches the page's index records ahead, beside the view's reads.
     const hint = this.storage.pageHint?.(id, params).catch(() => null);
-    const view = await this.views.view(id, params.throughSeq);
+    const view = await this.views.pageView(id, params.throughSeq, version);
     this.servable(id, view);
     const r = resolvePageParams(params, view.nextSeq - 1);
     // A page is a function of the session's files and the resolved parameters.

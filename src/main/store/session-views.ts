@@ -23,16 +23,25 @@ export interface SessionView {
   frameCount: number;
   /** Changes whenever the session's objects may have: keys cached pages ('' when they moved while read). */
   version: string;
+  /** The log's incarnation as the view's stamp read it (PageVersion); undefined when the view read none. */
+  incarnation?: string;
+}
+
+/** A stamp and the log's incarnation the same stat gave. */
+interface Stamp {
+  stamp: string;
+  incarnation: string;
 }
 
 /** Versions of a session's three objects (local: sizes, mtimes and inodes): a view is reused while they are unchanged. */
-async function stamp(storage: StorageBackend, paths: SessionKeys): Promise<string> {
-  let out = '';
-  for (const p of [paths.events, paths.entries, paths.meta]) {
+async function stamp(storage: StorageBackend, paths: SessionKeys): Promise<Stamp> {
+  const events = await storage.stat(paths.events);
+  let out = events === null ? '-|' : `${events.version}|`;
+  for (const p of [paths.entries, paths.meta]) {
     const s = await storage.stat(p);
     out += s === null ? '-|' : `${s.version}|`;
   }
-  return out;
+  return { stamp: out, incarnation: events?.incarnation ?? '' };
 }
 
 export class SessionViews {
@@ -41,6 +50,8 @@ export class SessionViews {
   private readonly catalogViews = new Map<string, { stamp: string; state: SessionState }>();
   /** Frames found corrupt by pages, per session: the session shows degraded. */
   private readonly damage = new Map<string, StateProblem[]>();
+  /** The view each PageVersion was answered from, so the page asked with it is built from that view (pageView). */
+  private readonly versionViews = new WeakMap<PageVersion, SessionView>();
   hits = 0;
   misses = 0;
 
@@ -58,20 +69,19 @@ export class SessionViews {
   }
 
   /** The session's state and the stamp it was read under ('' when the objects moved meanwhile). */
-  private async loadStamped(paths: SessionKeys): Promise<{ state: SessionState; stamp: string }> {
-    const s = await stamp(this.storage, paths);
+  private async loadStamped(paths: SessionKeys): Promise<{ state: SessionState; stamp: string; incarnation?: string }> {
+    const { stamp: s, incarnation } = await stamp(this.storage, paths);
     const cached = this.views.get(paths.id);
     if (cached !== undefined && cached.stamp === s) {
       this.hits++;
-      return cached;
+      return { state: cached.state, stamp: s, incarnation };
     }
     this.misses++;
     const state = await loadSessionState(paths, this.storage);
     // Stamp again: if an object moved while we read, do not cache a mixed view.
-    if ((await stamp(this.storage, paths)) !== s) return { state, stamp: '' };
-    const entry = { stamp: s, state };
-    this.views.set(paths.id, entry);
-    return entry;
+    if ((await stamp(this.storage, paths)).stamp !== s) return { state, stamp: '' };
+    this.views.set(paths.id, { stamp: s, state });
+    return { state, stamp: s, incarnation };
   }
 
   /**
@@ -80,7 +90,7 @@ export class SessionViews {
    * them (kept by stamp too, apart from the views pages use); else full checks.
    */
   private async catalogView(paths: SessionKeys): Promise<SessionState> {
-    const s = await stamp(this.storage, paths);
+    const { stamp: s } = await stamp(this.storage, paths);
     const cached = this.views.get(paths.id) ?? this.catalogViews.get(paths.id);
     if (cached !== undefined && cached.stamp === s) {
       this.hits++;
@@ -88,7 +98,7 @@ export class SessionViews {
     }
     const fast = await catalogState(paths, this.storage);
     if (fast !== null) {
-      if ((await stamp(this.storage, paths)) === s) this.catalogViews.set(paths.id, { stamp: s, state: fast });
+      if ((await stamp(this.storage, paths)).stamp === s) this.catalogViews.set(paths.id, { stamp: s, state: fast });
       return fast;
     }
     return (await this.loadStamped(paths)).state;
@@ -123,14 +133,29 @@ export class SessionViews {
     if (state.status === 'repair_required' && state.problems[0]?.code === 'log_missing') {
       if ((await this.storage.stat(paths.meta)) === null) throw new PagerError('session_not_found', `session ${id} not found`);
     }
-    return { paths, status: state.status, reasons: state.reasons, nextSeq: state.nextSeq, entriesSize: state.entriesSize, indexedLength: state.indexedLength, frameCount: state.frameCount, version: stamped.stamp };
+    const view: SessionView = { paths, status: state.status, reasons: state.reasons, nextSeq: state.nextSeq, entriesSize: state.entriesSize, indexedLength: state.indexedLength, frameCount: state.frameCount, version: stamped.stamp };
+    if (stamped.incarnation !== undefined) view.incarnation = stamped.incarnation;
+    return view;
   }
 
-  /** What a page's ETag rests on: the next seq, whether pages are served, and which log this is (store-types.ts PageVersion). */
+  /**
+   * What a page's ETag rests on: the next seq, whether pages are served, and
+   * which log this is (store-types.ts PageVersion). The page then asked with
+   * this version is built from the same view (pageView): one view per page
+   * request, and the tag checked is the tag of the page built.
+   */
   async pageVersion(id: string, throughSeq?: number): Promise<PageVersion> {
     const v = await this.view(id, throughSeq);
-    const s = await this.storage.stat(v.paths.events);
-    return { nextSeq: v.nextSeq, servable: v.status !== 'repair_required', incarnation: s?.incarnation ?? '' };
+    const incarnation = v.incarnation ?? (await this.storage.stat(v.paths.events))?.incarnation ?? '';
+    const version: PageVersion = { nextSeq: v.nextSeq, servable: v.status !== 'repair_required', incarnation };
+    this.versionViews.set(version, v);
+    return version;
+  }
+
+  /** The view a page is built from: the one `version` was answered from, else a fresh one. */
+  async pageView(id: string, throughSeq: number | undefined, version?: PageVersion): Promise<SessionView> {
+    const v = version === undefined ? undefined : this.versionViews.get(version);
+    return v !== undefined && v.paths.id === id ? v : this.view(id, throughSeq);
   }
 
   /** Remember a frame a page found corrupt (the objects say nothing of it until doctor or repair). */
