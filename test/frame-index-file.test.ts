@@ -58,21 +58,28 @@ describe('frame index records', () => {
   });
 });
 
+/** The frame index of `es`, opened over its records in memory, counting the reads it makes. */
+async function countingIndex(es: EntryLine[]): Promise<{ index: FrameIndexFile; records: Buffer; counter: { reads: number } }> {
+  const records = indexRecords(es);
+  const last = es[es.length - 1] as EntryLine;
+  const counter = { reads: 0 };
+  const file = {
+    size: records.length,
+    read: async (pos: number, len: number) => {
+      counter.reads++;
+      return records.subarray(pos, pos + len);
+    },
+    close: async () => undefined,
+  };
+  const index = (await FrameIndexFile.openIfWhole(file, es.length, last.offset + last.length, last.seq + last.count)) as FrameIndexFile;
+  return { index, records, counter };
+}
+
 describe('frame index search by seq', () => {
   it('finds the frame of a seq with or without a range said to hold it, a wrong range being ignored', async () => {
     const es = entries(6_000);
-    const records = indexRecords(es);
     const last = es[es.length - 1] as EntryLine;
-    let reads = 0;
-    const file = {
-      size: records.length,
-      read: async (pos: number, len: number) => {
-        reads++;
-        return records.subarray(pos, pos + len);
-      },
-      close: async () => undefined,
-    };
-    const index = (await FrameIndexFile.openIfWhole(file, es.length, last.offset + last.length, last.seq + last.count)) as FrameIndexFile;
+    const { index, counter } = await countingIndex(es);
     expect(index).not.toBeNull();
     await fc.assert(
       fc.asyncProperty(fc.integer({ min: (es[1] as EntryLine).seq, max: last.seq + last.count - 1 }), fc.integer({ min: -3, max: es.length + 3 }), fc.integer({ min: -3, max: es.length + 3 }), async (seq, a, b) => {
@@ -83,9 +90,9 @@ describe('frame index search by seq', () => {
         // A true range is searched alone: two probes, then one block.
         const lo = Math.max(1, want - 100);
         const hi = Math.min(es.length - 1, want + 100);
-        reads = 0;
+        counter.reads = 0;
         expect(await index.findBySeq(seq, { lo, hi })).toBe(want);
-        expect(reads).toBeLessThanOrEqual(3);
+        expect(counter.reads).toBeLessThanOrEqual(3);
       }),
       { numRuns: 400 },
     );
@@ -96,23 +103,13 @@ describe('frame index walk from a found record', () => {
   it('starts in the block the search read (not read again) and yields the same records as a walk from the file', async () => {
     for (const n of [700, 6_000]) {
       const es = entries(n);
-      const records = indexRecords(es);
       const last = es[es.length - 1] as EntryLine;
-      let reads = 0;
-      const file = {
-        size: records.length,
-        read: async (pos: number, len: number) => {
-          reads++;
-          return records.subarray(pos, pos + len);
-        },
-        close: async () => undefined,
-      };
-      const index = (await FrameIndexFile.openIfWhole(file, es.length, last.offset + last.length, last.seq + last.count)) as FrameIndexFile;
+      const { index, records, counter } = await countingIndex(es);
       const read = (first: number, k: number) => records.subarray(first * INDEX_RECORD_BYTES, (first + k) * INDEX_RECORD_BYTES);
       await fc.assert(
         fc.asyncProperty(fc.integer({ min: (es[1] as EntryLine).seq, max: last.seq + last.count - 1 }), fc.integer({ min: 1, max: 300 }), async (seq, take) => {
           const from = await index.findBySeq(seq);
-          reads = 0;
+          counter.reads = 0;
           const src = index.backwardFrom(from);
           const got: EntryLine[] = [];
           for (let b = await src.prevBlock(); b !== null && got.length < take; b = await src.prevBlock()) for (let k = b.length - 1; k >= 0; k--) got.push(b.entry(k));
@@ -120,7 +117,7 @@ describe('frame index walk from a found record', () => {
           expect(got).toEqual(want.slice(0, got.length));
           expect(got.length).toBeGreaterThanOrEqual(Math.min(take, from + 1));
           // A session of fewer records than a block: the search read all of it, the header included.
-          if (n < 2048) expect(reads).toBe(0);
+          if (n < 2048) expect(counter.reads).toBe(0);
         }),
         { numRuns: 200 },
       );
