@@ -110,12 +110,17 @@ export const DEFAULT_SPLIT_COST = 512 * 1024;
 export const DEFAULT_IN_PLACE_BYTES = 512 * 1024;
 
 /**
- * A slice this small decodes on the main thread in ~1-2 ms, less than its
- * round trip through a worker costs in all (postTask, two wake-ups, the
- * result's receive: ~1 ms of CPU a page over HTTP, docs/benchmarks.md "The
- * page request's main thread"); used only while the workers are idle.
+ * Off by default. A slice of ~256 KiB decodes on the main thread in ~1-2 ms,
+ * less than its round trip through a worker costs (~1 ms of CPU a page over
+ * HTTP, docs/benchmarks.md "The page request's main thread"), so it helps a
+ * lone client; but under load "the workers are idle" stays true (the main
+ * thread takes every small slice itself), the server runs on one thread, and
+ * the backlog builds on the event loop where admission never sees it queue:
+ * random 50-message pages at 256 connections were never shed and their p99
+ * went to 6-7x the unloaded one (docs/decisions.md, 12-02). 256 KiB is the
+ * value that helped at 1 connection, for `SESSION_PAGER_INLINE_SLICE_BYTES`.
  */
-export const DEFAULT_INLINE_SLICE_BYTES = 256 * 1024;
+export const DEFAULT_INLINE_SLICE_BYTES = 0;
 
 export const DEFAULT_PAGE_CACHE_BYTES = 64 * 1024 * 1024;
 export const DEFAULT_WRITER_IDLE_MS = 60_000;
