@@ -226,31 +226,40 @@ describe('page route admission', () => {
   });
 });
 
-describe('follow admission (real sockets)', () => {
-  let ts: TempStore;
-  let app: FastifyInstance;
-  let base: string;
+/**
+ * A listening server with one page slot and a queue bound of `queueMs`, over a store whose pages
+ * wait at a gate: `hold()` closes it and returns the function that opens it again.
+ */
+async function gatedServer(id: string, queueMs: number): Promise<{ app: FastifyInstance; port: number; base: string; entered: () => number; hold: () => () => void; close: () => Promise<void> }> {
+  const ts = await tempStore(1);
+  await seedSession(ts.store, id, 200, 200);
   let gate: Promise<void> = Promise.resolve();
-  let entered: () => number = () => 0;
-
-  beforeAll(async () => {
-    ts = await tempStore(1);
-    await seedSession(ts.store, 'f', 200, 200);
-    const slow = gatedPages(ts.store, () => gate);
-    entered = slow.entered;
-    app = buildServer(slow.store, { token: TOKEN, maxEventLoopLagMs: 0, admission: { maxInFlight: 1, minQueueMs: 300, maxQueueMs: 300 }, retryAfterSeconds: 2 });
-    await app.listen({ host: '127.0.0.1', port: 0 });
-    base = `http://127.0.0.1:${(app.server.address() as AddressInfo).port}`;
-  });
-
-  afterAll(async () => {
-    await app.close();
-    await ts.cleanup();
-  });
-
-  it("a follow's snapshot takes a page slot (shed while the slots are full), and gives it back once the snapshot is written", async () => {
+  const slow = gatedPages(ts.store, () => gate);
+  const app = buildServer(slow.store, { token: TOKEN, maxEventLoopLagMs: 0, admission: { maxInFlight: 1, minQueueMs: queueMs, maxQueueMs: queueMs }, retryAfterSeconds: 2 });
+  await app.listen({ host: '127.0.0.1', port: 0 });
+  const port = (app.server.address() as AddressInfo).port;
+  const hold = () => {
     let open!: () => void;
     gate = new Promise((r) => (open = r));
+    return open;
+  };
+  const close = async () => {
+    await app.close();
+    await ts.cleanup();
+  };
+  return { app, port, base: `http://127.0.0.1:${port}`, entered: slow.entered, hold, close };
+}
+
+describe('follow admission (real sockets)', () => {
+  let srv: Awaited<ReturnType<typeof gatedServer>>;
+  beforeAll(async () => {
+    srv = await gatedServer('f', 300);
+  });
+  afterAll(async () => srv.close());
+
+  it("a follow's snapshot takes a page slot (shed while the slots are full), and gives it back once the snapshot is written", async () => {
+    const { app, base, entered } = srv;
+    const open = srv.hold();
     // A page holds the one slot: a follow waits its 300 ms bound, then is shed like a page.
     const page = fetch(`${base}/v1/sessions/f/page?maxMessages=3`, { headers: AUTH });
     await until('the page in the store', () => entered() === 1);
@@ -280,31 +289,15 @@ function abortedPages(metrics: string): number {
 }
 
 describe('page route admission: clients that leave while queued (real sockets)', () => {
-  let ts: TempStore;
-  let app: FastifyInstance;
-  let port = 0;
-  let gate: Promise<void> = Promise.resolve();
-  let entered: () => number = () => 0;
-
+  let srv: Awaited<ReturnType<typeof gatedServer>>;
   beforeAll(async () => {
-    ts = await tempStore(1);
-    await seedSession(ts.store, 'c', 200, 200);
-    const slow = gatedPages(ts.store, () => gate);
-    entered = slow.entered;
-    app = buildServer(slow.store, { token: TOKEN, maxEventLoopLagMs: 0, admission: { maxInFlight: 1, minQueueMs: 5000, maxQueueMs: 5000 }, retryAfterSeconds: 2 });
-    await app.listen({ host: '127.0.0.1', port: 0 });
-    port = (app.server.address() as AddressInfo).port;
+    srv = await gatedServer('c', 5000);
   });
-
-  afterAll(async () => {
-    await app.close();
-    await ts.cleanup();
-  });
+  afterAll(async () => srv.close());
 
   it('leave the queue the moment they close their connection: never built, neither shed nor an error, and the next request is served at once', async () => {
-    const base = `http://127.0.0.1:${port}`;
-    let open!: () => void;
-    gate = new Promise((r) => (open = r));
+    const { app, port, base, entered } = srv;
+    const open = srv.hold();
     const first = fetch(`${base}/v1/sessions/c/page?maxMessages=3`, { headers: AUTH });
     await until('the first page in the store', () => entered() === 1);
     // Three clients queue behind it, then hang up (a load generator stopping, a tab closed).
@@ -325,9 +318,8 @@ describe('page route admission: clients that leave while queued (real sockets)',
     expect(m).not.toMatch(/^session_pager_errors_total\{code="internal"\}/m);
   });
   it('a client that leaves while its page is being built frees the slot and is no server error', async () => {
-    const base = `http://127.0.0.1:${port}`;
-    let open!: () => void;
-    gate = new Promise((r) => (open = r));
+    const { app, port, base, entered } = srv;
+    const open = srv.hold();
     const before = entered();
     const abortedBefore = abortedPages(await (await fetch(`${base}/metrics`, { headers: AUTH })).text());
     const s = connect(port, '127.0.0.1');
