@@ -78,6 +78,8 @@ export interface StoreStats {
   /** hits/misses: session views; page*: prepared pages (page-cache.ts). */
   cache: { hits: number; misses: number; pageHits: number; pageMisses: number; pageBytes: number };
   pagesServed: number;
+  /** Pages being built now, by their stored bytes, and those waiting for room (store/decode-budget.ts). */
+  building: { bytes: number; pages: number; waiting: number; peakBytes: number; budgetBytes: number };
   /** Sessions with a file watcher (one each, shared by their followers) and open library followers. */
   follow: { watchedSessions: number; followers: number; bus?: AppendBusStats & { watchedSessions: number } };
 }

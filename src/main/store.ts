@@ -19,7 +19,7 @@ import type { PagePlan } from './core/page-planner.js';
 import type { Page, PageParams, SessionEvent, SessionHeaderInit } from './core/types.js';
 import type { AppendResult } from './session-writer.js';
 import type { CatalogEntry, FollowListener, PageBuffer, PageVersion, Store, StoreStats } from './store-types.js';
-import { DEFAULT_IN_PLACE_BYTES, DEFAULT_INLINE_SLICE_BYTES, DEFAULT_PAGE_CACHE_BYTES, DEFAULT_SPLIT_COST, DEFAULT_WRITER_IDLE_MS, type StoreOptions } from './store/options.js';
+import { DEFAULT_IN_PLACE_BYTES, DEFAULT_INLINE_SLICE_BYTES, DEFAULT_DECODE_BUDGET_BYTES, DEFAULT_PAGE_CACHE_BYTES, DEFAULT_SPLIT_COST, DEFAULT_WRITER_IDLE_MS, type StoreOptions } from './store/options.js';
 import { PageService } from './store/page-service.js';
 import { SessionViews, type SessionView } from './store/session-views.js';
 import { Subscriptions } from './store/subscriptions.js';
@@ -104,6 +104,7 @@ export class PagerStore implements Store {
       splitCost: this.splitCost,
       inPlaceBytes: opts.inPlaceBytes ?? DEFAULT_IN_PLACE_BYTES,
       pageCacheBytes: opts.pageCacheBytes ?? DEFAULT_PAGE_CACHE_BYTES,
+      decodeBudgetBytes: opts.decodeBudgetBytes ?? DEFAULT_DECODE_BUDGET_BYTES,
     });
     this.watchers = new ChangeWatchers(opts.watchPollMs);
     this.watchFiles = opts.watchFiles ?? true;
@@ -251,6 +252,7 @@ export class PagerStore implements Store {
       },
       cache: { hits: this.views.hits, misses: this.views.misses, pageHits: page.hits, pageMisses: page.misses, pageBytes: page.size },
       pagesServed: this.pages.pagesServed,
+      building: this.pages.budget.stats(),
       follow: { watchedSessions: this.watchers.size + this.polls.size + this.backstopPolls.size, followers: this.follows.size, ...(this.remote !== null ? { bus: { ...this.remote.bus.stats(), watchedSessions: this.remote.size } } : {}) },
     };
   }

@@ -95,6 +95,8 @@ export class ServerMetrics {
     new Gauge({ name: `${P}pool_queue_size`, help: 'Page tasks waiting for a worker', registers, collect() { this.set(stats().pool.queueSize); } });
     new Gauge({ name: `${P}pool_utilization`, help: 'Worker pool utilization (0..1)', registers, collect() { this.set(stats().pool.utilization); } });
     new Gauge({ name: `${P}pool_threads`, help: 'Worker threads', registers, collect() { this.set(stats().pool.threads); } });
+    new Gauge({ name: `${P}pages_building_bytes`, help: 'Stored bytes of the pages being built now (bounded by the decode budget)', registers, collect() { this.set(stats().building.bytes); } });
+    new Gauge({ name: `${P}pages_waiting_for_budget`, help: 'Pages waiting for room in the decode budget before their slices are queued', registers, collect() { this.set(stats().building.waiting); } });
     // One series per live worker: a worker that died and was replaced shows as a new thread id.
     new Gauge({
       name: `${P}pool_thread_info`,

@@ -57,6 +57,12 @@ export interface StoreOptions {
   /** Bytes of prepared pages kept for repeated requests (default 64 MiB; 0 turns it off). */
   pageCacheBytes?: number;
   /**
+   * Stored bytes of the pages being built at once (default
+   * DEFAULT_DECODE_BUDGET_BYTES): a page past it waits for room, one page is
+   * always let in (store/decode-budget.ts).
+   */
+  decodeBudgetBytes?: number;
+  /**
    * Only read: do not create the data directory's layout on open (a command
    * that reads one page must not leave directories behind, say under a
    * mistyped --data). Writes through such a store still create what they need.
@@ -123,6 +129,14 @@ export const DEFAULT_IN_PLACE_BYTES = 512 * 1024;
 export const DEFAULT_INLINE_SLICE_BYTES = 0;
 
 export const DEFAULT_PAGE_CACHE_BYTES = 64 * 1024 * 1024;
+
+/**
+ * A page holds about three times its stored bytes while it is built (slice
+ * arenas, then the body); two workers finish pages no faster when more are
+ * started. 8 MiB lets one 5 MB tail page (or a few 1 MB ones) build at once
+ * and never holds back small pages (a 50-message page is ~10-200 KB).
+ */
+export const DEFAULT_DECODE_BUDGET_BYTES = 8 * 1024 * 1024;
 export const DEFAULT_WRITER_IDLE_MS = 60_000;
 
 /** The environment variables the CLI honours for the warm-ups (README): `SESSION_PAGER_JIT_WARMUP=0`, `SESSION_PAGER_PAGE_WARMUP=0`. */

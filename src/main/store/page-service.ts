@@ -27,6 +27,7 @@ import { IndexTrust } from '../index-trust.js';
 import { indexKey } from '../index-projection.js';
 import { assemblePage, assemblePieces, parseSlice, type ParsedSlice } from '../page-assembler.js';
 import { PageCache } from '../page-cache.js';
+import { DecodeBudget } from './decode-budget.js';
 import type { PageBuffer, PageVersion } from '../store-types.js';
 import { runCompress, runSlice, type PagePool } from '../worker-pool.js';
 import { piecesToBuffer } from '../core/fragment-run.js';
@@ -62,6 +63,7 @@ export interface PageServiceOptions {
   splitCost: number;
   inPlaceBytes: number;
   pageCacheBytes: number;
+  decodeBudgetBytes: number;
 }
 
 export class PageService {
@@ -71,6 +73,8 @@ export class PageService {
   /** How workers reach this store's logs (a task field; '' when slices are read here and handed over). */
   private readonly source: string;
   private readonly pageCache: PageCache;
+  /** Stored bytes of the pages being built at once (decode-budget.ts). */
+  readonly budget: DecodeBudget;
   /** Consumed result buffers, handed back to workers as arenas (see recycle). */
   private readonly spares: ArrayBuffer[] = [];
   /** Binary frame indexes found lying: not planned from until their objects change. */
@@ -88,6 +92,7 @@ export class PageService {
     this.inPlaceBytes = opts.inPlaceBytes;
     this.source = sourceString(storage.workerSource);
     this.pageCache = new PageCache(opts.pageCacheBytes);
+    this.budget = new DecodeBudget(opts.decodeBudgetBytes);
     this.indexTrust = new IndexTrust(storage);
   }
 
@@ -350,29 +355,37 @@ export class PageService {
       }
       return this.decode(id, view, await this.withChecksums(view.paths, tasks, p.span?.count ?? 0, p.lastRecord), p.fromIndex !== true);
     };
+    // Room for this page's results among the pages being built (decode-budget.ts): held until it is assembled.
+    const release = await this.budget.acquire(plan.span?.bytes ?? 0, signal);
     let slices;
-    try {
-      slices = await decodePlan(plan);
-    } catch (err) {
-      // A damaged binary index must never fail a page the log can serve: plan again from the sidecar.
-      if (!(plan.fromIndex === true && err instanceof PagerError && err.code === 'corrupt_range')) throw err;
-      // Frames that contradict the index's claims: the index lies, and is not used again.
-      if (err.details?.kind === 'claim') await this.indexTrust.drop(view.paths);
-      plan = await this.planResolved(view, r, false);
-      slices = await decodePlan(plan);
-    }
-    const t2 = performance.now();
-    const env = { sessionId: id, throughSeq: plan.throughSeq, fromSeq: plan.fromSeq, toSeq: plan.toSeq, hasMore: plan.hasMore };
-    const pieces = assemblePieces(env, slices);
-    const body = piecesToBuffer(pieces);
+    let t2: number;
+    let body: Buffer;
     let encoded: PageBuffer['encoded'];
-    if (encoding === 'gzip' || encoding === 'zstd') {
-      // Joined before the result buffers go back to the workers: the coded pieces are views into them.
-      const coded = new Map<Uint8Array, CodedPiece>();
-      for (const s of slices) for (const [k, v] of s.coded ?? []) coded.set(k, v);
-      encoded = { encoding, body: codedPage(pieces, coded, encoding, level(plan)) };
+    try {
+      try {
+        slices = await decodePlan(plan);
+      } catch (err) {
+        // A damaged binary index must never fail a page the log can serve: plan again from the sidecar.
+        if (!(plan.fromIndex === true && err instanceof PagerError && err.code === 'corrupt_range')) throw err;
+        // Frames that contradict the index's claims: the index lies, and is not used again.
+        if (err.details?.kind === 'claim') await this.indexTrust.drop(view.paths);
+        plan = await this.planResolved(view, r, false);
+        slices = await decodePlan(plan);
+      }
+      t2 = performance.now();
+      const pieces = assemblePieces({ sessionId: id, throughSeq: plan.throughSeq, fromSeq: plan.fromSeq, toSeq: plan.toSeq, hasMore: plan.hasMore }, slices);
+      body = piecesToBuffer(pieces);
+      if (encoding === 'gzip' || encoding === 'zstd') {
+        // Joined before the result buffers go back to the workers: the coded pieces are views into them.
+        const coded = new Map<Uint8Array, CodedPiece>();
+        for (const s of slices) for (const [k, v] of s.coded ?? []) coded.set(k, v);
+        encoded = { encoding, body: codedPage(pieces, coded, encoding, level(plan)) };
+      }
+      this.recycle(slices);
+    } finally {
+      release();
     }
-    this.recycle(slices);
+    const env = { sessionId: id, throughSeq: plan.throughSeq, fromSeq: plan.fromSeq, toSeq: plan.toSeq, hasMore: plan.hasMore };
     // brotli: in one piece, after the page is built.
     if (encoding === 'br') encoded = { encoding, body: await compressBody(body, 'br', level(plan)) };
     this.pagesServed++;
@@ -408,9 +421,15 @@ export class PageService {
     const why = checkRange(span, fromSeq, to, v);
     if (why !== null) throw new PagerError('repair_required', `session ${id}: the entry sidecar is inconsistent (${why}): run repair`);
     const tasks = await this.withChecksums(v.paths, this.slices(id, span, fromSeq, to), span?.count ?? 0);
-    const slices = await this.decode(id, v, tasks, true, tasks.length === 1 && span !== null && span.bytes <= DECODE_HERE_BYTES);
-    const body = assemblePage({ sessionId: id, throughSeq: to - 1, fromSeq, toSeq: to, hasMore: fromSeq > 0 }, slices);
-    this.recycle(slices);
+    const release = await this.budget.acquire(span?.bytes ?? 0);
+    let body: Buffer;
+    try {
+      const slices = await this.decode(id, v, tasks, true, tasks.length === 1 && span !== null && span.bytes <= DECODE_HERE_BYTES);
+      body = assemblePage({ sessionId: id, throughSeq: to - 1, fromSeq, toSeq: to, hasMore: fromSeq > 0 }, slices);
+      this.recycle(slices);
+    } finally {
+      release();
+    }
     return expandRecords((JSON.parse(body.toString('utf8')) as Page).records);
   }
 }
