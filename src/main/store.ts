@@ -24,7 +24,8 @@ import { PageService } from './store/page-service.js';
 import { SessionViews, type SessionView } from './store/session-views.js';
 import { Subscriptions } from './store/subscriptions.js';
 import { SessionWriters } from './store/writers.js';
-import { createPagePool, type PagePool } from './worker-pool.js';
+import type { PagePool } from './worker-pool.js';
+import { startPagePool } from './store/start-pool.js';
 import { SmallSlicePool } from './small-slice-pool.js';
 import { InlinePool } from './inline-pool.js';
 import type { OutputCoding } from './page-coding.js';
@@ -71,7 +72,7 @@ export class PagerStore implements Store {
    * (openStore's, from `redisUrl`), so close() closes it.
    */
   private workerPool(opts: StoreOptions): PagePool {
-    const pool = createPagePool({ threads: opts.workers, maxQueue: opts.maxQueue, jitWarmUp: opts.warmUp?.jit ?? true, ...(opts.warmUp?.jitBudgetMs === undefined ? {} : { jitBudgetMs: opts.warmUp.jitBudgetMs }), ...(opts.minCodedSection === undefined ? {} : { minCodedSection: opts.minCodedSection }) });
+    const pool = opts.startedPool ?? startPagePool(opts);
     const inline = opts.inlineSliceBytes ?? DEFAULT_INLINE_SLICE_BYTES;
     return inline > 0 ? new SmallSlicePool(pool, inline) : pool;
   }

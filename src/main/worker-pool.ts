@@ -95,7 +95,23 @@ export function createPagePool(opts: PoolOptions = {}): PagePool {
   }
   // Each thread's new isolate reset V8's semi-space growth factor (young-generation.ts).
   for (const t of pool.threads) t.once('online', isolateStarted);
+  // Settled once each thread is online, or failed to start (the warm-up says why, not this).
+  started.set(pool, Promise.all(pool.threads.map((t) => new Promise<void>((resolve) => ['online', 'error', 'exit'].forEach((e) => t.once(e, () => resolve()))))).then(() => undefined));
   return pool;
+}
+
+const started = new WeakMap<PagePool, Promise<void>>();
+
+/**
+ * Resolves when every thread `createPagePool` started runs JavaScript (its
+ * isolate exists; or it failed to start). Each new isolate resets V8's
+ * semi-space growth factor, which the pool holds again as it hears each
+ * thread is online (young-generation.ts): a caller that waits for this
+ * before its own heavy start-up (`serve` loading the app) does that work
+ * with the hold in force, so its young generation does not grow in the gap.
+ */
+export function poolOnline(pool: PagePool): Promise<void> {
+  return started.get(pool) ?? Promise.resolve();
 }
 
 /** Run one slice; a full queue becomes `overloaded`. */

@@ -6,6 +6,7 @@
 import type { StorageBackend } from '../../storage/backend.js';
 import type { FrameEncoding } from '../../streams/frame-codec.js';
 import type { AppendBus } from './append-bus.js';
+import type { PagePool } from '../worker-pool.js';
 
 /** The warm-ups a store runs (docs/architecture.md, "Worker pool"); both default on. */
 export interface WarmUpOptions {
@@ -72,6 +73,13 @@ export interface StoreOptions {
   watchPollMs?: number;
   /** On a backend without change notification (memory, a network store), how often a followed session's entry sidecar is stat'ed, ms (default 100; storage/stat-poll-watch.ts). */
   statPollMs?: number;
+  /**
+   * Page workers already started for this store by `startPagePool(opts)`
+   * (store/start-pool.ts), with these same options: `serve` starts them
+   * before it loads the app, so their JIT warm-ups run while it does. The
+   * store takes the pool over (close() ends it).
+   */
+  startedPool?: PagePool;
   /** Which warm-ups run (default: all). */
   warmUp?: WarmUpOptions;
   /**

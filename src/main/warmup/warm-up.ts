@@ -19,6 +19,7 @@ import { sliceTask } from '../../workers/slice-protocol.js';
 import { preparePagePath, warmUpPagePath, type WarmupStore } from './page-path-warmup.js';
 import { holdYoungGeneration, releaseYoungGeneration } from '../young-generation.js';
 import { warmUpPlanner } from './planner-warmup.js';
+import { collectGarbage } from '../../workers/full-gc.js';
 
 export interface WarmUpPlan {
   pool: PagePool;
@@ -32,6 +33,11 @@ export async function warmUpStore(plan: WarmUpPlan): Promise<void> {
   holdYoungGeneration();
   try {
     await warmUp(plan);
+    // What the warm-up built on this thread (the page-path session's store, its results'
+    // buffers) is garbage now; with incremental marking off (cli/serve-gc.ts) nothing would
+    // collect it before the old generation's limit, so it stayed resident while idle.
+    // (Under the hold: a collection may grow the young generation too.)
+    collectGarbage();
   } finally {
     releaseYoungGeneration();
   }
