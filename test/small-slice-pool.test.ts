@@ -2,8 +2,10 @@
  * Small slices on the calling thread (main/small-slice-pool.ts): none before
  * the decoder is prepared (the store's page-path warm-up does that, so the
  * decode is optimized here before a request's slice runs on the event loop),
- * then those within the size bound while no task is on the workers; the
- * others, and all of them while the workers are busy, go to the pool.
+ * then those within the size bound while no task is on the workers and the
+ * page is alone (the store's answer); the others, all of them while the
+ * workers are busy, and all of them while the page is not alone, go to the
+ * pool.
  */
 import { describe, expect, it } from 'vitest';
 import { parseSlice } from '../src/main/page-assembler.js';
@@ -74,5 +76,22 @@ describe('small slices on the calling thread', () => {
     finish();
     await Promise.all([onPool, queued]);
     expect(p.inline).toBe(1);
+  });
+
+  it('go to the workers while the page is not alone, whatever the workers are doing', async () => {
+    const { pool, finish } = fakePool();
+    let alone = false;
+    const p = new SmallSlicePool(pool, 4096, () => alone);
+    await p.prepare();
+    // Idle workers, a prepared decoder, a small slice: still the pool's while others wait.
+    const queued = p.run(small(), {});
+    expect(pool.ran).toBe(1);
+    finish();
+    await queued;
+    expect(p.inline).toBe(0);
+    alone = true;
+    await p.run(small(), {});
+    expect(p.inline).toBe(1);
+    expect(pool.ran).toBe(1);
   });
 });

@@ -5,10 +5,16 @@
  * time per task on this 2-core machine, plus the worker's scheduling delay),
  * which for a slice of tens of KB is more than decoding it here. Only slices
  * whose bytes the calling thread reads from local files (or that came with
- * the task), and only while no task is on the workers, go inline: under
- * concurrent load the main thread is the busiest thread, and the workers
- * are what keeps the decodes off it. Compress tasks stay on the workers. The same task
- * code runs either way (workers/page-task.ts), so the bytes are the same.
+ * the task), only while no task is on the workers, and only while the page
+ * is alone (`alone`: the store's answer, no other page in flight and at most
+ * one client connected) go inline: under concurrent load the main thread is
+ * the busiest thread, and the workers are what keeps the decodes off it.
+ * "No task on the workers" alone did not see that load: at 256 connections
+ * every page decoded inline found the workers idle, so the server ran on one
+ * thread and the backlog built up on the event loop, where admission never
+ * saw a queue (docs/benchmarks.md, docs/decisions.md). Compress tasks stay
+ * on the workers. The same task code runs either way
+ * (workers/page-task.ts), so the bytes are the same.
  *
  * Nothing goes inline until `prepare` has loaded the decoder, which the
  * store's warm-up does after the page path's (store.ts warmUp), before the
@@ -35,6 +41,8 @@ export class SmallSlicePool implements PagePool {
     private readonly pool: PagePool,
     /** Slices of at most this many stored bytes are decoded here. */
     private readonly maxInlineBytes: number,
+    /** Whether the page asking is the only work in sight (see above); asked per slice. */
+    private readonly alone: () => boolean = () => true,
   ) {}
 
   get options(): PagePool['options'] {
@@ -72,7 +80,7 @@ export class SmallSlicePool implements PagePool {
   run(task: SliceTask | CompressTask, opts: { transferList?: ArrayBuffer[] }): Promise<SliceResult> {
     // Only while the workers are idle: under concurrent load the main thread is what limits
     // throughput, and a decode here would take its time from the other requests.
-    if (this.task === null || this.outstanding > 0 || 'compress' in task || task.end - task.start > this.maxInlineBytes || !(task.bytes !== undefined || task.source.startsWith('file:'))) return this.onPool(task, opts);
+    if (this.task === null || this.outstanding > 0 || 'compress' in task || task.end - task.start > this.maxInlineBytes || !(task.bytes !== undefined || task.source.startsWith('file:')) || !this.alone()) return this.onPool(task, opts);
     try {
       const r = this.task(task);
       this.inline++;

@@ -109,6 +109,8 @@ export interface Store {
   nextSeq(id: string): Promise<number>;
   /** Resolve once every page worker has started and optimized its decode path. */
   warmUp(): Promise<void>;
+  /** How many clients the server in front of the store has connected now (small slices go inline only for a lone one). */
+  setClientCount?(count: () => number): void;
   page(id: string, params?: PageParams): Promise<Page>;
   /**
    * The page as prepared bytes. An aborted `signal` stops the page before its

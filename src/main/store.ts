@@ -61,6 +61,8 @@ export class PagerStore implements Store {
   /** With an append bus on a network store: the slow poll behind its messages. */
   private readonly backstopPolls: StatPollWatchers;
   private readonly follows = new Set<EventFollower>();
+  /** How many clients are connected to the server in front of this store (setClientCount); none known: 0. */
+  private clients: () => number = () => 0;
   private closed = false;
 
   /** Whether close() ends the pool (not when it was lent by another store). */
@@ -74,7 +76,8 @@ export class PagerStore implements Store {
   private workerPool(opts: StoreOptions): PagePool {
     const pool = opts.startedPool ?? startPagePool(opts);
     const inline = opts.inlineSliceBytes ?? DEFAULT_INLINE_SLICE_BYTES;
-    return inline > 0 ? new SmallSlicePool(pool, inline) : pool;
+    // A page is alone while no other is being built and at most one client is connected (setClientCount).
+    return inline > 0 ? new SmallSlicePool(pool, inline, () => this.pages.inFlight <= 1 && this.clients() <= 1) : pool;
   }
 
   constructor(opts: StoreOptions, pool?: PagePool, ownBus = false) {
@@ -232,6 +235,17 @@ export class PagerStore implements Store {
     // Then small slices may go inline: the decoder is loaded here now, not on a request (small-slice-pool.ts).
     // After the page-path warm-up, whose slices are for the workers' decode to be optimized.
     if (this.pagePathWarmUp && this.pool instanceof SmallSlicePool) await this.pool.prepare();
+  }
+
+  /**
+   * Tell the store how many clients are connected (the HTTP server's open
+   * connections): with more than one, a page is never decoded on this
+   * thread, as pages of concurrent clients are not (small-slice-pool.ts).
+   * The server handles each request to its end before it reads the next,
+   * so pages in flight alone cannot show the requests waiting behind one.
+   */
+  setClientCount(count: () => number): void {
+    this.clients = count;
   }
 
   stats(): StoreStats {

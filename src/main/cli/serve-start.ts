@@ -100,7 +100,7 @@ function admissionFromEnv(env: NodeJS.ProcessEnv): ServerOptions {
   return Object.keys(a).length > 0 ? { ...out, admission: a } : out;
 }
 
-/** SESSION_PAGER_INLINE_SLICE_BYTES=N: slices of at most N stored bytes are decoded on the main thread while the workers are idle (small-slice-pool.ts; default 0: none; 262144 helps a lone client, not a loaded server). */
+/** SESSION_PAGER_INLINE_SLICE_BYTES=N: slices of at most N stored bytes are decoded on the main thread while a lone client's page is the only work (small-slice-pool.ts; default 262144; 0: none). */
 function inlineSliceFromEnv(env: NodeJS.ProcessEnv): { inlineSliceBytes?: number } {
   const n = Number(env.SESSION_PAGER_INLINE_SLICE_BYTES ?? '');
   return env.SESSION_PAGER_INLINE_SLICE_BYTES !== undefined && env.SESSION_PAGER_INLINE_SLICE_BYTES !== '' && Number.isSafeInteger(n) && n >= 0 ? { inlineSliceBytes: n } : {};

@@ -89,6 +89,19 @@ export function buildServer(store: Store, options: ServerOptions = {}): FastifyI
   (app.server as { requireHostHeader?: boolean }).requireHostHeader = false;
   app.server.on('checkExpectation', (req, res) => app.server.emit('request', req, res));
   refuseConnect(app.server);
+  // Connections that asked something and are still open, for the store: small slices are decoded on
+  // this thread only for a lone client (small-slice-pool.ts). Counted from their first request, not
+  // from 'connection': serve's server accepts connections before this app is built (early-listen.ts).
+  let connections = 0;
+  const counted = new WeakSet<object>();
+  app.server.on('request', (req: import('node:http').IncomingMessage) => {
+    const socket = req.socket;
+    if (counted.has(socket)) return;
+    counted.add(socket);
+    connections++;
+    socket.once('close', () => connections--);
+  });
+  store.setClientCount?.(() => connections);
   const routeTable = new RouteTable();
   app.addHook('onRoute', (route) => routeTable.add(route.method, route.url ?? route.path));
 

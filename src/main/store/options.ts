@@ -124,17 +124,18 @@ export const DEFAULT_SPLIT_COST = 512 * 1024;
 export const DEFAULT_IN_PLACE_BYTES = 512 * 1024;
 
 /**
- * Off by default. A slice of ~256 KiB decodes on the main thread in ~1-2 ms,
- * less than its round trip through a worker costs (~1 ms of CPU a page over
- * HTTP, docs/benchmarks.md "The page request's main thread"), so it helps a
- * lone client; but under load "the workers are idle" stays true (the main
- * thread takes every small slice itself), the server runs on one thread, and
- * the backlog builds on the event loop where admission never sees it queue:
- * random 50-message pages at 256 connections were never shed and their p99
- * went to 6-7x the unloaded one (docs/decisions.md, 12-02). 256 KiB is the
- * value that helped at 1 connection, for `SESSION_PAGER_INLINE_SLICE_BYTES`.
+ * A slice of ~256 KiB decodes on the main thread in ~1-2 ms, less than its
+ * round trip through a worker costs (~1 ms of CPU a page over HTTP,
+ * docs/benchmarks.md "The page request's main thread"), so it helps a lone
+ * client. Only a lone one (small-slice-pool.ts): with "the workers are
+ * idle" as the only guard (12-02 morning) the main thread took every small
+ * slice under load, the server ran on one thread and the backlog built up
+ * on the event loop where admission never saw it queue (random 50-message
+ * pages at 256 connections never shed, p99 6-7x the unloaded one;
+ * docs/decisions.md). Now a page also has to be the only one in flight,
+ * with at most one client connected.
  */
-export const DEFAULT_INLINE_SLICE_BYTES = 0;
+export const DEFAULT_INLINE_SLICE_BYTES = 256 * 1024;
 
 export const DEFAULT_PAGE_CACHE_BYTES = 64 * 1024 * 1024;
 

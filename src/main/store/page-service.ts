@@ -80,6 +80,8 @@ export class PageService {
   /** Binary frame indexes found lying: not planned from until their objects change. */
   private readonly indexTrust: IndexTrust;
   pagesServed = 0;
+  /** Pages being built now (the small-slice pool asks whether a page is alone: store.ts). */
+  inFlight = 0;
 
   constructor(
     private readonly storage: StorageBackend,
@@ -319,6 +321,15 @@ export class PageService {
 
   /** The page as asked: `coding` adds its body in that coding (`encoded`), from the cache when it holds that form. */
   async pageBuffer(id: string, params: PageParams = {}, signal?: AbortSignal, coding?: OutputCoding, version?: PageVersion): Promise<PageBuffer> {
+    this.inFlight++;
+    try {
+      return await this.buildPage(id, params, signal, coding, version);
+    } finally {
+      this.inFlight--;
+    }
+  }
+
+  private async buildPage(id: string, params: PageParams, signal: AbortSignal | undefined, coding: OutputCoding | undefined, version: PageVersion | undefined): Promise<PageBuffer> {
     // A store whose reads are round trips fetches the page's index records ahead, beside the view's reads.
     const hint = this.storage.pageHint?.(id, params).catch(() => null);
     const view = await this.views.pageView(id, params.throughSeq, version);
