@@ -219,9 +219,14 @@ function writeTrusted(src: Uint8Array, p: number, end: number, out: Uint8Array, 
  * (UTF-8 sequences) never count.
  */
 export function escapes(x: number): boolean {
+  return escapeBits(x) !== 0;
+}
+
+/** escapes' test before its compare: non-zero when the word holds a byte to escape (so two words are tested with one branch). */
+export function escapeBits(x: number): number {
   const q = x ^ 0x22222222;
   const e = x ^ 0x5c5c5c5c;
-  return ((((x - 0x20202020) & ~x) | ((q - 0x01010101) & ~q) | ((e - 0x01010101) & ~e)) & 0x80808080) !== 0;
+  return (((x - 0x20202020) & ~x) | ((q - 0x01010101) & ~q) | ((e - 0x01010101) & ~e)) & 0x80808080;
 }
 
 /** The two ASCII digits of 0..99: tens at 2k, units at 2k + 1. */
