@@ -17,11 +17,11 @@
 // byte - request duration (connection, request parse before fastify's
 // clock, transfer of the body). Prints a markdown table of medians.
 import { spawn } from 'node:child_process';
-import { createServer } from 'node:net';
 import http from 'node:http';
 import { loadavg } from 'node:os';
 import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
+import { freePort } from './servers.mjs';
 
 const { values } = parseArgs({
   options: {
@@ -38,14 +38,6 @@ const sessions = values.session.split(',');
 const rounds = Number(values.rounds);
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
-function freePort() {
-  return new Promise((res) => {
-    const s = createServer().listen(0, '127.0.0.1', () => {
-      const { port } = s.address();
-      s.close(() => res(port));
-    });
-  });
-}
 
 /** One GET on a fresh connection: status, body, ms to the first byte of the response and to its last. */
 function get(port, path) {
