@@ -9,7 +9,10 @@
 //     asked once it is ready (identity), timed to the last byte on the wire,
 //     peak RSS of the server from /proc (VmHWM).
 //
-//   node bench/format-bench.mjs [--data DIR] [--runs N] [--events N] [--tail N] [--workers N]
+//   node bench/format-bench.mjs [--data DIR] [--runs N] [--events N] [--tail N] [--workers N] [--roots A,B]
+//
+// --roots: other checkouts (built) measured in the same run, rounds
+// alternating between them (A/B side by side); default this checkout.
 //
 // Prints a markdown report on stdout (docs/benchmarks.md keeps the latest).
 import { spawn, spawnSync } from 'node:child_process';
@@ -29,6 +32,7 @@ const { values } = parseArgs({
     events: { type: 'string', default: '600000' },
     tail: { type: 'string', default: '416000' },
     workers: { type: 'string', default: '2' },
+    roots: { type: 'string' },
   },
 });
 const dataDir = values.data;
@@ -46,8 +50,9 @@ for (const format of formats) {
 }
 
 const tail = { maxMessages: 50 };
+const roots = values.roots === undefined ? [root] : values.roots.split(',').map((r) => resolve(r));
 
-function inProcess(format) {
+function inProcess(format, root) {
   const r = spawnSync(process.execPath, [join(root, 'bench/child.mjs'), 'pager', dataDir, idOf(format), JSON.stringify(tail), JSON.stringify({ workers })], { encoding: 'utf8', maxBuffer: 1 << 26 });
   if (r.status !== 0) throw new Error(`pager ${format} failed: ${r.stderr}`);
   return JSON.parse(r.stdout.trim().split('\n').pop());
@@ -76,7 +81,7 @@ function vmHwmMB(pid) {
   return m ? Number(m[1]) / 1024 : NaN;
 }
 
-async function overHttp(format) {
+async function overHttp(format, root) {
   const token = 'format-bench';
   const srv = spawn(process.execPath, [join(root, 'bin/session-pager.js'), 'serve', '--data', dataDir, '--port', '0', '--workers', String(workers), '--log-level', 'warn'], { env: { ...process.env, SESSION_PAGER_TOKEN: token }, stdio: ['ignore', 'pipe', 'pipe'] });
   try {
@@ -111,33 +116,39 @@ async function overHttp(format) {
 
 const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 const fmt = (x, d = 1) => (x === undefined || Number.isNaN(x) ? '–' : x.toFixed(d));
-const res = Object.fromEntries(formats.map((f) => [f, { proc: [], http: [] }]));
+const byRoot = new Map(roots.map((r) => [r, Object.fromEntries(formats.map((f) => [f, { proc: [], http: [] }]))]));
 const load = [loadavg()[0]];
 const bodies = {};
 for (let i = 0; i < runs; i++) {
-  // Alternate which format goes first, so neither always follows the other.
-  for (const f of i % 2 === 0 ? formats : [...formats].reverse()) {
-    res[f].proc.push(inProcess(f));
-    const h = await overHttp(f);
-    bodies[f] = h.body;
-    delete h.body;
-    res[f].http.push(h);
+  // Alternate which build and which format go first, so neither always follows the other.
+  for (const r of i % 2 === 0 ? roots : [...roots].reverse()) {
+    const res = byRoot.get(r);
+    for (const f of i % 2 === 0 ? formats : [...formats].reverse()) {
+      res[f].proc.push(inProcess(f, r));
+      const h = await overHttp(f, r);
+      bodies[f] = h.body;
+      delete h.body;
+      res[f].http.push(h);
+    }
   }
   load.push(loadavg()[0]);
 }
 const samePage = bodies.jsonl.toString('utf8').replace(idOf('jsonl'), '') === bodies.binary.toString('utf8').replace(idOf('binary'), '');
 const lines = [];
-lines.push(`Run ${new Date().toISOString()}, ${events.toLocaleString('en')}-event session (seed 8, ${Number(values.tail).toLocaleString('en')}-delta tail) in each encoding, ${workers} page workers, ${runs} interleaved rounds of fresh processes; 1-minute load average ${load.map((l) => l.toFixed(1)).join(' → ')}. The two sessions' HTTP page bodies are ${samePage ? 'byte-identical' : 'DIFFERENT'}.`);
-lines.push('');
-lines.push('| format | page bytes | frames | in process cold ms | in process settled ms | in process peak RSS MB | HTTP cold ms | HTTP warm ms | server peak RSS MB |');
-lines.push('|---|---|---|---|---|---|---|---|---|');
-for (const f of formats) {
-  const { proc, http } = res[f];
-  lines.push(`| ${f} | ${proc[0].bytes.toLocaleString('en')} | ${proc[0].frames.toLocaleString('en')} | ${fmt(median(proc.map((p) => p.ms)))} | ${fmt(median(proc.map((p) => p.warmMs)))} | ${fmt(median(proc.map((p) => p.maxRssPageMB)), 0)} | ${fmt(median(http.map((p) => p.ms)))} | ${fmt(median(http.map((p) => p.warmMs)))} | ${fmt(median(http.map((p) => p.rssMB)), 0)} |`);
+lines.push(`Run ${new Date().toISOString()}, ${events.toLocaleString('en')}-event session (seed 8, ${Number(values.tail).toLocaleString('en')}-delta tail) in each encoding, ${workers} page workers, ${runs} interleaved rounds of fresh processes${roots.length > 1 ? `, builds alternating (${roots.join(', ')})` : ''}; 1-minute load average ${load.map((l) => l.toFixed(1)).join(' → ')}. The two sessions' HTTP page bodies are ${samePage ? 'byte-identical' : 'DIFFERENT'}.`);
+for (const [r, res] of byRoot) {
+  lines.push('');
+  if (roots.length > 1) lines.push(`${r}:`, '');
+  lines.push('| format | page bytes | frames | in process cold ms | in process settled ms | in process peak RSS MB | HTTP cold ms | HTTP warm ms | server peak RSS MB |');
+  lines.push('|---|---|---|---|---|---|---|---|---|');
+  for (const f of formats) {
+    const { proc, http } = res[f];
+    lines.push(`| ${f} | ${proc[0].bytes.toLocaleString('en')} | ${proc[0].frames.toLocaleString('en')} | ${fmt(median(proc.map((p) => p.ms)))} | ${fmt(median(proc.map((p) => p.warmMs)))} | ${fmt(median(proc.map((p) => p.maxRssPageMB)), 0)} | ${fmt(median(http.map((p) => p.ms)))} | ${fmt(median(http.map((p) => p.warmMs)))} | ${fmt(median(http.map((p) => p.rssMB)), 0)} |`);
+  }
+  const ratio = (k, sel) => median(res.binary[k].map(sel)) / median(res.jsonl[k].map(sel));
+  lines.push('');
+  lines.push(`binary / jsonl (medians): in process cold ${fmt(ratio('proc', (p) => p.ms), 2)}×, settled ${fmt(ratio('proc', (p) => p.warmMs), 2)}×; over HTTP cold ${fmt(ratio('http', (p) => p.ms), 2)}×, warm ${fmt(ratio('http', (p) => p.warmMs), 2)}×.`);
+  lines.push('');
+  for (const f of formats) lines.push(`${f} runs in order (ms): in process ${res[f].proc.map((p) => fmt(p.ms)).join(', ')}; HTTP ${res[f].http.map((p) => fmt(p.ms)).join(', ')}. Median cold run's worker phases: ${JSON.stringify(median(res[f].proc.map((p) => p.ms)) && res[f].proc.sort((a, b) => a.ms - b.ms)[Math.floor(runs / 2)].timing)}.`);
 }
-const ratio = (k, sel) => median(res.binary[k].map(sel)) / median(res.jsonl[k].map(sel));
-lines.push('');
-lines.push(`binary / jsonl (medians): in process cold ${fmt(ratio('proc', (p) => p.ms), 2)}×, settled ${fmt(ratio('proc', (p) => p.warmMs), 2)}×; over HTTP cold ${fmt(ratio('http', (p) => p.ms), 2)}×, warm ${fmt(ratio('http', (p) => p.warmMs), 2)}×.`);
-lines.push('');
-for (const f of formats) lines.push(`${f} runs in order (ms): in process ${res[f].proc.map((p) => fmt(p.ms)).join(', ')}; HTTP ${res[f].http.map((p) => fmt(p.ms)).join(', ')}. Median cold run's worker phases: ${JSON.stringify(median(res[f].proc.map((p) => p.ms)) && res[f].proc.sort((a, b) => a.ms - b.ms)[Math.floor(runs / 2)].timing)}.`);
 process.stdout.write(lines.join('\n') + '\n');

@@ -4,6 +4,7 @@
 // and bench/capacity.mjs.
 import { spawn } from 'node:child_process';
 import http from 'node:http';
+import { createServer } from 'node:net';
 import { existsSync, linkSync, mkdirSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -125,5 +126,17 @@ export function getOnce(port, path, headers = {}) {
       r.on('end', () => res({ status: r.statusCode, bytes, ms: performance.now() - t0 }));
     });
     req.on('error', () => res({ status: 0, bytes: 0, ms: performance.now() - t0 }));
+  });
+}
+
+/** A free loopback port (a server listens on 0, is closed, its port handed out). */
+export function freePort() {
+  return new Promise((res, rej) => {
+    const s = createServer();
+    s.once('error', rej);
+    s.listen(0, '127.0.0.1', () => {
+      const { port } = s.address();
+      s.close(() => res(port));
+    });
   });
 }

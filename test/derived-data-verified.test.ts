@@ -11,10 +11,13 @@
  * - JSONL frames the writer recorded a checksum for: a changed byte fails
  *   the page that reads it with `corrupt_range`, even when the frame still
  *   parses (a digit of a text, a letter of a key).
+ * - a binary frame rewritten with a fresh header CRC: served as the log
+ *   holds it (its own CRC decides); with its old CRC, refused.
  */
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { crc32 } from 'node:zlib';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Page, PageParams, SessionEvent } from '../src/main/core/types.js';
 import { readWholeLog, referencePage } from '../src/main/reference-reader.js';
@@ -167,6 +170,52 @@ describe('every frame a page reads is checked against its known CRC', () => {
       writeFileSync(file, good);
     }
     expect(refused).toBeGreaterThan(0);
+  });
+});
+
+describe('a binary frame rewritten whole, with a fresh header CRC, though the checksum projection recorded its old bytes', () => {
+  // The log is canonical and a binary frame carries its own CRC (SPEC section 3): a frame whose
+  // payload and header CRC agree was written so, by whoever wrote it, and is served as the log
+  // holds it, as the reference reader serves it. The projection's disagreement only takes it off
+  // the trusted path. The same edit without a fresh CRC is damage: corrupt_range.
+  // (docs/decisions.md, "A binary frame rewritten with a fresh header CRC".)
+  it.each([
+    ['an event', 'question 5', 'question 6', false],
+    ['a packed row', 'w3 ', 'w4 ', true],
+  ])('%s: served as rewritten; with its old CRC left, refused', async (_what, from, to, row) => {
+    const id = `rewrite-${from.replace(/\W/g, '')}`;
+    await writeRandomLog({ events: conversation(24), batches: [{ size: 5, format: 'binary' }] }, { dataDir: dir, id });
+    const file = join(dir, 'sessions', `${id}.events`);
+    const good = readFileSync(file);
+    // The string as MessagePack holds it (a fixstr), inside a binary frame with a checksum record.
+    const at = good.indexOf(Buffer.concat([Buffer.from([0xa0 | from.length]), Buffer.from(from)]));
+    expect(at).toBeGreaterThan(0);
+    const entries = readFileSync(join(dir, `sessions/index/${id}.entries.jsonl`), 'utf8').trim().split('\n').map((l) => JSON.parse(l) as { seq: number; count: number; offset: number; length: number });
+    const frame = entries.find((e) => e.offset <= at && at < e.offset + e.length) as { seq: number; count: number; offset: number; length: number };
+    expect(good.subarray(frame.offset, frame.offset + 4).toString('latin1')).toBe('SPF2');
+    expect(frame.count > 1).toBe(row);
+    const crcs = readFileSync(join(dir, `sessions/index/${id}/frames.crc2`));
+    const recorded = Array.from({ length: crcs.length / 16 }, (_, k) => crcs.readUInt32LE(16 * k) + crcs.readUInt32LE(16 * k + 4) * 2 ** 32);
+    expect(recorded).toContain(frame.offset);
+    const edited = Buffer.from(good);
+    edited.write(to, at + 1, 'utf8');
+    const payload = edited.subarray(frame.offset + 16, frame.offset + frame.length);
+    const covering = { throughSeq: frame.seq + Math.max(0, frame.count - 1), maxMessages: 1000 };
+    try {
+      // Old header CRC: the frame is damaged, and the page that reads it says which events.
+      writeFileSync(file, edited);
+      const err = await store.page(id, covering).then(() => null, (e: { code?: string; details?: unknown }) => e);
+      expect(err?.code).toBe('corrupt_range');
+      expect(err?.details).toMatchObject({ fromSeq: frame.seq, offset: frame.offset });
+      // A fresh one: served, exactly as the log now holds it.
+      edited.writeUInt32LE(crc32(payload), frame.offset + 12);
+      writeFileSync(file, edited);
+      const log = await readWholeLog(file);
+      for (const p of [...PARAMS, covering]) expect(await store.page(id, p)).toEqual(referencePage(log, id, p));
+      expect(JSON.stringify(await store.page(id, covering))).toContain(JSON.stringify(to).slice(1, -1));
+    } finally {
+      writeFileSync(file, good);
+    }
   });
 });
 

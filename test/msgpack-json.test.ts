@@ -100,6 +100,26 @@ describe('msgpackToJson on JSON-compatible values', () => {
     expect(transcode(f, true)).toBe('0');
   });
 
+  it("writes arrays of unsigned integers of every width, and strings with a byte to escape at every place in a word, as the full decode does, in both modes", () => {
+    // The array loop's own integer path (uint8/16/32 amid strings and fixints), ended or cut anywhere.
+    const items: unknown[] = [0, 127, 128, 255, 256, 65535, 65536, 162615, 2 ** 32 - 1, 'ab', 5, 4_000_000_000, -1, 1.5, 300];
+    const payload = packr.pack({ sourceEventSeqs: items, time: 1_783_012_700_104 });
+    for (const strict of [true, false]) {
+      expect(transcode(payload, strict)).toBe(reference(payload));
+      for (let cut = 0; cut < payload.length; cut++) expect(transcode(payload.subarray(0, cut), strict)).toBeNull();
+    }
+    // Trusted strings go a word at a time: an escaped byte (or a multi-byte character) at each position, each length.
+    for (let len = 0; len <= 13; len++) {
+      for (let at = 0; at < len; at++) {
+        for (const c of ['"', '\\', '\n', '\u0001', 'é', '→']) {
+          const s = 'x'.repeat(at) + c + 'y'.repeat(Math.max(0, len - at - 1));
+          const p = packr.pack({ text: s, more: [s, s + s] });
+          expect(transcode(p, false)).toBe(JSON.stringify({ text: s, more: [s, s + s] }));
+        }
+      }
+    }
+  });
+
   it('escapes as JSON.stringify does', () => {
     let all = '';
     for (let c = 0; c < 0x80; c++) all += String.fromCharCode(c);

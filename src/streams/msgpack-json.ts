@@ -134,38 +134,15 @@ export function writeJsonString(src: Uint8Array, p: number, len: number, out: Ui
 
 /** String bytes src[p, end) as they are inside a JSON string (escaped as JSON.stringify escapes), at out[o]: the index after them, or -1 when declined. */
 export function writeEscaped(src: Uint8Array, p: number, end: number, out: Uint8Array, o: number, strict: boolean): number {
-  const cls = strict ? CLASS : TRUSTED_CLASS;
-  // Where the next word scan starts (each byte is scanned once at most).
-  let scanAt = strict ? end : p;
+  if (!strict) return writeTrusted(src, p, end, out, o);
   while (p < end) {
-    if (p >= scanAt && end - p >= LONG_RUN) {
-      // A trusted string's long stretches without a byte to escape (an event's text, a tool's output):
-      // found four bytes a step and copied natively, not byte by byte.
-      const q = plainEnd(src, p, end);
-      scanAt = q + 4;
-      if (q - p >= LONG_RUN) {
-        out.set(src.subarray(p, q), o);
-        o += q - p;
-        p = q;
-        if (p === end) break;
-      }
-    }
     const c = src[p] as number;
-    const k = cls[c];
+    const k = CLASS[c];
     if (k === 0) {
       out[o++] = c;
       p++;
     } else if (k === 1) {
-      const s = SHORT_ESCAPE[c] as number;
-      out[o++] = BACKSLASH;
-      if (s !== 0) out[o++] = s;
-      else {
-        out[o++] = 0x75; // u
-        out[o++] = 0x30;
-        out[o++] = 0x30;
-        out[o++] = HEX[c >>> 4] as number;
-        out[o++] = HEX[c & 15] as number;
-      }
+      o = writeEscape(c, out, o);
       p++;
     } else {
       const e = utf8End(src, p, end);
@@ -176,27 +153,63 @@ export function writeEscaped(src: Uint8Array, p: number, end: number, out: Uint8
   return o;
 }
 
-/** Plain stretches this long are copied natively (a copy's fixed cost is a view and a call). */
-const LONG_RUN = 64;
+/** The escape of byte `c` (a control character, a quote or a backslash) at out[o]: the index after it. */
+function writeEscape(c: number, out: Uint8Array, o: number): number {
+  const s = SHORT_ESCAPE[c] as number;
+  out[o++] = BACKSLASH;
+  if (s !== 0) out[o++] = s;
+  else {
+    out[o++] = 0x75; // u
+    out[o++] = 0x30;
+    out[o++] = 0x30;
+    out[o++] = HEX[c >>> 4] as number;
+    out[o++] = HEX[c & 15] as number;
+  }
+  return o;
+}
 
-let plainView: DataView = new DataView(new ArrayBuffer(8));
-let plainOf: Uint8Array | null = null;
+let srcView: DataView = new DataView(new ArrayBuffer(8));
+let srcOf: Uint8Array | null = null;
+let outView: DataView = new DataView(new ArrayBuffer(8));
+let outOf: Uint8Array | null = null;
 
 /**
- * Where the first byte a trusted string escapes (a control character, a
- * quote or a backslash) is in src[p, end), or up to three bytes before it
- * (or before `end`): tested four bytes a step as a word (exact: a byte
- * below 0x20, equal to 0x22 or to 0x5c), the rest left to the caller's
- * byte loop.
+ * writeEscaped for a payload the writer packed (UTF-8 already well formed,
+ * copied as it is): four bytes a step, tested as a word for a byte to escape
+ * (escapes) and stored as that word; only a word holding one is written byte
+ * by byte. An event's text has a quote or a newline every few dozen bytes,
+ * where a byte loop (or a native copy of only the long stretches) ran.
  */
-function plainEnd(src: Uint8Array, p: number, end: number): number {
-  if (src !== plainOf) {
-    plainView = new DataView(src.buffer, src.byteOffset, src.byteLength);
-    plainOf = src;
+function writeTrusted(src: Uint8Array, p: number, end: number, out: Uint8Array, o: number): number {
+  if (src !== srcOf) {
+    srcView = new DataView(src.buffer, src.byteOffset, src.byteLength);
+    srcOf = src;
   }
-  const dv = plainView;
-  for (; p + 4 <= end; p += 4) if (escapes(dv.getInt32(p, true))) break;
-  return p;
+  if (out !== outOf) {
+    outView = new DataView(out.buffer, out.byteOffset, out.byteLength);
+    outOf = out;
+  }
+  const sv = srcView;
+  const ov = outView;
+  while (p < end) {
+    if (p + 4 <= end) {
+      const w = sv.getInt32(p, true);
+      if (!escapes(w)) {
+        ov.setInt32(o, w, true);
+        p += 4;
+        o += 4;
+        continue;
+      }
+    }
+    // The word holding a byte to escape (or the last bytes): byte by byte.
+    const stop = Math.min(p + 4, end);
+    while (p < stop) {
+      const c = src[p++] as number;
+      if (TRUSTED_CLASS[c] === 0) out[o++] = c;
+      else o = writeEscape(c, out, o);
+    }
+  }
+  return o;
 }
 
 /**
@@ -206,9 +219,27 @@ function plainEnd(src: Uint8Array, p: number, end: number): number {
  * (UTF-8 sequences) never count.
  */
 export function escapes(x: number): boolean {
+  return escapeBits(x) !== 0;
+}
+
+/** escapes' test before its compare: non-zero when the word holds a byte to escape (so two words are tested with one branch). */
+export function escapeBits(x: number): number {
   const q = x ^ 0x22222222;
   const e = x ^ 0x5c5c5c5c;
-  return ((((x - 0x20202020) & ~x) | ((q - 0x01010101) & ~q) | ((e - 0x01010101) & ~e)) & 0x80808080) !== 0;
+  return (((x - 0x20202020) & ~x) | ((q - 0x01010101) & ~q) | ((e - 0x01010101) & ~e)) & 0x80808080;
+}
+
+/** The two ASCII digits of 0..99: tens at 2k, units at 2k + 1. */
+const DIGIT_PAIRS = new Uint8Array(200);
+for (let k = 0; k < 100; k++) {
+  DIGIT_PAIRS[2 * k] = 0x30 + ((k / 10) | 0);
+  DIGIT_PAIRS[2 * k + 1] = 0x30 + (k % 10);
+}
+
+/** How many decimal digits a non-negative int32 has. */
+function digitCount(u: number): number {
+  if (u < 100000) return u < 100 ? (u < 10 ? 1 : 2) : u < 1000 ? 3 : u < 10000 ? 4 : 5;
+  return u < 10000000 ? (u < 1000000 ? 6 : 7) : u < 100000000 ? 8 : u < 1000000000 ? 9 : 10;
 }
 
 /** A safe integer's decimal digits at out[o]; the index after them. */
@@ -217,22 +248,27 @@ export function writeInt(v: number, out: Uint8Array, o: number): number {
     out[o] = 0x30 + v;
     return o + 1;
   }
-  // Digits without a string (a row's gaps are most of a tail page's numbers).
+  // Digits without a string, two per division (a row's gaps and a message's source seqs are
+  // most of a binary page's numbers): the count by comparisons, not by dividing.
   if (v > -2147483648 && v < 2147483648) {
     let u = v | 0;
     if (u < 0) {
       out[o++] = 0x2d;
       u = -u;
     }
-    let digits = 1;
-    for (let x = u; x >= 10; x = (x / 10) | 0) digits++;
-    let at = o + digits;
-    const stop = at;
-    do {
-      const q = (u / 10) | 0;
-      out[--at] = 0x30 + (u - q * 10);
+    const stop = o + digitCount(u);
+    let at = stop;
+    while (u >= 100) {
+      const q = (u / 100) | 0;
+      const r = (u - q * 100) << 1;
+      out[--at] = DIGIT_PAIRS[r + 1] as number;
+      out[--at] = DIGIT_PAIRS[r] as number;
       u = q;
-    } while (u > 0);
+    }
+    if (u >= 10) {
+      out[--at] = DIGIT_PAIRS[(u << 1) + 1] as number;
+      out[--at] = DIGIT_PAIRS[u << 1] as number;
+    } else out[--at] = 0x30 + u;
     return stop;
   }
   // Past 31 bits (an event's time in ms, a large seq): nine digits at a time, still without a
@@ -473,9 +509,12 @@ let itemsEnd = 0;
 let itemsOut = 0;
 
 /**
- * The leading fixstr, str8 and positive fixint items of an array of `count`
- * items at src[p], written comma-joined at out[o]: how many, or -1 when
- * declined; itemsEnd and itemsOut say where it stopped.
+ * The leading fixstr, str8 and unsigned integer items of an array of
+ * `count` items at src[p], written comma-joined at out[o]: how many, or -1
+ * when declined; itemsEnd and itemsOut say where it stopped. (A message's
+ * `sourceEventSeqs`, hundreds of uint32 seqs, is most of a binary page's
+ * event bytes that are not text: item by item, each took the general loop
+ * and writeScalar's switch.)
  */
 function leadingItems(src: Uint8Array, p: number, end: number, count: number, out: Uint8Array, o: number, strict: boolean): number {
   let k = 0;
@@ -493,6 +532,16 @@ function leadingItems(src: Uint8Array, p: number, end: number, count: number, ou
       if (k > 0) out[o++] = COMMA;
       o = writeInt(t, out, o);
       p++;
+      k++;
+      continue;
+    } else if (t >= 0xcc && t <= 0xce) {
+      // uint8, uint16, uint32 (big endian): always safe integers.
+      const w = t === 0xcc ? 1 : t === 0xcd ? 2 : 4;
+      if (p + 1 + w > end) break;
+      const v = w === 1 ? (src[p + 1] as number) : w === 2 ? ((src[p + 1] as number) << 8) | (src[p + 2] as number) : (src[p + 1] as number) * 16777216 + (((src[p + 2] as number) << 16) | ((src[p + 3] as number) << 8) | (src[p + 4] as number));
+      if (k > 0) out[o++] = COMMA;
+      o = writeInt(v, out, o);
+      p += 1 + w;
       k++;
       continue;
     } else break;
@@ -538,7 +587,8 @@ function writeScalar(t: number, src: Uint8Array, dv: DataView, p: number, end: n
       v = dv.getFloat64(p);
       if (!Number.isFinite(v)) return -1;
       scalarEnd = p + n;
-      return writeAscii(String(v), out, o);
+      // An integer past 32 bits (msgpackr packs those as float64: every event's time) as writeInt writes it, no string.
+      return Number.isSafeInteger(v) ? writeInt(v, out, o) : writeAscii(String(v), out, o);
     case 0xcc:
       n = 1;
       if (p + n > end) return -1;

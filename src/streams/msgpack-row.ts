@@ -22,7 +22,7 @@
  * declines (false), and the frame is read the general way.
  */
 import type { RunKey } from '../main/core/chunk-codec.js';
-import { escapes, writeEscaped, writeInt } from './msgpack-json.js';
+import { escapeBits, writeEscaped, writeInt } from './msgpack-json.js';
 
 /** One key or value literal as msgpackr packs it (fixstr header and bytes). */
 function fixstr(s: string): Uint8Array {
@@ -439,34 +439,43 @@ export function writeRowMembers(b: Uint8Array, out: Uint8Array, o: number, comma
   const n = binaryRow.n;
   let i = binaryRow.membersAt;
   const end = binaryRow.end;
+  if (n === 0) {
+    if (i !== end) throw new Error('a checksummed binary row does not end with its members');
+    return o;
+  }
   // Word reads go up to eight bytes from a member's start: members starting later are taken the general way.
   const wordEnd = b.length - 8;
-  // The separator before the next member: none before the first unless asked.
-  let sep = comma ? 1 : 0;
+  // The first member's opening quote (after a comma when asked); every member is then followed
+  // by one word store of `","` (its closing quote, a comma, the next one's opening quote), whose
+  // fourth byte the next member overwrites: the last one's `,"` is taken back at the end.
+  out[o] = 0x2c;
+  o += comma ? 1 : 0;
+  out[o++] = 0x22;
   for (let k = 0; k < n; k++) {
-    out[o] = 0x2c;
-    o += sep;
-    sep = 1;
-    out[o++] = 0x22;
     const len = (b[i] as number) - 0xa0;
     const at = i + 1;
     if (len >>> 0 <= 8 && at <= wordEnd) {
       const lo = src.getInt32(at, true);
       const hi = src.getInt32(at + 4, true);
-      if (!escapes(lo | (PAST_LO[len] as number)) && !escapes(hi | (PAST_HI[len] as number))) {
+      if ((escapeBits(lo | (PAST_LO[len] as number)) | escapeBits(hi | (PAST_HI[len] as number))) === 0) {
         dst.setInt32(o, lo, true);
         dst.setInt32(o + 4, hi, true);
         o += len;
-        out[o++] = 0x22;
+        dst.setInt32(o, QUOTE_COMMA_QUOTE, true);
+        o += 3;
         i = at + len;
         continue;
       }
     }
     if (!str(b, i, end)) throw new Error('a member of a checksummed binary row is not a string');
     o = writeEscaped(b, strAt, strAt + strLen, out, o, false);
-    out[o++] = 0x22;
+    dst.setInt32(o, QUOTE_COMMA_QUOTE, true);
+    o += 3;
     i = strAt + strLen;
   }
   if (i !== end) throw new Error('a checksummed binary row does not end with its members');
-  return o;
+  return o - 2;
 }
+
+/** `","` and one byte more, as a little-endian word. */
+const QUOTE_COMMA_QUOTE = 0x22 | (0x2c << 8) | (0x22 << 16);

@@ -41,6 +41,13 @@ export interface FrameSpan {
   /** For each split, how many of the span's frames come before it. */
   splitFrames: number[];
   /**
+   * Stored bytes of the span's one-event frames (events, not rows: they
+   * decode at a higher cost per byte, see core/slice-cuts.ts), and for each
+   * split those of the frames before it.
+   */
+  eventBytes: number;
+  splitEventBytes: number[];
+  /**
    * What the plan claims of its frames, for the workers to check
    * (core/frame-claim.ts): the digest of every frame of the span, and for
    * each split the digest of the frames from it to the last.
@@ -80,6 +87,16 @@ class Walker {
   /** Digest of the claims of the lines loaded so far (core/frame-claim.ts), and its value at each split. */
   digest = 0;
   readonly splitDigests: number[] = [];
+  /**
+   * Stored bytes of the one-event frames loaded so far, and their value at
+   * each split (that split included). A frame's count and length are the
+   * differences of its seq and offset from the frame above it (loaded just
+   * before), so no line is parsed for them.
+   */
+  eventBytes = 0;
+  readonly splitEventBytes: number[] = [];
+  private aboveSeq = 0;
+  private aboveOffset = 0;
 
   constructor(private readonly source: BackwardEntrySource) {
     keepShape(this);
@@ -103,16 +120,27 @@ class Walker {
     }
     const g = b.group(k) ?? -1;
     this.groups.push(g);
-    this.lowSeq = b.seq(k);
-    this.digest = addClaim(this.digest, frameClaim(this.lowSeq, b.offset(k), g));
+    const seq = b.seq(k);
+    const offset = b.offset(k);
+    this.lowSeq = seq;
+    this.digest = addClaim(this.digest, frameClaim(seq, offset, g));
     this.lowBlock = b;
     this.lowK = k;
-    if (this.last === null) this.last = b.entry(k);
-    else if (this.groups.length % SPLIT_EVERY === 0) {
-      this.splits.push(b.entry(k));
-      this.splitDepths.push(this.groups.length);
-      this.splitDigests.push(this.digest);
+    if (this.last === null) {
+      const last = b.entry(k);
+      this.last = last;
+      if (last.count === 1) this.eventBytes += last.length;
+    } else {
+      if (this.aboveSeq - seq === 1) this.eventBytes += this.aboveOffset - offset;
+      if (this.groups.length % SPLIT_EVERY === 0) {
+        this.splits.push(b.entry(k));
+        this.splitDepths.push(this.groups.length);
+        this.splitDigests.push(this.digest);
+        this.splitEventBytes.push(this.eventBytes);
+      }
     }
+    this.aboveSeq = seq;
+    this.aboveOffset = offset;
     return true;
   }
 
@@ -150,7 +178,9 @@ class Walker {
     this.splits.length = 0;
     this.splitDepths.length = 0;
     this.splitDigests.length = 0;
+    this.splitEventBytes.length = 0;
     this.digest = 0;
+    this.eventBytes = 0;
     return span;
   }
 
@@ -162,6 +192,7 @@ class Walker {
     const splits: EntryLine[] = [];
     const splitFrames: number[] = [];
     const splitDigests: number[] = [];
+    const splitEventBytes: number[] = [];
     for (let j = this.splits.length - 1; j >= 0; j--) {
       const e = this.splits[j] as EntryLine;
       if (e.offset <= first.offset || e.offset >= last.offset) continue;
@@ -169,8 +200,9 @@ class Walker {
       // Loaded newest first: the frames below it are those loaded after it.
       splitFrames.push(count - (this.splitDepths[j] as number));
       splitDigests.push(this.splitDigests[j] as number);
+      splitEventBytes.push(this.eventBytes - (this.splitEventBytes[j] as number));
     }
-    return { first, last, count, bytes: last.offset + last.length - first.offset, splits, splitFrames, digest: this.digest, splitDigests };
+    return { first, last, count, bytes: last.offset + last.length - first.offset, splits, splitFrames, eventBytes: this.eventBytes, splitEventBytes, digest: this.digest, splitDigests };
   }
 }
 
