@@ -8,6 +8,9 @@
  *             /healthz (readiness.ts), /v1/openapi.json
  *   └─ api    bearer auth, page admission (admission.ts), load shedding, /v1 routes, follow (SSE), /metrics
  *
+ * In front of fastify's request handler, page and follow requests that
+ * admission would shed at once are answered without it (fast-shed.ts).
+ *
  * The app does not own the store: `shutdown(app, store)` closes the app
  * (stop accepting, end follow streams, finish in-flight pages and appends)
  * and then the store (its worker pool and writers).
