@@ -13,11 +13,10 @@
  *   - honour:  the same loop, but a connection that gets 503 waits
  *              Retry-After seconds.
  * The two differ in that alone. `--ignore-client autocannon` makes the
- * ignoring clients autocannon's (the suite's client until 12-02): it costs
- * this process 1.5-2.5x the CPU per request of the node:http loop (0.5-0.75
- * against 0.2-0.5 ms at 16 connections), CPU the server on the same two
- * cores then lacks, so its goodput was lower than the honouring clients' at
- * every level, 16 connections included, whatever the server did.
+ * ignoring clients autocannon's (the suite's client until 12-02): another
+ * load generator on the server's two cores, whose goodput at 16
+ * connections, where nothing is shed, differed from the loop's by 10-25%
+ * either way, so the two kinds were not compared on their behaviour alone.
  * Bounded: each run lasts --duration seconds (max 30), at most 512
  * connections, and the server is killed at the end whatever happens.
  *
