@@ -7,10 +7,16 @@
  * The server is a real `session-pager serve` child process on 127.0.0.1
  * (ephemeral port) over a generated corpus in a temp dir (removed after);
  * the load comes from this process:
- *   - ignore:  autocannon, which sends the next request on a connection as
- *              soon as the previous answer arrives, 503 or not;
- *   - honour:  the same closed loop on keep-alive node:http connections,
- *              but a connection that gets 503 waits Retry-After seconds.
+ *   - ignore:  a closed loop on keep-alive node:http connections that sends
+ *              the next request on a connection as soon as the previous
+ *              answer arrives, 503 or not;
+ *   - honour:  the same loop, but a connection that gets 503 waits
+ *              Retry-After seconds.
+ * The two differ in that alone. `--ignore-client autocannon` makes the
+ * ignoring clients autocannon's (the suite's client until 12-02): another
+ * load generator on the server's two cores, whose goodput at 16
+ * connections, where nothing is shed, differed from the loop's by 10-25%
+ * either way, so the two kinds were not compared on their behaviour alone.
  * Bounded: each run lasts --duration seconds (max 30), at most 512
  * connections, and the server is killed at the end whatever happens.
  *
@@ -19,7 +25,8 @@
  *        [--events 300000] [--tail 100000] [--workers N] [--json]
  *        [--max-messages 50] [--encoding identity|br|gzip] [--server-env K=V,...]
  *        [--sessions 40] [--session-events 10000] [--hold 1000] [--warmup 10] [--rounds 1]
- *        [--server-node-args='--cpu-prof --cpu-prof-dir=DIR'] [--root OTHER_CHECKOUT]
+ *        [--server-node-args='--cpu-prof --cpu-prof-dir=DIR'] [--root OTHER_CHECKOUT] [--burst]
+ *        [--ignore-client node|autocannon]
  *
  * Scenarios: `tail` asks the newest page of a session whose last answer is
  * a long streamed one (the tail page covers it: ~1 MB, built once, then
@@ -73,8 +80,13 @@ const { values } = parseArgs({
     sessions: { type: 'string', default: '40' },
     'session-events': { type: 'string', default: '10000' },
     hold: { type: 'string', default: '1000' },
+    // Attach: every client attaches in the same millisecond at the start of a run (default: each at a random
+    // moment within the first --hold, as a population of users does; see the attach note at runLoop).
+    burst: { type: 'boolean', default: false },
     // Seconds of load before the first measured run, not counted (a fresh server's first seconds are slower).
     warmup: { type: 'string', default: '10' },
+    // Clients that ignore Retry-After: the node:http loop of the honouring clients (default) or autocannon.
+    'ignore-client': { type: 'string', default: 'node' },
     // Each level and client kind measured this many times (levels up, then down, ...); judged by the median.
     rounds: { type: 'string', default: '1' },
     // Extra node flags for the server process (e.g. --cpu-prof --cpu-prof-dir=DIR to profile it).
@@ -103,6 +115,10 @@ const sessionEvents = int(values['session-events'], 100, 1_000_000, 'session-eve
 const holdMs = int(values.hold, 0, 60_000, 'hold');
 const warmupSeconds = int(values.warmup, 0, 60, 'warmup');
 const rounds = int(values.rounds, 1, 10, 'rounds');
+if (values['ignore-client'] !== 'node' && values['ignore-client'] !== 'autocannon') throw new Error('--ignore-client: node or autocannon');
+/** Clients of `mode` at `conns` for `seconds`: autocannon only when asked (and never for attach, which it cannot read). */
+const runMode = (base, headers, pathFor, conns, mode, seconds = duration) =>
+  mode === 'ignore' && values['ignore-client'] === 'autocannon' && values.scenario !== 'attach' ? runIgnore(base, headers, pathFor, conns, seconds) : runLoop(base, headers, pathFor, conns, mode, seconds);
 const maxMessages = int(values['max-messages'], 1, 1000, 'max-messages');
 const serverEnv = Object.fromEntries(values['server-env'].split(',').filter(Boolean).map((kv) => kv.split('=')));
 const log = values.json ? () => undefined : (s) => process.stdout.write(s + '\n');
@@ -174,7 +190,11 @@ function attachOnce(base, headers, path, end) {
         resolve(r);
       }
     };
+    // Where an attach's time goes: to the connection (accept), to the answer's head, to the snapshot's end.
+    let connectMs = null;
+    let headMs = null;
     const req = request(`${base}${path}`, { headers, timeout: 30_000 }, (res) => {
+      headMs = performance.now() - start;
       if (res.statusCode !== 200) {
         res.on('data', () => undefined);
         res.on('end', () => done({ status: res.statusCode, ms: performance.now() - start, retryAfter: Number(res.headers['retry-after'] ?? 1) }));
@@ -212,13 +232,14 @@ function attachOnce(base, headers, path, end) {
           const wait = Math.max(0, Math.min(holdMs, end - performance.now()));
           setTimeout(() => {
             req.destroy();
-            done({ status: 200, ms });
+            done({ status: 200, ms, connectMs, headMs });
           }, wait);
         }
       });
       res.on('error', () => done(ms === null ? { status: 0 } : { status: 200, ms }));
       res.on('close', () => done(ms === null ? { status: 0 } : { status: 200, ms }));
     });
+    req.on('socket', (s) => s.once('connect', () => (connectMs = performance.now() - start)));
     req.on('error', () => done({ status: 0 }));
     req.on('timeout', () => req.destroy());
     req.end();
@@ -233,6 +254,7 @@ function attachOnce(base, headers, path, end) {
 async function runLoop(base, headers, pathFor, conns, mode, seconds = duration) {
   const agent = new Agent({ keepAlive: true, maxSockets: conns });
   const lat = [];
+  const phases = { connect: [], head: [] };
   const counts = { ok: 0, shed: 0, other: 0, errors: 0 };
   const t0 = performance.now();
   const end = t0 + seconds * 1000;
@@ -250,13 +272,21 @@ async function runLoop(base, headers, pathFor, conns, mode, seconds = duration) 
       req.on('timeout', () => req.destroy());
       req.end();
     });
+  // Attach clients start at a random moment within the first hold. All at once, a run's first
+  // attaches were one burst of `conns` snapshots that the server's one event loop answers in turn
+  // (~0.5 ms each): at 256 connections the last waited ~130 ms in the kernel before the server read
+  // it, and that one burst was the run's p99 (the 2,500 attaches after it waited ~1-20 ms).
+  const stagger = values.scenario === 'attach' && !values.burst ? holdMs : 0;
   const loop = async () => {
+    if (stagger > 0) await new Promise((res) => setTimeout(res, Math.random() * Math.min(stagger, end - performance.now())));
     while (performance.now() < end) {
       const r = await one();
       if (performance.now() > end + 50) break; // answers after the end do not count
       if (r.status >= 200 && r.status < 300) {
         counts.ok++;
         lat.push(r.ms);
+        if (typeof r.connectMs === 'number') phases.connect.push(r.connectMs);
+        if (typeof r.headMs === 'number') phases.head.push(r.headMs);
       } else if (r.status === 503) {
         counts.shed++;
         const wait = mode === 'ignore' ? 0 : Math.min(Math.max(0, r.retryAfter) * 1000, end - performance.now());
@@ -267,12 +297,15 @@ async function runLoop(base, headers, pathFor, conns, mode, seconds = duration) 
   };
   await Promise.all(Array.from({ length: conns }, loop));
   agent.destroy();
-  return summarize(conns, mode, Math.min(seconds, (performance.now() - t0) / 1000), lat, counts);
+  const r = summarize(conns, mode, Math.min(seconds, (performance.now() - t0) / 1000), lat, counts);
+  // Attach: p99 of the time to the connection and to the answer's head (the snapshot's p99 is p99).
+  for (const [k, xs] of Object.entries(phases)) if (xs.length > 0) r[`${k}P99`] = Math.round(percentile(xs.sort((a, b) => a - b), 99) * 100) / 100;
+  return r;
 }
 
 const dir = await mkdtemp(join(tmpdir(), 'sp-overload-'));
 let server;
-const out = { scenario: values.scenario, ...(manySessions ? { sessions: sessionCount, sessionEvents } : {}), ...(values.scenario === 'attach' ? { holdMs } : {}), maxMessages, encoding: values.encoding, duration, events, tail, workers: workers ?? null, serverEnv, runs: [] };
+const out = { scenario: values.scenario, ...(manySessions ? { sessions: sessionCount, sessionEvents } : {}), ...(values.scenario === 'attach' ? { holdMs } : {}), maxMessages, encoding: values.encoding, ignoreClient: values['ignore-client'], duration, events, tail, workers: workers ?? null, serverEnv, runs: [] };
 try {
   const t = Date.now();
   const targets = [];
@@ -343,6 +376,8 @@ try {
       cpu: num(/^process_cpu_seconds_total (\S+)$/m),
       t: performance.now(),
       count: num(new RegExp(`^session_pager_http_request_duration_seconds_count\\{method="GET",route="${route}",status_code="200"\\} (\\S+)$`, 'm')),
+      // The latency histogram's cumulative buckets (le -> count), for the server's own p99.
+      buckets: [...m.matchAll(new RegExp(`^session_pager_http_request_duration_seconds_bucket\\{le="([^"]+)",method="GET",route="${route.replace(/[/:]/g, (c) => `\\${c}`)}",status_code="200"\\} (\\S+)$`, 'gm'))].map(([, le, v]) => [le === '+Inf' ? Infinity : Number(le), Number(v)]),
       // Pages built (not cache hits), per phase: where a page's time goes, and what changes between runs.
       phases: Object.fromEntries(
         [...m.matchAll(/^session_pager_page_phase_seconds_(sum|count)\{phase="(\w+)"\} (\S+)$/gm)].reduce((acc, [, kind, phase, v]) => {
@@ -379,7 +414,7 @@ try {
   // made the first level measured look past capacity and the best level look better than it was.
   if (warmupSeconds > 0) {
     const top = Math.max(...levels);
-    const w = values.scenario !== 'attach' ? await runIgnore(base, headers, pathFor, top, warmupSeconds) : await runLoop(base, headers, pathFor, top, 'ignore', warmupSeconds);
+    const w = await runMode(base, headers, pathFor, top, 'ignore', warmupSeconds);
     out.warmup = { connections: top, seconds: warmupSeconds, goodput: w.goodput };
     log(`warm-up: ${top} connections ignoring Retry-After for ${warmupSeconds} s (${w.goodput} 2xx/s), not counted`);
     await new Promise((res) => setTimeout(res, 1500));
@@ -390,7 +425,7 @@ try {
       const before = await serverSide();
       const loadStart = loadavg()[0];
       const clientStart = [process.cpuUsage(), performance.now()];
-      const r = mode === 'ignore' && values.scenario !== 'attach' ? await runIgnore(base, headers, pathFor, conns) : await runLoop(base, headers, pathFor, conns, mode);
+      const r = await runMode(base, headers, pathFor, conns, mode);
       // The load generator's own CPU (cores): on the same cores as the server, what it takes the server does not get.
       const clientUsed = process.cpuUsage(clientStart[0]);
       r.clientCpu = Math.round(((clientUsed.user + clientUsed.system) / 1000 / (performance.now() - clientStart[1])) * 100) / 100;
@@ -399,6 +434,12 @@ try {
       Object.assign(r, serverRss());
       const after = await serverSide();
       r.serverCpu = Math.round(((after.cpu - before.cpu) / ((after.t - before.t) / 1000)) * 100) / 100;
+      // The server's own p99 (upper bound of the histogram bucket that holds it), ms.
+      {
+        const n = after.count - before.count;
+        const hit = after.buckets.find(([le, v]) => v - (before.buckets.find((b) => b[0] === le)?.[1] ?? 0) >= 0.99 * n);
+        r.serverP99Ms = n > 0 && hit !== undefined ? hit[0] * 1000 : null;
+      }
       r.serverMeanMs = after.count > before.count ? Math.round(((after.sum - before.sum) / (after.count - before.count)) * 1e5) / 100 : null;
       // Mean ms per built page of each phase in this run.
       r.phaseMs = Object.fromEntries(
@@ -410,7 +451,7 @@ try {
       r.round = round;
       out.runs.push(r);
       log(
-        `${String(conns).padStart(5)}  ${mode.padEnd(7)} ${String(r.goodput).padStart(10)}  ${'     '}  ${String(r.p50).padStart(7)}  ${String(r.p99).padStart(7)}  ${String(r.max).padStart(7)}  ${String(r.shedPerSecond).padStart(6)}  ${String(r.other).padStart(5)} ${String(r.errors).padStart(6)}  ${String(r.serverMeanMs).padStart(8)}  ${String(r.serverCpu).padStart(6)}  ${String(r.clientCpu).padStart(6)}  ${r.rssMb}/${r.peakRssMb}  ${r.load.join('-')}  ${r.recoveryMs.join(' ')}`,
+        `${String(conns).padStart(5)}  ${mode.padEnd(7)} ${String(r.goodput).padStart(10)}  ${'     '}  ${String(r.p50).padStart(7)}  ${String(r.p99).padStart(7)}  ${String(r.max).padStart(7)}  ${String(r.shedPerSecond).padStart(6)}  ${String(r.other).padStart(5)} ${String(r.errors).padStart(6)}  ${String(r.serverMeanMs).padStart(8)}  ${String(r.serverCpu).padStart(6)}  ${String(r.clientCpu).padStart(6)}  ${r.rssMb}/${r.peakRssMb}  ${r.load.join('-')}  ${r.recoveryMs.join(' ')}${r.connectP99 !== undefined ? `  (p99 to connect ${r.connectP99}, to head ${r.headP99})` : ''}  server p99 <= ${r.serverP99Ms} ms`,
       );
       // Let queued work and Retry-After pauses drain between runs.
       await new Promise((res) => setTimeout(res, 1500));

@@ -9,7 +9,7 @@ import { connect, type AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { FastifyInstance } from 'fastify';
 import { Admission } from '../src/main/server/admission.js';
-import { buildServer } from '../src/main/server/index.js';
+import { buildServer, type ServerOptions } from '../src/main/server/index.js';
 import { gatedPages, openSse, seedSession, sleep, tempStore, until, type TempStore } from './server-helpers.js';
 
 const TOKEN = 'admission-token-0123456789';
@@ -230,12 +230,21 @@ describe('page route admission', () => {
  * A listening server with one page slot and a queue bound of `queueMs`, over a store whose pages
  * wait at a gate: `hold()` closes it and returns the function that opens it again.
  */
-async function gatedServer(id: string, queueMs: number): Promise<{ app: FastifyInstance; port: number; base: string; entered: () => number; hold: () => () => void; close: () => Promise<void> }> {
+async function gatedServer(
+  id: string,
+  queueMs: number,
+  over: ServerOptions = {},
+): Promise<{ app: FastifyInstance; port: number; base: string; entered: () => number; framework: () => number; hold: () => () => void; close: () => Promise<void> }> {
   const ts = await tempStore(1);
   await seedSession(ts.store, id, 200, 200);
   let gate: Promise<void> = Promise.resolve();
   const slow = gatedPages(ts.store, () => gate);
-  const app = buildServer(slow.store, { token: TOKEN, maxEventLoopLagMs: 0, admission: { maxInFlight: 1, minQueueMs: queueMs, maxQueueMs: queueMs }, retryAfterSeconds: 2 });
+  const app = buildServer(slow.store, { token: TOKEN, maxEventLoopLagMs: 0, admission: { maxInFlight: 1, minQueueMs: queueMs, maxQueueMs: queueMs }, retryAfterSeconds: 2, ...over });
+  // Page and follow requests that reached the framework (its first hook).
+  let framework = 0;
+  app.addHook('onRequest', async (request) => {
+    if (/\/(page|follow)\?/.test(request.url)) framework++;
+  });
   await app.listen({ host: '127.0.0.1', port: 0 });
   const port = (app.server.address() as AddressInfo).port;
   const hold = () => {
@@ -247,7 +256,7 @@ async function gatedServer(id: string, queueMs: number): Promise<{ app: FastifyI
     await app.close();
     await ts.cleanup();
   };
-  return { app, port, base: `http://127.0.0.1:${port}`, entered: slow.entered, hold, close };
+  return { app, port, base: `http://127.0.0.1:${port}`, entered: slow.entered, framework: () => framework, hold, close };
 }
 
 describe('follow admission (real sockets)', () => {
@@ -279,6 +288,46 @@ describe('follow admission (real sockets)', () => {
     expect((await fetch(`${base}/v1/sessions/f/page?maxMessages=4`, { headers: AUTH })).status).toBe(200);
     expect(f.isEnded()).toBe(false);
     f.close();
+  });
+});
+
+describe('requests shed at once (real sockets)', () => {
+  let srv: Awaited<ReturnType<typeof gatedServer>>;
+  beforeAll(async () => {
+    // One slot and no room to wait: while a page holds the slot, the next is shed at once.
+    srv = await gatedServer('s', 1000, { admission: { maxInFlight: 1, maxQueue: 0 }, shedDelayMs: 150 });
+  });
+  afterAll(async () => srv.close());
+
+  it('are answered before the framework: 503 overloaded in the SPEC shape, Retry-After, a request id, held the shed delay, counted; the rest as before', async () => {
+    const { base, entered, framework } = srv;
+    const open = srv.hold();
+    const page = fetch(`${base}/v1/sessions/s/page?maxMessages=3`, { headers: AUTH });
+    await until('the page in the store', () => entered() === 1);
+    expect(framework()).toBe(1);
+    const t0 = performance.now();
+    const shed = await fetch(`${base}/v1/sessions/s/page?maxMessages=4`, { headers: { ...AUTH, 'x-request-id': 'shed-1' } });
+    expect(performance.now() - t0).toBeGreaterThanOrEqual(140);
+    expect(shed.status).toBe(503);
+    expect(shed.headers.get('retry-after')).toBe('2');
+    expect(shed.headers.get('x-request-id')).toBe('shed-1');
+    expect(shed.headers.get('content-type')).toMatch(/^application\/json/);
+    expect(await shed.json()).toMatchObject({ error: { code: 'overloaded', message: expect.stringMatching(/overloaded/) } });
+    const follow = await openSse(`${base}/v1/sessions/s/follow?maxMessages=2`, AUTH);
+    await follow.ended;
+    expect(follow.status).toBe(503);
+    // Neither reached the framework (no request object, no hooks), nor the store.
+    expect(framework()).toBe(1);
+    expect(entered()).toBe(1);
+    // A client without the token is still told so, and other routes are served.
+    expect((await fetch(`${base}/v1/sessions/s/page?maxMessages=4`)).status).toBe(401);
+    expect((await fetch(`${base}/v1/sessions/s`, { headers: AUTH })).status).toBe(200);
+    open();
+    expect((await page).status).toBe(200);
+    expect((await fetch(`${base}/v1/sessions/s/page?maxMessages=5`, { headers: AUTH })).status).toBe(200);
+    const m = await (await fetch(`${base}/metrics`, { headers: AUTH })).text();
+    expect(m).toMatch(/^session_pager_admission_shed_total 2$/m);
+    expect(m).toMatch(/^session_pager_errors_total\{code="overloaded"\} 2$/m);
   });
 });
 

@@ -1,6 +1,6 @@
 /**
  * Overload, CI-sized (issue 16 item 8): a real server process under
- * clients that ignore Retry-After (autocannon, in the script's process) and
+ * clients that ignore Retry-After (a node:http loop in the script's process) and
  * clients that honour it. For each kind, at 256 connections the admitted
  * pages' p99 must stay within a loose multiple of the 4-connection p99,
  * goodput must hold, and the excess must be shed (503). The targets (3x, 90%) are loadtest/overload.mjs's, by hand

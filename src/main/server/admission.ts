@@ -116,6 +116,30 @@ export class Admission {
     return this.smoothedMs;
   }
 
+  /** The wait a request that joins the queue now is expected to face, ms (0 until a page is timed). */
+  private expectedWaitMs(): number {
+    return this.timed ? ((this.queued + 1) * this.smoothedMs) / this.o.maxInFlight : 0;
+  }
+
+  /**
+   * Whether a request asking now is shed at once (acquire() would reject it
+   * without queuing it): no slot free and the queue full, or the wait it
+   * would face past half the bound. Queued only when the expected wait is
+   * within half the bound: the other half is slack for the estimate (a burst
+   * whose first pages are still in flight, a slow page ahead), so a request
+   * let into the queue is not shed later by a wait it was expected to survive.
+   * The server asks this before the framework sees a request (fast-shed.ts).
+   */
+  shedsAtOnce(): boolean {
+    if (this.inFlight < this.o.maxInFlight && this.queued === 0) return false;
+    return this.queued >= this.o.maxQueue || this.expectedWaitMs() > this.boundMs / 2;
+  }
+
+  /** A request shed on shedsAtOnce()'s word by the caller: counted as acquire() counts its own. */
+  countShed(): void {
+    this.shed++;
+  }
+
   private overloaded(why: string): PagerError {
     this.shed++;
     return new PagerError('overloaded', `server is overloaded (${why}); retry shortly`, { retryAfter: this.o.retryAfterSeconds });
@@ -129,14 +153,8 @@ export class Admission {
   acquire(signal?: AbortSignal): Promise<Release> {
     if (signal?.aborted === true) return Promise.reject(signal.reason);
     if (this.inFlight < this.o.maxInFlight && this.queued === 0) return Promise.resolve(this.admit());
+    if (this.shedsAtOnce()) return Promise.reject(this.overloaded(`${this.queued} pages waiting, about ${Math.round(this.expectedWaitMs())} ms to wait`));
     const bound = this.boundMs;
-    const expected = this.timed ? ((this.queued + 1) * this.smoothedMs) / this.o.maxInFlight : 0;
-    // Queued only when the expected wait is within half the bound: the other half is slack for
-    // the estimate (a burst whose first pages are still in flight, a slow page ahead), so a
-    // request let into the queue is not shed later by a wait it was expected to survive.
-    if (this.queued >= this.o.maxQueue || expected > bound / 2) {
-      return Promise.reject(this.overloaded(`${this.queued} pages waiting, about ${Math.round(expected)} ms to wait`));
-    }
     const self = this;
     const queuedAt = performance.now();
     return new Promise((resolve, reject) => {

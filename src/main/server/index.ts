@@ -8,6 +8,9 @@
  *             /healthz (readiness.ts), /v1/openapi.json
  *   └─ api    bearer auth, page admission (admission.ts), load shedding, /v1 routes, follow (SSE), /metrics
  *
+ * In front of fastify's request handler, page and follow requests that
+ * admission would shed at once are answered without it (fast-shed.ts).
+ *
  * The app does not own the store: `shutdown(app, store)` closes the app
  * (stop accepting, end follow streams, finish in-flight pages and appends)
  * and then the store (its worker pool and writers).
@@ -18,9 +21,10 @@ import Fastify, { LogController, type FastifyInstance, type FastifyRequest } fro
 import { PagerError } from '../core/errors.js';
 import type { Store } from '../store-types.js';
 import { Admission } from './admission.js';
-import { addAuth } from './auth.js';
+import { addAuth, tokenChecker } from './auth.js';
 import { registerCors } from './cors.js';
 import { errorsPlugin } from './errors.js';
+import { fastShedder, installFastShed } from './fast-shed.js';
 import { clientErrorHandler, frameworkErrors, refuseConnect } from './framework-errors.js';
 import { addRequestDecoding } from './request-decoding.js';
 import { genReqId, REQUEST_ID_HEADER } from './request-id.js';
@@ -31,7 +35,7 @@ import { FollowHub } from './follow.js';
 import { ServerMetrics, metricsPlugin, metricsRoute } from './metrics.js';
 import { addOpenApi, openApiDocument, openapiRoute } from './openapi.js';
 import { IN_FLIGHT_PER_THREAD, nodeTimeouts, resolveOptions, type ResolvedOptions, type ServerOptions } from './options.js';
-import { LoadMonitor, type OverloadPolicy } from './overload.js';
+import { LoadMonitor, ShedPacer, type OverloadPolicy } from './overload.js';
 import { readinessRoutes } from './readiness.js';
 import { routes } from './routes.js';
 
@@ -116,11 +120,20 @@ export function buildServer(store: Store, options: ServerOptions = {}): FastifyI
     o.admission === null ? null : new Admission({ ...o.admission, maxInFlight: o.admission.maxInFlight ?? IN_FLIGHT_PER_THREAD * threads, retryAfterSeconds: o.retryAfterSeconds });
   const policy: OverloadPolicy = { monitor, store, maxLagMs: o.maxEventLoopLagMs, maxPoolQueue: o.maxPoolQueue, retryAfterSeconds: o.retryAfterSeconds, readiness: o.readiness };
   app.decorate('pagerState', { options: o, metrics, hub, monitor, admission, routes: routeTable });
+  const pacer = new ShedPacer(o.shedDelayMs, Math.max(o.shedDelayMs, o.maxShedDelayMs));
+  let closing = false;
+  // What admission would shed at once is answered before fastify sees it (fast-shed.ts); with
+  // CORS on, shed answers go through the framework, which adds its headers.
+  if (admission !== null && o.corsOrigin === null) {
+    installFastShed(
+      app.server,
+      fastShedder({ admission, pacer, authorized: tokenChecker(o.token), maxUrlLength: o.maxUrlLength, retryAfterSeconds: o.retryAfterSeconds, metrics, closing: () => closing }),
+    );
+  }
 
   app.register(errorsPlugin, { metrics, retryAfterSeconds: o.retryAfterSeconds, routes: routeTable });
   app.register(metricsPlugin, { metrics });
   if (o.corsOrigin !== null) registerCors(app, o.corsOrigin);
-  let closing = false;
   app.addHook('onRequest', async (request: FastifyRequest) => {
     if (closing) throw new PagerError('overloaded', 'the server is shutting down; retry shortly');
     if ((request.raw.url ?? '').length > o.maxUrlLength) {
@@ -156,7 +169,7 @@ export function buildServer(store: Store, options: ServerOptions = {}): FastifyI
   // Everything else: authenticated, encapsulated.
   app.register(async (api) => {
     addAuth(api, o.token);
-    await api.register(routes, { store, opts: o, metrics, policy, hub, admission });
+    await api.register(routes, { store, opts: o, metrics, policy, hub, admission, pacer });
     await api.register(metricsRoute, { metrics });
   });
 

@@ -14,7 +14,7 @@ import type { FollowHub } from './follow.js';
 import { parseLastEventId } from './follow.js';
 import type { ServerMetrics } from './metrics.js';
 import type { ResolvedOptions } from './options.js';
-import { checkLoop, checkPool, holdShed, ShedPacer, type OverloadPolicy } from './overload.js';
+import { checkLoop, checkPool, holdShed, type OverloadPolicy, type ShedPacer } from './overload.js';
 import { addVary, bodyDigest, etagFor, noneMatch, pageDigest, setPageCaching } from './page-caching.js';
 import { negotiate, PageEncoder } from './page-encoding.js';
 import { APPEND_SCHEMA, CATALOG_SCHEMA, CREATE_SCHEMA, FOLLOW_SCHEMA, INFO_SCHEMA, PAGE_SCHEMA } from './schemas.js';
@@ -27,6 +27,8 @@ export interface RoutesOptions {
   hub: FollowHub;
   /** null: every page admitted. */
   admission: Admission | null;
+  /** Holds of shed page requests, per connection (shared with fast-shed.ts). */
+  pacer: ShedPacer;
 }
 
 function sessionId(request: FastifyRequest): string {
@@ -58,7 +60,7 @@ export async function routes(app: FastifyInstance, o: RoutesOptions): Promise<vo
     checkPool(policy);
   };
   // A page request shed again and again on one connection is held longer each time (overload.ts: ShedPacer).
-  const pacer = new ShedPacer(o.opts.shedDelayMs, Math.max(o.opts.shedDelayMs, o.opts.maxShedDelayMs));
+  const pacer = o.pacer;
   // Pages are admitted by what the server can finish; the slot is held until the response is done
   // (a follow's until its snapshot is written: the stream after it costs no page).
   const admitPage = async (request: FastifyRequest, reply: FastifyReply) => {
