@@ -231,10 +231,12 @@ export class PagerStore implements Store {
       threads: this.threads,
       pagePath: this.pagePathWarmUp,
       openStore: async (storage) => new PagerStore({ ...opts, storage }, this.pool),
+      // Then small slices may go inline: the decoder is loaded here now, not on a request (small-slice-pool.ts).
+      // After the page-path warm-up, whose slices are for the workers' decode to be optimized.
+      finish: async () => {
+        if (this.pagePathWarmUp && this.pool instanceof SmallSlicePool) await this.pool.prepare();
+      },
     });
-    // Then small slices may go inline: the decoder is loaded here now, not on a request (small-slice-pool.ts).
-    // After the page-path warm-up, whose slices are for the workers' decode to be optimized.
-    if (this.pagePathWarmUp && this.pool instanceof SmallSlicePool) await this.pool.prepare();
   }
 
   /**

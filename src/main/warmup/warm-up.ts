@@ -27,12 +27,15 @@ export interface WarmUpPlan {
   pagePath: boolean;
   /** A store over `storage` (the warm-up's in-memory one) that borrows `pool`. */
   openStore: (storage: StorageBackend) => Promise<WarmupStore>;
+  /** Run last, before the closing collection (the main thread's small-slice decoder is loaded here: its loading's garbage is collected too). */
+  finish?: () => Promise<void>;
 }
 
 export async function warmUpStore(plan: WarmUpPlan): Promise<void> {
   holdYoungGeneration();
   try {
     await warmUp(plan);
+    await plan.finish?.();
     // What the warm-up built on this thread (the page-path session's store, its results'
     // buffers) is garbage now; with incremental marking off (cli/serve-gc.ts) nothing would
     // collect it before the old generation's limit, so it stayed resident while idle.
