@@ -30,6 +30,7 @@
  * keepsVerbatimInMsgpack), so the checks cannot fail on them.
  */
 import { MAX_NESTING_DEPTH } from '../main/core/nesting.js';
+import { DataViewCache } from './data-view-cache.js';
 
 /** What msgpackToJson returns when the payload must take the full decode path. */
 export const TRANSCODE_DECLINED = -1;
@@ -168,10 +169,8 @@ function writeEscape(c: number, out: Uint8Array, o: number): number {
   return o;
 }
 
-let srcView: DataView = new DataView(new ArrayBuffer(8));
-let srcOf: Uint8Array | null = null;
-let outView: DataView = new DataView(new ArrayBuffer(8));
-let outOf: Uint8Array | null = null;
+const srcViews = new DataViewCache();
+const outViews = new DataViewCache();
 
 /**
  * writeEscaped for a payload the writer packed (UTF-8 already well formed,
@@ -181,16 +180,8 @@ let outOf: Uint8Array | null = null;
  * where a byte loop (or a native copy of only the long stretches) ran.
  */
 function writeTrusted(src: Uint8Array, p: number, end: number, out: Uint8Array, o: number): number {
-  if (src !== srcOf) {
-    srcView = new DataView(src.buffer, src.byteOffset, src.byteLength);
-    srcOf = src;
-  }
-  if (out !== outOf) {
-    outView = new DataView(out.buffer, out.byteOffset, out.byteLength);
-    outOf = out;
-  }
-  const sv = srcView;
-  const ov = outView;
+  const sv = srcViews.over(src);
+  const ov = outViews.over(out);
   while (p < end) {
     if (p + 4 <= end) {
       const w = sv.getInt32(p, true);

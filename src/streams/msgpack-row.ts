@@ -23,6 +23,7 @@
  */
 import type { RunKey } from '../main/core/chunk-codec.js';
 import { escapeBits, writeEscaped, writeInt } from './msgpack-json.js';
+import { DataViewCache } from './data-view-cache.js';
 
 /** One key or value literal as msgpackr packs it (fixstr header and bytes). */
 function fixstr(s: string): Uint8Array {
@@ -52,8 +53,9 @@ function has(b: Uint8Array, i: number, lit: Uint8Array): boolean {
   return true;
 }
 
-let dv: DataView = new DataView(new ArrayBuffer(8));
-let dvOf: Uint8Array | null = null;
+/** Over the payload being read (the helpers below read from it). */
+const payloadViews = new DataViewCache();
+let dv: DataView = payloadViews.over(new Uint8Array(8));
 
 /** The integer read by int(): value, and where it ended. */
 let num = 0;
@@ -179,10 +181,7 @@ export const binaryRow = { key: lastKey, seq0: 0, time0: 0, n: 0, dtSum: 0, dtAt
  * string: a frame the writer's checksum vouches for has none).
  */
 export function readWriterRow(b: Uint8Array, start: number, end: number): boolean {
-  if (b !== dvOf) {
-    dv = new DataView(b.buffer, b.byteOffset, b.byteLength);
-    dvOf = b;
-  }
+  dv = payloadViews.over(b);
   let i = start;
   if (b[i] !== 0x84 || !has(b, i + 1, TYPE)) return false;
   i += 1 + TYPE.length;
@@ -279,10 +278,7 @@ export function readWriterRow(b: Uint8Array, start: number, end: number): boolea
  * b[start, end) does not start as a row of that kind.
  */
 export function continuedBinaryRow(b: Uint8Array, frame: number, start: number, end: number, key: RunKey, time0: number, dtSum: number, n: number, dtAt: number, membersAt: number): boolean {
-  if (b !== dvOf) {
-    dv = new DataView(b.buffer, b.byteOffset, b.byteLength);
-    dvOf = b;
-  }
+  dv = payloadViews.over(b);
   const type = key.kind === 'text' ? TEXT : key.kind === 'reasoning' ? REASONING : TOOL;
   const at = start + 1 + TYPE.length;
   if (b[start] !== 0x84 || !has(b, start + 1, TYPE) || !has(b, at, type) || !has(b, at + type.length, SEQ0) || !int(b, at + type.length + SEQ0.length, end)) return false;
@@ -347,8 +343,7 @@ export function rowMembersBound(): number {
  */
 let gapView: DataView = new DataView(new ArrayBuffer(8));
 let gapOf: Uint8Array | null = null;
-let memberView: DataView = new DataView(new ArrayBuffer(8));
-let memberOf: Uint8Array | null = null;
+const memberViews = new DataViewCache();
 
 /** A comma and the decimal digits of 0..127 (the gaps MessagePack stores in one byte), as little-endian words, and their lengths. */
 const GAP_WORDS = new Uint32Array(128);
@@ -426,16 +421,9 @@ for (let len = 0; len <= 8; len++) {
  * more (docs/benchmarks.md, "Issue 12, stored formats").
  */
 export function writeRowMembers(b: Uint8Array, out: Uint8Array, o: number, comma: boolean): number {
-  if (b !== dvOf) {
-    dv = new DataView(b.buffer, b.byteOffset, b.byteLength);
-    dvOf = b;
-  }
-  if (out !== memberOf) {
-    memberView = new DataView(out.buffer, out.byteOffset, out.byteLength);
-    memberOf = out;
-  }
+  dv = payloadViews.over(b);
   const src = dv;
-  const dst = memberView;
+  const dst = memberViews.over(out);
   const n = binaryRow.n;
   let i = binaryRow.membersAt;
   const end = binaryRow.end;
