@@ -4,7 +4,6 @@
 // and bench/capacity.mjs.
 import { spawn } from 'node:child_process';
 import http from 'node:http';
-import { createServer } from 'node:net';
 import { existsSync, linkSync, mkdirSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -129,14 +128,5 @@ export function getOnce(port, path, headers = {}) {
   });
 }
 
-/** A free loopback port (a server listens on 0, is closed, its port handed out). */
-export function freePort() {
-  return new Promise((res, rej) => {
-    const s = createServer();
-    s.once('error', rej);
-    s.listen(0, '127.0.0.1', () => {
-      const { port } = s.address();
-      s.close(() => res(port));
-    });
-  });
-}
+/** A free loopback port (the services script's: a server listens on 0, is closed, its port handed out). */
+export { freePort } from '../scripts/services.mjs';

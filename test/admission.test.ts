@@ -259,12 +259,18 @@ async function gatedServer(
   return { app, port, base: `http://127.0.0.1:${port}`, entered: slow.entered, framework: () => framework, hold, close };
 }
 
-describe('follow admission (real sockets)', () => {
-  let srv: Awaited<ReturnType<typeof gatedServer>>;
+/** gatedServer for the tests of one describe block: listening from its beforeAll, closed in its afterAll. */
+function useGatedServer(id: string, queueMs: number, over: ServerOptions = {}): Awaited<ReturnType<typeof gatedServer>> {
+  const srv = {} as Awaited<ReturnType<typeof gatedServer>>;
   beforeAll(async () => {
-    srv = await gatedServer('f', 300);
+    Object.assign(srv, await gatedServer(id, queueMs, over));
   });
   afterAll(async () => srv.close());
+  return srv;
+}
+
+describe('follow admission (real sockets)', () => {
+  const srv = useGatedServer('f', 300);
 
   it("a follow's snapshot takes a page slot (shed while the slots are full), and gives it back once the snapshot is written", async () => {
     const { app, base, entered } = srv;
@@ -292,12 +298,8 @@ describe('follow admission (real sockets)', () => {
 });
 
 describe('requests shed at once (real sockets)', () => {
-  let srv: Awaited<ReturnType<typeof gatedServer>>;
-  beforeAll(async () => {
-    // One slot and no room to wait: while a page holds the slot, the next is shed at once.
-    srv = await gatedServer('s', 1000, { admission: { maxInFlight: 1, maxQueue: 0 }, shedDelayMs: 150 });
-  });
-  afterAll(async () => srv.close());
+  // One slot and no room to wait: while a page holds the slot, the next is shed at once.
+  const srv = useGatedServer('s', 1000, { admission: { maxInFlight: 1, maxQueue: 0 }, shedDelayMs: 150 });
 
   it('are answered before the framework: 503 overloaded in the SPEC shape, Retry-After, a request id, held the shed delay, counted; the rest as before', async () => {
     const { base, entered, framework } = srv;
@@ -338,11 +340,7 @@ function abortedPages(metrics: string): number {
 }
 
 describe('page route admission: clients that leave while queued (real sockets)', () => {
-  let srv: Awaited<ReturnType<typeof gatedServer>>;
-  beforeAll(async () => {
-    srv = await gatedServer('c', 5000);
-  });
-  afterAll(async () => srv.close());
+  const srv = useGatedServer('c', 5000);
 
   it('leave the queue the moment they close their connection: never built, neither shed nor an error, and the next request is served at once', async () => {
     const { app, port, base, entered } = srv;
