@@ -8,8 +8,10 @@
 // server's main thread and of all its threads (/proc/<pid>/task/*/stat).
 //
 //   node bench/http-cpu.mjs [--server pager|peer] [--connections 1] [--seconds 6] [--warm 4]
-//        [--data /tmp/sp-peer-bench] [--incremental-marking] [--perf FILE]
-//        [--server-node-args='--cpu-prof --cpu-prof-dir=DIR']
+//        [--data /tmp/sp-peer-bench] [--workload many|typical] [--incremental-marking] [--perf FILE]
+//        [--server-node-args='--cpu-prof --cpu-prof-dir=DIR'] [--checkout DIR]
+//
+// --checkout DIR serves from another built checkout (bench/peer-ab.mjs's A/B), this script's load and counting.
 //
 // --incremental-marking runs serve with V8's default GC (SESSION_PAGER_INCREMENTAL_MARKING=1);
 // --perf FILE records the main thread with `perf record -g` while measured (JS frames named).
@@ -26,22 +28,25 @@ const { values: a } = parseArgs({
     seconds: { type: 'string', default: '6' },
     warm: { type: 'string', default: '4' },
     data: { type: 'string', default: '/tmp/sp-peer-bench' },
+    // Which of peer-bench's random-page workloads: its pages file and the peer's database.
+    workload: { type: 'string', default: 'many' },
     'incremental-marking': { type: 'boolean', default: false },
     perf: { type: 'string' },
     // Flags for the server's node, e.g. a CPU profile of its threads (written as it exits on SIGTERM).
     'server-node-args': { type: 'string', default: '' },
+    checkout: { type: 'string' },
   },
 });
 const root = new URL('..', import.meta.url).pathname;
-const pagesFile = join(a.data, 'pages-many.json');
+const pagesFile = join(a.data, `pages-${a.workload}.json`);
 const ids = [...new Set(JSON.parse(readFileSync(pagesFile, 'utf8')).map((p) => p.id))];
 const token = 'bench-token-0123456789';
 const nodeArgs = [...(a.perf === undefined ? [] : ['--perf-basic-prof-only-functions']), ...a['server-node-args'].split(' ').filter(Boolean)];
 const dir = join(a.data, `http-cpu-${process.pid}`);
 const srv =
   a.server === 'pager'
-    ? await startService(linkedDataDir(a.data, ids, dir), token, { nodeArgs, env: a['incremental-marking'] ? { SESSION_PAGER_INCREMENTAL_MARKING: '1' } : {} })
-    : await startPeer(join(a.data, 'peer-many.db'), token, { nodeArgs });
+    ? await startService(linkedDataDir(a.data, ids, dir), token, { nodeArgs, env: a['incremental-marking'] ? { SESSION_PAGER_INCREMENTAL_MARKING: '1' } : {}, ...(a.checkout === undefined ? {} : { checkout: a.checkout }) })
+    : await startPeer(join(a.data, `peer-${a.workload}.db`), token, { nodeArgs });
 const load = (c, s) => {
   const r = spawnSync(process.execPath, [join(root, 'bench/http-load.mjs'), '--url', srv.url, '--token', token, '--pages', pagesFile, '--random', '--connections', c, '--seconds', s], { encoding: 'utf8' });
   if (r.status !== 0) throw new Error(`http-load failed: ${r.stderr}`);

@@ -80,9 +80,9 @@ function start(name, args, env) {
   });
 }
 
-/** session-pager serve over `dataDir` (2 workers); resolves once it is ready (warm-ups done). */
-export function startService(dataDir, token, { args = [], env = {}, nodeArgs = [] } = {}) {
-  return start('session-pager', [...nodeArgs, join(root, 'bin/session-pager.js'), 'serve', '--data', dataDir, '--port', '0', '--workers', '2', '--log-level', 'warn', ...args], { ...env, SESSION_PAGER_TOKEN: token });
+/** session-pager serve over `dataDir` (2 workers) from checkout `checkout` (this one by default); resolves once it is ready (warm-ups done). */
+export function startService(dataDir, token, { args = [], env = {}, nodeArgs = [], checkout = root } = {}) {
+  return start('session-pager', [...nodeArgs, join(checkout, 'bin/session-pager.js'), 'serve', '--data', dataDir, '--port', '0', '--workers', '2', '--log-level', 'warn', ...args], { ...env, SESSION_PAGER_TOKEN: token });
 }
 
 /** The SQLite peer's HTTP server over database `db` (2 worker threads). */

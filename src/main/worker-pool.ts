@@ -10,7 +10,8 @@ import { Piscina } from 'piscina';
 import { PagerError } from './core/errors.js';
 import { isolateStarted, startWorkersAtFullSize } from './young-generation.js';
 import { refusedFlags, workerExecArgv } from './worker-exec-argv.js';
-import type { CompressTask, SliceResult, SliceTask } from '../workers/slice-protocol.js';
+import type { BatchResult, CompressTask, SliceBatch, SliceResult, SliceTask } from '../workers/slice-protocol.js';
+import { SliceBatches } from './slice-batches.js';
 
 /** Both src/main and dist/main sit two levels under the package root, so this resolves the built worker from either. */
 export const WORKER_FILE = fileURLToPath(new URL('../../dist/workers/page-task.js', import.meta.url));
@@ -60,7 +61,7 @@ export function createPagePool(opts: PoolOptions = {}): PagePool {
   // V8 takes a third of the young generation bound for each semi-space.
   startWorkersAtFullSize(WORKER_YOUNG_GENERATION_MB / 3);
   const create = (execArgv: string[]) =>
-    new Piscina<SliceTask | CompressTask, SliceResult>({
+    new Piscina<SliceTask | CompressTask | SliceBatch, SliceResult | BatchResult>({
       filename: WORKER_FILE,
       minThreads: threads,
       maxThreads: threads,
@@ -83,7 +84,7 @@ export function createPagePool(opts: PoolOptions = {}): PagePool {
       // (worker-exec-argv.ts: the parent's own flags go along, minus those a worker refuses.)
       execArgv,
     });
-  let pool: Piscina<SliceTask | CompressTask, SliceResult>;
+  let pool: Piscina<SliceTask | CompressTask | SliceBatch, SliceResult | BatchResult>;
   try {
     pool = create(workerExecArgv(process.execArgv));
   } catch (err) {
@@ -95,9 +96,11 @@ export function createPagePool(opts: PoolOptions = {}): PagePool {
   }
   // Each thread's new isolate reset V8's semi-space growth factor (young-generation.ts).
   for (const t of pool.threads) t.once('online', isolateStarted);
+  // Small slices queued behind busy workers go to them in batches (slice-batches.ts).
+  const batches = new SliceBatches(pool);
   // Settled once each thread is online, or failed to start (the warm-up says why, not this).
-  started.set(pool, Promise.all(pool.threads.map((t) => new Promise<void>((resolve) => ['online', 'error', 'exit'].forEach((e) => t.once(e, () => resolve()))))).then(() => undefined));
-  return pool;
+  started.set(batches, Promise.all(pool.threads.map((t) => new Promise<void>((resolve) => ['online', 'error', 'exit'].forEach((e) => t.once(e, () => resolve()))))).then(() => undefined));
+  return batches;
 }
 
 const started = new WeakMap<PagePool, Promise<void>>();

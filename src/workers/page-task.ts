@@ -27,7 +27,7 @@ import type { ByteSink } from '../main/core/byte-sink.js';
 import { warmUpJit } from './jit-warmup.js';
 import { collectGarbage } from './full-gc.js';
 import { tierOf } from './optimization-status.js';
-import { CODING_NONE, decodeTask, type CompressTask, type SliceFault, type SliceResult, type SliceTask } from './slice-protocol.js';
+import { CODING_NONE, decodeTask, type BatchResult, type CompressTask, type SliceBatch, type SliceFault, type SliceResult, type SliceTask } from './slice-protocol.js';
 import { codeBytes, codeSlice } from './slice-compress.js';
 import { addClaim, frameClaim, NO_CLAIM } from '../main/core/frame-claim.js';
 import { isMessageTypeAt, messageGroup, recordGroup } from '../streams/message-group.js';
@@ -299,7 +299,25 @@ export function runPageTask(task: SliceTask | CompressTask): SliceResult {
   return result;
 }
 
-export default function pageTask(task: SliceTask | CompressTask): SliceResult {
+/** A batch's tasks one after the other, each answered as if it had come alone (main/slice-batches.ts). */
+export function runBatch(b: SliceBatch): BatchResult {
+  const results = b.batch.map((t): SliceResult | string => {
+    try {
+      return runPageTask(t);
+    } catch (err) {
+      return (err as Error)?.message ?? String(err);
+    }
+  });
+  return { results };
+}
+
+export default function pageTask(task: SliceTask | CompressTask | SliceBatch): SliceResult | BatchResult {
+  if ('batch' in task) {
+    const answer = runBatch(task);
+    // Every result buffer moves with the one answer, none copied.
+    const moved = answer.results.filter((r): r is ArrayBuffer => r instanceof ArrayBuffer);
+    return Piscina.move({ [Piscina.transferableSymbol]: moved, [Piscina.valueSymbol]: answer } as never) as unknown as BatchResult;
+  }
   const result = runPageTask(task);
   return (result instanceof ArrayBuffer ? Piscina.move(result) : result) as SliceResult;
 }

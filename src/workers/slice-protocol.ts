@@ -149,6 +149,20 @@ export interface CompressTask {
   level: number;
 }
 
+/**
+ * Several small slices in one message to a worker (main/slice-batches.ts):
+ * while every worker is busy, the slices queued behind them go together, so
+ * a post, a wake-up and a receive are paid once for all of them.
+ */
+export interface SliceBatch {
+  batch: SliceTask[];
+}
+
+/** A batch's answer: one result per task, in order; a string where the task threw (its message). */
+export interface BatchResult {
+  results: (SliceResult | string)[];
+}
+
 export interface SliceFault {
   error: {
     code: 'corrupt_range';

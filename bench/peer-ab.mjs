@@ -1,0 +1,89 @@
+#!/usr/bin/env node
+// Two builds of the service against the SQLite peer on peer-bench's random
+// 50-message pages (issue 15), alternating fresh processes in one run: in
+// process (bench/peer-child.mjs: pages/s and p99 at 1 and 16 in flight) and
+// over HTTP (bench/http-cpu.mjs: 2xx/s, p99 and CPU per request at 1 and 16
+// connections). Each build runs its own checkout's peer-child.mjs and
+// serve; the load, the counting and the peer run from this checkout's scripts. Prints one JSON line per process, then a table of
+// medians and each build's ratio to the peer.
+//
+//   node bench/peer-ab.mjs --a /work/wt/base --b . [--rounds 3] [--workloads many,typical]
+//        [--seconds 4] [--http-seconds 4] [--no-in-process] [--no-http]
+//        [--a-env K=V,K=V] [--b-env K=V]     (env of that build's processes, e.g. SESSION_PAGER_INCREMENTAL_MARKING=1)
+//
+// Needs the workloads of `node bench/peer-bench.mjs --setup-only --data DIR` (and its pages files: one
+// full or --no-plots run of peer-bench writes them).
+import { spawnSync } from 'node:child_process';
+import { join, resolve } from 'node:path';
+import { parseArgs } from 'node:util';
+
+const { values: a } = parseArgs({
+  options: {
+    a: { type: 'string' },
+    b: { type: 'string', default: '.' },
+    rounds: { type: 'string', default: '3' },
+    workloads: { type: 'string', default: 'many,typical' },
+    seconds: { type: 'string', default: '4' },
+    'http-seconds': { type: 'string', default: '4' },
+    data: { type: 'string', default: '/tmp/sp-peer-bench' },
+    'no-in-process': { type: 'boolean', default: false },
+    'no-http': { type: 'boolean', default: false },
+    'a-env': { type: 'string', default: '' },
+    'b-env': { type: 'string', default: '' },
+  },
+});
+if (a.a === undefined) throw new Error('--a DIR (a built checkout) is required');
+const envOf = (s) => Object.fromEntries(s.split(',').filter(Boolean).map((kv) => [kv.slice(0, kv.indexOf('=')), kv.slice(kv.indexOf('=') + 1)]));
+const builds = { A: { dir: resolve(a.a), env: envOf(a['a-env']) }, B: { dir: resolve(a.b), env: envOf(a['b-env']) } };
+/** This checkout: its scripts run the load, the counting and the peer. */
+const peerDir = resolve(new URL('..', import.meta.url).pathname);
+const log = (s) => process.stderr.write(`${s}\n`);
+const run = (dir, args, env) => {
+  const r = spawnSync(process.execPath, [join(dir, args[0]), ...args.slice(1)], { encoding: 'utf8', env: { ...process.env, ...env }, maxBuffer: 1 << 26 });
+  if (r.status !== 0) throw new Error(`${args.join(' ')} failed: ${r.stderr}`);
+  return JSON.parse(r.stdout.trim().split('\n').pop());
+};
+const rows = []; // { where, workload, level, who, okPerSec, p99, main?, all? }
+const workloads = a.workloads.split(',');
+for (let r = 0; r < Number(a.rounds); r++) {
+  const order = r % 2 === 0 ? ['A', 'B', 'peer'] : ['peer', 'B', 'A'];
+  for (const w of workloads) {
+    if (!a['no-in-process']) {
+      for (const who of order) {
+        const dir = who === 'peer' ? peerDir : builds[who].dir;
+        const x = run(dir, ['bench/peer-child.mjs', who === 'peer' ? 'peer' : 'pager', a.data, join(a.data, `peer-${w}.db`), join(a.data, `pages-${w}.json`), a.seconds], who === 'peer' ? {} : builds[who].env);
+        for (const level of [1, 16]) rows.push({ where: 'in process', workload: w, level, who, okPerSec: x[`pagesPerSec${level}`], p99: x[`p99at${level}`] });
+        log(JSON.stringify({ round: r + 1, workload: w, who, pps1: x.pagesPerSec1, pps16: x.pagesPerSec16, p99at1: x.p99at1, p99at16: x.p99at16, peakRssMB: x.peakRssMB }));
+      }
+    }
+    if (!a['no-http']) {
+      for (const level of [1, 16]) {
+        for (const who of order) {
+          // This checkout's script, serving from the build's checkout (--checkout).
+          const x = run(peerDir, ['bench/http-cpu.mjs', '--server', who === 'peer' ? 'peer' : 'pager', ...(who === 'peer' ? [] : ['--checkout', builds[who].dir]), '--workload', w, '--data', a.data, '--connections', String(level), '--seconds', a['http-seconds'], '--warm', '2'], who === 'peer' ? {} : builds[who].env);
+          rows.push({ where: 'HTTP', workload: w, level, who, okPerSec: x.okPerSec, p99: x.p99, main: x.mainCpuMsPerRequest, all: x.allCpuMsPerRequest, non2xx: x.non2xx });
+          log(JSON.stringify({ round: r + 1, workload: w, level, who, ...x }));
+        }
+      }
+    }
+  }
+}
+const med = (xs) => {
+  const s = xs.filter(Number.isFinite).sort((p, q) => p - q);
+  return s.length === 0 ? NaN : s.length % 2 ? s[(s.length - 1) / 2] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2;
+};
+const f = (x, d = 1) => (Number.isFinite(x) ? x.toFixed(d) : '–');
+const out = ['| where | workload | in flight | A pages/s (median) | B | peer | A / peer | B / peer | B / A | p99 ms A, B, peer | CPU ms/request main A, B, peer | all threads A, B, peer |', '|---|---|---|---|---|---|---|---|---|---|---|---|'];
+for (const where of ['in process', 'HTTP']) {
+  for (const w of workloads) {
+    for (const level of [1, 16]) {
+      const of = (who) => rows.filter((x) => x.where === where && x.workload === w && x.level === level && x.who === who);
+      if (of('B').length === 0) continue;
+      const m = (who, k) => med(of(who).map((x) => x[k]));
+      const [A, B, P] = ['A', 'B', 'peer'].map((who) => m(who, 'okPerSec'));
+      const cpu = (k) => (where === 'HTTP' ? ['A', 'B', 'peer'].map((who) => f(m(who, k), 2)).join(', ') : '');
+      out.push(`| ${where} | ${w} | ${level} | ${f(A)} | ${f(B)} | ${f(P)} | ${f(A / P, 2)}x | ${f(B / P, 2)}x | ${f(B / A, 2)}x | ${['A', 'B', 'peer'].map((who) => f(m(who, 'p99'))).join(', ')} | ${cpu('main')} | ${cpu('all')} |`);
+    }
+  }
+}
+process.stdout.write(`A = ${builds.A.dir} ${a['a-env']}, B = ${builds.B.dir} ${a['b-env']}, ${a.rounds} rounds\n\n${out.join('\n')}\n`);
