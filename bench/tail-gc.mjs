@@ -1,0 +1,77 @@
+#!/usr/bin/env node
+// The main thread's garbage collections while a process builds warm 5M tail pages,
+// per build, alternating fresh processes: how many full (mark-compact) and young
+// collections ran in pages 6-15 of each process (bench/child.mjs's warm figure is
+// the median of pages 6-10), their pause, and the process's minor page faults a
+// page. Counts, unlike times, hardly move with the machine's load.
+//
+//   node bench/tail-gc.mjs --roots DIR[,DIR...] [--runs 3] [--inline-slice-bytes N] [--data DIR]
+//
+// DIR: a built checkout (dist/). --inline-slice-bytes: the store option for every
+// build that has it (0: no slice decoded on the main thread, main/small-slice-pool.ts).
+import { spawnSync } from 'node:child_process';
+import { loadavg } from 'node:os';
+import { resolve } from 'node:path';
+import { parseArgs } from 'node:util';
+
+const { values } = parseArgs({
+  options: {
+    roots: { type: 'string' },
+    runs: { type: 'string', default: '3' },
+    'inline-slice-bytes': { type: 'string' },
+    data: { type: 'string', default: '/tmp/session-pager-bench' },
+    child: { type: 'boolean', default: false },
+    root: { type: 'string' },
+  },
+});
+
+if (values.child) {
+  const { PerformanceObserver, constants } = await import('node:perf_hooks');
+  const { openStore } = await import(new URL(`file://${values.root}/dist/main/store.js`).href);
+  const inline = values['inline-slice-bytes'];
+  const store = await openStore({ dataDir: values.data, workers: 2, pageCacheBytes: 0, ...(inline === undefined ? {} : { inlineSliceBytes: Number(inline) }) });
+  await store.warmUp();
+  const page = () => store.pageBuffer('bench-5m', { maxMessages: 50 });
+  for (let i = 0; i < 5; i++) await page();
+  const gcs = { major: 0, minor: 0, pauseMs: 0 };
+  const obs = new PerformanceObserver((list) => {
+    for (const e of list.getEntries()) {
+      if (e.detail?.kind === constants.NODE_PERFORMANCE_GC_MAJOR) gcs.major++;
+      else gcs.minor++;
+      gcs.pauseMs += e.duration;
+    }
+  });
+  obs.observe({ entryTypes: ['gc'] });
+  const f0 = process.resourceUsage().minorPageFault;
+  for (let i = 0; i < 10; i++) await page();
+  const faults = (process.resourceUsage().minorPageFault - f0) / 10;
+  // The observer hears of the last collections on a later turn.
+  await new Promise((r) => setTimeout(r, 20));
+  obs.disconnect();
+  await store.close();
+  process.stdout.write(JSON.stringify({ ...gcs, faults }) + '\n');
+} else {
+  if (!values.roots) throw new Error('--roots is required');
+  const roots = values.roots.split(',').map((r) => resolve(r));
+  const runs = Number(values.runs);
+  const got = roots.map(() => []);
+  const load = [loadavg()[0]];
+  for (let i = 0; i < runs; i++) {
+    for (const k of i % 2 === 0 ? roots.keys() : [...roots.keys()].reverse()) {
+      const args = [new URL(import.meta.url).pathname, '--child', '--root', roots[k], '--data', values.data];
+      if (values['inline-slice-bytes'] !== undefined) args.push('--inline-slice-bytes', values['inline-slice-bytes']);
+      const r = spawnSync(process.execPath, args, { encoding: 'utf8' });
+      if (r.status !== 0) throw new Error(`${roots[k]}: ${r.stderr}`);
+      got[k].push(JSON.parse(r.stdout.trim().split('\n').pop()));
+    }
+    load.push(loadavg()[0]);
+  }
+  console.log(`${runs} processes per build, 10 warm 5M tail pages each (pages 6-15); load average ${Math.min(...load).toFixed(1)}-${Math.max(...load).toFixed(1)}`);
+  console.log('');
+  console.log('| build | full collections (each process) | young collections | pause ms | minor page faults a page |');
+  console.log('|---|---|---|---|---|');
+  roots.forEach((root, k) => {
+    const col = (f) => got[k].map((g) => (typeof g[f] === 'number' ? Math.round(g[f]) : g[f])).join(', ');
+    console.log(`| ${root} | ${col('major')} | ${col('minor')} | ${col('pauseMs')} | ${col('faults')} |`);
+  });
+}
