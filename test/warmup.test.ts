@@ -4,10 +4,11 @@
  * leaves nothing behind: nothing in the store's data directory, nothing in
  * the temporary directory, no session anywhere, no reference to its data.
  */
-import { execFileSync } from 'node:child_process';
+import { execFileSync, spawnSync } from 'node:child_process';
 import { existsSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
+import { pathToFileURL } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { openStore } from '../src/main/store.js';
 import { preparePagePath, warmUpPagePath, type WarmupStore } from '../src/main/warmup/page-path-warmup.js';
@@ -60,6 +61,17 @@ describe('store warm-up', () => {
     } finally {
       rmSync(dataDir, { recursive: true, force: true });
     }
+  }, 60_000);
+
+  it("the page task loaded outside a pool (`page`'s in-thread decode, serve's small slices) loads none of the workers' warm-up generator", () => {
+    // The JIT warm-up builds its synthetic logs with the generator and the writer's encoders: ~7
+    // modules that a thread which never warms up paid to load (the `page` command: ~1 ms each).
+    const dist = resolve(import.meta.dirname, '..', 'dist');
+    const hook = 'data:text/javascript,' + encodeURIComponent('export async function load(u, c, n) { if (u.startsWith("file:")) process._rawDebug("loaded " + u); return n(u, c); }');
+    const run = (code: string) => spawnSync(process.execPath, ['--no-warnings', '--experimental-loader', hook, '--input-type=module', '-e', code], { encoding: 'utf8' }).stderr;
+    const inThread = run(`await import(${JSON.stringify(pathToFileURL(join(dist, 'workers', 'page-task.js')).href)});`);
+    expect(inThread).toContain('workers/page-task.js');
+    expect(inThread.split('\n').filter((l) => /\/(gen\/|jit-warmup)/.test(l))).toEqual([]);
   }, 60_000);
 
   it('serves its pages from an in-memory backend, and empties it when done', async () => {
