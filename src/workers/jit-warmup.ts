@@ -13,7 +13,7 @@
  * small log keep the worker's heap small: twenty rounds or a larger log
  * raised the process's peak RSS by 10-20 MB for no further gain.
  */
-import { encodeRecords } from '../streams/batch-encoder.js';
+import { encodeFrame } from '../streams/frame-codec.js';
 import { continuesRun, packBatch, sameRunKey, type RunKey } from '../main/core/chunk-codec.js';
 import { sessionBatches } from '../main/gen/session-batches.js';
 import { chainCrcRecords, CRC_RECORD_BYTES } from '../streams/frame-crc-file.js';
@@ -108,7 +108,10 @@ function workFrom(seqBase: number, encodings: readonly ('jsonl' | 'binary')[]): 
   const gen = sessionBatches({ id: 'warmup', events: GEN_EVENTS, tailEvents: 1_000, seed: 11 });
   for (const batch of gen.batches) records.push(...packBatch(batch.map((e: SessionEvent) => ({ ...e, seq: seqBase + e.seq + events.length }))));
   return encodings.map((encoding) => {
-    const enc = encodeRecords(records, OFFSET_BASE, encoding);
+    // The frames alone: the writer's entry lines and frame index (encodeRecords) cost each worker
+    // ~30 ms of its start and a compile of code no task runs, and no warm-up task reads them.
+    const frames = records.map((r) => encodeFrame(r, encoding));
+    const enc = { bytes: Buffer.concat(frames), lengths: frames.map((f) => f.length) };
     const n = seqBase + events.length + GEN_EVENTS;
     const task = (fromSeq: number, toSeq: number, crcs: Uint8Array | undefined, meta: Uint8Array | undefined): SliceTask => {
       const t = sliceTask('', 'warmup', OFFSET_BASE, OFFSET_BASE + enc.bytes.length, seqBase, n, fromSeq, toSeq);

@@ -24,7 +24,6 @@ import { isRowType, type ChunkRow, type SessionEvent } from '../main/core/types.
 import { rowLength, type RunKey } from '../main/core/chunk-codec.js';
 import { ARENA_HEADER_ROOM, newEncoderSinks, SliceEncoder, type EncoderSinks } from './slice-encoder.js';
 import type { ByteSink } from '../main/core/byte-sink.js';
-import { warmUpJit } from './jit-warmup.js';
 import { collectGarbage } from './full-gc.js';
 import { tierOf } from './optimization-status.js';
 import { CODING_NONE, decodeTask, type BatchResult, type CompressTask, type SliceBatch, type SliceFault, type SliceResult, type SliceTask } from './slice-protocol.js';
@@ -262,6 +261,10 @@ export function decodeSlice(task: SliceTask, bytes: Buffer, readMs = 0, into: En
 // and its garbage is collected now, not when the old generation next reaches its limit (full-gc.ts).
 const started = workerData as { jitWarmUp?: boolean; jitBudgetMs?: number } | undefined;
 if (started?.jitWarmUp === true) {
+  // Loaded only here: the warm-up's synthetic logs come from the generator and the writer's
+  // encoders, modules a thread that never warms up (the main thread's small slices, the one-shot
+  // `page` command's in-thread pool) has no use for.
+  const { warmUpJit } = await import('./jit-warmup.js');
   // Until V8 says the decode loop runs optimized code (optimization-status.ts), not a fixed number of rounds.
   await warmUpJit(decodeInArena, () => tierOf(decodeSlice), started.jitBudgetMs);
   dropArena();

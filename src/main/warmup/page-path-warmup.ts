@@ -25,8 +25,14 @@ export interface WarmupStore {
   close(): Promise<void>;
 }
 
-/** A short conversation ending in a 20,000-delta in-flight message: ~0.4 MB of frames, so the tail page is cut into slices. */
-const SESSION = { id: 'warmup', events: 30_000, tailEvents: 20_000, seed: 5 };
+/**
+ * A short conversation ending in an in-flight message of 8,000 deltas: its tail page (~190 KB of
+ * JSON) is still cut into two slices, as are three of the other five pages below. (It was 30,000
+ * events with a 20,000-delta tail, ~460 KB: writing and serving it left ~4 MB more of this
+ * thread's malloc heap resident while idle, for the same pages' shapes; docs/benchmarks.md, "Issue
+ * 12 memory and start-up: a smaller page-path session, warm-up code only where it runs".)
+ */
+const SESSION = { id: 'warmup', events: 12_000, tailEvents: 8_000, seed: 5 };
 
 /**
  * Write the session as `gen` would, in append batches through the writer,
