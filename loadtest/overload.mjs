@@ -273,7 +273,7 @@ try {
       ),
     };
   };
-  // The admission gate during a run, sampled from /metrics every 250 ms: mean page slots held and
+  // The admission gate during a run, sampled from /metrics every 100 ms: mean page slots held and
   // requests queued, and the queue's time bound (queueFactor x the smoothed in-flight time). Slots
   // not all held while requests are shed say the gate, not the CPU, limits goodput.
   const sampleGate = (base, headers) => {
@@ -281,7 +281,7 @@ try {
     let stopped = false;
     const done = (async () => {
       while (!stopped) {
-        await new Promise((res) => setTimeout(res, 250));
+        await new Promise((res) => setTimeout(res, 100));
         const m = await (await fetch(`${base}/metrics`, { headers }).catch(() => null))?.text();
         const num = (name) => Number(new RegExp(`^session_pager_${name} (\\S+)$`, 'm').exec(m ?? '')?.[1] ?? NaN);
         if (m !== undefined) xs.push([num('admission_in_flight'), num('admission_queued'), num('admission_queue_bound_seconds') * 1000]);
@@ -292,7 +292,10 @@ try {
         stopped = true;
         await done;
         const mean = (k) => (xs.length === 0 ? null : Math.round((xs.reduce((a, x) => a + x[k], 0) / xs.length) * 10) / 10);
-        return { slotsHeld: mean(0), queued: mean(1), queueBoundMs: mean(2) };
+        // Samples with a slot free and nobody waiting for it: the gate ran dry (the clients were elsewhere).
+        const most = Math.max(0, ...xs.map((x) => x[0]));
+        const dry = xs.length === 0 ? null : Math.round((xs.filter((x) => x[0] < most && x[1] === 0).length / xs.length) * 100) / 100;
+        return { slotsHeld: mean(0), queued: mean(1), queueBoundMs: mean(2), gateDry: dry };
       },
     };
   };
@@ -363,7 +366,7 @@ try {
       r.round = round;
       out.runs.push(r);
       log(
-        `${String(conns).padStart(5)}  ${mode.padEnd(7)} ${String(r.goodput).padStart(10)}  ${'     '}  ${String(r.p50).padStart(7)}  ${String(r.p99).padStart(7)}  ${String(r.max).padStart(7)}  ${String(r.shedPerSecond).padStart(6)}  ${String(r.other).padStart(5)} ${String(r.errors).padStart(6)}  ${String(r.serverMeanMs).padStart(8)}  ${String(r.serverCpu).padStart(6)}  ${String(r.clientCpu).padStart(6)}  ${r.rssMb}/${r.peakRssMb}  ${r.load.join('-')}  ${r.recoveryMs.join(' ')}${r.connectP99 !== undefined ? `  (p99 to connect ${r.connectP99}, to head ${r.headP99})` : ''}  server p99 <= ${r.serverP99Ms} ms  gate: ${r.slotsHeld} held, ${r.queued} queued, bound ${r.queueBoundMs} ms`,
+        `${String(conns).padStart(5)}  ${mode.padEnd(7)} ${String(r.goodput).padStart(10)}  ${'     '}  ${String(r.p50).padStart(7)}  ${String(r.p99).padStart(7)}  ${String(r.max).padStart(7)}  ${String(r.shedPerSecond).padStart(6)}  ${String(r.other).padStart(5)} ${String(r.errors).padStart(6)}  ${String(r.serverMeanMs).padStart(8)}  ${String(r.serverCpu).padStart(6)}  ${String(r.clientCpu).padStart(6)}  ${r.rssMb}/${r.peakRssMb}  ${r.load.join('-')}  ${r.recoveryMs.join(' ')}${r.connectP99 !== undefined ? `  (p99 to connect ${r.connectP99}, to head ${r.headP99})` : ''}  server p99 <= ${r.serverP99Ms} ms  gate: ${r.slotsHeld} held, ${r.queued} queued, bound ${r.queueBoundMs} ms, dry ${r.gateDry}`,
       );
       // Let queued work and Retry-After pauses drain between runs.
       await new Promise((res) => setTimeout(res, 1500));
