@@ -259,6 +259,10 @@ try {
     return {
       sum: num(new RegExp(`^session_pager_http_request_duration_seconds_sum\\{method="GET",route="${route}",status_code="200"\\} (\\S+)$`, 'm')),
       cpu: num(/^process_cpu_seconds_total (\S+)$/m),
+      // 503s by cause: admission's (gate full or waited too long) against all overloaded answers
+      // (the rest: the pool's queue or the event loop's lag, checked before admission).
+      shedAdmission: num(/^session_pager_admission_shed_total (\S+)$/m),
+      shedAll: num(/^session_pager_errors_total\{code="overloaded"\} (\S+)$/m),
       t: performance.now(),
       count: num(new RegExp(`^session_pager_http_request_duration_seconds_count\\{method="GET",route="${route}",status_code="200"\\} (\\S+)$`, 'm')),
       // The latency histogram's cumulative buckets (le -> count), for the server's own p99.
@@ -348,6 +352,7 @@ try {
       r.load = [Math.round(loadStart * 10) / 10, Math.round(loadavg()[0] * 10) / 10];
       Object.assign(r, serverRss());
       const after = await serverSide();
+      r.shedNotAdmission = after.shedAll - before.shedAll - (after.shedAdmission - before.shedAdmission);
       r.serverCpu = Math.round(((after.cpu - before.cpu) / ((after.t - before.t) / 1000)) * 100) / 100;
       // The server's own p99 (upper bound of the histogram bucket that holds it), ms.
       {
@@ -366,7 +371,7 @@ try {
       r.round = round;
       out.runs.push(r);
       log(
-        `${String(conns).padStart(5)}  ${mode.padEnd(7)} ${String(r.goodput).padStart(10)}  ${'     '}  ${String(r.p50).padStart(7)}  ${String(r.p99).padStart(7)}  ${String(r.max).padStart(7)}  ${String(r.shedPerSecond).padStart(6)}  ${String(r.other).padStart(5)} ${String(r.errors).padStart(6)}  ${String(r.serverMeanMs).padStart(8)}  ${String(r.serverCpu).padStart(6)}  ${String(r.clientCpu).padStart(6)}  ${r.rssMb}/${r.peakRssMb}  ${r.load.join('-')}  ${r.recoveryMs.join(' ')}${r.connectP99 !== undefined ? `  (p99 to connect ${r.connectP99}, to head ${r.headP99})` : ''}  server p99 <= ${r.serverP99Ms} ms  gate: ${r.slotsHeld} held, ${r.queued} queued, bound ${r.queueBoundMs} ms, dry ${r.gateDry}`,
+        `${String(conns).padStart(5)}  ${mode.padEnd(7)} ${String(r.goodput).padStart(10)}  ${'     '}  ${String(r.p50).padStart(7)}  ${String(r.p99).padStart(7)}  ${String(r.max).padStart(7)}  ${String(r.shedPerSecond).padStart(6)}  ${String(r.other).padStart(5)} ${String(r.errors).padStart(6)}  ${String(r.serverMeanMs).padStart(8)}  ${String(r.serverCpu).padStart(6)}  ${String(r.clientCpu).padStart(6)}  ${r.rssMb}/${r.peakRssMb}  ${r.load.join('-')}  ${r.recoveryMs.join(' ')}${r.connectP99 !== undefined ? `  (p99 to connect ${r.connectP99}, to head ${r.headP99})` : ''}  server p99 <= ${r.serverP99Ms} ms  gate: ${r.slotsHeld} held, ${r.queued} queued, bound ${r.queueBoundMs} ms, dry ${r.gateDry}, 503s not admission's ${r.shedNotAdmission}`,
       );
       // Let queued work and Retry-After pauses drain between runs.
       await new Promise((res) => setTimeout(res, 1500));

@@ -9,7 +9,6 @@ import { connect, type AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { FastifyInstance } from 'fastify';
 import { Admission } from '../src/main/server/admission.js';
-import { ShedHolds } from '../src/main/server/shed-holds.js';
 import { buildServer, type ServerOptions } from '../src/main/server/index.js';
 import { gatedPages, openSse, seedSession, sleep, tempStore, until, type TempStore } from './server-helpers.js';
 
@@ -382,58 +381,4 @@ describe('page route admission: clients that leave while queued (real sockets)',
     expect(m).not.toMatch(/^session_pager_errors_total\{code="internal"\}/m);
     expect(abortedPages(m)).toBe(abortedBefore + 1);
   });
-});
-
-describe('ShedHolds', () => {
-  it('answers each held answer once: at its time, or sooner, oldest first, when released', async () => {
-    const h = new ShedHolds();
-    const got: string[] = [];
-    h.hold(30, () => got.push('a'));
-    h.hold(5_000, () => got.push('b'));
-    h.hold(5_000, () => got.push('c'));
-    h.hold(5_000, () => got.push('d'));
-    await until('a at its time', () => got.length === 1);
-    expect(got).toEqual(['a']);
-    h.release(2);
-    expect(got).toEqual(['a', 'b', 'c']);
-    expect(h.size).toBe(1);
-    h.release(5);
-    expect(got).toEqual(['a', 'b', 'c', 'd']);
-    expect(h.size).toBe(0);
-    expect(h.released).toBe(3);
-    await sleep(50);
-    expect(got).toEqual(['a', 'b', 'c', 'd']);
-  });
-});
-
-/**
- * A shed answer is held (20 s here, so a starved machine cannot blur the two) so a client that ignores Retry-After cannot flood the server;
- * once the slot is free and nobody waits for it, holding the client away only leaves the slot idle:
- * at 256 such connections the slots were held about half the time while every client sat in a hold.
- */
-describe('held shed answers go early once admission has room (real sockets)', () => {
-  for (const [id, path, over] of [
-    ['h1', 'shed at once (before the framework)', { admission: { maxInFlight: 1, maxQueue: 0 } }],
-    ['h2', 'shed after waiting its bound in the queue (the framework)', { admission: { maxInFlight: 1, minQueueMs: 100, maxQueueMs: 100 } }],
-  ] as const) {
-    const srv = useGatedServer(id, 100, { ...over, shedDelayMs: 20_000, maxShedDelayMs: 20_000 });
-    it(`${path}: answered 503 as the slot frees, not after the whole hold`, async () => {
-      const { base, entered } = srv;
-      const open = srv.hold();
-      const page = fetch(`${base}/v1/sessions/${id}/page?maxMessages=3`, { headers: AUTH });
-      await until('the page in the store', () => entered() === 1);
-      const t0 = performance.now();
-      const shed = fetch(`${base}/v1/sessions/${id}/page?maxMessages=4`, { headers: AUTH });
-      // Shed (at once, or after its 100 ms in the queue) and held; then the slot frees.
-      await sleep(300);
-      open();
-      const r = await shed;
-      expect(r.status).toBe(503);
-      expect(r.headers.get('retry-after')).toBe('2');
-      expect(performance.now() - t0).toBeLessThan(10_000);
-      expect((await page).status).toBe(200);
-      // The client asks again: the slot is its.
-      expect((await fetch(`${base}/v1/sessions/${id}/page?maxMessages=4`, { headers: AUTH })).status).toBe(200);
-    });
-  }
 });

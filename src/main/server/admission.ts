@@ -29,9 +29,6 @@
  *   load generator closed its connections), and is not counted as shed. A
  *   slot given back before any work was done records no in-flight time (a
  *   ~0 ms sample would lower the bound and shed the next burst early).
- * - A slot given back that nobody waits for is announced (`onRoom`): the
- *   server then answers held shed requests early (shed-holds.ts), so their
- *   clients may ask again while there is room.
  */
 import { PagerError } from '../core/errors.js';
 
@@ -74,11 +71,6 @@ export class Admission {
   private smoothedMs: number;
   admitted = 0;
   shed = 0;
-  /**
-   * Told when a slot is given back and nobody waits for it (`free` slots
-   * idle): the server lets held shed answers go early (shed-holds.ts).
-   */
-  onRoom: ((free: number) => void) | undefined;
 
   /** When each request in flight was admitted, oldest first (a Map keeps insertion order). */
   private readonly started = new Map<number, number>();
@@ -243,6 +235,5 @@ export class Admission {
       this.queue.splice(0, this.head);
       this.head = 0;
     }
-    if (this.inFlight < this.o.maxInFlight && this.waiting === 0) this.onRoom?.(this.o.maxInFlight - this.inFlight);
   }
 }

@@ -22,7 +22,6 @@ import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import type { Admission } from './admission.js';
 import type { ServerMetrics } from './metrics.js';
 import type { ShedPacer } from './overload.js';
-import type { ShedHolds } from './shed-holds.js';
 import { REQUEST_ID_HEADER, genReqId } from './request-id.js';
 
 type Handler = (req: IncomingMessage, res: ServerResponse) => void;
@@ -31,8 +30,6 @@ export interface FastShedOptions {
   admission: Admission;
   /** The pacer the page routes use: a connection's shed streak is one, whichever path shed it. */
   pacer: ShedPacer;
-  /** Where the answer is held (let go early when admission has room). */
-  holds: ShedHolds;
   /** Whether an Authorization header value is accepted (auth.ts's tokenChecker). */
   authorized: (authorization: string | undefined) => boolean;
   maxUrlLength: number;
@@ -65,9 +62,9 @@ export function fastShedder(o: FastShedOptions): (req: IncomingMessage, res: Ser
       res.writeHead(503, { 'content-type': 'application/json; charset=utf-8', 'content-length': length, 'retry-after': retryAfter, [REQUEST_ID_HEADER]: id });
       res.end(body);
     };
-    // Held as the framework's path holds it (overload.ts: holdShed, ShedPacer; shed-holds.ts).
+    // Held as the framework's path holds it (overload.ts: holdShed, ShedPacer).
     const delay = o.pacer.shed(socket);
-    if (delay > 1) o.holds.hold(delay, answer);
+    if (delay > 1) setTimeout(answer, delay);
     else answer();
     return true;
   };

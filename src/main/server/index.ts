@@ -25,7 +25,6 @@ import { addAuth, tokenChecker } from './auth.js';
 import { registerCors } from './cors.js';
 import { errorsPlugin } from './errors.js';
 import { fastShedder, installFastShed } from './fast-shed.js';
-import { ShedHolds } from './shed-holds.js';
 import { clientErrorHandler, frameworkErrors, refuseConnect } from './framework-errors.js';
 import { addRequestDecoding } from './request-decoding.js';
 import { genReqId, REQUEST_ID_HEADER } from './request-id.js';
@@ -122,16 +121,13 @@ export function buildServer(store: Store, options: ServerOptions = {}): FastifyI
   const policy: OverloadPolicy = { monitor, store, maxLagMs: o.maxEventLoopLagMs, maxPoolQueue: o.maxPoolQueue, retryAfterSeconds: o.retryAfterSeconds, readiness: o.readiness };
   app.decorate('pagerState', { options: o, metrics, hub, monitor, admission, routes: routeTable });
   const pacer = new ShedPacer(o.shedDelayMs, Math.max(o.shedDelayMs, o.maxShedDelayMs));
-  // Held shed answers of page and follow requests go early when admission has a slot nobody waits for.
-  const holds = new ShedHolds();
-  if (admission !== null) admission.onRoom = (free) => holds.release(free);
   let closing = false;
   // What admission would shed at once is answered before fastify sees it (fast-shed.ts); with
   // CORS on, shed answers go through the framework, which adds its headers.
   if (admission !== null && o.corsOrigin === null) {
     installFastShed(
       app.server,
-      fastShedder({ admission, pacer, holds, authorized: tokenChecker(o.token), maxUrlLength: o.maxUrlLength, retryAfterSeconds: o.retryAfterSeconds, metrics, closing: () => closing }),
+      fastShedder({ admission, pacer, authorized: tokenChecker(o.token), maxUrlLength: o.maxUrlLength, retryAfterSeconds: o.retryAfterSeconds, metrics, closing: () => closing }),
     );
   }
 
@@ -173,7 +169,7 @@ export function buildServer(store: Store, options: ServerOptions = {}): FastifyI
   // Everything else: authenticated, encapsulated.
   app.register(async (api) => {
     addAuth(api, o.token);
-    await api.register(routes, { store, opts: o, metrics, policy, hub, admission, pacer, holds });
+    await api.register(routes, { store, opts: o, metrics, policy, hub, admission, pacer });
     await api.register(metricsRoute, { metrics });
   });
 

@@ -7,7 +7,6 @@
 import { PagerError } from '../core/errors.js';
 import type { Store } from '../store-types.js';
 import type { Readiness } from './readiness.js';
-import type { ShedHolds } from './shed-holds.js';
 
 /**
  * Cumulative counters, ms, each an upper bound on the work the event loop's
@@ -177,16 +176,15 @@ export class ShedPacer {
  * thousands of them a second takes the event loop from the admitted pages
  * (receive livelock). Held, a connection is shed at most 1000/delayMs times
  * a second, for the price of a timer. Clients that honour Retry-After wait
- * that much longer. With `holds`, the answer may go sooner: when admission
- * has a slot nobody waits for (shed-holds.ts).
+ * that much longer.
  */
-export async function holdShed(check: () => void | Promise<void>, delayMs: number | (() => number), holds?: ShedHolds): Promise<void> {
+export async function holdShed(check: () => void | Promise<void>, delayMs: number | (() => number)): Promise<void> {
   const t0 = performance.now();
   try {
     await check();
   } catch (err) {
     const left = t0 + (typeof delayMs === 'number' ? delayMs : (err as { code?: unknown }).code === 'overloaded' ? delayMs() : 0) - performance.now();
-    if (left > 1 && (err as { code?: unknown }).code === 'overloaded') await new Promise<void>((r) => (holds === undefined ? setTimeout(r, left) : holds.hold(left, r)));
+    if (left > 1 && (err as { code?: unknown }).code === 'overloaded') await new Promise((r) => setTimeout(r, left));
     throw err;
   }
 }

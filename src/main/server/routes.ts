@@ -10,7 +10,6 @@ import type { PageParams, SessionEvent } from '../core/types.js';
 import { assertSessionId } from '../paths.js';
 import type { Store } from '../store-types.js';
 import type { Admission, Release } from './admission.js';
-import type { ShedHolds } from './shed-holds.js';
 import type { FollowHub } from './follow.js';
 import { parseLastEventId } from './follow.js';
 import type { ServerMetrics } from './metrics.js';
@@ -30,8 +29,6 @@ export interface RoutesOptions {
   admission: Admission | null;
   /** Holds of shed page requests, per connection (shared with fast-shed.ts). */
   pacer: ShedPacer;
-  /** Where shed page answers wait out their hold (let go early when admission has room). */
-  holds?: ShedHolds;
 }
 
 function sessionId(request: FastifyRequest): string {
@@ -78,7 +75,6 @@ export async function routes(app: FastifyInstance, o: RoutesOptions): Promise<vo
         release = await admission.acquire(request.signal);
       },
       () => pacer.shed(conn),
-      o.holds,
     );
     pacer.admitted(conn);
     // The client left as its turn came: the slot goes to the next one, unused.
