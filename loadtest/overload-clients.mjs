@@ -6,10 +6,10 @@
  * connection each).
  *
  * Run in this thread or spread over worker threads (`threads`), each with its own event loop and
- * its share of the connections. 256 users are 256 machines; one event loop for all of them puts its
- * own queueing into every latency it measures: at 256 attach connections one loop received ~500
- * snapshots (~217 KiB each) a second, and noticed a connect the kernel had completed at once 10-17
- * ms later at p99, which was most of the p99 it reported for the server (docs/benchmarks.md).
+ * its share of the connections: 256 users are 256 machines, and one loop for all of them adds its
+ * own queueing to what it measures (at 256 attach connections it noticed loopback connects 3-17 ms
+ * late at p99). On a machine whose cores the server shares, more client threads also take more of
+ * them (docs/benchmarks.md has both), so one thread is the default.
  */
 import { Agent, request } from 'node:http';
 import { isMainThread, parentPort, Worker, workerData } from 'node:worker_threads';
