@@ -283,23 +283,33 @@ try {
   const sampleGate = (base, headers) => {
     const xs = [];
     let stopped = false;
+    // The gate integrated over time by the server itself, from the run's start to its end (not
+    // biased towards the moments the sampler is answered): slot-seconds held and seconds dry.
+    const metricsNow = async () => (await (await fetch(`${base}/metrics`, { headers }).catch(() => null))?.text()) ?? '';
+    const num = (m, name) => Number(new RegExp(`^session_pager_${name} (\\S+)$`, 'm').exec(m)?.[1] ?? NaN);
+    const integrals = async () => {
+      const m = await metricsNow();
+      return { t: performance.now(), slot: num(m, 'admission_slot_seconds_total'), dry: num(m, 'admission_dry_seconds_total') };
+    };
+    const first = integrals();
     const done = (async () => {
       while (!stopped) {
         await new Promise((res) => setTimeout(res, 100));
-        const m = await (await fetch(`${base}/metrics`, { headers }).catch(() => null))?.text();
-        const num = (name) => Number(new RegExp(`^session_pager_${name} (\\S+)$`, 'm').exec(m ?? '')?.[1] ?? NaN);
-        if (m !== undefined) xs.push([num('admission_in_flight'), num('admission_queued'), num('admission_queue_bound_seconds') * 1000]);
+        const m = await metricsNow();
+        if (m !== '') xs.push([num(m, 'admission_in_flight'), num(m, 'admission_queued'), num(m, 'admission_queue_bound_seconds') * 1000]);
       }
     })();
     return {
       stop: async () => {
         stopped = true;
+        const [a, b] = [await first, await integrals()];
         await done;
+        const dt = (b.t - a.t) / 1000;
         const mean = (k) => (xs.length === 0 ? null : Math.round((xs.reduce((a, x) => a + x[k], 0) / xs.length) * 10) / 10);
         // Samples with a slot free and nobody waiting for it: the gate ran dry (the clients were elsewhere).
         const most = Math.max(0, ...xs.map((x) => x[0]));
         const dry = xs.length === 0 ? null : Math.round((xs.filter((x) => x[0] < most && x[1] === 0).length / xs.length) * 100) / 100;
-        return { slotsHeld: mean(0), queued: mean(1), queueBoundMs: mean(2), gateDry: dry };
+        return { slotsHeld: mean(0), queued: mean(1), queueBoundMs: mean(2), gateDry: dry, slotsHeldTimed: Math.round(((b.slot - a.slot) / dt) * 10) / 10, gateDryTimed: Math.round(((b.dry - a.dry) / dt) * 100) / 100 };
       },
     };
   };
@@ -371,7 +381,7 @@ try {
       r.round = round;
       out.runs.push(r);
       log(
-        `${String(conns).padStart(5)}  ${mode.padEnd(7)} ${String(r.goodput).padStart(10)}  ${'     '}  ${String(r.p50).padStart(7)}  ${String(r.p99).padStart(7)}  ${String(r.max).padStart(7)}  ${String(r.shedPerSecond).padStart(6)}  ${String(r.other).padStart(5)} ${String(r.errors).padStart(6)}  ${String(r.serverMeanMs).padStart(8)}  ${String(r.serverCpu).padStart(6)}  ${String(r.clientCpu).padStart(6)}  ${r.rssMb}/${r.peakRssMb}  ${r.load.join('-')}  ${r.recoveryMs.join(' ')}${r.connectP99 !== undefined ? `  (p99 to connect ${r.connectP99}, to head ${r.headP99})` : ''}  server p99 <= ${r.serverP99Ms} ms  gate: ${r.slotsHeld} held, ${r.queued} queued, bound ${r.queueBoundMs} ms, dry ${r.gateDry}, 503s not admission's ${r.shedNotAdmission}`,
+        `${String(conns).padStart(5)}  ${mode.padEnd(7)} ${String(r.goodput).padStart(10)}  ${'     '}  ${String(r.p50).padStart(7)}  ${String(r.p99).padStart(7)}  ${String(r.max).padStart(7)}  ${String(r.shedPerSecond).padStart(6)}  ${String(r.other).padStart(5)} ${String(r.errors).padStart(6)}  ${String(r.serverMeanMs).padStart(8)}  ${String(r.serverCpu).padStart(6)}  ${String(r.clientCpu).padStart(6)}  ${r.rssMb}/${r.peakRssMb}  ${r.load.join('-')}  ${r.recoveryMs.join(' ')}${r.connectP99 !== undefined ? `  (p99 to connect ${r.connectP99}, to head ${r.headP99})` : ''}  server p99 <= ${r.serverP99Ms} ms  gate: ${r.slotsHeld} held, ${r.queued} queued, bound ${r.queueBoundMs} ms, dry ${r.gateDry} (server's own: ${r.slotsHeldTimed} held, dry ${r.gateDryTimed}), 503s not admission's ${r.shedNotAdmission}`,
       );
       // Let queued work and Retry-After pauses drain between runs.
       await new Promise((res) => setTimeout(res, 1500));
