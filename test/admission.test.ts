@@ -20,6 +20,28 @@ function admission(over: Partial<ConstructorParameters<typeof Admission>[0]> = {
 }
 
 describe('Admission', () => {
+  it('integrates over time the slots held and the time with a slot free and nobody waiting (the gate dry)', async () => {
+    const a = admission({ minQueueMs: 5000, maxQueueMs: 5000 });
+    const s0 = a.slotSeconds;
+    const d0 = a.drySeconds;
+    const r1 = await a.acquire();
+    await sleep(100);
+    // One slot of two held, nobody waiting: dry all along.
+    expect(a.slotSeconds - s0).toBeGreaterThanOrEqual(0.09);
+    expect(a.drySeconds - d0).toBeGreaterThanOrEqual(0.09);
+    const r2 = await a.acquire();
+    const w3 = a.acquire();
+    const [s1, d1] = [a.slotSeconds, a.drySeconds];
+    await sleep(100);
+    // Both held and one waiting: two slot-seconds a second, not dry.
+    expect(a.slotSeconds - s1).toBeGreaterThanOrEqual(0.18);
+    expect(a.drySeconds - d1).toBeLessThan(0.01);
+    r1();
+    (await w3)();
+    r2();
+    expect(a.running).toBe(0);
+  });
+
   it('admits up to the limit at once, then in arrival order as slots free', async () => {
     const a = admission({ minQueueMs: 5000, maxQueueMs: 5000 });
     const r1 = await a.acquire();

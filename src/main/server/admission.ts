@@ -78,6 +78,17 @@ export class Admission {
   /** No page timed yet: the smoothed time is a guess, not a measurement. */
   private timed = false;
 
+  /**
+   * Integrals over time, seconds, brought up to date at every change of the
+   * slots held or the queue: slots held (its rate is the mean slots held),
+   * and time with a slot free and nobody waiting for it (the gate dry).
+   * Sampled from outside, the gate is seen only when the event loop gets to
+   * the sampler, which may favour its quiet moments; these see every moment.
+   */
+  private slotSecondsSoFar = 0;
+  private drySecondsSoFar = 0;
+  private lastChange = performance.now();
+
   constructor(private readonly o: AdmissionOptions) {
     this.smoothedMs = 0;
   }
@@ -109,6 +120,27 @@ export class Admission {
     const age = oldest.done === true ? 0 : performance.now() - oldest.value;
     if (!this.timed && age === 0) return this.o.maxQueueMs;
     return Math.min(this.o.maxQueueMs, Math.max(this.boundMs, this.o.queueFactor * age));
+  }
+
+  /** Slot-seconds held so far. */
+  get slotSeconds(): number {
+    this.account();
+    return this.slotSecondsSoFar;
+  }
+
+  /** Seconds so far with a slot free and nobody waiting. */
+  get drySeconds(): number {
+    this.account();
+    return this.drySecondsSoFar;
+  }
+
+  /** Bring the integrals up to now; called before the slots held or the queue change. */
+  private account(): void {
+    const now = performance.now();
+    const dt = (now - this.lastChange) / 1000;
+    this.lastChange = now;
+    this.slotSecondsSoFar += this.inFlight * dt;
+    if (this.inFlight < this.o.maxInFlight && this.waiting === 0) this.drySecondsSoFar += dt;
   }
 
   /** Smoothed in-flight time, ms. */
@@ -161,6 +193,7 @@ export class Admission {
       const left = () => {
         if (w.done) return;
         w.done = true;
+        self.account();
         self.waiting--;
         clearTimeout(w.timer);
         reject(signal?.reason);
@@ -182,6 +215,7 @@ export class Admission {
             return;
           }
           w.done = true;
+          self.account();
           self.waiting--;
           w.forget();
           reject(self.overloaded(`waited ${Math.round(waited)} ms without a free slot`));
@@ -189,11 +223,13 @@ export class Admission {
       };
       signal?.addEventListener('abort', left, { once: true });
       this.queue.push(w);
+      this.account();
       this.waiting++;
     });
   }
 
   private admit(): Release {
+    this.account();
     this.inFlight++;
     this.admitted++;
     const t0 = performance.now();
@@ -203,6 +239,7 @@ export class Admission {
     return (unused = false) => {
       if (released) return;
       released = true;
+      this.account();
       this.inFlight--;
       this.started.delete(key);
       if (unused) {
@@ -225,6 +262,7 @@ export class Admission {
       const w = this.queue[this.head++] as Waiter;
       if (w.done) continue;
       w.done = true;
+      this.account();
       this.waiting--;
       clearTimeout(w.timer);
       w.forget();

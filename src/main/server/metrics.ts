@@ -128,6 +128,9 @@ export class ServerMetrics {
     new Gauge({ name: `${P}admission_in_flight`, help: 'Page requests admitted and not yet answered', registers, collect() { this.set(admission()?.running ?? 0); } });
     new Gauge({ name: `${P}admission_queued`, help: 'Page requests waiting for admission', registers, collect() { this.set(admission()?.queued ?? 0); } });
     new Gauge({ name: `${P}admission_queue_bound_seconds`, help: 'Longest a page request may wait for admission now', registers, collect() { this.set((admission()?.boundMs ?? 0) / 1000); } });
+    // Their rates over a run: mean slots held, and the share of the time the gate was dry (admission.ts).
+    counter('admission_slot_seconds', 'Page slots held, integrated over time (seconds)', () => admission()?.slotSeconds ?? 0);
+    counter('admission_dry_seconds', 'Time with a page slot free and no request waiting for it (seconds)', () => admission()?.drySeconds ?? 0);
     counter('admission_shed', 'Page requests answered overloaded by admission (queue full or waited too long)', () => admission()?.shed ?? 0);
     new Gauge({ name: `${P}ready`, help: '1 once the warm-up is done (what /readyz says), else 0', registers, collect() { this.set(readiness === undefined || readiness.state === 'ready' ? 1 : 0); } });
     new Gauge({ name: `${P}event_loop_lag_seconds`, help: 'Sustained event-loop lag that the server\'s own work accounts for (drives load shedding)', registers, collect() { this.set(monitor.lagMs / 1000); } });

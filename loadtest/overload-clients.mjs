@@ -1,0 +1,191 @@
+/**
+ * The overload suite's node:http clients (loadtest/overload.mjs): a closed loop per connection,
+ * clients that ignore Retry-After (`ignore`: ask again at once after a 503) or honour it
+ * (`honour`: wait Retry-After seconds), for page requests on keep-alive connections or attaches
+ * (`attach`: GET /follow, the time to the whole snapshot, the stream held `holdMs`, one
+ * connection each).
+ *
+ * Run in this thread or spread over worker threads (`threads`), each with its own event loop and
+ * its share of the connections: 256 users are 256 machines, and one loop for all of them adds its
+ * own queueing to what it measures (at 256 attach connections it noticed loopback connects 3-17 ms
+ * late at p99). On a machine whose cores the server shares, more client threads also take more of
+ * them (docs/benchmarks.md has both), so one thread is the default.
+ */
+import { Agent, request } from 'node:http';
+import { isMainThread, parentPort, Worker, workerData } from 'node:worker_threads';
+
+/** The request path of each scenario: `targets` ({ id, last } per session) or the long session's `last`. */
+export function pathMaker({ scenario, targets, last, maxMessages }) {
+  const pick = () => targets[Math.floor(Math.random() * targets.length)];
+  const paths = {
+    tail: () => `/v1/sessions/ov-long/page?maxMessages=${maxMessages}`,
+    older: () => `/v1/sessions/ov-long/page?throughSeq=${last}&beforeSeq=${1 + Math.floor(Math.random() * last)}&maxMessages=${maxMessages}`,
+    random: () => {
+      const s = pick();
+      return `/v1/sessions/${s.id}/page?throughSeq=${s.last}&beforeSeq=${1 + Math.floor(Math.random() * s.last)}&maxMessages=${maxMessages}`;
+    },
+    attach: () => `/v1/sessions/${pick().id}/follow?maxMessages=${maxMessages}`,
+  };
+  return paths[scenario];
+}
+
+/**
+ * One attach: GET /follow, the time to the whole snapshot event is its latency; the stream
+ * is then held `holdMs` (or to the end of the run) and closed. Resolves when the attach is
+ * over (the status, the latency, Retry-After).
+ */
+const SNAPSHOT_MARK = Buffer.from('event: snapshot');
+const BLANK_LINE = Buffer.from('\n\n');
+
+function attachOnce(base, headers, path, end, holdMs) {
+  return new Promise((resolve) => {
+    const start = performance.now();
+    let settled = false;
+    const done = (r) => {
+      if (!settled) {
+        settled = true;
+        resolve(r);
+      }
+    };
+    // Where an attach's time goes: to the connection (accept), to the answer's head, to the snapshot's end.
+    let connectMs = null;
+    let headMs = null;
+    const req = request(`${base}${path}`, { headers, timeout: 30_000 }, (res) => {
+      headMs = performance.now() - start;
+      if (res.statusCode !== 200) {
+        res.on('data', () => undefined);
+        res.on('end', () => done({ status: res.statusCode, ms: performance.now() - start, retryAfter: Number(res.headers['retry-after'] ?? 1) }));
+        res.on('error', () => done({ status: 0 }));
+        return;
+      }
+      // Bytes, not text: decoding and re-searching a growing string per chunk cost this process
+      // more than the server spent on the attach (it was the bottleneck at 256 connections).
+      // The snapshot is the first event: its frame ends at the first blank line after
+      // `event: snapshot` (the page JSON is compact, no raw line break).
+      let head = Buffer.alloc(0);
+      let marked = false;
+      let prev = 0; // last byte of the previous chunk, for a blank line split across chunks
+      let ms = null;
+      res.on('data', (d) => {
+        if (ms !== null) return;
+        let at = -1;
+        if (!marked) {
+          head = Buffer.concat([head, d]);
+          const m = head.indexOf(SNAPSHOT_MARK);
+          if (m === -1) {
+            if (head.length > 4096) head = head.subarray(head.length - SNAPSHOT_MARK.length);
+            return;
+          }
+          marked = true;
+          at = head.indexOf(BLANK_LINE, m);
+          prev = head[head.length - 1];
+          head = Buffer.alloc(0);
+        } else {
+          at = prev === 0x0a && d[0] === 0x0a ? 0 : d.indexOf(BLANK_LINE);
+          prev = d[d.length - 1];
+        }
+        if (at !== -1) {
+          ms = performance.now() - start;
+          const wait = Math.max(0, Math.min(holdMs, end - performance.now()));
+          setTimeout(() => {
+            req.destroy();
+            done({ status: 200, ms, connectMs, headMs });
+          }, wait);
+        }
+      });
+      res.on('error', () => done(ms === null ? { status: 0 } : { status: 200, ms }));
+      res.on('close', () => done(ms === null ? { status: 0 } : { status: 200, ms }));
+    });
+    req.on('socket', (s) => s.once('connect', () => (connectMs = performance.now() - start)));
+    req.on('error', () => done({ status: 0 }));
+    req.on('timeout', () => req.destroy());
+    req.end();
+  });
+}
+
+/**
+ * `conns` closed loops for `seconds` from `startAt` (epoch ms; threads start together):
+ * admitted latencies, the attach phases, and the answers counted by kind.
+ */
+export async function runClients({ base, headers, path, conns, mode, seconds, holdMs, burst, startAt = Date.now() }) {
+  const pathFor = pathMaker(path);
+  const attach = path.scenario === 'attach';
+  if (startAt > Date.now()) await new Promise((res) => setTimeout(res, startAt - Date.now()));
+  const agent = new Agent({ keepAlive: true, maxSockets: conns });
+  const lat = [];
+  const phases = { connect: [], head: [] };
+  const counts = { ok: 0, shed: 0, other: 0, errors: 0 };
+  const t0 = performance.now();
+  const end = t0 + seconds * 1000;
+  const one = () =>
+    attach
+      ? attachOnce(base, headers, pathFor(), end, holdMs)
+      : new Promise((resolve) => {
+          const start = performance.now();
+          const req = request(`${base}${pathFor()}`, { agent, headers, timeout: 30_000 }, (res) => {
+            res.on('data', () => undefined);
+            res.on('end', () => resolve({ status: res.statusCode, ms: performance.now() - start, retryAfter: Number(res.headers['retry-after'] ?? 1) }));
+            res.on('error', () => resolve({ status: 0 }));
+          });
+          req.on('error', () => resolve({ status: 0 }));
+          req.on('timeout', () => req.destroy());
+          req.end();
+        });
+  // Attach clients start at a random moment within the first hold. All at once, a run's first
+  // attaches were one burst of `conns` snapshots that the server's one event loop answers in turn
+  // (~0.5 ms each): at 256 connections the last waited ~130 ms in the kernel before the server read
+  // it, and that one burst was the run's p99 (the 2,500 attaches after it waited ~1-20 ms).
+  const stagger = attach && !burst ? holdMs : 0;
+  const loop = async () => {
+    if (stagger > 0) await new Promise((res) => setTimeout(res, Math.random() * Math.min(stagger, end - performance.now())));
+    while (performance.now() < end) {
+      const r = await one();
+      if (performance.now() > end + 50) break; // answers after the end do not count
+      if (r.status >= 200 && r.status < 300) {
+        counts.ok++;
+        lat.push(r.ms);
+        if (typeof r.connectMs === 'number') phases.connect.push(r.connectMs);
+        if (typeof r.headMs === 'number') phases.head.push(r.headMs);
+      } else if (r.status === 503) {
+        counts.shed++;
+        const wait = mode === 'ignore' ? 0 : Math.min(Math.max(0, r.retryAfter) * 1000, end - performance.now());
+        if (wait > 0) await new Promise((res) => setTimeout(res, wait));
+      } else if (r.status === 0) counts.errors++;
+      else counts.other++;
+    }
+  };
+  await Promise.all(Array.from({ length: conns }, loop));
+  agent.destroy();
+  return { lat, phases, counts, seconds: Math.min(seconds, (performance.now() - t0) / 1000) };
+}
+
+/** runClients over `threads` worker threads (the connections split among them), merged. */
+export async function runClientsThreaded(opts, threads) {
+  const n = Math.max(1, Math.min(threads, opts.conns));
+  if (n === 1) return runClients(opts);
+  // Booting a thread takes tens of ms: all start at one moment after that.
+  const startAt = Date.now() + 150;
+  const parts = await Promise.all(
+    Array.from({ length: n }, (_, i) => {
+      const conns = Math.floor(opts.conns / n) + (i < opts.conns % n ? 1 : 0);
+      return new Promise((resolve, reject) => {
+        const w = new Worker(new URL(import.meta.url), { workerData: { overloadClients: { ...opts, conns, startAt } } });
+        w.once('message', resolve);
+        w.once('error', reject);
+        w.once('exit', (code) => code !== 0 && reject(new Error(`client thread exited ${code}`)));
+      });
+    }),
+  );
+  const out = { lat: [], phases: { connect: [], head: [] }, counts: { ok: 0, shed: 0, other: 0, errors: 0 }, seconds: 0 };
+  for (const p of parts) {
+    out.lat = out.lat.concat(p.lat);
+    for (const k of Object.keys(out.phases)) out.phases[k] = out.phases[k].concat(p.phases[k]);
+    for (const k of Object.keys(out.counts)) out.counts[k] += p.counts[k];
+    out.seconds = Math.max(out.seconds, p.seconds);
+  }
+  return out;
+}
+
+if (!isMainThread && workerData?.overloadClients !== undefined) {
+  parentPort.postMessage(await runClients(workerData.overloadClients));
+}
