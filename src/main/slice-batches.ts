@@ -18,16 +18,11 @@
  * queue was: shedding and overload answers see the same figures.
  */
 import type { BatchResult, CompressTask, SliceBatch, SliceResult, SliceTask } from '../workers/slice-protocol.js';
+import type { PagePool } from './worker-pool.js';
 
-/** The piscina pool of page workers, which also takes batches (worker-pool.ts). */
-export interface BatchingPool {
-  readonly options: { readonly maxThreads: number; readonly maxQueue: number };
-  readonly queueSize: number;
-  readonly utilization: number;
-  readonly completed: number;
-  readonly threads: readonly { readonly threadId: number }[];
+/** The piscina pool of page workers (worker-pool.ts's PagePool), which also takes batches. */
+export interface BatchingPool extends Omit<PagePool, 'run'> {
   run(task: SliceTask | CompressTask | SliceBatch, opts: { transferList?: ArrayBuffer[] }): Promise<SliceResult | BatchResult>;
-  close(): Promise<void>;
 }
 
 /** Stored bytes of a slice that may wait here to join a batch; larger ones go to the pool alone. */
