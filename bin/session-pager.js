@@ -8,9 +8,9 @@
 # more in its heaps once freed (its default threshold rises after each large free, and the
 # warm-up's and the compiler threads' freed buffers then stayed resident in the idle server), and
 # V8 runs no more helper threads than there are CPUs (Node's default is 4: each has a malloc
-# arena that keeps what its compiles freed). Idle RSS 124-131 -> 114-118 MB, pages no slower
-# (docs/benchmarks.md, "Issue 12: glibc's threshold and V8's helper threads set by the launcher";
-# docs/decisions.md). A threshold or pool size the user set is kept.
+# arena that keeps what its compiles freed). Together ~10 MB less resident while idle, pages no
+# slower (docs/benchmarks.md, "Issue 12: glibc's threshold and V8's helper threads set by the
+# launcher"; docs/decisions.md). A threshold or pool size the user set is kept.
 case "$1" in
   serve)
     case ":$GLIBC_TUNABLES:" in
