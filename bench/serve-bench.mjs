@@ -4,6 +4,12 @@
 // process:
 //
 //   node bench/serve-bench.mjs [--data DIR] [--runs N] [--reference-runs N] [--workers N] [--page-runs N]
+//                              [--warm-pages N] [--roots DIR,DIR]
+//
+// --roots: built checkouts compared side by side (A/B), each run alternating between them in
+// the same order; default this checkout alone. Their bin/session-pager.js is started as a
+// command (its shebang), as a user's `session-pager` is, not as `node bin/...`: a launcher's
+// own work (bin/session-pager.js sets a glibc tunable for `serve`) is part of what is measured.
 //
 // Per run and session (bench-5m, bench-600k; generated once, as
 // bench/page-bench.mjs generates them), a fresh `session-pager serve`:
@@ -12,7 +18,10 @@
 //   - idle RSS: the server's VmRSS one second after ready (nothing asked yet);
 //   - cold tail page: one GET of the 50-message tail page, identity, from the
 //     request's start to its last byte (node:http, a fresh connection);
-//   - peak RSS: the server's VmHWM after that page (/proc/<pid>/status).
+//   - peak RSS: the server's VmHWM after that page (/proc/<pid>/status);
+//   - warm tail page (--warm-pages N, default 0): N more of the same page, one after
+//     another, their median (peak RSS is read after them).
+//   - its malloc memory idle: the RSS of its heap mappings ([heap] and large anonymous ones).
 // The reference reader (decode the whole log, select, pack, serialize: what
 // hosts do today) runs in fresh processes of bench/child.mjs, interleaved
 // with the servers; its peak RSS is its own VmHWM.
@@ -26,6 +35,7 @@ import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { freePort, getOnce } from './servers.mjs';
+import { rssByMapping } from './smaps.mjs';
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 const { values } = parseArgs({
@@ -35,6 +45,8 @@ const { values } = parseArgs({
     'reference-runs': { type: 'string', default: '3' },
     'page-runs': { type: 'string', default: '5' },
     workers: { type: 'string', default: '2' },
+    'warm-pages': { type: 'string', default: '0' },
+    roots: { type: 'string', default: '' },
   },
 });
 const dataDir = values.data;
@@ -42,7 +54,9 @@ const runs = Number(values.runs);
 const referenceRuns = Number(values['reference-runs']);
 const pageRuns = Number(values['page-runs']);
 const workers = values.workers;
-const bin = join(root, 'bin/session-pager.js');
+const warmPages = Number(values['warm-pages']);
+const roots = values.roots === '' ? [root] : values.roots.split(',').map((r) => resolve(r));
+const binOf = (r) => join(r, 'bin/session-pager.js');
 
 const sessions = [
   { id: 'bench-5m', events: 5_000_000, tail: 416_000, seed: 7 },
@@ -60,11 +74,17 @@ const statusMB = (pid, key) => Number(readFileSync(`/proc/${pid}/status`, 'utf8'
 
 
 const get = getOnce;
+const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
+/** RSS (MB) of the malloc heaps: the main thread's [heap] and the large anonymous mappings (the threads' arenas, with V8's large objects and stacks). */
+function mallocMB(pid) {
+  const m = rssByMapping(pid);
+  return (m['[heap]'] ?? 0) + (m['anon large'] ?? 0);
+}
 
-async function serverRun(s) {
+async function serverRun(s, r) {
   const port = await freePort();
   const t0 = performance.now();
-  const child = spawn(process.execPath, [bin, 'serve', '--data', dataDir, '--port', String(port), '--workers', workers, '--log-level', 'warn'], { stdio: ['ignore', 'ignore', 'pipe'] });
+  const child = spawn(binOf(r), ['serve', '--data', dataDir, '--port', String(port), '--workers', workers, '--log-level', 'warn'], { stdio: ['ignore', 'ignore', 'pipe'] });
   let err = '';
   child.stderr.on('data', (d) => (err += d));
   const exited = new Promise((r) => child.on('exit', r));
@@ -84,10 +104,13 @@ async function serverRun(s) {
     }
     await sleep(1000);
     const idleRssMB = statusMB(child.pid, 'VmRSS');
+    const idleMallocMB = mallocMB(child.pid);
     const page = await get(port, `/v1/sessions/${s.id}/page?maxMessages=50`, { 'accept-encoding': 'identity' });
     if (page.status !== 200) throw new Error(`page ${s.id}: HTTP ${page.status}`);
+    const warm = [];
+    for (let i = 0; i < warmPages; i++) warm.push((await get(port, `/v1/sessions/${s.id}/page?maxMessages=50`, { 'accept-encoding': 'identity' })).ms);
     const peakRssMB = statusMB(child.pid, 'VmHWM');
-    return { listenMs, readyMs, idleRssMB, pageMs: page.ms, pageBytes: page.bytes, peakRssMB };
+    return { listenMs, readyMs, idleRssMB, idleMallocMB, pageMs: page.ms, pageBytes: page.bytes, warmMs: warm.length ? median(warm) : null, peakRssMB };
   } finally {
     child.kill('SIGTERM');
     await exited;
@@ -125,10 +148,10 @@ async function referenceRun(s) {
 }
 
 /** `session-pager page` in a fresh process: spawn to exit. */
-function pageCliRun(s) {
+function pageCliRun(s, r) {
   return new Promise((res, rej) => {
     const t0 = performance.now();
-    const child = spawn(process.execPath, [bin, 'page', s.id, '--data', dataDir], { stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(binOf(r), ['page', s.id, '--data', dataDir], { stdio: ['ignore', 'pipe', 'pipe'] });
     let bytes = 0;
     let err = '';
     let hwm = 0;
@@ -150,48 +173,54 @@ function pageCliRun(s) {
   });
 }
 
-const results = Object.fromEntries(sessions.map((s) => [s.id, { serve: [], reference: [], page: [] }]));
+const results = Object.fromEntries(roots.map((r) => [r, Object.fromEntries(sessions.map((s) => [s.id, { serve: [], reference: [], page: [] }]))]));
+const reference = Object.fromEntries(sessions.map((s) => [s.id, []]));
 const loads = [loadavg()[0]];
 const referenceEvery = Math.max(1, Math.floor(runs / Math.max(1, referenceRuns)));
 for (let i = 0; i < runs; i++) {
-  for (const s of sessions) results[s.id].serve.push(await serverRun(s));
-  if (i % referenceEvery === 0 && results[sessions[0].id].reference.length < referenceRuns) for (const s of sessions) results[s.id].reference.push(await referenceRun(s));
+  for (const s of sessions) for (const r of roots) results[r][s.id].serve.push(await serverRun(s, r));
+  if (i % referenceEvery === 0 && reference[sessions[0].id].length < referenceRuns) for (const s of sessions) reference[s.id].push(await referenceRun(s));
   loads.push(loadavg()[0]);
 }
-for (let i = 0; i < pageRuns; i++) results['bench-5m'].page.push(await pageCliRun(sessions[0]));
+for (let i = 0; i < pageRuns; i++) for (const r of roots) results[r]['bench-5m'].page.push(await pageCliRun(sessions[0], r));
 loads.push(loadavg()[0]);
 
-const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 const med = (xs, k) => median(xs.map((x) => x[k]));
-const f = (x, d = 1) => (x === undefined || x === null ? '–' : x.toFixed(d));
+const f = (x, d = 1) => (x === undefined || x === null || Number.isNaN(x) ? '–' : x.toFixed(d));
 const lines = [];
 lines.push(
-  `Run ${new Date().toISOString()} on ${cpus().length} × ${cpus()[0]?.model ?? 'cpu'}, ${(totalmem() / 2 ** 30).toFixed(0)} GiB, Node ${process.version}; ${workers} page workers; medians of ${runs} fresh servers per session, ${results[sessions[0].id].reference.length} reference processes, ${pageRuns} page commands; load average (1 min) ${f(Math.min(...loads))}-${f(Math.max(...loads))} during the run.`,
+  `Run ${new Date().toISOString()} on ${cpus().length} × ${cpus()[0]?.model ?? 'cpu'}, ${(totalmem() / 2 ** 30).toFixed(0)} GiB, Node ${process.version}; ${workers} page workers; medians of ${runs} fresh servers per session and build, ${reference[sessions[0].id].length} reference processes, ${pageRuns} page commands per build; load average (1 min) ${f(Math.min(...loads))}-${f(Math.max(...loads))} during the run.`,
 );
 lines.push('');
-lines.push('| session | listen ms | ready ms | idle RSS MB | cold tail page ms (last byte) | page bytes | server peak RSS MB | reference ms | reference peak RSS MB | reference / cold page | server / reference peak RSS |');
-lines.push('|---|---|---|---|---|---|---|---|---|---|---|');
-for (const s of sessions) {
-  const { serve, reference } = results[s.id];
-  const page = med(serve, 'pageMs');
-  const rss = med(serve, 'peakRssMB');
-  const ref = reference.length ? med(reference, 'ms') : null;
-  const refRss = reference.length ? med(reference, 'peakRssMB') : null;
-  lines.push(
-    `| ${s.id} | ${f(med(serve, 'listenMs'), 0)} | ${f(med(serve, 'readyMs'), 0)} | ${f(med(serve, 'idleRssMB'))} | ${f(page)} | ${serve[0].pageBytes.toLocaleString('en')} | ${f(rss)} | ${f(ref, 0)} | ${f(refRss, 0)} | ${ref === null ? '–' : `${f(ref / page, 0)}×`} | ${refRss === null ? '–' : `1/${f(refRss / rss, 1)}`} |`,
-  );
+lines.push('| build | session | listen ms | ready ms | idle RSS MB | idle malloc MB | cold tail page ms (last byte) | warm tail page ms | page bytes | server peak RSS MB | reference ms | reference peak RSS MB | reference / cold page | server / reference peak RSS |');
+lines.push('|---|---|---|---|---|---|---|---|---|---|---|---|---|---|');
+for (const r of roots) {
+  for (const s of sessions) {
+    const { serve } = results[r][s.id];
+    const page = med(serve, 'pageMs');
+    const rss = med(serve, 'peakRssMB');
+    const ref = reference[s.id].length ? med(reference[s.id], 'ms') : null;
+    const refRss = reference[s.id].length ? med(reference[s.id], 'peakRssMB') : null;
+    lines.push(
+      `| ${r} | ${s.id} | ${f(med(serve, 'listenMs'), 0)} | ${f(med(serve, 'readyMs'), 0)} | ${f(med(serve, 'idleRssMB'))} | ${f(med(serve, 'idleMallocMB'))} | ${f(page)} | ${f(warmPages ? med(serve, 'warmMs') : null)} | ${serve[0].pageBytes.toLocaleString('en')} | ${f(rss)} | ${f(ref, 0)} | ${f(refRss, 0)} | ${ref === null ? '–' : `${f(ref / page, 0)}×`} | ${refRss === null ? '–' : `1/${f(refRss / rss, 1)}`} |`,
+    );
+  }
 }
-const a = med(results['bench-600k'].serve, 'pageMs');
-const b = med(results['bench-5m'].serve, 'pageMs');
 lines.push('');
-lines.push(`Flatness: cold tail page 600k ${f(a)} ms, 5M ${f(b)} ms: 5M / 600k = ${f(b / a, 2)}.`);
-lines.push('');
-for (const s of sessions) {
-  const { serve, reference } = results[s.id];
-  lines.push(`${s.id} runs in order: listen ${serve.map((r) => f(r.listenMs, 0)).join(', ')} ms; ready ${serve.map((r) => f(r.readyMs, 0)).join(', ')} ms; idle RSS ${serve.map((r) => f(r.idleRssMB, 0)).join(', ')} MB; cold page ${serve.map((r) => f(r.pageMs)).join(', ')} ms; peak RSS ${serve.map((r) => f(r.peakRssMB, 0)).join(', ')} MB; reference ${reference.map((r) => f(r.ms, 0)).join(', ')} ms.`);
+for (const r of roots) {
+  const a = med(results[r]['bench-600k'].serve, 'pageMs');
+  const b = med(results[r]['bench-5m'].serve, 'pageMs');
+  lines.push(`${r}: flatness, cold tail page 600k ${f(a)} ms, 5M ${f(b)} ms: 5M / 600k = ${f(b / a, 2)}.`);
+  lines.push('');
+  for (const s of sessions) {
+    const { serve } = results[r][s.id];
+    lines.push(`${r} ${s.id} runs in order: listen ${serve.map((x) => f(x.listenMs, 0)).join(', ')} ms; ready ${serve.map((x) => f(x.readyMs, 0)).join(', ')} ms; idle RSS ${serve.map((x) => f(x.idleRssMB, 0)).join(', ')} MB; cold page ${serve.map((x) => f(x.pageMs)).join(', ')} ms; warm page ${serve.map((x) => f(x.warmMs)).join(', ')} ms; peak RSS ${serve.map((x) => f(x.peakRssMB, 0)).join(', ')} MB.`);
+    lines.push('');
+  }
+  const pg = results[r]['bench-5m'].page;
+  if (pg.length) lines.push(`${r}: \`session-pager page bench-5m\` (${pg[0].bytes.toLocaleString('en')} bytes on stdout), fresh processes, spawn to exit: median ${f(med(pg, 'wallMs'), 0)} ms (${pg.map((x) => f(x.wallMs, 0)).join(', ')}), peak RSS ${f(med(pg, 'peakRssMB'), 0)} MB.`);
   lines.push('');
 }
-const pg = results['bench-5m'].page;
-if (pg.length) lines.push(`\`session-pager page bench-5m\` (${pg[0].bytes.toLocaleString('en')} bytes on stdout), fresh processes, spawn to exit: median ${f(med(pg, 'wallMs'), 0)} ms (${pg.map((r) => f(r.wallMs, 0)).join(', ')}), peak RSS ${f(med(pg, 'peakRssMB'), 0)} MB.`);
+for (const s of sessions) lines.push(`reference ${s.id}: ${reference[s.id].map((x) => f(x.ms, 0)).join(', ')} ms.`);
 process.stdout.write(lines.join('\n') + '\n');
-process.stderr.write(JSON.stringify(results) + '\n');
+process.stderr.write(JSON.stringify({ results, reference }) + '\n');

@@ -20,6 +20,7 @@ import { dirname, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { getOnce } from './servers.mjs';
+import { rssByMapping } from './smaps.mjs';
 
 const here = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 const { values } = parseArgs({ options: { root: { type: 'string', default: here }, data: { type: 'string', default: '/tmp/session-pager-startup-empty' }, runs: { type: 'string', default: '3' }, page: { type: 'string', default: '' } } });
@@ -37,28 +38,17 @@ const get = async (port, path, headers) => {
   return { ...r, ms: +r.ms.toFixed(1) };
 };
 
-/** RSS (MB) by kind of mapping, from /proc/<pid>/smaps. */
+/** RSS (MB) by kind of mapping, the kinds of half a MB or more. */
 function smaps(pid) {
-  const out = {};
-  let name = '';
-  for (const line of readFileSync(`/proc/${pid}/smaps`, 'utf8').split('\n')) {
-    const m = line.match(/^([0-9a-f]+)-([0-9a-f]+) \S+ \S+ \S+ \S+\s*(.*)$/);
-    if (m) {
-      const size = parseInt(m[2], 16) - parseInt(m[1], 16);
-      name = m[3] ? (m[3].includes('/node') ? 'node binary' : m[3].startsWith('/') ? 'other files' : m[3]) : size === 262144 ? 'v8 heap pages' : size >= 1 << 20 ? 'anon large' : 'anon small';
-      continue;
-    }
-    const r = line.match(/^Rss:\s+(\d+)/);
-    if (r) out[name] = (out[name] ?? 0) + Number(r[1]) / 1024;
-  }
-  return Object.fromEntries(Object.entries(out).filter(([, v]) => v >= 0.5).map(([k, v]) => [k, +v.toFixed(1)]));
+  return Object.fromEntries(Object.entries(rssByMapping(pid)).filter(([, v]) => v >= 0.5).map(([k, v]) => [k, +v.toFixed(1)]));
 }
 
 let port = 18_000 + Math.floor(Math.random() * 2000);
 for (let run = 0; run < Number(values.runs); run++) {
   port++;
   const t0 = performance.now();
-  const child = spawn(process.execPath, [`${root}/bin/session-pager.js`, 'serve', '--data', data, '--port', String(port), '--workers', '2', '--log-level', 'warn'], { stdio: ['ignore', 'ignore', 'pipe'] });
+  // Started as a command (its shebang), as a user's `session-pager` is: the launcher's own work is measured too.
+  const child = spawn(`${root}/bin/session-pager.js`, ['serve', '--data', data, '--port', String(port), '--workers', '2', '--log-level', 'warn'], { stdio: ['ignore', 'ignore', 'pipe'] });
   let err = '';
   child.stderr.on('data', (d) => (err += d));
   const deadline = t0 + 60_000;

@@ -1,5 +1,34 @@
-#!/usr/bin/env node
-// The one executable (SPEC section 7). The code lives in dist/, built by `npm run build` (run by `prepare`).
+#!/bin/sh
+':' /*
+# The one executable (SPEC section 7), a file both sh and node read. Run as a command (npm's bin
+# link, `./bin/session-pager.js`), sh reads these lines and hands over to node with `exec`: one
+# process, as before. Run as `node bin/session-pager.js`, node skips them (a string, a comment).
+# For `serve` only, two settings read only when a process starts (Node 20 can neither call
+# mallopt/malloc_trim nor exec itself, so they are set here): glibc keeps no buffer of 64 KiB or
+# more in its heaps once freed (its default threshold rises after each large free, and the
+# warm-up's and the compiler threads' freed buffers then stayed resident in the idle server), and
+# V8 runs no more helper threads than there are CPUs (Node's default is 4: each has a malloc
+# arena that keeps what its compiles freed). Together ~10 MB less resident while idle, pages no
+# slower (docs/benchmarks.md, "Issue 12: glibc's threshold and V8's helper threads set by the
+# launcher"; docs/decisions.md). A threshold or pool size the user set is kept.
+case "$1" in
+  serve)
+    case ":$GLIBC_TUNABLES:" in
+      *:glibc.malloc.mmap_threshold=*) ;;
+      *) GLIBC_TUNABLES="${GLIBC_TUNABLES:+$GLIBC_TUNABLES:}glibc.malloc.mmap_threshold=65536"; export GLIBC_TUNABLES ;;
+    esac
+    case " $NODE_OPTIONS " in
+      *" --v8-pool-size"*) ;;
+      *)
+        cpus=$(nproc 2>/dev/null)
+        case "$cpus" in
+          1 | 2 | 3) exec node --v8-pool-size="$cpus" "$0" "$@" ;;
+        esac ;;
+    esac ;;
+esac
+exec node "$0" "$@"
+*/
+// The code lives in dist/, built by `npm run build` (run by `prepare`).
 import { main } from '../dist/main/cli.js';
 
 main(process.argv.slice(2)).then(
