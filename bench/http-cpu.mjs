@@ -8,8 +8,8 @@
 // server's main thread and of all its threads (/proc/<pid>/task/*/stat).
 //
 //   node bench/http-cpu.mjs [--server pager|peer] [--connections 1] [--seconds 6] [--warm 4]
-//        [--data /tmp/sp-peer-bench] [--workload many|typical] [--incremental-marking] [--perf FILE]
-//        [--server-node-args='--cpu-prof --cpu-prof-dir=DIR'] [--checkout DIR]
+//        [--data /tmp/sp-peer-bench] [--workload many|typical] [--incremental-marking] [--perf FILE [--perf-all]]
+//        [--server-node-args='--cpu-prof --cpu-prof-dir=DIR'] [--checkout DIR] [--by-thread]
 //
 // --checkout DIR serves from another built checkout (bench/peer-ab.mjs's A/B), this script's load and counting.
 //
@@ -32,9 +32,13 @@ const { values: a } = parseArgs({
     workload: { type: 'string', default: 'many' },
     'incremental-marking': { type: 'boolean', default: false },
     perf: { type: 'string' },
+    // With --perf: record every thread of the server (workers, V8's helpers, libuv), not just the main one.
+    'perf-all': { type: 'boolean', default: false },
     // Flags for the server's node, e.g. a CPU profile of its threads (written as it exits on SIGTERM).
     'server-node-args': { type: 'string', default: '' },
     checkout: { type: 'string' },
+    // Also print the CPU ms a request of each kind of thread (by its name in /proc: node main, workers, libuv, V8's helpers).
+    'by-thread': { type: 'boolean', default: false },
   },
 });
 const root = new URL('..', import.meta.url).pathname;
@@ -53,11 +57,14 @@ const load = (c, s) => {
   return JSON.parse(r.stdout.trim().split('\n').pop());
 };
 /** CPU ms of each live thread of the server (utime + stime, USER_HZ = 100). */
+const names = {};
 const threads = () => {
   const out = {};
   for (const t of readdirSync(`/proc/${srv.pid}/task`)) {
     try {
-      const f = readFileSync(`/proc/${srv.pid}/task/${t}/stat`, 'utf8').split(') ')[1].split(' ');
+      const stat = readFileSync(`/proc/${srv.pid}/task/${t}/stat`, 'utf8');
+      names[t] = stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')'));
+      const f = stat.split(') ')[1].split(' ');
       out[t] = (Number(f[11]) + Number(f[12])) * 10;
     } catch {
       // the thread ended
@@ -68,7 +75,7 @@ const threads = () => {
 try {
   load('1', a.warm);
   const t0 = threads();
-  const perf = a.perf === undefined ? null : spawn('perf', ['record', '-F', '1999', '-g', '-t', String(srv.pid), '-o', a.perf, '--', 'sleep', a.seconds], { stdio: 'ignore' });
+  const perf = a.perf === undefined ? null : spawn('perf', ['record', '-F', '1999', '-g', a['perf-all'] ? '-p' : '-t', String(srv.pid), '-o', a.perf, '--', 'sleep', a.seconds], { stdio: 'ignore' });
   const r = load(a.connections, a.seconds);
   if (perf !== null) await new Promise((res) => perf.once('exit', res));
   const t1 = threads();
@@ -76,6 +83,15 @@ try {
   for (const k of Object.keys(t1)) all += t1[k] - (t0[k] ?? 0);
   const main = t1[srv.pid] - t0[srv.pid];
   const round = (x) => Math.round(x * 1000) / 1000;
+  if (a['by-thread']) {
+    // Threads share one name ('node'): listed by id, busiest first (the main thread's id is the pid).
+    const byThread = Object.keys(t1)
+      .map((k) => [k === String(srv.pid) ? 'main' : `${names[k]}:${k}`, round((t1[k] - (t0[k] ?? 0)) / r.requests)])
+      .filter(([, ms]) => ms > 0)
+      .sort((x, y) => y[1] - x[1]);
+    const byName = Object.fromEntries(byThread);
+    process.stdout.write(`${JSON.stringify({ cpuMsPerRequestByThread: byName })}\n`);
+  }
   process.stdout.write(
     `${JSON.stringify({ server: a.server + (a['incremental-marking'] ? ' (incremental marking)' : ''), connections: Number(a.connections), okPerSec: round(r.okPerSec), p50: r.p50, p99: r.p99, non2xx: r.requests - (r.byStatus[200] ?? 0), mainCpuMsPerRequest: round(main / r.requests), allCpuMsPerRequest: round(all / r.requests), peakRssMB: Math.round(srv.peakRssMB()) })}\n`,
   );

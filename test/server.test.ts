@@ -2,6 +2,7 @@
  * The HTTP API through fastify's inject(): every route, every error code and
  * status, auth on and off, compression, overload, metrics, OpenAPI, request logs.
  */
+import { Agent, get as httpGet } from 'node:http';
 import { Writable } from 'node:stream';
 import { gunzipSync, brotliDecompressSync, gzipSync } from 'node:zlib';
 import { promises as fsp } from 'node:fs';
@@ -93,6 +94,37 @@ describe('auth', () => {
     await expect(ts.store.info('newone')).rejects.toMatchObject({ code: 'session_not_found' });
     const ok = await app.inject({ url: '/v1/sessions', headers: { authorization: `bearer ${TOKEN}` } });
     expect(ok.statusCode).toBe(200);
+  });
+
+  it('checks every request of a keep-alive connection: one that passed does not let another value through', async () => {
+    const a = make(ts.store);
+    await a.listen({ port: 0, host: '127.0.0.1' });
+    const port = (a.server.address() as import('node:net').AddressInfo).port;
+    const agent = new Agent({ keepAlive: true, maxSockets: 1 });
+    const get = (headers: Record<string, string>) =>
+      new Promise<{ status: number; reused: boolean; code?: string }>((resolve, reject) => {
+        const req = httpGet({ host: '127.0.0.1', port, path: '/v1/sessions/alpha', agent, headers }, (res) => {
+          let body = '';
+          res.on('data', (d) => (body += d));
+          res.on('end', () => resolve({ status: res.statusCode ?? 0, reused: req.reusedSocket, ...(res.statusCode === 401 ? { code: JSON.parse(body).error.code } : {}) }));
+        });
+        req.on('error', reject);
+      });
+    try {
+      expect(await get(AUTH)).toEqual({ status: 200, reused: false });
+      expect(await get(AUTH)).toEqual({ status: 200, reused: true });
+      // The same connection, now with a wrong token, another scheme, a longer value, none at all.
+      for (const authorization of [`Bearer ${TOKEN}x`, `Bearer ${TOKEN.slice(0, -1)}`, `Basic ${TOKEN}`, `${AUTH.authorization} `.repeat(2)]) {
+        expect(await get({ authorization }), authorization).toEqual({ status: 401, reused: true, code: 'unauthorized' });
+      }
+      expect(await get({})).toEqual({ status: 401, reused: true, code: 'unauthorized' });
+      // Another spelling of the right token passes as before, and so does the first again.
+      expect(await get({ authorization: `bearer   ${TOKEN}` })).toEqual({ status: 200, reused: true });
+      expect(await get(AUTH)).toEqual({ status: 200, reused: true });
+      expect(await get({ authorization: `Bearer ${TOKEN}x` })).toEqual({ status: 401, reused: true, code: 'unauthorized' });
+    } finally {
+      agent.destroy();
+    }
   });
 
   it('serves without a token when auth is off', async () => {

@@ -101,16 +101,17 @@ export const errorsPlugin = globalPlugin('session-pager-errors', async (app: Fas
   });
   // A safety net for answers built by plugins in their own format (e.g. @fastify/cors's
   // text/plain "Invalid Preflight Request"): every 4xx/5xx leaves in the SPEC's shape.
-  app.addHook('onSend', async (request: FastifyRequest, reply: FastifyReply, payload: unknown) => {
-    if (reply.statusCode < 400 || request.method === 'HEAD') return payload;
-    if (String(reply.getHeader('content-type') ?? '').startsWith('application/json')) return payload;
-    if (payload !== null && payload !== undefined && typeof payload !== 'string' && !Buffer.isBuffer(payload)) return payload;
+  // Callback style: the 2xx answers it lets through cost no promise.
+  app.addHook('onSend', (request: FastifyRequest, reply: FastifyReply, payload: unknown, done: (err: Error | null, payload?: unknown) => void) => {
+    if (reply.statusCode < 400 || request.method === 'HEAD') return done(null, payload);
+    if (String(reply.getHeader('content-type') ?? '').startsWith('application/json')) return done(null, payload);
+    if (payload !== null && payload !== undefined && typeof payload !== 'string' && !Buffer.isBuffer(payload)) return done(null, payload);
     const code: ErrorCode = STATUS_CODE[reply.statusCode] ?? (reply.statusCode === 503 ? 'overloaded' : reply.statusCode >= 500 ? 'internal' : 'invalid_request');
     const text = payload === null || payload === undefined ? '' : payload.toString();
     const message = /^[\x20-\x7e]{1,200}$/.test(text) ? text : (STATUS_CODES[reply.statusCode] ?? 'error');
     reply.code(ERROR_STATUS[code]).type('application/json; charset=utf-8').removeHeader('content-length');
     opts.metrics.errors.inc({ code });
-    return JSON.stringify({ error: { code, message } });
+    done(null, JSON.stringify({ error: { code, message } }));
   });
   const notFound = (request: FastifyRequest, reply: FastifyReply) => {
     const path = (request.raw.url ?? '/').split('?')[0] as string;

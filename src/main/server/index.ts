@@ -17,7 +17,7 @@
  */
 import { constants as zc } from 'node:zlib';
 import compress from '@fastify/compress';
-import Fastify, { LogController, type FastifyInstance, type FastifyRequest } from 'fastify';
+import Fastify, { LogController, type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
 import { PagerError } from '../core/errors.js';
 import type { Store } from '../store-types.js';
 import { Admission } from './admission.js';
@@ -134,22 +134,25 @@ export function buildServer(store: Store, options: ServerOptions = {}): FastifyI
   app.register(errorsPlugin, { metrics, retryAfterSeconds: o.retryAfterSeconds, routes: routeTable });
   app.register(metricsPlugin, { metrics });
   if (o.corsOrigin !== null) registerCors(app, o.corsOrigin);
-  app.addHook('onRequest', async (request: FastifyRequest) => {
-    if (closing) throw new PagerError('overloaded', 'the server is shutting down; retry shortly');
+  // Hooks every request runs are callback-style: no promise and no microtask turn each.
+  app.addHook('onRequest', (request: FastifyRequest, _reply: FastifyReply, done: (err?: Error) => void) => {
+    if (closing) return done(new PagerError('overloaded', 'the server is shutting down; retry shortly'));
     if ((request.raw.url ?? '').length > o.maxUrlLength) {
-      throw new PagerError('uri_too_long', `request target is longer than ${o.maxUrlLength} characters`);
+      return done(new PagerError('uri_too_long', `request target is longer than ${o.maxUrlLength} characters`));
     }
     if (request.raw.httpVersion === '1.1' && request.headers.host === undefined) {
-      throw new PagerError('invalid_request', 'an HTTP/1.1 request needs a Host header');
+      return done(new PagerError('invalid_request', 'an HTTP/1.1 request needs a Host header'));
     }
+    done();
   });
   // Bodies are JSON; fastify's default text/plain parser would hand a string to the routes.
   app.removeContentTypeParser('text/plain');
-  app.addHook('onSend', async (request, reply) => {
+  app.addHook('onSend', (request: FastifyRequest, reply: FastifyReply, payload: unknown, done: (err: Error | null, payload?: unknown) => void) => {
     reply.header(REQUEST_ID_HEADER, request.id);
     // Responses finishing during shutdown close their connection, so the
     // server does not wait out keep-alive timeouts before it can stop.
     if (closing) reply.header('connection', 'close');
+    done(null, payload);
   });
   // Before @fastify/compress: request bodies are decoded by request-decoding.ts, not by it.
   addRequestDecoding(app, { bodyLimit: o.bodyLimit, drainLimit: o.bodyLimit });

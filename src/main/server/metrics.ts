@@ -162,7 +162,8 @@ function routeOf(request: FastifyRequest): string {
 export const metricsPlugin = globalPlugin('session-pager-metrics', async (app: FastifyInstance, opts: { metrics: ServerMetrics }) => {
   const m = opts.metrics;
   app.decorateRequest('pager', null);
-  app.addHook('onRequest', async (request: FastifyRequest, reply: FastifyReply) => {
+  // Callback-style hooks: every request runs them, and a promise each is not free.
+  app.addHook('onRequest', (request: FastifyRequest, reply: FastifyReply, done: () => void) => {
     const facts: RequestFacts = { bytes0: request.raw.socket?.bytesWritten ?? 0 };
     request.pager = facts;
     // onResponse runs only for completed responses; log the ones the client cut short too.
@@ -175,8 +176,9 @@ export const metricsPlugin = globalPlugin('session-pager-metrics', async (app: F
         'request aborted by the client',
       );
     });
+    done();
   });
-  app.addHook('onResponse', async (request: FastifyRequest, reply: FastifyReply) => {
+  app.addHook('onResponse', (request: FastifyRequest, reply: FastifyReply, done: () => void) => {
     const facts = request.pager ?? { bytes0: 0 };
     const route = routeOf(request);
     const seconds = reply.elapsedTime / 1000;
@@ -201,6 +203,7 @@ export const metricsPlugin = globalPlugin('session-pager-metrics', async (app: F
       },
       'request completed',
     );
+    done();
   });
 });
 

@@ -134,23 +134,25 @@ function decodedBody(body: Readable, codings: string[], o: RequestDecodingOption
  * unread bytes would reset it, and the client would lose the answer.
  */
 export function addRequestDecoding(app: FastifyInstance, o: RequestDecodingOptions): void {
-  app.addHook('onSend', async (request: FastifyRequest, _reply: FastifyReply, payload: unknown) => {
-    await drainUnreadBody(request.raw, o.drainLimit);
-    return payload;
+  // Callback-style hooks: a request with no body to drain or decode (every GET) costs no promise.
+  app.addHook('onSend', (request: FastifyRequest, _reply: FastifyReply, payload: unknown, done: (err: Error | null, payload?: unknown) => void) => {
+    const raw = request.raw;
+    if (raw.complete || raw.destroyed || !hasBody(raw)) return done(null, payload);
+    drainUnreadBody(raw, o.drainLimit).then(() => done(null, payload), done);
   });
   app.addHook('onRoute', (route) => {
     (route as { decompress?: unknown }).decompress = false;
   });
-  app.addHook('preParsing', async (request: FastifyRequest, reply: FastifyReply, payload) => {
+  app.addHook('preParsing', (request: FastifyRequest, reply: FastifyReply, payload: Readable, done: (err: Error | null, payload?: Readable) => void) => {
     const header = request.headers['content-encoding'];
-    if (header === undefined || !hasBody(request.raw)) return payload;
+    if (header === undefined || !hasBody(request.raw)) return done(null, payload);
     const codings = parseContentEncoding(Array.isArray(header) ? header.join(',') : header);
-    if (codings.length === 0) return payload;
+    if (codings.length === 0) return done(null, payload);
     const unknown = codings.find((c) => !(c in DECODERS));
     if (unknown !== undefined) {
       reply.header('accept-encoding', ACCEPTED_REQUEST_ENCODINGS);
-      throw new PagerError('unsupported_media_type', `Content-Encoding ${JSON.stringify(unknown.slice(0, 40))} is not supported; use ${ACCEPTED_REQUEST_ENCODINGS} or none`);
+      return done(new PagerError('unsupported_media_type', `Content-Encoding ${JSON.stringify(unknown.slice(0, 40))} is not supported; use ${ACCEPTED_REQUEST_ENCODINGS} or none`));
     }
-    return decodedBody(payload, codings, o);
+    done(null, decodedBody(payload, codings, o));
   });
 }

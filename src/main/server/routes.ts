@@ -87,7 +87,11 @@ export async function routes(app: FastifyInstance, o: RoutesOptions): Promise<vo
     reply.raw.once('close', () => release());
   };
   const releases = new WeakMap<FastifyRequest, Release>();
-  const releasePage = async (request: FastifyRequest) => releases.get(request)?.();
+  const releasePage = (request: FastifyRequest) => releases.get(request)?.();
+  const releaseHook = (request: FastifyRequest, _reply: FastifyReply, done: () => void) => {
+    releasePage(request);
+    done();
+  };
 
   // Params, query strings and bodies are validated by the route schemas (schemas.ts, validation.ts).
   // The catalog takes the page's coding path (zstd > gzip > br), not @fastify/compress's (br, gzip only).
@@ -110,7 +114,7 @@ export async function routes(app: FastifyInstance, o: RoutesOptions): Promise<vo
     return store.info(sessionId(request));
   });
 
-  app.get('/v1/sessions/:id/page', { onRequest: admitPage, onResponse: releasePage, handlerTimeout: o.opts.pageTimeoutMs, compress: false, schema: PAGE_SCHEMA }, async (request: FastifyRequest, reply: FastifyReply) => {
+  app.get('/v1/sessions/:id/page', { onRequest: admitPage, onResponse: releaseHook, handlerTimeout: o.opts.pageTimeoutMs, compress: false, schema: PAGE_SCHEMA }, async (request: FastifyRequest, reply: FastifyReply) => {
     const id = sessionId(request);
     // Ranges that depend on the session (throughSeq past the last committed seq) are checked by the store.
     const params = pageParams(request.query as Record<string, unknown>);
@@ -165,7 +169,7 @@ export async function routes(app: FastifyInstance, o: RoutesOptions): Promise<vo
       await hub.handle(request, reply, id, maxMessages, lastEventId);
     } finally {
       // The snapshot is written (or the follow failed): a hijacked reply runs no onResponse hook.
-      await releasePage(request);
+      releasePage(request);
     }
     return reply;
   });
