@@ -62,12 +62,14 @@ import { spawn } from 'node:child_process';
 import { pathMaker, runClientsThreaded } from './overload-clients.mjs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { loadavg, tmpdir } from 'node:os';
-import { readFileSync } from 'node:fs';
+import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { randomBytes } from 'node:crypto';
 
 const ROOT = new URL('..', import.meta.url).pathname;
+/** /proc's clock ticks per second (USER_HZ: 100 on Linux). */
+const CLOCK_TICKS = 100;
 const { generateSession } = await import(new URL('dist/main/gen/generate.js', new URL('..', import.meta.url)).href);
 
 const { values } = parseArgs({
@@ -250,7 +252,7 @@ try {
   const bytes = (await sample.arrayBuffer()).byteLength;
   out.sampleBytes = bytes;
   log(`server ${base}, scenario ${values.scenario}, maxMessages ${maxMessages}, ${values.encoding}, a page ~${Math.round(bytes / 1024)} KiB on the wire, ${duration} s per run`);
-  log('conns  mode     goodput/s  share   p50 ms   p99 ms   max ms   503/s  other errors  server mean ms  server cpu  client cpu  rss/peak MB  load  recovery ms');
+  log('conns  mode     goodput/s  share   p50 ms   p99 ms   max ms   503/s  other errors  server mean ms  server cpu (main)  client cpu  rss/peak MB  load  recovery ms');
   // Server-side view: time from request to response written, for the pages it answered (200; attach: to the snapshot).
   const route = values.scenario === 'attach' ? '/v1/sessions/:id/follow' : '/v1/sessions/:id/page';
   const serverSide = async () => {
@@ -258,11 +260,11 @@ try {
     const num = (re) => Number(re.exec(m)?.[1] ?? 0);
     return {
       sum: num(new RegExp(`^session_pager_http_request_duration_seconds_sum\\{method="GET",route="${route}",status_code="200"\\} (\\S+)$`, 'm')),
-      cpu: num(/^process_cpu_seconds_total (\S+)$/m),
       // 503s by cause: admission's (gate full or waited too long) against all overloaded answers
       // (the rest: the pool's queue or the event loop's lag, checked before admission).
       shedAdmission: num(/^session_pager_admission_shed_total (\S+)$/m),
       shedAll: num(/^session_pager_errors_total\{code="overloaded"\} (\S+)$/m),
+      shedWaited: num(/^session_pager_admission_shed_waited_total (\S+)$/m),
       t: performance.now(),
       count: num(new RegExp(`^session_pager_http_request_duration_seconds_count\\{method="GET",route="${route}",status_code="200"\\} (\\S+)$`, 'm')),
       // The latency histogram's cumulative buckets (le -> count), for the server's own p99.
@@ -314,6 +316,26 @@ try {
     };
   };
   // The server's memory from the OS: resident now and the peak so far (MB).
+  // CPU seconds of a process's threads from the OS (/proc/<pid>/task/*/stat, utime + stime): its
+  // main thread (tid = pid) and the rest (worker threads, V8's and libuv's helpers). The main
+  // thread is the server's one event loop; at 100% it, not the machine, limits what is served.
+  const threadCpu = (pid) => {
+    let main = 0;
+    let rest = 0;
+    try {
+      for (const tid of readdirSync(`/proc/${pid}/task`)) {
+        const st = readFileSync(`/proc/${pid}/task/${tid}/stat`, 'utf8');
+        const f = st.slice(st.lastIndexOf(')') + 2).split(' ');
+        const s = (Number(f[11]) + Number(f[12])) / CLOCK_TICKS;
+        if (tid === String(pid)) main += s;
+        else rest += s;
+      }
+    } catch {
+      // a thread that ended between the listing and its read: counted up to its last read
+    }
+    return { main, rest, t: performance.now() };
+  };
+  const cores = (a, b, k) => Math.round(((b[k] - a[k]) / ((b.t - a.t) / 1000)) * 100) / 100;
   const serverRss = () => {
     try {
       const st = readFileSync(`/proc/${server.pid}/status`, 'utf8');
@@ -351,19 +373,36 @@ try {
     for (const mode of round % 2 === 0 ? modes : [...modes].reverse()) {
       const before = await serverSide();
       const loadStart = loadavg()[0];
-      const clientStart = [process.cpuUsage(), performance.now()];
+      const cpuStart = { server: threadCpu(server.pid), client: threadCpu(process.pid) };
       const gate = sampleGate(base, headers);
+      // The CPU and the gate are taken over the run's own seconds, at its end: the clients return
+      // only when their last answers arrive, and a shed answer is held up to the pacer's longest
+      // hold (4 s), so measured to the clients' return a 5 s run at 256 connections ignoring
+      // Retry-After was up to 9 s, the last 4 idle, which halved its server CPU and showed the gate
+      // dry half the time (12-02: 0.86 cores, dry 0.50; over the run itself the gate was dry 0.21).
+      const atEnd = new Promise((res) =>
+        setTimeout(async () => res({ gate: await gate.stop(), cpu: { server: threadCpu(server.pid), client: threadCpu(process.pid) }, shed: await serverSide() }), duration * 1000),
+      );
       const r = await runMode(base, headers, pathSpec, conns, mode);
-      Object.assign(r, await gate.stop());
-      // The load generator's own CPU (cores): on the same cores as the server, what it takes the server does not get.
-      const clientUsed = process.cpuUsage(clientStart[0]);
-      r.clientCpu = Math.round(((clientUsed.user + clientUsed.system) / 1000 / (performance.now() - clientStart[1])) * 100) / 100;
+      const end = await atEnd;
+      Object.assign(r, end.gate);
+      // The load generator's own CPU (cores; client threads included): on the same cores as the
+      // server, what it takes the server does not get. Its main thread apart (with --client-threads
+      // 1 it runs every client).
+      r.clientCpu = Math.round((cores(cpuStart.client, end.cpu.client, 'main') + cores(cpuStart.client, end.cpu.client, 'rest')) * 100) / 100;
+      r.clientMainCpu = cores(cpuStart.client, end.cpu.client, 'main');
+      r.serverMainCpu = cores(cpuStart.server, end.cpu.server, 'main');
+      r.serverRestCpu = cores(cpuStart.server, end.cpu.server, 'rest');
+      // 503s within the run by cause (admission.ts): shed at once (no slot free soon enough) or
+      // after waiting out the queue's time bound.
+      r.shedWaited = end.shed.shedWaited - before.shedWaited;
+      r.shedAtOnce = end.shed.shedAdmission - before.shedAdmission - r.shedWaited;
       r.recoveryMs = await recovery();
       r.load = [Math.round(loadStart * 10) / 10, Math.round(loadavg()[0] * 10) / 10];
       Object.assign(r, serverRss());
       const after = await serverSide();
       r.shedNotAdmission = after.shedAll - before.shedAll - (after.shedAdmission - before.shedAdmission);
-      r.serverCpu = Math.round(((after.cpu - before.cpu) / ((after.t - before.t) / 1000)) * 100) / 100;
+      r.serverCpu = Math.round((r.serverMainCpu + r.serverRestCpu) * 100) / 100;
       // The server's own p99 (upper bound of the histogram bucket that holds it), ms.
       {
         const n = after.count - before.count;
@@ -381,7 +420,7 @@ try {
       r.round = round;
       out.runs.push(r);
       log(
-        `${String(conns).padStart(5)}  ${mode.padEnd(7)} ${String(r.goodput).padStart(10)}  ${'     '}  ${String(r.p50).padStart(7)}  ${String(r.p99).padStart(7)}  ${String(r.max).padStart(7)}  ${String(r.shedPerSecond).padStart(6)}  ${String(r.other).padStart(5)} ${String(r.errors).padStart(6)}  ${String(r.serverMeanMs).padStart(8)}  ${String(r.serverCpu).padStart(6)}  ${String(r.clientCpu).padStart(6)}  ${r.rssMb}/${r.peakRssMb}  ${r.load.join('-')}  ${r.recoveryMs.join(' ')}${r.connectP99 !== undefined ? `  (p99 to connect ${r.connectP99}, to head ${r.headP99})` : ''}  server p99 <= ${r.serverP99Ms} ms  gate: ${r.slotsHeld} held, ${r.queued} queued, bound ${r.queueBoundMs} ms, dry ${r.gateDry} (server's own: ${r.slotsHeldTimed} held, dry ${r.gateDryTimed}), 503s not admission's ${r.shedNotAdmission}`,
+        `${String(conns).padStart(5)}  ${mode.padEnd(7)} ${String(r.goodput).padStart(10)}  ${'     '}  ${String(r.p50).padStart(7)}  ${String(r.p99).padStart(7)}  ${String(r.max).padStart(7)}  ${String(r.shedPerSecond).padStart(6)}  ${String(r.other).padStart(5)} ${String(r.errors).padStart(6)}  ${String(r.serverMeanMs).padStart(8)}  ${String(r.serverCpu).padStart(6)} (${r.serverMainCpu})  ${String(r.clientCpu).padStart(6)}  ${r.rssMb}/${r.peakRssMb}  ${r.load.join('-')}  ${r.recoveryMs.join(' ')}${r.connectP99 !== undefined ? `  (p99 to connect ${r.connectP99}, to head ${r.headP99})` : ''}  server p99 <= ${r.serverP99Ms} ms  gate: ${r.slotsHeld} held, ${r.queued} queued, bound ${r.queueBoundMs} ms, dry ${r.gateDry} (server's own: ${r.slotsHeldTimed} held, dry ${r.gateDryTimed}), 503s at once ${r.shedAtOnce}, after the queue bound ${r.shedWaited}, not admission's ${r.shedNotAdmission}`,
       );
       // Let queued work and Retry-After pauses drain between runs.
       await new Promise((res) => setTimeout(res, 1500));
