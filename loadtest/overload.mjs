@@ -68,6 +68,8 @@ import { parseArgs } from 'node:util';
 import { randomBytes } from 'node:crypto';
 
 const ROOT = new URL('..', import.meta.url).pathname;
+/** prom-client's event-loop monitor interval, ms (its eventLoopMonitoringPrecision default). */
+const SERVER_LOOP_RESOLUTION_MS = 10;
 /** /proc's clock ticks per second (USER_HZ: 100 on Linux). */
 const CLOCK_TICKS = 100;
 const { generateSession } = await import(new URL('dist/main/gen/generate.js', new URL('..', import.meta.url)).href);
@@ -190,8 +192,10 @@ async function runIgnore(base, headers, pathFor, conns, seconds = duration) {
  */
 async function runLoop(base, headers, pathSpec, conns, mode, seconds = duration) {
   const opts = { base, headers, path: pathSpec, conns, mode, seconds, holdMs, burst: values.burst };
-  const { lat, phases, counts, seconds: took } = await runClientsThreaded(opts, clientThreads);
+  const { lat, phases, counts, seconds: took, loopDelay } = await runClientsThreaded(opts, clientThreads);
   const r = summarize(conns, mode, took, lat, counts);
+  // The load generator's event-loop delay over the run (ms; the worst client thread's).
+  r.clientLoopDelay = loopDelay;
   // Attach: p99 of the time to the connection and to the answer's head (the snapshot's p99 is p99).
   for (const [k, xs] of Object.entries(phases)) if (xs.length > 0) r[`${k}P99`] = Math.round(percentile(xs.sort((a, b) => a - b), 99) * 100) / 100;
   return r;
@@ -284,6 +288,7 @@ try {
   // not all held while requests are shed say the gate, not the CPU, limits goodput.
   const sampleGate = (base, headers) => {
     const xs = [];
+    const loops = [];
     let stopped = false;
     // The gate integrated over time by the server itself, from the run's start to its end (not
     // biased towards the moments the sampler is answered): slot-seconds held and seconds dry.
@@ -298,7 +303,14 @@ try {
       while (!stopped) {
         await new Promise((res) => setTimeout(res, 100));
         const m = await metricsNow();
-        if (m !== '') xs.push([num(m, 'admission_in_flight'), num(m, 'admission_queued'), num(m, 'admission_queue_bound_seconds') * 1000]);
+        if (m === '') continue;
+        xs.push([num(m, 'admission_in_flight'), num(m, 'admission_queued'), num(m, 'admission_queue_bound_seconds') * 1000]);
+        // The server's event-loop delay in the ~100 ms since the last scrape (prom-client's
+        // monitor, reset at each scrape, 10 ms resolution): what a request waits before the
+        // server reads it, which its own latency histogram (request to response) does not hold.
+        // Its samples are the timer's interval plus the delay: the interval (10 ms) is taken off.
+        const lag = (k) => Math.max(0, Number(new RegExp(`^nodejs_eventloop_lag_${k}_seconds (\\S+)$`, 'm').exec(m)?.[1] ?? NaN) * 1000 - SERVER_LOOP_RESOLUTION_MS);
+        loops.push([lag('p99'), lag('max')]);
       }
     })();
     return {
@@ -311,7 +323,9 @@ try {
         // Samples with a slot free and nobody waiting for it: the gate ran dry (the clients were elsewhere).
         const most = Math.max(0, ...xs.map((x) => x[0]));
         const dry = xs.length === 0 ? null : Math.round((xs.filter((x) => x[0] < most && x[1] === 0).length / xs.length) * 100) / 100;
-        return { slotsHeld: mean(0), queued: mean(1), queueBoundMs: mean(2), gateDry: dry, slotsHeldTimed: Math.round(((b.slot - a.slot) / dt) * 10) / 10, gateDryTimed: Math.round(((b.dry - a.dry) / dt) * 100) / 100 };
+        const p99s = loops.map((l) => l[0]).filter(Number.isFinite).sort((a, b) => a - b);
+        const serverLoopDelay = p99s.length === 0 ? null : { p99Median: Math.round(percentile(p99s, 50) * 10) / 10, max: Math.round(Math.max(...loops.map((l) => l[1]).filter(Number.isFinite)) * 10) / 10 };
+        return { serverLoopDelay, slotsHeld: mean(0), queued: mean(1), queueBoundMs: mean(2), gateDry: dry, slotsHeldTimed: Math.round(((b.slot - a.slot) / dt) * 10) / 10, gateDryTimed: Math.round(((b.dry - a.dry) / dt) * 100) / 100 };
       },
     };
   };
@@ -381,7 +395,10 @@ try {
       // Retry-After was up to 9 s, the last 4 idle, which halved its server CPU and showed the gate
       // dry half the time (12-02: 0.86 cores, dry 0.50; over the run itself the gate was dry 0.21).
       const atEnd = new Promise((res) =>
-        setTimeout(async () => res({ gate: await gate.stop(), cpu: { server: threadCpu(server.pid), client: threadCpu(process.pid) }, shed: await serverSide() }), duration * 1000),
+        setTimeout(async () => {
+          const cpu = { server: threadCpu(server.pid), client: threadCpu(process.pid) };
+          res({ cpu, gate: await gate.stop(), shed: await serverSide() });
+        }, duration * 1000),
       );
       const r = await runMode(base, headers, pathSpec, conns, mode);
       const end = await atEnd;
@@ -393,6 +410,8 @@ try {
       r.clientMainCpu = cores(cpuStart.client, end.cpu.client, 'main');
       r.serverMainCpu = cores(cpuStart.server, end.cpu.server, 'main');
       r.serverRestCpu = cores(cpuStart.server, end.cpu.server, 'rest');
+      // The seconds the CPU and the gate were measured over (the run's, not its drain's).
+      r.windowSeconds = Math.round((end.cpu.server.t - cpuStart.server.t) / 10) / 100;
       // 503s within the run by cause (admission.ts): shed at once (no slot free soon enough) or
       // after waiting out the queue's time bound.
       r.shedWaited = end.shed.shedWaited - before.shedWaited;
@@ -420,7 +439,7 @@ try {
       r.round = round;
       out.runs.push(r);
       log(
-        `${String(conns).padStart(5)}  ${mode.padEnd(7)} ${String(r.goodput).padStart(10)}  ${'     '}  ${String(r.p50).padStart(7)}  ${String(r.p99).padStart(7)}  ${String(r.max).padStart(7)}  ${String(r.shedPerSecond).padStart(6)}  ${String(r.other).padStart(5)} ${String(r.errors).padStart(6)}  ${String(r.serverMeanMs).padStart(8)}  ${String(r.serverCpu).padStart(6)} (${r.serverMainCpu})  ${String(r.clientCpu).padStart(6)}  ${r.rssMb}/${r.peakRssMb}  ${r.load.join('-')}  ${r.recoveryMs.join(' ')}${r.connectP99 !== undefined ? `  (p99 to connect ${r.connectP99}, to head ${r.headP99})` : ''}  server p99 <= ${r.serverP99Ms} ms  gate: ${r.slotsHeld} held, ${r.queued} queued, bound ${r.queueBoundMs} ms, dry ${r.gateDry} (server's own: ${r.slotsHeldTimed} held, dry ${r.gateDryTimed}), 503s at once ${r.shedAtOnce}, after the queue bound ${r.shedWaited}, not admission's ${r.shedNotAdmission}`,
+        `${String(conns).padStart(5)}  ${mode.padEnd(7)} ${String(r.goodput).padStart(10)}  ${'     '}  ${String(r.p50).padStart(7)}  ${String(r.p99).padStart(7)}  ${String(r.max).padStart(7)}  ${String(r.shedPerSecond).padStart(6)}  ${String(r.other).padStart(5)} ${String(r.errors).padStart(6)}  ${String(r.serverMeanMs).padStart(8)}  ${String(r.serverCpu).padStart(6)} (${r.serverMainCpu})  ${String(r.clientCpu).padStart(6)}  ${r.rssMb}/${r.peakRssMb}  ${r.load.join('-')}  ${r.recoveryMs.join(' ')}${r.connectP99 !== undefined ? `  (p99 to connect ${r.connectP99}, to head ${r.headP99})` : ''}${r.clientLoopDelay !== undefined ? `  client loop delay p50/p99/max ${r.clientLoopDelay.p50}/${r.clientLoopDelay.p99}/${r.clientLoopDelay.max} ms` : ''}${r.serverLoopDelay ? `  server loop delay p99 (median of 100 ms windows) ${r.serverLoopDelay.p99Median}, max ${r.serverLoopDelay.max} ms` : ''}  server p99 <= ${r.serverP99Ms} ms  gate: ${r.slotsHeld} held, ${r.queued} queued, bound ${r.queueBoundMs} ms, dry ${r.gateDry} (server's own: ${r.slotsHeldTimed} held, dry ${r.gateDryTimed}), 503s at once ${r.shedAtOnce}, after the queue bound ${r.shedWaited}, not admission's ${r.shedNotAdmission}`,
       );
       // Let queued work and Retry-After pauses drain between runs.
       await new Promise((res) => setTimeout(res, 1500));
@@ -447,6 +466,20 @@ try {
   const capacity = Math.max(...out.levels.map((l) => l.goodput));
   out.capacity = capacity;
   for (const x of [...out.runs, ...out.levels]) x.share = Math.round((x.goodput / capacity) * 100) / 100;
+  // The same judged within each round: a run against the best run of its own round (the runs of a
+  // round are minutes apart at most), the level by the median over its rounds. The machine's speed
+  // drifts by 10-40% between rounds (the others' work, the heap a run leaves), which the share of
+  // medians takes for a difference between levels; within a round every level meets the same drift.
+  for (const r of out.runs) r.roundShare = Math.round((r.goodput / Math.max(...out.runs.filter((x) => x.round === r.round).map((x) => x.goodput))) * 100) / 100;
+  for (const l of out.levels) {
+    const rs = out.runs.filter((r) => r.connections === l.connections && r.mode === l.mode);
+    l.roundShare = median(rs.map((r) => r.roundShare));
+    // Beside the p99 the clients saw: the server's own (its histogram's bucket bound) and the load
+    // generator's event-loop delay p99, which every latency it times may include.
+    l.serverP99Ms = median(rs.map((r) => r.serverP99Ms));
+    l.clientLoopDelayP99 = median(rs.map((r) => r.clientLoopDelay?.p99 ?? null));
+    l.clientMainCpu = median(rs.map((r) => r.clientMainCpu ?? null));
+  }
   const unloaded = out.levels.find((l) => l.connections === Math.min(...levels) && l.mode === modes[0]);
   out.unloadedP99 = unloaded?.p99 ?? null;
   for (const x of [...out.runs, ...out.levels]) x.p99Ratio = out.unloadedP99 && x.p99 !== null ? Math.round((x.p99 / out.unloadedP99) * 100) / 100 : null;
@@ -461,7 +494,7 @@ try {
     }
   }
   log(`capacity (best goodput${rounds > 1 ? `, median of ${rounds} rounds` : ''}): ${capacity}/s; unloaded p99 (${unloaded?.connections} conn): ${out.unloadedP99} ms`);
-  for (const l of out.levels) log(`  ${String(l.connections).padStart(4)} ${l.mode.padEnd(7)} goodput ${Math.round(l.share * 100)}% of capacity${rounds > 1 ? ` (runs ${l.goodputs.join(', ')}/s)` : ''}, p99 ${l.p99Ratio ?? '-'}x unloaded (pooled over rounds ${l.p99Pooled} ms, ${l.p99PooledRatio ?? '-'}x), ${l.p99VsCapacity ?? '-'}x at capacity (${l.capacityConnections ?? '-'} conns)`);
+  for (const l of out.levels) log(`  ${String(l.connections).padStart(4)} ${l.mode.padEnd(7)} goodput ${Math.round(l.share * 100)}% of capacity${rounds > 1 ? ` (runs ${l.goodputs.join(', ')}/s; ${Math.round(l.roundShare * 100)}% of its round's best, median)` : ''}, p99 ${l.p99Ratio ?? '-'}x unloaded (pooled over rounds ${l.p99Pooled} ms, ${l.p99PooledRatio ?? '-'}x), ${l.p99VsCapacity ?? '-'}x at capacity (${l.capacityConnections ?? '-'} conns); server's own p99 <= ${l.serverP99Ms} ms, load generator's loop delay p99 ${l.clientLoopDelayP99} ms at ${l.clientMainCpu} of a core`);
   if (values.json) process.stdout.write(JSON.stringify(out) + '\n');
 } finally {
   if (server && server.exitCode === null) {
