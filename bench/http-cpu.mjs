@@ -16,10 +16,10 @@
 // --incremental-marking runs serve with V8's default GC (SESSION_PAGER_INCREMENTAL_MARKING=1);
 // --perf FILE records the main thread with `perf record -g` while measured (JS frames named).
 import { spawn, spawnSync } from 'node:child_process';
-import { readFileSync, readdirSync, rmSync } from 'node:fs';
+import { readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
-import { linkedDataDir, startPeer, startService } from './servers.mjs';
+import { linkedDataDir, startPeer, startService, threadCpuSecondsOf } from './servers.mjs';
 
 const { values: a } = parseArgs({
   options: {
@@ -52,19 +52,8 @@ const load = (c, s) => {
   if (r.status !== 0) throw new Error(`http-load failed: ${r.stderr}`);
   return JSON.parse(r.stdout.trim().split('\n').pop());
 };
-/** CPU ms of each live thread of the server (utime + stime, USER_HZ = 100). */
-const threads = () => {
-  const out = {};
-  for (const t of readdirSync(`/proc/${srv.pid}/task`)) {
-    try {
-      const f = readFileSync(`/proc/${srv.pid}/task/${t}/stat`, 'utf8').split(') ')[1].split(' ');
-      out[t] = (Number(f[11]) + Number(f[12])) * 10;
-    } catch {
-      // the thread ended
-    }
-  }
-  return out;
-};
+/** CPU ms of each live thread of the server. */
+const threads = () => Object.fromEntries(Object.entries(threadCpuSecondsOf(srv.pid)).map(([t, s]) => [t, s * 1000]));
 try {
   load('1', a.warm);
   const t0 = threads();

@@ -164,7 +164,7 @@ export async function runClients({ base, headers, path, conns, mode, seconds, ho
   loopDelay.disable();
   agent.destroy();
   // A sample is the timer's interval (1 ms) plus the delay: the interval is taken off.
-  const ms = (ns) => Math.max(0, Math.round(ns / 1e4) / 100 - 1);
+  const ms = (ns) => Math.max(0, Math.round(ns / 1e4 - 100) / 100);
   return { lat, phases, counts, seconds: Math.min(seconds, (performance.now() - t0) / 1000), loopDelay: { p50: ms(loopDelay.percentile(50)), p99: ms(loopDelay.percentile(99)), max: ms(loopDelay.max) } };
 }
 

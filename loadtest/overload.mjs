@@ -67,7 +67,8 @@ import { spawn } from 'node:child_process';
 import { pathMaker, runClientsThreaded } from './overload-clients.mjs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { loadavg, tmpdir } from 'node:os';
-import { readdirSync, readFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
+import { threadCpuSecondsOf } from '../bench/servers.mjs';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { randomBytes } from 'node:crypto';
@@ -75,8 +76,6 @@ import { randomBytes } from 'node:crypto';
 const ROOT = new URL('..', import.meta.url).pathname;
 /** prom-client's event-loop monitor interval, ms (its eventLoopMonitoringPrecision default). */
 const SERVER_LOOP_RESOLUTION_MS = 10;
-/** /proc's clock ticks per second (USER_HZ: 100 on Linux). */
-const CLOCK_TICKS = 100;
 const { generateSession } = await import(new URL('dist/main/gen/generate.js', new URL('..', import.meta.url)).href);
 
 const { values } = parseArgs({
@@ -274,6 +273,12 @@ try {
       shedAdmission: num(/^session_pager_admission_shed_total (\S+)$/m),
       shedAll: num(/^session_pager_errors_total\{code="overloaded"\} (\S+)$/m),
       shedWaited: num(/^session_pager_admission_shed_waited_total (\S+)$/m),
+      // The main thread's full collections (prom-client's GC histogram): each one a pause of the one
+      // event loop, which every request arriving meanwhile waits out before the server reads it.
+      majorGcs: num(/^nodejs_gc_duration_seconds_count\{kind="major"\} (\S+)$/m),
+      majorGcSeconds: num(/^nodejs_gc_duration_seconds_sum\{kind="major"\} (\S+)$/m),
+      // Its pauses of 10-100 ms (the histogram's buckets: le 0.01 and le 0.1).
+      majorGcOver10: num(/^nodejs_gc_duration_seconds_bucket\{le="0.1",kind="major"\} (\S+)$/m) - num(/^nodejs_gc_duration_seconds_bucket\{le="0.01",kind="major"\} (\S+)$/m),
       t: performance.now(),
       count: num(new RegExp(`^session_pager_http_request_duration_seconds_count\\{method="GET",route="${route}",status_code="200"\\} (\\S+)$`, 'm')),
       // The latency histogram's cumulative buckets (le -> count), for the server's own p99.
@@ -341,16 +346,9 @@ try {
   const threadCpu = (pid) => {
     let main = 0;
     let rest = 0;
-    try {
-      for (const tid of readdirSync(`/proc/${pid}/task`)) {
-        const st = readFileSync(`/proc/${pid}/task/${tid}/stat`, 'utf8');
-        const f = st.slice(st.lastIndexOf(')') + 2).split(' ');
-        const s = (Number(f[11]) + Number(f[12])) / CLOCK_TICKS;
-        if (tid === String(pid)) main += s;
-        else rest += s;
-      }
-    } catch {
-      // a thread that ended between the listing and its read: counted up to its last read
+    for (const [tid, s] of Object.entries(threadCpuSecondsOf(pid))) {
+      if (tid === String(pid)) main += s;
+      else rest += s;
     }
     return { main, rest, t: performance.now() };
   };
@@ -420,6 +418,9 @@ try {
       // 503s within the run by cause (admission.ts): shed at once (no slot free soon enough) or
       // after waiting out the queue's time bound.
       r.shedWaited = end.shed.shedWaited - before.shedWaited;
+      r.majorGcs = end.shed.majorGcs - before.majorGcs;
+      r.majorGcMs = Math.round((end.shed.majorGcSeconds - before.majorGcSeconds) * 1000);
+      r.majorGcsOver10Ms = end.shed.majorGcOver10 - before.majorGcOver10;
       r.shedAtOnce = end.shed.shedAdmission - before.shedAdmission - r.shedWaited;
       r.recoveryMs = await recovery();
       r.load = [Math.round(loadStart * 10) / 10, Math.round(loadavg()[0] * 10) / 10];
@@ -444,7 +445,7 @@ try {
       r.round = round;
       out.runs.push(r);
       log(
-        `${String(conns).padStart(5)}  ${mode.padEnd(7)} ${String(r.goodput).padStart(10)}  ${'     '}  ${String(r.p50).padStart(7)}  ${String(r.p99).padStart(7)}  ${String(r.max).padStart(7)}  ${String(r.shedPerSecond).padStart(6)}  ${String(r.other).padStart(5)} ${String(r.errors).padStart(6)}  ${String(r.serverMeanMs).padStart(8)}  ${String(r.serverCpu).padStart(6)} (${r.serverMainCpu})  ${String(r.clientCpu).padStart(6)}  ${r.rssMb}/${r.peakRssMb}  ${r.load.join('-')}  ${r.recoveryMs.join(' ')}${r.connectP99 !== undefined ? `  (p99 to connect ${r.connectP99}, to head ${r.headP99})` : ''}${r.clientLoopDelay !== undefined ? `  client loop delay p50/p99/max ${r.clientLoopDelay.p50}/${r.clientLoopDelay.p99}/${r.clientLoopDelay.max} ms` : ''}${r.serverLoopDelay ? `  server loop delay p99 (median of 100 ms windows) ${r.serverLoopDelay.p99Median}, max ${r.serverLoopDelay.max} ms` : ''}  server p99 <= ${r.serverP99Ms} ms  gate: ${r.slotsHeld} held, ${r.queued} queued, bound ${r.queueBoundMs} ms, dry ${r.gateDry} (server's own: ${r.slotsHeldTimed} held, dry ${r.gateDryTimed}), 503s at once ${r.shedAtOnce}, after the queue bound ${r.shedWaited}, not admission's ${r.shedNotAdmission}`,
+        `${String(conns).padStart(5)}  ${mode.padEnd(7)} ${String(r.goodput).padStart(10)}  ${'     '}  ${String(r.p50).padStart(7)}  ${String(r.p99).padStart(7)}  ${String(r.max).padStart(7)}  ${String(r.shedPerSecond).padStart(6)}  ${String(r.other).padStart(5)} ${String(r.errors).padStart(6)}  ${String(r.serverMeanMs).padStart(8)}  ${String(r.serverCpu).padStart(6)} (${r.serverMainCpu})  ${String(r.clientCpu).padStart(6)}  ${r.rssMb}/${r.peakRssMb}  ${r.load.join('-')}  ${r.recoveryMs.join(' ')}${r.connectP99 !== undefined ? `  (p99 to connect ${r.connectP99}, to head ${r.headP99})` : ''}${r.clientLoopDelay !== undefined ? `  client loop delay p50/p99/max ${r.clientLoopDelay.p50}/${r.clientLoopDelay.p99}/${r.clientLoopDelay.max} ms` : ''}${r.serverLoopDelay ? `  server loop delay p99 (median of 100 ms windows) ${r.serverLoopDelay.p99Median}, max ${r.serverLoopDelay.max} ms` : ''}  main thread's full GCs ${r.majorGcs} (${r.majorGcsOver10Ms} over 10 ms), ${r.majorGcMs} ms  server p99 <= ${r.serverP99Ms} ms  gate: ${r.slotsHeld} held, ${r.queued} queued, bound ${r.queueBoundMs} ms, dry ${r.gateDry} (server's own: ${r.slotsHeldTimed} held, dry ${r.gateDryTimed}), 503s at once ${r.shedAtOnce}, after the queue bound ${r.shedWaited}, not admission's ${r.shedNotAdmission}`,
       );
       // Let queued work and Retry-After pauses drain between runs.
       await new Promise((res) => setTimeout(res, 1500));
