@@ -16,10 +16,10 @@
 // --incremental-marking runs serve with V8's default GC (SESSION_PAGER_INCREMENTAL_MARKING=1);
 // --perf FILE records the main thread with `perf record -g` while measured (JS frames named).
 import { spawn, spawnSync } from 'node:child_process';
-import { readFileSync, readdirSync, rmSync } from 'node:fs';
+import { readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
-import { linkedDataDir, startPeer, startService } from './servers.mjs';
+import { linkedDataDir, startPeer, startService, threadCpuSecondsOf } from './servers.mjs';
 
 const { values: a } = parseArgs({
   options: {
@@ -56,21 +56,15 @@ const load = (c, s) => {
   if (r.status !== 0) throw new Error(`http-load failed: ${r.stderr}`);
   return JSON.parse(r.stdout.trim().split('\n').pop());
 };
-/** CPU ms of each live thread of the server (utime + stime, USER_HZ = 100). */
-const names = {};
-const threads = () => {
-  const out = {};
-  for (const t of readdirSync(`/proc/${srv.pid}/task`)) {
-    try {
-      const stat = readFileSync(`/proc/${srv.pid}/task/${t}/stat`, 'utf8');
-      names[t] = stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')'));
-      const f = stat.split(') ')[1].split(' ');
-      out[t] = (Number(f[11]) + Number(f[12])) * 10;
-    } catch {
-      // the thread ended
-    }
+/** CPU ms of each live thread of the server. */
+const threads = () => Object.fromEntries(Object.entries(threadCpuSecondsOf(srv.pid)).map(([t, s]) => [t, s * 1000]));
+/** A thread's name in /proc (node main, workers, libuv, V8's helpers), for --by-thread. */
+const nameOf = (t) => {
+  try {
+    return readFileSync(`/proc/${srv.pid}/task/${t}/comm`, 'utf8').trim();
+  } catch {
+    return '?'; // the thread ended
   }
-  return out;
 };
 try {
   load('1', a.warm);
@@ -86,7 +80,7 @@ try {
   if (a['by-thread']) {
     // Threads share one name ('node'): listed by id, busiest first (the main thread's id is the pid).
     const byThread = Object.keys(t1)
-      .map((k) => [k === String(srv.pid) ? 'main' : `${names[k]}:${k}`, round((t1[k] - (t0[k] ?? 0)) / r.requests)])
+      .map((k) => [k === String(srv.pid) ? 'main' : `${nameOf(k)}:${k}`, round((t1[k] - (t0[k] ?? 0)) / r.requests)])
       .filter(([, ms]) => ms > 0)
       .sort((x, y) => y[1] - x[1]);
     const byName = Object.fromEntries(byThread);

@@ -20,6 +20,20 @@ export function peakRssOf(pid) {
   }
 }
 
+/** CPU seconds (utime + stime) of each live thread of a process, by thread id (the main thread's is the pid). */
+export function threadCpuSecondsOf(pid) {
+  const out = {};
+  for (const t of readdirSync(`/proc/${pid}/task`)) {
+    try {
+      const f = readFileSync(`/proc/${pid}/task/${t}/stat`, 'utf8').split(') ')[1].split(' ');
+      out[t] = (Number(f[11]) + Number(f[12])) / 100; // clock ticks, USER_HZ = 100 on Linux
+    } catch {
+      // the thread ended
+    }
+  }
+  return out;
+}
+
 /** CPU seconds (user + system) a live process has used so far, from /proc. */
 export function cpuSecondsOf(pid) {
   try {

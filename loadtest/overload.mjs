@@ -43,16 +43,21 @@
  * the whole snapshot). Clients ignoring Retry-After in `attach` re-attach
  * at once after a 503 (node:http, as autocannon cannot read a stream).
  *
- * Per run: goodput (2xx/s), admitted (2xx) latency p50/p99/max, 503s/s,
- * other statuses and errors, the server's CPU and this process's (cores: the
- * load generator shares the machine), the server's RSS and peak RSS from the OS
+ * Per run: goodput (2xx/s), admitted (2xx) latency p50/p99/max, 503s/s (and
+ * of admission's, those shed at once and those that waited out the queue
+ * bound), other statuses and errors, the server's CPU and this process's over
+ * the run's own seconds, per thread from /proc (cores: the load generator
+ * shares the machine; the server's main thread apart), the event-loop delay of
+ * this process and of the server (a latency this process times includes its
+ * own loop's delay), the server's RSS and peak RSS from the OS
  * (/proc/<pid>/status VmRSS, VmHWM), the machine's 1-minute load average at
  * the start and end of the run, the admission gate (mean slots held, requests
  * queued, the queue's bound, sampled from /metrics), and recovery: the
  * latencies of 5 pages asked one after another the moment the load stops.
  * With --rounds N every level and client kind is run N times (the order of
  * levels and kinds reversed every other round) and judged by its median run,
- * and the level's p99 also over all its rounds' latencies pooled. Capacity is
+ * and the level's p99 also over all its rounds' latencies pooled; each run is
+ * also given as a share of the best run of its own round. Capacity is
  * the best level's goodput; goodput is also printed as a share of it, and p99
  * as a multiple of the lowest level's (the unloaded p99). --json prints one
  * JSON document instead of the table (test/overload.test.ts reads it).
@@ -63,11 +68,14 @@ import { pathMaker, runClientsThreaded } from './overload-clients.mjs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { loadavg, tmpdir } from 'node:os';
 import { readFileSync } from 'node:fs';
+import { threadCpuSecondsOf } from '../bench/servers.mjs';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { randomBytes } from 'node:crypto';
 
 const ROOT = new URL('..', import.meta.url).pathname;
+/** prom-client's event-loop monitor interval, ms (its eventLoopMonitoringPrecision default). */
+const SERVER_LOOP_RESOLUTION_MS = 10;
 const { generateSession } = await import(new URL('dist/main/gen/generate.js', new URL('..', import.meta.url)).href);
 
 const { values } = parseArgs({
@@ -188,8 +196,10 @@ async function runIgnore(base, headers, pathFor, conns, seconds = duration) {
  */
 async function runLoop(base, headers, pathSpec, conns, mode, seconds = duration) {
   const opts = { base, headers, path: pathSpec, conns, mode, seconds, holdMs, burst: values.burst };
-  const { lat, phases, counts, seconds: took } = await runClientsThreaded(opts, clientThreads);
+  const { lat, phases, counts, seconds: took, loopDelay } = await runClientsThreaded(opts, clientThreads);
   const r = summarize(conns, mode, took, lat, counts);
+  // The load generator's event-loop delay over the run (ms; the worst client thread's).
+  r.clientLoopDelay = loopDelay;
   // Attach: p99 of the time to the connection and to the answer's head (the snapshot's p99 is p99).
   for (const [k, xs] of Object.entries(phases)) if (xs.length > 0) r[`${k}P99`] = Math.round(percentile(xs.sort((a, b) => a - b), 99) * 100) / 100;
   return r;
@@ -250,7 +260,7 @@ try {
   const bytes = (await sample.arrayBuffer()).byteLength;
   out.sampleBytes = bytes;
   log(`server ${base}, scenario ${values.scenario}, maxMessages ${maxMessages}, ${values.encoding}, a page ~${Math.round(bytes / 1024)} KiB on the wire, ${duration} s per run`);
-  log('conns  mode     goodput/s  share   p50 ms   p99 ms   max ms   503/s  other errors  server mean ms  server cpu  client cpu  rss/peak MB  load  recovery ms');
+  log('conns  mode     goodput/s  share   p50 ms   p99 ms   max ms   503/s  other errors  server mean ms  server cpu (main)  client cpu  rss/peak MB  load  recovery ms');
   // Server-side view: time from request to response written, for the pages it answered (200; attach: to the snapshot).
   const route = values.scenario === 'attach' ? '/v1/sessions/:id/follow' : '/v1/sessions/:id/page';
   const serverSide = async () => {
@@ -258,11 +268,17 @@ try {
     const num = (re) => Number(re.exec(m)?.[1] ?? 0);
     return {
       sum: num(new RegExp(`^session_pager_http_request_duration_seconds_sum\\{method="GET",route="${route}",status_code="200"\\} (\\S+)$`, 'm')),
-      cpu: num(/^process_cpu_seconds_total (\S+)$/m),
       // 503s by cause: admission's (gate full or waited too long) against all overloaded answers
       // (the rest: the pool's queue or the event loop's lag, checked before admission).
       shedAdmission: num(/^session_pager_admission_shed_total (\S+)$/m),
       shedAll: num(/^session_pager_errors_total\{code="overloaded"\} (\S+)$/m),
+      shedWaited: num(/^session_pager_admission_shed_waited_total (\S+)$/m),
+      // The main thread's full collections (prom-client's GC histogram): each one a pause of the one
+      // event loop, which every request arriving meanwhile waits out before the server reads it.
+      majorGcs: num(/^nodejs_gc_duration_seconds_count\{kind="major"\} (\S+)$/m),
+      majorGcSeconds: num(/^nodejs_gc_duration_seconds_sum\{kind="major"\} (\S+)$/m),
+      // Its pauses of 10-100 ms (the histogram's buckets: le 0.01 and le 0.1).
+      majorGcOver10: num(/^nodejs_gc_duration_seconds_bucket\{le="0.1",kind="major"\} (\S+)$/m) - num(/^nodejs_gc_duration_seconds_bucket\{le="0.01",kind="major"\} (\S+)$/m),
       t: performance.now(),
       count: num(new RegExp(`^session_pager_http_request_duration_seconds_count\\{method="GET",route="${route}",status_code="200"\\} (\\S+)$`, 'm')),
       // The latency histogram's cumulative buckets (le -> count), for the server's own p99.
@@ -282,6 +298,7 @@ try {
   // not all held while requests are shed say the gate, not the CPU, limits goodput.
   const sampleGate = (base, headers) => {
     const xs = [];
+    const loops = [];
     let stopped = false;
     // The gate integrated over time by the server itself, from the run's start to its end (not
     // biased towards the moments the sampler is answered): slot-seconds held and seconds dry.
@@ -296,7 +313,14 @@ try {
       while (!stopped) {
         await new Promise((res) => setTimeout(res, 100));
         const m = await metricsNow();
-        if (m !== '') xs.push([num(m, 'admission_in_flight'), num(m, 'admission_queued'), num(m, 'admission_queue_bound_seconds') * 1000]);
+        if (m === '') continue;
+        xs.push([num(m, 'admission_in_flight'), num(m, 'admission_queued'), num(m, 'admission_queue_bound_seconds') * 1000]);
+        // The server's event-loop delay in the ~100 ms since the last scrape (prom-client's
+        // monitor, reset at each scrape, 10 ms resolution): what a request waits before the
+        // server reads it, which its own latency histogram (request to response) does not hold.
+        // Its samples are the timer's interval plus the delay: the interval (10 ms) is taken off.
+        const lag = (k) => Math.max(0, Number(new RegExp(`^nodejs_eventloop_lag_${k}_seconds (\\S+)$`, 'm').exec(m)?.[1] ?? NaN) * 1000 - SERVER_LOOP_RESOLUTION_MS);
+        loops.push([lag('p99'), lag('max')]);
       }
     })();
     return {
@@ -309,11 +333,26 @@ try {
         // Samples with a slot free and nobody waiting for it: the gate ran dry (the clients were elsewhere).
         const most = Math.max(0, ...xs.map((x) => x[0]));
         const dry = xs.length === 0 ? null : Math.round((xs.filter((x) => x[0] < most && x[1] === 0).length / xs.length) * 100) / 100;
-        return { slotsHeld: mean(0), queued: mean(1), queueBoundMs: mean(2), gateDry: dry, slotsHeldTimed: Math.round(((b.slot - a.slot) / dt) * 10) / 10, gateDryTimed: Math.round(((b.dry - a.dry) / dt) * 100) / 100 };
+        const p99s = loops.map((l) => l[0]).filter(Number.isFinite).sort((a, b) => a - b);
+        const serverLoopDelay = p99s.length === 0 ? null : { p99Median: Math.round(percentile(p99s, 50) * 10) / 10, max: Math.round(Math.max(...loops.map((l) => l[1]).filter(Number.isFinite)) * 10) / 10 };
+        return { serverLoopDelay, slotsHeld: mean(0), queued: mean(1), queueBoundMs: mean(2), gateDry: dry, slotsHeldTimed: Math.round(((b.slot - a.slot) / dt) * 10) / 10, gateDryTimed: Math.round(((b.dry - a.dry) / dt) * 100) / 100 };
       },
     };
   };
   // The server's memory from the OS: resident now and the peak so far (MB).
+  // CPU seconds of a process's threads from the OS (/proc/<pid>/task/*/stat, utime + stime): its
+  // main thread (tid = pid) and the rest (worker threads, V8's and libuv's helpers). The main
+  // thread is the server's one event loop; at 100% it, not the machine, limits what is served.
+  const threadCpu = (pid) => {
+    let main = 0;
+    let rest = 0;
+    for (const [tid, s] of Object.entries(threadCpuSecondsOf(pid))) {
+      if (tid === String(pid)) main += s;
+      else rest += s;
+    }
+    return { main, rest, t: performance.now() };
+  };
+  const cores = (a, b, k) => Math.round(((b[k] - a[k]) / ((b.t - a.t) / 1000)) * 100) / 100;
   const serverRss = () => {
     try {
       const st = readFileSync(`/proc/${server.pid}/status`, 'utf8');
@@ -351,19 +390,44 @@ try {
     for (const mode of round % 2 === 0 ? modes : [...modes].reverse()) {
       const before = await serverSide();
       const loadStart = loadavg()[0];
-      const clientStart = [process.cpuUsage(), performance.now()];
+      const cpuStart = { server: threadCpu(server.pid), client: threadCpu(process.pid) };
       const gate = sampleGate(base, headers);
+      // The CPU and the gate are taken over the run's own seconds, at its end: the clients return
+      // only when their last answers arrive, and a shed answer is held up to the pacer's longest
+      // hold (4 s), so measured to the clients' return a 5 s run at 256 connections ignoring
+      // Retry-After was up to 9 s, the last 4 idle, which halved its server CPU and showed the gate
+      // dry half the time (12-02: 0.86 cores, dry 0.50; over the run itself the gate was dry 0.21).
+      const atEnd = new Promise((res) =>
+        setTimeout(async () => {
+          const cpu = { server: threadCpu(server.pid), client: threadCpu(process.pid) };
+          res({ cpu, gate: await gate.stop(), shed: await serverSide() });
+        }, duration * 1000),
+      );
       const r = await runMode(base, headers, pathSpec, conns, mode);
-      Object.assign(r, await gate.stop());
-      // The load generator's own CPU (cores): on the same cores as the server, what it takes the server does not get.
-      const clientUsed = process.cpuUsage(clientStart[0]);
-      r.clientCpu = Math.round(((clientUsed.user + clientUsed.system) / 1000 / (performance.now() - clientStart[1])) * 100) / 100;
+      const end = await atEnd;
+      Object.assign(r, end.gate);
+      // The load generator's own CPU (cores; client threads included): on the same cores as the
+      // server, what it takes the server does not get. Its main thread apart (with --client-threads
+      // 1 it runs every client).
+      r.clientCpu = Math.round((cores(cpuStart.client, end.cpu.client, 'main') + cores(cpuStart.client, end.cpu.client, 'rest')) * 100) / 100;
+      r.clientMainCpu = cores(cpuStart.client, end.cpu.client, 'main');
+      r.serverMainCpu = cores(cpuStart.server, end.cpu.server, 'main');
+      r.serverRestCpu = cores(cpuStart.server, end.cpu.server, 'rest');
+      // The seconds the CPU and the gate were measured over (the run's, not its drain's).
+      r.windowSeconds = Math.round((end.cpu.server.t - cpuStart.server.t) / 10) / 100;
+      // 503s within the run by cause (admission.ts): shed at once (no slot free soon enough) or
+      // after waiting out the queue's time bound.
+      r.shedWaited = end.shed.shedWaited - before.shedWaited;
+      r.majorGcs = end.shed.majorGcs - before.majorGcs;
+      r.majorGcMs = Math.round((end.shed.majorGcSeconds - before.majorGcSeconds) * 1000);
+      r.majorGcsOver10Ms = end.shed.majorGcOver10 - before.majorGcOver10;
+      r.shedAtOnce = end.shed.shedAdmission - before.shedAdmission - r.shedWaited;
       r.recoveryMs = await recovery();
       r.load = [Math.round(loadStart * 10) / 10, Math.round(loadavg()[0] * 10) / 10];
       Object.assign(r, serverRss());
       const after = await serverSide();
       r.shedNotAdmission = after.shedAll - before.shedAll - (after.shedAdmission - before.shedAdmission);
-      r.serverCpu = Math.round(((after.cpu - before.cpu) / ((after.t - before.t) / 1000)) * 100) / 100;
+      r.serverCpu = Math.round((r.serverMainCpu + r.serverRestCpu) * 100) / 100;
       // The server's own p99 (upper bound of the histogram bucket that holds it), ms.
       {
         const n = after.count - before.count;
@@ -381,7 +445,7 @@ try {
       r.round = round;
       out.runs.push(r);
       log(
-        `${String(conns).padStart(5)}  ${mode.padEnd(7)} ${String(r.goodput).padStart(10)}  ${'     '}  ${String(r.p50).padStart(7)}  ${String(r.p99).padStart(7)}  ${String(r.max).padStart(7)}  ${String(r.shedPerSecond).padStart(6)}  ${String(r.other).padStart(5)} ${String(r.errors).padStart(6)}  ${String(r.serverMeanMs).padStart(8)}  ${String(r.serverCpu).padStart(6)}  ${String(r.clientCpu).padStart(6)}  ${r.rssMb}/${r.peakRssMb}  ${r.load.join('-')}  ${r.recoveryMs.join(' ')}${r.connectP99 !== undefined ? `  (p99 to connect ${r.connectP99}, to head ${r.headP99})` : ''}  server p99 <= ${r.serverP99Ms} ms  gate: ${r.slotsHeld} held, ${r.queued} queued, bound ${r.queueBoundMs} ms, dry ${r.gateDry} (server's own: ${r.slotsHeldTimed} held, dry ${r.gateDryTimed}), 503s not admission's ${r.shedNotAdmission}`,
+        `${String(conns).padStart(5)}  ${mode.padEnd(7)} ${String(r.goodput).padStart(10)}  ${'     '}  ${String(r.p50).padStart(7)}  ${String(r.p99).padStart(7)}  ${String(r.max).padStart(7)}  ${String(r.shedPerSecond).padStart(6)}  ${String(r.other).padStart(5)} ${String(r.errors).padStart(6)}  ${String(r.serverMeanMs).padStart(8)}  ${String(r.serverCpu).padStart(6)} (${r.serverMainCpu})  ${String(r.clientCpu).padStart(6)}  ${r.rssMb}/${r.peakRssMb}  ${r.load.join('-')}  ${r.recoveryMs.join(' ')}${r.connectP99 !== undefined ? `  (p99 to connect ${r.connectP99}, to head ${r.headP99})` : ''}${r.clientLoopDelay !== undefined ? `  client loop delay p50/p99/max ${r.clientLoopDelay.p50}/${r.clientLoopDelay.p99}/${r.clientLoopDelay.max} ms` : ''}${r.serverLoopDelay ? `  server loop delay p99 (median of 100 ms windows) ${r.serverLoopDelay.p99Median}, max ${r.serverLoopDelay.max} ms` : ''}  main thread's full GCs ${r.majorGcs} (${r.majorGcsOver10Ms} over 10 ms), ${r.majorGcMs} ms  server p99 <= ${r.serverP99Ms} ms  gate: ${r.slotsHeld} held, ${r.queued} queued, bound ${r.queueBoundMs} ms, dry ${r.gateDry} (server's own: ${r.slotsHeldTimed} held, dry ${r.gateDryTimed}), 503s at once ${r.shedAtOnce}, after the queue bound ${r.shedWaited}, not admission's ${r.shedNotAdmission}`,
       );
       // Let queued work and Retry-After pauses drain between runs.
       await new Promise((res) => setTimeout(res, 1500));
@@ -406,8 +470,31 @@ try {
     }
   }
   const capacity = Math.max(...out.levels.map((l) => l.goodput));
+  out.capacityConnections = out.levels.find((l) => l.goodput === capacity)?.connections ?? null;
   out.capacity = capacity;
   for (const x of [...out.runs, ...out.levels]) x.share = Math.round((x.goodput / capacity) * 100) / 100;
+  // The same paired within each round: a run against the mean of its own round's runs at the
+  // capacity level (both client kinds; the runs of a round are a minute or two apart), the level by
+  // the mean over its rounds and the lowest. One level's runs spread by ~15% between rounds on this
+  // shared machine (the others' work, the heap a run leaves), and the best level's median, being
+  // the best of several, is an upward-biased capacity: a level that serves what the capacity level
+  // does still misses "90% of capacity" now and then by that rule; the paired mean does not.
+  const capLevel = out.capacityConnections;
+  for (const r of out.runs) {
+    const ref = out.runs.filter((x) => x.round === r.round && x.connections === capLevel).map((x) => x.goodput);
+    r.pairedShare = ref.length === 0 ? null : Math.round((r.goodput / (ref.reduce((a, b) => a + b, 0) / ref.length)) * 100) / 100;
+  }
+  for (const l of out.levels) {
+    const rs = out.runs.filter((r) => r.connections === l.connections && r.mode === l.mode);
+    const ps = rs.map((r) => r.pairedShare).filter((x) => x !== null);
+    l.pairedShare = ps.length === 0 ? null : Math.round((ps.reduce((a, b) => a + b, 0) / ps.length) * 100) / 100;
+    l.pairedShareMin = ps.length === 0 ? null : Math.min(...ps);
+    // Beside the p99 the clients saw: the server's own (its histogram's bucket bound) and the load
+    // generator's event-loop delay p99, which every latency it times may include.
+    l.serverP99Ms = median(rs.map((r) => r.serverP99Ms));
+    l.clientLoopDelayP99 = r2(median(rs.map((r) => r.clientLoopDelay?.p99 ?? null)));
+    l.clientMainCpu = r2(median(rs.map((r) => r.clientMainCpu ?? null)));
+  }
   const unloaded = out.levels.find((l) => l.connections === Math.min(...levels) && l.mode === modes[0]);
   out.unloadedP99 = unloaded?.p99 ?? null;
   for (const x of [...out.runs, ...out.levels]) x.p99Ratio = out.unloadedP99 && x.p99 !== null ? Math.round((x.p99 / out.unloadedP99) * 100) / 100 : null;
@@ -422,7 +509,7 @@ try {
     }
   }
   log(`capacity (best goodput${rounds > 1 ? `, median of ${rounds} rounds` : ''}): ${capacity}/s; unloaded p99 (${unloaded?.connections} conn): ${out.unloadedP99} ms`);
-  for (const l of out.levels) log(`  ${String(l.connections).padStart(4)} ${l.mode.padEnd(7)} goodput ${Math.round(l.share * 100)}% of capacity${rounds > 1 ? ` (runs ${l.goodputs.join(', ')}/s)` : ''}, p99 ${l.p99Ratio ?? '-'}x unloaded (pooled over rounds ${l.p99Pooled} ms, ${l.p99PooledRatio ?? '-'}x), ${l.p99VsCapacity ?? '-'}x at capacity (${l.capacityConnections ?? '-'} conns)`);
+  for (const l of out.levels) log(`  ${String(l.connections).padStart(4)} ${l.mode.padEnd(7)} goodput ${Math.round(l.share * 100)}% of capacity${rounds > 1 ? ` (runs ${l.goodputs.join(', ')}/s; paired with the ${capLevel}-connection runs of the same round: mean ${l.pairedShare}, lowest ${l.pairedShareMin})` : ''}, p99 ${l.p99Ratio ?? '-'}x unloaded (pooled over rounds ${l.p99Pooled} ms, ${l.p99PooledRatio ?? '-'}x), ${l.p99VsCapacity ?? '-'}x at capacity (${l.capacityConnections ?? '-'} conns); server's own p99 <= ${l.serverP99Ms} ms, load generator's loop delay p99 ${l.clientLoopDelayP99} ms at ${l.clientMainCpu} of a core`);
   if (values.json) process.stdout.write(JSON.stringify(out) + '\n');
 } finally {
   if (server && server.exitCode === null) {

@@ -78,6 +78,8 @@ describe('Admission', () => {
     expect(err).toMatchObject({ code: 'overloaded', statusCode: 503, details: { retryAfter: 2 } });
     expect(a.queued).toBe(0);
     expect(a.shed).toBe(1);
+    // Counted apart from those shed at once (the overload suite tells the two causes apart by it).
+    expect(a.shedWaited).toBe(1);
     r1();
     // The slot is free again for the next one.
     (await a.acquire())();
@@ -129,6 +131,7 @@ describe('Admission', () => {
     const shedBefore = a.shed;
     const second = a.acquire();
     expect(a.shed).toBe(shedBefore + 1);
+    expect(a.shedWaited).toBe(0);
     expect(a.queued).toBe(1);
     await expect(second).rejects.toMatchObject({ code: 'overloaded', details: { retryAfter: 2 } });
     hold();
@@ -233,6 +236,7 @@ describe('page route admission', () => {
     expect(app.pagerState.admission?.running).toBe(0);
     const m = (await app.inject({ url: '/metrics', headers: AUTH })).body;
     expect(m).toMatch(/^session_pager_admission_shed_total 1$/m);
+    expect(m).toMatch(/^session_pager_admission_shed_waited_total 1$/m);
     expect(m).toMatch(/^session_pager_admission_in_flight 0$/m);
   });
 

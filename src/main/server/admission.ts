@@ -71,6 +71,8 @@ export class Admission {
   private smoothedMs: number;
   admitted = 0;
   shed = 0;
+  /** Of `shed`, those that waited out the queue's time bound (the rest were shed at once). */
+  shedWaited = 0;
 
   /** When each request in flight was admitted, oldest first (a Map keeps insertion order). */
   private readonly started = new Map<number, number>();
@@ -218,6 +220,7 @@ export class Admission {
           self.account();
           self.waiting--;
           w.forget();
+          self.shedWaited++;
           reject(self.overloaded(`waited ${Math.round(waited)} ms without a free slot`));
         }, bound),
       };

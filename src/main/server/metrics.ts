@@ -132,6 +132,7 @@ export class ServerMetrics {
     counter('admission_slot_seconds', 'Page slots held, integrated over time (seconds)', () => admission()?.slotSeconds ?? 0);
     counter('admission_dry_seconds', 'Time with a page slot free and no request waiting for it (seconds)', () => admission()?.drySeconds ?? 0);
     counter('admission_shed', 'Page requests answered overloaded by admission (queue full or waited too long)', () => admission()?.shed ?? 0);
+    counter('admission_shed_waited', 'Of those, the ones shed after waiting out the queue bound (the rest: at once)', () => admission()?.shedWaited ?? 0);
     new Gauge({ name: `${P}ready`, help: '1 once the warm-up is done (what /readyz says), else 0', registers, collect() { this.set(readiness === undefined || readiness.state === 'ready' ? 1 : 0); } });
     new Gauge({ name: `${P}event_loop_lag_seconds`, help: 'Sustained event-loop lag that the server\'s own work accounts for (drives load shedding)', registers, collect() { this.set(monitor.lagMs / 1000); } });
   }
