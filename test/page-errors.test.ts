@@ -3,7 +3,7 @@
  * parameters, unknown sessions, a corrupt middle frame (served around,
  * refused when covered), a torn tail (not served), broken sidecars.
  */
-import { appendFileSync, mkdtempSync, readFileSync, rmSync, truncateSync, writeFileSync } from 'node:fs';
+import { appendFileSync, mkdtempSync, readFileSync, renameSync, rmSync, truncateSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -260,6 +260,46 @@ describe('binary frame index', () => {
         expect(await store.page('idx', params)).toEqual(referencePage(log, 'idx', params));
       }
       expect((await store.info('idx')).status).toBe('ok');
+    }
+  });
+
+  it('projections replaced by a rename while the session is unchanged are read anew, not through the readers kept open for them', async () => {
+    const events = conversation(25);
+    await writeRandomLog({ events, batches: [{ size: 9, format: 'jsonl' }] }, { dataDir: dir, id: 'kept' });
+    const log = await readWholeLog(join(dir, 'sessions/kept.events'));
+    const file = (name: string) => join(dir, `sessions/index/kept/${name}`);
+    // No prepared-page cache: every page is built from the files.
+    const fresh = await openStore({ dataDir: dir, workers: 2, pageCacheBytes: 0 });
+    try {
+      const params = { throughSeq: 200, maxMessages: 3 };
+      const want = referencePage(log, 'kept', params);
+      expect(await fresh.page('kept', params)).toEqual(want);
+      const before = fresh.stats().cache;
+      expect(await fresh.page('kept', params)).toEqual(want);
+      const kept = fresh.stats().cache;
+      // The same files: the readers of the index, checksums and row metadata are used again.
+      expect(kept.readersOpened).toBe(before.readersOpened);
+      expect(kept.readersReused - before.readersReused).toBe(3);
+      // Each replaced by a rename (new files), the session's own objects untouched: a lying
+      // index (its middle records' seqs moved), checksums and row metadata of other bytes.
+      for (const [name, size, field] of [['frames.idx', 32, 0], ['frames.crc2', 16, 12], ['frames.meta', 40, 0]] as const) {
+        const bytes = Buffer.from(readFileSync(file(name)));
+        for (let o = size; o < bytes.length - size; o += size) {
+          if (name === 'frames.crc2') bytes.writeUInt32LE((bytes.readUInt32LE(o + field) ^ 0x5a5a5a5a) >>> 0, o + field);
+          else bytes.writeDoubleLE(bytes.readDoubleLE(o + field) + 1, o + field);
+        }
+        writeFileSync(`${file(name)}.new`, bytes);
+        renameSync(`${file(name)}.new`, file(name));
+      }
+      const completed = fresh.stats().pool.completed;
+      expect(await fresh.page('kept', params)).toEqual(want);
+      const after = fresh.stats().cache;
+      expect(after.readersOpened - kept.readersOpened).toBe(3);
+      // The lying index was read: its plan failed the frames' checks and the page was planned again.
+      expect(fresh.stats().pool.completed - completed).toBeGreaterThanOrEqual(2);
+      expect((await fresh.info('kept')).status).toBe('ok');
+    } finally {
+      await fresh.close();
     }
   });
 });

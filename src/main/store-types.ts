@@ -75,8 +75,8 @@ export interface PageTiming {
 export interface StoreStats {
   /** `threadIds`: the live workers' thread ids (a worker that died and was replaced shows as a new id). */
   pool: { threads: number; queueSize: number; maxQueue: number; utilization: number; completed: number; threadIds: number[] };
-  /** hits/misses: session views; page*: prepared pages (page-cache.ts). */
-  cache: { hits: number; misses: number; pageHits: number; pageMisses: number; pageBytes: number };
+  /** hits/misses: session views; page*: prepared pages (page-cache.ts); readers*: projection files opened, and kept readers used again (store/kept-readers.ts). */
+  cache: { hits: number; misses: number; pageHits: number; pageMisses: number; pageBytes: number; readersOpened: number; readersReused: number };
   pagesServed: number;
   /** Pages being built now, by their stored bytes, and those waiting for room (store/decode-budget.ts). */
   building: { bytes: number; pages: number; waiting: number; peakBytes: number; budgetBytes: number };

@@ -267,7 +267,7 @@ export class PagerStore implements Store {
         completed: this.pool.completed,
         threadIds: this.pool.threads.map((w) => w.threadId),
       },
-      cache: { hits: this.views.hits, misses: this.views.misses, pageHits: page.hits, pageMisses: page.misses, pageBytes: page.size },
+      cache: { hits: this.views.hits, misses: this.views.misses, pageHits: page.hits, pageMisses: page.misses, pageBytes: page.size, readersOpened: this.pages.readers.opened, readersReused: this.pages.readers.reused },
       pagesServed: this.pages.pagesServed,
       building: this.pages.budget.stats(),
       follow: { watchedSessions: this.watchers.size + this.polls.size + this.backstopPolls.size, followers: this.follows.size, ...(this.remote !== null ? { bus: { ...this.remote.bus.stats(), watchedSessions: this.remote.size } } : {}) },
@@ -310,6 +310,7 @@ export class PagerStore implements Store {
     this.polls.close();
     this.backstopPolls.close();
     await this.writers.closeAll();
+    this.pages.readers.closeAll();
     if (this.ownsBus) await this.remote?.bus.close();
     if (this.ownsPool) await this.pool.close();
     if (this.closeStorage) await this.storage.close?.();

@@ -53,6 +53,13 @@ export interface RandomReader {
   /** Bytes [pos, pos + len), fewer at the object's end. */
   read(pos: number, len: number): Promise<Buffer>;
   close(): Promise<void>;
+  /**
+   * Whether the key still names the object this reader opened, as it was:
+   * not removed, replaced, written or resized since. A reader that can say
+   * so cheaply (local: one fstat) may be kept open between pages
+   * (store/kept-readers.ts); absent: it is opened for each use.
+   */
+  unchanged?(): Promise<boolean>;
 }
 
 /**

@@ -7,7 +7,6 @@
  * by the view's version.
  */
 import type { StorageBackend } from '../../storage/backend.js';
-import type { SessionKeys } from '../../storage/layout.js';
 import { sourceString } from '../../storage/worker-reads.js';
 import { CRC_RECORD_BYTES, readCrcRecordsAt, readCrcRecordsFrom, recordOffset, sliceCrcRecords } from '../../streams/frame-crc-file.js';
 import { META_RECORD_BYTES, readMetaRecordsAt } from '../../streams/frame-meta-file.js';
@@ -28,12 +27,14 @@ import { indexKey } from '../index-projection.js';
 import { assemblePage, assemblePieces, parseSlice, type ParsedSlice } from '../page-assembler.js';
 import { PageCache } from '../page-cache.js';
 import { DecodeBudget } from './decode-budget.js';
+import { KeptReaders } from './kept-readers.js';
 import type { PageBuffer, PageVersion } from '../store-types.js';
 import { runCompress, runSlice, type PagePool } from '../worker-pool.js';
 import { piecesToBuffer } from '../core/fragment-run.js';
 import { codedPage, joinCodedPieces, workerCoding } from '../coded-page.js';
 import { compressBody, levelFor, type OutputCoding, type PageEncoding } from '../page-coding.js';
 import type { CodedPiece } from '../../streams/gzip-members.js';
+import type { RangeRead } from '../../streams/positional-reader.js';
 import type { SessionView, SessionViews } from './session-views.js';
 
 /** A plan, and when it came from the binary frame index, the record number of its last frame. */
@@ -79,6 +80,8 @@ export class PageService {
   private readonly spares: ArrayBuffer[] = [];
   /** Binary frame indexes found lying: not planned from until their objects change. */
   private readonly indexTrust: IndexTrust;
+  /** The projection files' readers, kept open between pages while unchanged (kept-readers.ts). */
+  readonly readers: KeptReaders;
   pagesServed = 0;
   /** Pages being built now (the small-slice pool asks whether a page is alone: store.ts). */
   inFlight = 0;
@@ -96,15 +99,22 @@ export class PageService {
     this.pageCache = new PageCache(opts.pageCacheBytes);
     this.budget = new DecodeBudget(opts.decodeBudgetBytes);
     this.indexTrust = new IndexTrust(storage);
+    this.readers = new KeptReaders(storage);
   }
 
   get cache(): { hits: number; misses: number; size: number } {
     return { hits: this.pageCache.hits, misses: this.pageCache.misses, size: this.pageCache.size };
   }
 
-  /** One ranged read of object `key` at a time (the projection record files). */
-  private ranges(key: string): (start: number, end: number) => Promise<Buffer | null> {
-    return (start, end) => this.storage.read(key, start, end);
+  /** `read` over the ranges of projection record file `key` (through its kept reader; null when it is missing). */
+  private async records(key: string, stamp: string, read: (ranges: RangeRead) => Promise<Buffer | null>): Promise<Buffer | null> {
+    const file = await this.readers.ranges(key, stamp);
+    if (file === null) return null;
+    try {
+      return await read(file.read);
+    } finally {
+      await file.close();
+    }
   }
 
   private servable(id: string, v: SessionView): void {
@@ -150,7 +160,7 @@ export class PageService {
    */
   private async planResolved(v: SessionView, r: ResolvedParams, useIndex = true, hint?: Promise<{ lo: number; hi: number } | null>): Promise<IndexedPlan> {
     if (r.end <= 0) return { throughSeq: r.throughSeq, fromSeq: 0, toSeq: 0, hasMore: false, span: null };
-    const reader = useIndex && (await this.indexTrust.usable(v.paths)) ? await this.storage.openReader(indexKey(v.paths)).catch(() => null) : null;
+    const reader = useIndex && (await this.indexTrust.usable(v.paths)) ? await this.readers.open(indexKey(v.paths), v.version) : null;
     const index = reader === null ? null : await FrameIndexFile.openIfWhole(reader, v.frameCount, v.indexedLength, v.nextSeq);
     if (index !== null) {
       try {
@@ -198,8 +208,9 @@ export class PageService {
    * one record per frame (checked on the first frame's offset); otherwise
    * the records are found by binary search on offsets.
    */
-  private async withChecksums(paths: SessionKeys, tasks: SliceTask[], frames: number, lastRecord?: number): Promise<SliceTask[]> {
+  private async withChecksums(v: SessionView, tasks: SliceTask[], frames: number, lastRecord?: number): Promise<SliceTask[]> {
     if (tasks.length === 0) return tasks;
+    const { paths, version } = v;
     const start = (tasks[0] as SliceTask).start;
     let records: Uint8Array | null = null;
     // Row metadata, record for record with the checksums (record k of both files is the same frame's).
@@ -208,15 +219,15 @@ export class PageService {
       // The span's records and the one before (the chain's seed).
       const first = lastRecord - frames + 1;
       const seed = first > 0 ? 1 : 0;
-      const byNumber = await readCrcRecordsAt(this.ranges(crcKey(paths)), first - seed, frames + seed);
+      const byNumber = await this.records(crcKey(paths), version, (read) => readCrcRecordsAt(read, first - seed, frames + seed));
       if (byNumber !== null && recordOffset(byNumber, seed) === start) {
         records = byNumber;
-        meta = await readMetaRecordsAt(this.ranges(metaKey(paths)), first - seed, frames + seed);
+        meta = await this.records(metaKey(paths), version, (read) => readMetaRecordsAt(read, first - seed, frames + seed));
       }
     }
     if (records === null) {
       // By offset: row metadata by the same record numbers (bound to its frames by their CRCs).
-      const file = await this.storage.openReader(crcKey(paths)).catch(() => null);
+      const file = await this.readers.open(crcKey(paths), version);
       if (file === null) return tasks;
       let found;
       try {
@@ -226,7 +237,9 @@ export class PageService {
       }
       if (found === null) return tasks;
       records = found.records;
-      meta = await readMetaRecordsAt(this.ranges(metaKey(paths)), found.first, records.byteLength / CRC_RECORD_BYTES);
+      const at = found.first;
+      const count = records.byteLength / CRC_RECORD_BYTES;
+      meta = await this.records(metaKey(paths), version, (read) => readMetaRecordsAt(read, at, count));
     }
     for (const t of tasks) {
       const crcs = sliceCrcRecords(records, t.start, t.end);
@@ -364,7 +377,7 @@ export class PageService {
         t.coding = wc;
         t.level = level(p);
       }
-      return this.decode(id, view, await this.withChecksums(view.paths, tasks, p.span?.count ?? 0, p.lastRecord), p.fromIndex !== true);
+      return this.decode(id, view, await this.withChecksums(view, tasks, p.span?.count ?? 0, p.lastRecord), p.fromIndex !== true);
     };
     // Room for this page's results among the pages being built (decode-budget.ts): held until it is assembled.
     const release = await this.budget.acquire(plan.span?.bytes ?? 0, signal);
@@ -431,7 +444,7 @@ export class PageService {
     const span = await this.withEntries(v, async (entries) => planRange(fromSeq, to, entries.backwardFrom(await this.lineEndFor(entries, v, to - 1))));
     const why = checkRange(span, fromSeq, to, v);
     if (why !== null) throw new PagerError('repair_required', `session ${id}: the entry sidecar is inconsistent (${why}): run repair`);
-    const tasks = await this.withChecksums(v.paths, this.slices(id, span, fromSeq, to), span?.count ?? 0);
+    const tasks = await this.withChecksums(v, this.slices(id, span, fromSeq, to), span?.count ?? 0);
     const release = await this.budget.acquire(span?.bytes ?? 0);
     let body: Buffer;
     try {

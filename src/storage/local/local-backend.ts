@@ -54,6 +54,8 @@ class LocalReader implements RandomReader {
   constructor(
     private readonly fd: number,
     readonly size: number,
+    /** The file's change time when opened (null: opened with a trusted size, no fstat; unchanged() cannot tell). */
+    private readonly ctimeMs: number | null,
   ) {}
 
   async read(pos: number, len: number): Promise<Buffer> {
@@ -62,6 +64,18 @@ class LocalReader implements RandomReader {
 
   async close(): Promise<void> {
     closeSync(this.fd);
+  }
+
+  /**
+   * The file as opened: still linked (a removed file, or one a rename
+   * replaced, has no name left), same size, and its change time unmoved
+   * (a write, a truncate, or a link added or dropped, moves it: so does a
+   * rename over one of two hard links).
+   */
+  async unchanged(): Promise<boolean> {
+    if (this.ctimeMs === null) return false;
+    const s = fstatSync(this.fd);
+    return s.nlink > 0 && s.size === this.size && s.ctimeMs === this.ctimeMs;
   }
 }
 
@@ -200,7 +214,9 @@ export class LocalBackend implements StorageBackend {
   async openReader(key: string, size?: number): Promise<RandomReader> {
     const fd = openSync(this.path(key), 'r');
     try {
-      return new LocalReader(fd, size ?? fstatSync(fd).size);
+      if (size !== undefined) return new LocalReader(fd, size, null);
+      const s = fstatSync(fd);
+      return new LocalReader(fd, s.size, s.ctimeMs);
     } catch (err) {
       closeSync(fd);
       throw err;
