@@ -73,7 +73,8 @@ const med = (xs) => {
   return s.length === 0 ? NaN : s.length % 2 ? s[(s.length - 1) / 2] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2;
 };
 const f = (x, d = 1) => (Number.isFinite(x) ? x.toFixed(d) : '–');
-const out = ['| where | workload | in flight | A pages/s (median) | B | peer | A / peer | B / peer | B / A | p99 ms A, B, peer | CPU ms/request main A, B, peer | all threads A, B, peer |', '|---|---|---|---|---|---|---|---|---|---|---|---|'];
+// B / A round by round too: a median of three hides whether the rounds agree (this machine's runs move ±15%).
+const out = ['| where | workload | in flight | A pages/s (median) | B | peer | A / peer | B / peer | B / A | B / A by round | p99 ms A, B, peer | CPU ms/request main A, B, peer | all threads A, B, peer |', '|---|---|---|---|---|---|---|---|---|---|---|---|---|'];
 for (const where of ['in process', 'HTTP']) {
   for (const w of workloads) {
     for (const level of [1, 16]) {
@@ -81,8 +82,10 @@ for (const where of ['in process', 'HTTP']) {
       if (of('B').length === 0) continue;
       const m = (who, k) => med(of(who).map((x) => x[k]));
       const [A, B, P] = ['A', 'B', 'peer'].map((who) => m(who, 'okPerSec'));
+      // Rows are pushed in round order, one per build and round.
+      const pairs = of('A').map((x, i) => f(of('B')[i]?.okPerSec / x.okPerSec, 2)).join(', ');
       const cpu = (k) => (where === 'HTTP' ? ['A', 'B', 'peer'].map((who) => f(m(who, k), 2)).join(', ') : '');
-      out.push(`| ${where} | ${w} | ${level} | ${f(A)} | ${f(B)} | ${f(P)} | ${f(A / P, 2)}x | ${f(B / P, 2)}x | ${f(B / A, 2)}x | ${['A', 'B', 'peer'].map((who) => f(m(who, 'p99'))).join(', ')} | ${cpu('main')} | ${cpu('all')} |`);
+      out.push(`| ${where} | ${w} | ${level} | ${f(A)} | ${f(B)} | ${f(P)} | ${f(A / P, 2)}x | ${f(B / P, 2)}x | ${f(B / A, 2)}x | ${pairs} | ${['A', 'B', 'peer'].map((who) => f(m(who, 'p99'))).join(', ')} | ${cpu('main')} | ${cpu('all')} |`);
     }
   }
 }
