@@ -13,6 +13,8 @@ import { describe, expect, it } from 'vitest';
 import { openStore } from '../src/main/store.js';
 import { preparePagePath, snapshotPagePath, warmUpPagePath, type WarmupStore } from '../src/main/warmup/page-path-warmup.js';
 import type { StorageBackend } from '../src/storage/backend.js';
+import { warmUpPlanner } from '../src/main/warmup/planner-warmup.js';
+import type { Tier } from '../src/workers/optimization-status.js';
 import type { PageParams } from '../src/main/core/types.js';
 
 describe('store warm-up', () => {
@@ -261,5 +263,18 @@ describe('store warm-up', () => {
     const r = spawnSync(process.execPath, ['--no-warnings', '--experimental-loader', hook, '--input-type=module', '-e', `const m = await import(${JSON.stringify(url)}); const s = await m.preparePagePath(); process._rawDebug('events ' + (await s.stat('sessions/warmup.events')).size);`], { encoding: 'utf8' });
     expect(r.stderr).toMatch(/events \d{5,}/);
     expect(r.stderr.split('\n').filter((l) => /\/(gen\/|session-writer)/.test(l))).toEqual([]);
+  }, 60_000);
+
+  it("the planner's warm-up runs until V8 says the planner is optimized, waiting out its compiles instead of running rounds; without an answer, its fixed rounds", async () => {
+    // At start-up the planner's compiles queue behind the workers' decode loops on the shared compile
+    // threads: the fixed rounds ran mostly unoptimized meanwhile, CPU the workers needed.
+    // V8's answer per check (three functions asked each time): not yet, compiling, optimized.
+    let calls = 0;
+    const answers: Tier[] = ['not-optimized', 'compiling', 'compiling', 'optimized'];
+    const tier = (): Tier => answers[Math.min(Math.floor(calls++ / 3), answers.length - 1)] as Tier;
+    // Three rounds before asking, one more for the 'not yet', none while compiling, none once optimized.
+    expect(await warmUpPlanner(30, false, tier)).toBe(4);
+    expect(await warmUpPlanner(30, false, () => null)).toBe(30);
+    expect(await warmUpPlanner(12, false, () => 'not-optimized')).toBe(12);
   }, 60_000);
 });
