@@ -88,10 +88,11 @@ const pause = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve,
  * at most `rounds`; while one of them is compiling, wait instead of running
  * another round. At start-up the compile threads are shared with the page
  * workers' large decode loops: the planner's compiles queued behind them, and
- * the 30 fixed rounds ran mostly unoptimized code meanwhile, ~0.25-0.35 s of
- * this thread's CPU that the workers' warm-up needed (docs/benchmarks.md,
- * "Issue 12 start-up: the warm-up's session built at build time, the planner's
- * rounds guided by V8"). Without V8's answer, the fixed rounds as before.
+ * the 30 fixed rounds ran mostly unoptimized code meanwhile: guided, the two
+ * warm-ups cost this thread ~100-200 ms less CPU, CPU the workers' warm-up
+ * needed (docs/benchmarks.md, "Issue 12 start-up: the warm-up's session built
+ * at build time, the planner's rounds guided by V8"). Without V8's answer,
+ * the fixed rounds as before.
  */
 async function planUntilOptimized(kept: ReturnType<typeof syntheticSidecar>, rounds: number, tier: (f: (...args: never[]) => unknown) => Tier | null): Promise<number> {
   const t0 = performance.now();
