@@ -14,6 +14,7 @@ import { openStore } from '../src/main/store.js';
 import { preparePagePath, snapshotPagePath, warmUpPagePath, type WarmupStore } from '../src/main/warmup/page-path-warmup.js';
 import type { StorageBackend } from '../src/storage/backend.js';
 import { warmUpPlanner } from '../src/main/warmup/planner-warmup.js';
+import { objectsUnder } from '../src/main/warmup/session-snapshot.js';
 import type { Tier } from '../src/workers/optimization-status.js';
 import type { PageParams } from '../src/main/core/types.js';
 
@@ -203,18 +204,7 @@ describe('store warm-up', () => {
     const dir = mkdtempSync(join(tmpdir(), 'warmup-snapshot-'));
     const file = join(dir, 'session.bin');
     const dataDir = mkdtempSync(join(tmpdir(), 'warmup-data-'));
-    const objects = async (storage: StorageBackend): Promise<Map<string, Buffer>> => {
-      const out = new Map<string, Buffer>();
-      const walk = async (prefix: string): Promise<void> => {
-        for (const name of await storage.list(prefix)) {
-          const b = await storage.readAll(`${prefix}/${name}`);
-          if (b === null) await walk(`${prefix}/${name}`);
-          else out.set(`${prefix}/${name}`, b);
-        }
-      };
-      await walk('sessions');
-      return out;
-    };
+    const objects = async (storage: StorageBackend): Promise<Map<string, Buffer>> => new Map(await objectsUnder(storage, 'sessions'));
     // The metadata sidecar holds the writer's clock (createdAt, updatedAt, the log's mtime): the rest is the seeded generator's.
     const clockless = (b: Buffer) => b.toString().replace(/"(createdAt|updatedAt|mtimeMs)":\d+/g, '"$1":0');
     const pagesOf = async (storage: StorageBackend) => {

@@ -37,7 +37,7 @@ export const SNAPSHOT_PATH = fileURLToPath(new URL('./page-path-session.bin', im
 const files = new LocalBackend();
 
 /** Every object under `prefix`, depth first, with its bytes. */
-async function objectsUnder(storage: StorageBackend, prefix: string): Promise<[string, Buffer][]> {
+export async function objectsUnder(storage: StorageBackend, prefix: string): Promise<[string, Buffer][]> {
   const out: [string, Buffer][] = [];
   for (const name of (await storage.list(prefix)).sort()) {
     const key = `${prefix}/${name}`;
