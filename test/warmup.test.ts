@@ -5,14 +5,17 @@
  * the temporary directory, no session anywhere, no reference to its data.
  */
 import { execFileSync, spawnSync } from 'node:child_process';
-import { existsSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { openStore } from '../src/main/store.js';
-import { preparePagePath, warmUpPagePath, type WarmupStore } from '../src/main/warmup/page-path-warmup.js';
+import { preparePagePath, snapshotPagePath, warmUpPagePath, type WarmupStore } from '../src/main/warmup/page-path-warmup.js';
 import type { StorageBackend } from '../src/storage/backend.js';
+import { warmUpPlanner } from '../src/main/warmup/planner-warmup.js';
+import { objectsUnder } from '../src/main/warmup/session-snapshot.js';
+import type { Tier } from '../src/workers/optimization-status.js';
 import type { PageParams } from '../src/main/core/types.js';
 
 describe('store warm-up', () => {
@@ -195,5 +198,73 @@ describe('store warm-up', () => {
     } finally {
       process.off('unhandledRejection', onUnhandled);
     }
+  }, 60_000);
+
+  it("loads its session from the build's snapshot when there is one: the same objects and pages as writing it, and written when the snapshot is missing or not for it", async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'warmup-snapshot-'));
+    const file = join(dir, 'session.bin');
+    const dataDir = mkdtempSync(join(tmpdir(), 'warmup-data-'));
+    const objects = async (storage: StorageBackend): Promise<Map<string, Buffer>> => new Map(await objectsUnder(storage, 'sessions'));
+    // The metadata sidecar holds the writer's clock (createdAt, updatedAt, the log's mtime): the rest is the seeded generator's.
+    const clockless = (b: Buffer) => b.toString().replace(/"(createdAt|updatedAt|mtimeMs)":\d+/g, '"$1":0');
+    const pagesOf = async (storage: StorageBackend) => {
+      const own = await openStore({ dataDir, storage, workers: 2, warmUp: { jit: false } });
+      try {
+        const out: unknown[] = [];
+        for (const params of [{}, { maxMessages: 3 }, { maxMessages: 2, beforeSeq: 3600 }, { maxBytes: 50_000 }]) {
+          const before = own.stats().pool.completed;
+          const p = await own.pageBuffer('warmup', params);
+          out.push({ body: p.body.toString(), frames: p.frames, frameBytes: p.frameBytes, read: p.logBytesRead, slices: own.stats().pool.completed - before });
+        }
+        return out;
+      } finally {
+        await own.close();
+      }
+    };
+    try {
+      await snapshotPagePath(file);
+      const loaded = await preparePagePath(file);
+      const written = await preparePagePath(join(dir, 'missing.bin'));
+      const [a, b] = [await objects(loaded), await objects(written)];
+      expect([...a.keys()].sort()).toEqual([...b.keys()].sort());
+      expect(a.size).toBeGreaterThanOrEqual(4);
+      for (const [k, v] of a) expect(k.endsWith('.index.json') ? clockless(v) : v.equals(b.get(k)!), k).toEqual(k.endsWith('.index.json') ? clockless(b.get(k)!) : true);
+      expect(await pagesOf(loaded)).toEqual(await pagesOf(written));
+      // Not for this session (another plan), cut short, not a snapshot: written instead, as before.
+      const bytes = readFileSync(file);
+      const head = bytes.readUInt32LE(0);
+      const otherPlan = Buffer.from(bytes.toString('latin1', 0, 4 + head).replace('"seed":5', '"seed":6'), 'latin1');
+      for (const bad of [Buffer.concat([otherPlan, bytes.subarray(4 + head)]), bytes.subarray(0, bytes.length - 1), Buffer.from('not a snapshot')]) {
+        writeFileSync(file, bad);
+        expect(clockless((await (await preparePagePath(file)).readAll('sessions/index/warmup.index.json'))!)).toEqual(clockless((await written.readAll('sessions/index/warmup.index.json'))!));
+        expect((await objects(await preparePagePath(file))).get('sessions/warmup.events')!.equals(b.get('sessions/warmup.events')!)).toBe(true);
+      }
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+      rmSync(dataDir, { recursive: true, force: true });
+    }
+  }, 60_000);
+
+  it('`npm run build` puts the snapshot in dist/, and a fresh process loads it without the generator or the writer', () => {
+    const dist = resolve(import.meta.dirname, '..', 'dist');
+    expect(existsSync(join(dist, 'main', 'warmup', 'page-path-session.bin')), 'dist/ is built by `npm test` (npm run build) before the tests run').toBe(true);
+    const hook = 'data:text/javascript,' + encodeURIComponent('export async function load(u, c, n) { if (u.startsWith("file:")) process._rawDebug("loaded " + u); return n(u, c); }');
+    const url = pathToFileURL(join(dist, 'main', 'warmup', 'page-path-warmup.js')).href;
+    const r = spawnSync(process.execPath, ['--no-warnings', '--experimental-loader', hook, '--input-type=module', '-e', `const m = await import(${JSON.stringify(url)}); const s = await m.preparePagePath(); process._rawDebug('events ' + (await s.stat('sessions/warmup.events')).size);`], { encoding: 'utf8' });
+    expect(r.stderr).toMatch(/events \d{5,}/);
+    expect(r.stderr.split('\n').filter((l) => /\/(gen\/|session-writer)/.test(l))).toEqual([]);
+  }, 60_000);
+
+  it("the planner's warm-up runs until V8 says the planner is optimized, waiting out its compiles instead of running rounds; without an answer, its fixed rounds", async () => {
+    // At start-up the planner's compiles queue behind the workers' decode loops on the shared compile
+    // threads: the fixed rounds ran mostly unoptimized meanwhile, CPU the workers needed.
+    // V8's answer per check (three functions asked each time): not yet, compiling, optimized.
+    let calls = 0;
+    const answers: Tier[] = ['not-optimized', 'compiling', 'compiling', 'optimized'];
+    const tier = (): Tier => answers[Math.min(Math.floor(calls++ / 3), answers.length - 1)] as Tier;
+    // Three rounds before asking, one more for the 'not yet', none while compiling, none once optimized.
+    expect(await warmUpPlanner(30, false, tier)).toBe(4);
+    expect(await warmUpPlanner(30, false, () => null)).toBe(30);
+    expect(await warmUpPlanner(12, false, () => 'not-optimized')).toBe(12);
   }, 60_000);
 });

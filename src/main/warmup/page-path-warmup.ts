@@ -17,8 +17,7 @@
 import type { StorageBackend } from '../../storage/backend.js';
 import { MemoryBackend } from '../../storage/memory/memory-backend.js';
 import type { PageParams } from '../core/types.js';
-import { sessionBatches } from '../gen/session-batches.js';
-import { SessionWriter } from '../session-writer.js';
+import { loadSnapshot, SNAPSHOT_PATH, writeSnapshot } from './session-snapshot.js';
 
 export interface WarmupStore {
   pageBuffer(id: string, params: PageParams): Promise<unknown>;
@@ -42,6 +41,8 @@ const SESSION = { id: 'warmup', events: 12_000, tailEvents: 8_000, seed: 5 };
  * docs/benchmarks.md, "Start-up and idle memory".)
  */
 async function writeSession(storage: StorageBackend): Promise<void> {
+  // Loaded here: a server that loads the snapshot never runs the generator.
+  const [{ sessionBatches }, { SessionWriter }] = await Promise.all([import('../gen/session-batches.js'), import('../session-writer.js')]);
   const { header, batches } = sessionBatches(SESSION);
   const writer = await SessionWriter.create(storage, SESSION.id, header, { durable: false });
   try {
@@ -57,19 +58,27 @@ function pages(events: number): PageParams[] {
 }
 
 /**
- * The generated session, written into an in-memory backend of its own: this
- * thread's half, which needs no worker, so it runs while the workers start
- * and warm up (warm-up.ts).
+ * The generated session in an in-memory backend of its own: this thread's
+ * half, which needs no worker, so it runs while the workers start and warm
+ * up (warm-up.ts). Loaded from the snapshot `npm run build` made
+ * (session-snapshot.ts) when there is one for this session, else written here.
  */
-export async function preparePagePath(): Promise<StorageBackend> {
+export async function preparePagePath(snapshot: string = SNAPSHOT_PATH): Promise<StorageBackend> {
   const storage = new MemoryBackend();
   try {
-    await writeSession(storage);
+    if (!(await loadSnapshot(snapshot, storage, SESSION))) await writeSession(storage);
   } catch (err) {
     await storage.removeAll('sessions');
     throw err;
   }
   return storage;
+}
+
+/** The session written as preparePagePath would, saved to `file` (scripts/warmup-snapshot.mjs, run by `npm run build`). */
+export async function snapshotPagePath(file: string = SNAPSHOT_PATH): Promise<void> {
+  const storage = new MemoryBackend();
+  await writeSession(storage);
+  await writeSnapshot(file, storage, 'sessions', SESSION);
 }
 
 /** `open`: a store over `storage` (from preparePagePath) that borrows the serving store's pool; the session is removed after. */

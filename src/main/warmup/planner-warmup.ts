@@ -7,6 +7,8 @@
 import { encodeEntry } from '../../streams/entry-codec.js';
 import { INDEX_RECORD_BYTES, indexBackward, indexRecords } from '../../streams/frame-index-file.js';
 import { BackwardEntries } from '../../streams/entries-file.js';
+import { ByteLineBlock } from '../../streams/entry-codec.js';
+import { tierOf, type Tier } from '../../workers/optimization-status.js';
 import { planPage } from '../core/page-planner.js';
 import { resolvePageParams } from '../core/page-rule.js';
 import type { EntryLine } from '../core/types.js';
@@ -56,7 +58,7 @@ let sidecar: ReturnType<typeof syntheticSidecar> | null = null;
 /** Frames of the synthetic sidecar: a walk of up to 400 messages covers all of them (16,000 lines were no better than more rounds over fewer). */
 const FRAMES = 6_000;
 
-async function planOver(kept: ReturnType<typeof syntheticSidecar>, rounds: number): Promise<void> {
+async function planOver(kept: ReturnType<typeof syntheticSidecar>, first: number, rounds: number): Promise<void> {
   const { bytes, index, lastSeq } = kept;
   const records = index.length / INDEX_RECORD_BYTES;
   const readRecords = (first: number, n: number) => index.subarray(first * INDEX_RECORD_BYTES, (first + n) * INDEX_RECORD_BYTES);
@@ -64,12 +66,50 @@ async function planOver(kept: ReturnType<typeof syntheticSidecar>, rounds: numbe
   const slow = (): EntryLine => {
     throw new Error('synthetic sidecar lines are canonical');
   };
-  for (let r = 0; r < rounds; r++) {
+  for (let r = first; r < first + rounds; r++) {
     const p = resolvePageParams({ maxMessages: r % 2 === 0 ? 400 : 50, ...(r % 3 === 0 ? { maxBytes: 200_000 } : {}) }, lastSeq);
     // Both planners: the JSONL sidecar walk and the binary frame index walk.
     await planPage(p, new BackwardEntries(read, bytes.length, slow));
     await planPage(p, indexBackward(readRecords, records - 1));
   }
+}
+
+/** The planner's hot functions: the walk (its loop is in planPage) and the sidecar lines it asks most. */
+const WATCHED = [planPage, ByteLineBlock.prototype.group, ByteLineBlock.prototype.seq] as const;
+/** Rounds before asking V8 (the first ones gather feedback over both walks and every page shape). */
+const MIN_ROUNDS = 3;
+/** Wall time the rounds and the waits for the compiles may take, at most (a heavily loaded machine still gets ready). */
+const BUDGET_MS = 1500;
+
+const pause = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
+
+/**
+ * Rounds until V8 runs the watched functions optimized (optimization-status.ts),
+ * at most `rounds`; while one of them is compiling, wait instead of running
+ * another round. At start-up the compile threads are shared with the page
+ * workers' large decode loops: the planner's compiles queued behind them, and
+ * the 30 fixed rounds ran mostly unoptimized code meanwhile: guided, the two
+ * warm-ups cost this thread ~100-200 ms less CPU, CPU the workers' warm-up
+ * needed (docs/benchmarks.md, "Issue 12 start-up: the warm-up's session built
+ * at build time, the planner's rounds guided by V8"). Without V8's answer,
+ * the fixed rounds as before.
+ */
+async function planUntilOptimized(kept: ReturnType<typeof syntheticSidecar>, rounds: number, tier: (f: (...args: never[]) => unknown) => Tier | null): Promise<number> {
+  const t0 = performance.now();
+  let r = 0;
+  while (r < rounds && performance.now() - t0 < BUDGET_MS) {
+    if (r >= MIN_ROUNDS) {
+      const tiers = WATCHED.map((f) => tier(f as (...args: never[]) => unknown));
+      if (tiers.every((t) => t === 'optimized')) return r;
+      if (tiers.includes('compiling')) {
+        await pause(2);
+        continue;
+      }
+    }
+    await planOver(kept, r, 1);
+    r++;
+  }
+  return r;
 }
 
 /**
@@ -81,12 +121,14 @@ async function planOver(kept: ReturnType<typeof syntheticSidecar>, rounds: numbe
  */
 let tiny: ReturnType<typeof syntheticSidecar> | null = null;
 
-export async function warmUpPlanner(rounds = 30, keep = false): Promise<void> {
+/** Returns the rounds run over the large sidecar; `tier`: V8's answer (a test's stand-in). */
+export async function warmUpPlanner(rounds = 30, keep = false, tier: (f: (...args: never[]) => unknown) => Tier | null = tierOf): Promise<number> {
   tiny ??= syntheticSidecar(3);
   const kept = sidecar ?? syntheticSidecar(FRAMES);
   sidecar = keep ? kept : null;
-  await planOver(kept, rounds);
+  const ran = await planUntilOptimized(kept, rounds, tier);
   // The planner's kept instances (core/shape-keeper.ts) hold the last reader's closure, and
   // with it this sidecar, until the first real plan: leave them holding a tiny one instead.
-  if (!keep) await planOver(tiny, 1);
+  if (!keep) await planOver(tiny, 0, 1);
+  return ran;
 }
