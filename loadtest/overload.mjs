@@ -29,7 +29,7 @@
  *        [--max-messages 50] [--encoding identity|br|gzip] [--server-env K=V,...]
  *        [--sessions 40] [--session-events 10000] [--hold 1000] [--warmup 10] [--rounds 1]
  *        [--server-node-args='--cpu-prof --cpu-prof-dir=DIR'] [--root OTHER_CHECKOUT] [--burst]
- *        [--ignore-client node|autocannon] [--client-threads N]
+ *        [--ignore-client node|autocannon] [--client-threads N] [--launch command|node]
  *
  * Scenarios: `tail` asks the newest page of a session whose last answer is
  * a long streamed one (the tail page covers it: ~1 MB, built once, then
@@ -111,7 +111,8 @@ const { values } = parseArgs({
     // Another checkout's built server to measure with this load (A/B runs); default: this one.
     root: { type: 'string' },
     // How the server is started: as a command (the launcher's settings for `serve` apply), or `node bin/...` (they do not).
-    launch: { type: 'string', default: 'command' },
+    // Default: as a command; `node` when --server-node-args is given (flags such as --cpu-prof are refused in NODE_OPTIONS).
+    launch: { type: 'string' },
   },
 });
 const int = (v, lo, hi, name) => {
@@ -135,6 +136,7 @@ const holdMs = int(values.hold, 0, 60_000, 'hold');
 const warmupSeconds = int(values.warmup, 0, 60, 'warmup');
 const rounds = int(values.rounds, 1, 10, 'rounds');
 const clientThreads = int(values['client-threads'], 1, 8, 'client-threads');
+values.launch ??= values['server-node-args'] ? 'node' : 'command';
 if (values.launch !== 'command' && values.launch !== 'node') throw new Error('--launch: command or node');
 if (values['ignore-client'] !== 'node' && values['ignore-client'] !== 'autocannon') throw new Error('--ignore-client: node or autocannon');
 /** Clients of `mode` at `conns` for `seconds`: autocannon only when asked (and never for attach, which it cannot read). */
@@ -232,8 +234,9 @@ try {
   // Started as a command, the way users start it (npm's bin link): the launcher's sh lines then set
   // what `serve` gets only that way (glibc's mmap threshold, V8's helper threads; bin/session-pager.js).
   // Until 12-02 16:30 this ran `node bin/session-pager.js`, which skips them: its server kept
-  // ~30 MB more in malloc arenas after a run than users' do (docs/benchmarks.md). Extra node flags
-  // go in NODE_OPTIONS then; `--launch node` starts it the old way.
+  // ~30 MB more in malloc arenas after a run than users' do (docs/benchmarks.md). With
+  // --server-node-args it is started the old way unless --launch command is given (then the flags
+  // go in NODE_OPTIONS, which refuses some, e.g. --cpu-prof).
   const nodeOptions = [process.env.NODE_OPTIONS ?? '', values['server-node-args']].filter(Boolean).join(' ');
   const command = values.launch === 'command' ? join(values.root ?? ROOT, 'bin/session-pager.js') : process.execPath;
   const commandArgs = values.launch === 'command' ? args.slice(1) : [...values['server-node-args'].split(' ').filter(Boolean), ...args];
