@@ -29,7 +29,7 @@
  *        [--max-messages 50] [--encoding identity|br|gzip] [--server-env K=V,...]
  *        [--sessions 40] [--session-events 10000] [--hold 1000] [--warmup 10] [--rounds 1]
  *        [--server-node-args='--cpu-prof --cpu-prof-dir=DIR'] [--root OTHER_CHECKOUT] [--burst]
- *        [--ignore-client node|autocannon] [--client-threads N]
+ *        [--ignore-client node|autocannon] [--client-threads N] [--launch command|node]
  *
  * Scenarios: `tail` asks the newest page of a session whose last answer is
  * a long streamed one (the tail page covers it: ~1 MB, built once, then
@@ -69,6 +69,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { loadavg, tmpdir } from 'node:os';
 import { readFileSync } from 'node:fs';
 import { threadCpuSecondsOf } from '../bench/servers.mjs';
+import { rssByMapping } from '../bench/smaps.mjs';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { randomBytes } from 'node:crypto';
@@ -109,6 +110,9 @@ const { values } = parseArgs({
     'server-node-args': { type: 'string', default: '' },
     // Another checkout's built server to measure with this load (A/B runs); default: this one.
     root: { type: 'string' },
+    // How the server is started: as a command (the launcher's settings for `serve` apply), or `node bin/...` (they do not).
+    // Default: as a command; `node` when --server-node-args is given (flags such as --cpu-prof are refused in NODE_OPTIONS).
+    launch: { type: 'string' },
   },
 });
 const int = (v, lo, hi, name) => {
@@ -132,6 +136,8 @@ const holdMs = int(values.hold, 0, 60_000, 'hold');
 const warmupSeconds = int(values.warmup, 0, 60, 'warmup');
 const rounds = int(values.rounds, 1, 10, 'rounds');
 const clientThreads = int(values['client-threads'], 1, 8, 'client-threads');
+values.launch ??= values['server-node-args'] ? 'node' : 'command';
+if (values.launch !== 'command' && values.launch !== 'node') throw new Error('--launch: command or node');
 if (values['ignore-client'] !== 'node' && values['ignore-client'] !== 'autocannon') throw new Error('--ignore-client: node or autocannon');
 /** Clients of `mode` at `conns` for `seconds`: autocannon only when asked (and never for attach, which it cannot read). */
 const runMode = (base, headers, pathSpec, conns, mode, seconds = duration) =>
@@ -207,7 +213,7 @@ async function runLoop(base, headers, pathSpec, conns, mode, seconds = duration)
 
 const dir = await mkdtemp(join(tmpdir(), 'sp-overload-'));
 let server;
-const out = { scenario: values.scenario, ...(manySessions ? { sessions: sessionCount, sessionEvents } : {}), ...(values.scenario === 'attach' ? { holdMs } : {}), maxMessages, encoding: values.encoding, ignoreClient: values['ignore-client'], duration, events, tail, workers: workers ?? null, serverEnv, runs: [] };
+const out = { launch: values.launch, scenario: values.scenario, ...(manySessions ? { sessions: sessionCount, sessionEvents } : {}), ...(values.scenario === 'attach' ? { holdMs } : {}), maxMessages, encoding: values.encoding, ignoreClient: values['ignore-client'], duration, events, tail, workers: workers ?? null, serverEnv, runs: [] };
 try {
   const t = Date.now();
   const targets = [];
@@ -225,7 +231,16 @@ try {
 
   const token = randomBytes(18).toString('base64url');
   const args = ['bin/session-pager.js', 'serve', '--data', dir, '--port', '0', '--log-level', 'warn', ...(workers ? ['--workers', String(workers)] : [])];
-  server = spawn(process.execPath, [...values['server-node-args'].split(' ').filter(Boolean), ...args], { cwd: values.root ?? ROOT, env: { ...process.env, SESSION_PAGER_TOKEN: token, ...serverEnv }, stdio: ['ignore', 'pipe', 'pipe'] });
+  // Started as a command, the way users start it (npm's bin link): the launcher's sh lines then set
+  // what `serve` gets only that way (glibc's mmap threshold, V8's helper threads; bin/session-pager.js).
+  // Until 12-02 16:30 this ran `node bin/session-pager.js`, which skips them: its server kept
+  // ~30 MB more in malloc arenas after a run than users' do (docs/benchmarks.md). With
+  // --server-node-args it is started the old way unless --launch command is given (then the flags
+  // go in NODE_OPTIONS, which refuses some, e.g. --cpu-prof).
+  const nodeOptions = [process.env.NODE_OPTIONS ?? '', values['server-node-args']].filter(Boolean).join(' ');
+  const command = values.launch === 'command' ? join(values.root ?? ROOT, 'bin/session-pager.js') : process.execPath;
+  const commandArgs = values.launch === 'command' ? args.slice(1) : [...values['server-node-args'].split(' ').filter(Boolean), ...args];
+  server = spawn(command, commandArgs, { cwd: values.root ?? ROOT, env: { ...process.env, SESSION_PAGER_TOKEN: token, ...(nodeOptions && values.launch === 'command' ? { NODE_OPTIONS: nodeOptions } : {}), ...serverEnv }, stdio: ['ignore', 'pipe', 'pipe'] });
   // The banner (stderr) names the port; stdout carries only log lines.
   let err = '';
   server.stderr.on('data', (d) => (err += d));
@@ -279,6 +294,15 @@ try {
       majorGcSeconds: num(/^nodejs_gc_duration_seconds_sum\{kind="major"\} (\S+)$/m),
       // Its pauses of 10-100 ms (the histogram's buckets: le 0.01 and le 0.1).
       majorGcOver10: num(/^nodejs_gc_duration_seconds_bucket\{le="0.1",kind="major"\} (\S+)$/m) - num(/^nodejs_gc_duration_seconds_bucket\{le="0.01",kind="major"\} (\S+)$/m),
+      // The main thread's V8 heap and the memory it holds outside it (ArrayBuffers, Buffers), MB:
+      // beside the OS's RSS by mapping, what of a growing RSS is the main isolate's.
+      heap: {
+        usedMb: Math.round(num(/^nodejs_heap_size_used_bytes (\S+)$/m) / 1e5) / 10,
+        totalMb: Math.round(num(/^nodejs_heap_size_total_bytes (\S+)$/m) / 1e5) / 10,
+        externalMb: Math.round(num(/^nodejs_external_memory_bytes (\S+)$/m) / 1e5) / 10,
+        oldSpaceMb: Math.round(num(/^nodejs_heap_space_size_total_bytes\{space="old"\} (\S+)$/m) / 1e5) / 10,
+        pageCacheMb: Math.round(num(/^session_pager_page_cache_bytes (\S+)$/m) / 1e5) / 10,
+      },
       t: performance.now(),
       count: num(new RegExp(`^session_pager_http_request_duration_seconds_count\\{method="GET",route="${route}",status_code="200"\\} (\\S+)$`, 'm')),
       // The latency histogram's cumulative buckets (le -> count), for the server's own p99.
@@ -353,6 +377,13 @@ try {
     return { main, rest, t: performance.now() };
   };
   const cores = (a, b, k) => Math.round(((b[k] - a[k]) / ((b.t - a.t) / 1000)) * 100) / 100;
+  const memoryByMapping = (pid) => {
+    try {
+      return Object.fromEntries(Object.entries(rssByMapping(pid)).filter(([, v]) => v >= 1).map(([k, v]) => [k, Math.round(v)]));
+    } catch {
+      return null;
+    }
+  };
   const serverRss = () => {
     try {
       const st = readFileSync(`/proc/${server.pid}/status`, 'utf8');
@@ -426,6 +457,8 @@ try {
       r.load = [Math.round(loadStart * 10) / 10, Math.round(loadavg()[0] * 10) / 10];
       Object.assign(r, serverRss());
       const after = await serverSide();
+      // Where the resident MB are after the run (smaps by kind of mapping; the main isolate's heap).
+      r.memory = { ...after.heap, smaps: memoryByMapping(server.pid) };
       r.shedNotAdmission = after.shedAll - before.shedAll - (after.shedAdmission - before.shedAdmission);
       r.serverCpu = Math.round((r.serverMainCpu + r.serverRestCpu) * 100) / 100;
       // The server's own p99 (upper bound of the histogram bucket that holds it), ms.
