@@ -266,7 +266,8 @@ if (started?.jitWarmUp === true) {
   // `page` command's in-thread pool) has no use for.
   const { warmUpJit } = await import('./jit-warmup.js');
   // Until V8 says the decode loop runs optimized code (optimization-status.ts), not a fixed number of rounds.
-  await warmUpJit(decodeInArena, () => tierOf(decodeSlice), started.jitBudgetMs);
+  // Then the small per-frame methods it calls without inlining (jit-warmup.ts warmUpHelpers).
+  await warmUpJit(decodeInArena, () => tierOf(decodeSlice), started.jitBudgetMs, tierOf);
   dropArena();
   collectGarbage();
 }
