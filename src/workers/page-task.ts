@@ -43,10 +43,12 @@ const sinks = newEncoderSinks();
  * generously: pages never touched cost no memory, and a sink that outgrows
  * its region moves out.
  *
- * A large slice's result is the arena itself (slice-encoder.ts finish):
+ * A large slice's result is a new arena itself (slice-encoder.ts finish):
  * copying megabytes into a fresh buffer cost a page fault per 4 KB and a
  * pass over the bytes. The arena then goes with the result, and the main
  * thread hands consumed results back with later tasks (`task.arena`).
+ * Once the worker holds an arena, a large result is copied instead into a
+ * buffer of its size that goes round (runPageTask).
  */
 let arena = Buffer.allocUnsafe(0);
 /** A consumed result smaller than the arena, handed back: the next large result is copied into it (runPageTask). */
