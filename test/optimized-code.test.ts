@@ -80,5 +80,24 @@ describe('optimized page-path code and object shapes', () => {
     const out = execFileSync(process.execPath, ['--trace-opt', resolve(here, 'helpers/planner-warmup-trace.mjs'), dist], { encoding: 'utf8' });
     expect(out.split('\n').filter((l) => /compiling method .*<JSFunction syntheticSidecar .*\(target TURBOFAN\), mode/.test(l))).toEqual([]);
   }, 60_000);
+
+  it("a worker's warm-up leaves the small methods its decode loop calls per frame optimized too, not for the first real page to compile", () => {
+    // The loop does not inline them; its rounds stopped once the loop itself was optimized, and the
+    // first 5M tail page then compiled them on a helper thread beside its decode (issue 13, cold).
+    // Run as page-task.ts runs it, in a fresh process (V8's tiers are per process).
+    const code = `
+      const { decodeInArena, decodeSlice } = await import(${JSON.stringify(`${dist}/workers/page-task.js`)});
+      const { warmUpJit } = await import(${JSON.stringify(`${dist}/workers/jit-warmup.js`)});
+      const { tierOf } = await import(${JSON.stringify(`${dist}/workers/optimization-status.js`)});
+      const { CrcCursor } = await import(${JSON.stringify(`${dist}/streams/frame-crc-file.js`)});
+      const { ByteSink } = await import(${JSON.stringify(`${dist}/main/core/byte-sink.js`)});
+      await warmUpJit(decodeInArena, () => tierOf(decodeSlice), 60_000, tierOf);
+      const c = CrcCursor.prototype;
+      const helpers = { metaTime0: c.metaTime0, metaDtSum: c.metaDtSum, metaDtStart: c.metaDtStart, metaDtEnd: c.metaDtEnd, metaCount: c.metaCount, sink: ByteSink.prototype.sink };
+      process.stdout.write(JSON.stringify(Object.fromEntries(Object.entries(helpers).map(([k, f]) => [k, tierOf(f)]))));`;
+    const out = execFileSync(process.execPath, ['--input-type=module', '-e', code], { encoding: 'utf8' });
+    const optimized = { metaTime0: 'optimized', metaDtSum: 'optimized', metaDtStart: 'optimized', metaDtEnd: 'optimized', metaCount: 'optimized', sink: 'optimized' };
+    expect(JSON.parse(out)).toEqual(optimized);
+  }, 120_000);
 });
 

@@ -16,7 +16,8 @@
 import { encodeFrame } from '../streams/frame-codec.js';
 import { continuesRun, packBatch, sameRunKey, type RunKey } from '../main/core/chunk-codec.js';
 import { sessionBatches } from '../main/gen/session-batches.js';
-import { chainCrcRecords, CRC_RECORD_BYTES } from '../streams/frame-crc-file.js';
+import { chainCrcRecords, CRC_RECORD_BYTES, CrcCursor } from '../streams/frame-crc-file.js';
+import { ByteSink } from '../main/core/byte-sink.js';
 import { metaRecords } from '../streams/frame-meta-file.js';
 
 /** Events of the generated warm-up session: enough shapes, little memory. */
@@ -182,7 +183,7 @@ const pause = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve,
  * with it for the CPU). Without an answer, a fixed number of rounds. Both
  * within `budgetMs` of wall time. Returns the rounds run.
  */
-export async function warmUpJit(decode: (task: SliceTask, bytes: Buffer) => unknown, tier: () => Tier | null = () => null, budgetMs?: number): Promise<number> {
+export async function warmUpJit(decode: (task: SliceTask, bytes: Buffer) => unknown, tier: () => Tier | null = () => null, budgetMs?: number, tierOfHelper?: (f: (...args: never[]) => unknown) => Tier | null): Promise<number> {
   generalizeKeyChecks();
   const work = warmupWork();
   const t0 = performance.now();
@@ -202,5 +203,61 @@ export async function warmUpJit(decode: (task: SliceTask, bytes: Buffer) => unkn
     for (const w of work) for (const t of w.tasks) decode(t, w.bytes);
     rounds++;
   }
+  // (A caller that gave the loop a wall-time bound of its own gives the helpers the same.)
+  if (tierOfHelper !== undefined) await warmUpHelpers(work[0] as { bytes: Buffer; tasks: SliceTask[] }, tierOfHelper, budgetMs ?? HELPER_BUDGET_MS);
   return rounds;
+}
+
+/** Calls of each helper between two looks at its tier, and the wall-time bound of the whole. */
+const HELPER_CALLS = 2_000;
+const HELPER_BUDGET_MS = 200;
+
+/**
+ * The small methods the decode loop calls per frame or per run without
+ * inlining them (TurboFan spends its inlining budget on the large loop):
+ * the row metadata's readers and a sink taking another's bytes. The
+ * warm-up's rounds stop once the loop is optimized, when these have run
+ * too few times to be optimized themselves; the first real page (thousands
+ * of frames) then made them hot, and V8 compiled them on a helper thread
+ * beside the decode: 4-8 ms of a third thread's CPU on a two-core machine,
+ * in 3 of 4 traced cold tail pages (docs/benchmarks.md, issue 13). Called
+ * here, on the warm-up's own cursor and sinks (the receivers and arguments
+ * real tasks pass), until V8 says each is optimized, within
+ * HELPER_BUDGET_MS. Returns whether all are.
+ */
+export async function warmUpHelpers(w: { bytes: Buffer; tasks: SliceTask[] }, tierOf: (f: (...args: never[]) => unknown) => Tier | null, budgetMs = HELPER_BUDGET_MS): Promise<boolean> {
+  const t = w.tasks.find((x) => x.crcs !== undefined && x.meta !== undefined) as SliceTask;
+  const cursor = new CrcCursor(t.crcs, w.bytes, t.start, t.meta);
+  const frames = Math.max(1, (t.crcs as Uint8Array).length / CRC_RECORD_BYTES);
+  // Sinks in one arena, as a task places them: a long copy within it, and a short one by bytes.
+  const arena = Buffer.allocUnsafe(4096);
+  const to = new ByteSink();
+  const long = new ByteSink();
+  const short = new ByteSink();
+  const source = arena.subarray(0, 0);
+  to.place(arena, 0, 2048, source);
+  long.place(arena, 2048, 1024, source);
+  short.place(arena, 3072, 1024, source);
+  long.bytes(w.bytes, 0, 200);
+  short.bytes(w.bytes, 0, 20);
+  const helpers = [cursor.metaTime0, cursor.metaDtSum, cursor.metaDtStart, cursor.metaDtEnd, cursor.metaCount, to.sink];
+  const t0 = performance.now();
+  for (;;) {
+    for (let k = 0; k < HELPER_CALLS; k++) {
+      const i = k % frames;
+      cursor.metaTime0(i);
+      cursor.metaDtSum(i);
+      cursor.metaDtStart(i);
+      cursor.metaDtEnd(i);
+      cursor.metaCount(i);
+      to.sink(long);
+      to.sink(short);
+      to.clear();
+    }
+    const tiers = helpers.map((f) => tierOf(f));
+    if (tiers.some((x) => x === null)) return false;
+    if (tiers.every((x) => x === 'optimized')) return true;
+    if (performance.now() - t0 > budgetMs) return false;
+    if (tiers.includes('compiling')) await pause(2);
+  }
 }

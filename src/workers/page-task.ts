@@ -43,12 +43,24 @@ const sinks = newEncoderSinks();
  * generously: pages never touched cost no memory, and a sink that outgrows
  * its region moves out.
  *
- * A large slice's result is the arena itself (slice-encoder.ts finish):
+ * A large slice's result is a new arena itself (slice-encoder.ts finish):
  * copying megabytes into a fresh buffer cost a page fault per 4 KB and a
  * pass over the bytes. The arena then goes with the result, and the main
  * thread hands consumed results back with later tasks (`task.arena`).
+ * Once the worker holds an arena, a large result is copied instead into a
+ * buffer of its size that goes round (runPageTask).
  */
 let arena = Buffer.allocUnsafe(0);
+/** A consumed result smaller than the arena, handed back: the next large result is copied into it (runPageTask). */
+let spareOut: ArrayBuffer | null = null;
+/**
+ * Large slices from this size are copied out once the worker holds an arena (runPageTask);
+ * smaller ones (a short page's, the page-path warm-up's) still go out as their small arena,
+ * so an idle worker holds none of it (issue 12's idle memory).
+ */
+const COPY_OUT_BYTES = 1024 * 1024;
+/** No spare yet: the large result's copy gets a fresh buffer with room to be used again. */
+const NO_SPARE = new ArrayBuffer(0);
 /** An arena larger than this, or a sink that grew out of it past KEEP_BYTES, is dropped after a task, so one huge page does not pin its memory. */
 const KEEP_ARENA_BYTES = 64 * 1024 * 1024;
 const KEEP_BYTES = 8 * 1024 * 1024;
@@ -130,7 +142,7 @@ const NEWLINE = 0x0a;
 const MAGIC0 = 0x53; // 'S' of SPF2
 
 /** `resultArena`: the buffer `into` was placed in, when the result may be that buffer itself (see arenaFor). */
-export function decodeSlice(task: SliceTask, bytes: Buffer, readMs = 0, into: EncoderSinks = newEncoderSinks(), resultArena: Buffer | null = null): SliceResult {
+export function decodeSlice(task: SliceTask, bytes: Buffer, readMs = 0, into: EncoderSinks = newEncoderSinks(), resultArena: Buffer | null = null, out: ArrayBuffer | null = null): SliceResult {
   const enc = new SliceEncoder(into);
   enc.bytesRead = bytes.length;
   const crcs = new CrcCursor(task.crcs, bytes, task.start, task.meta);
@@ -243,7 +255,7 @@ export function decodeSlice(task: SliceTask, bytes: Buffer, readMs = 0, into: En
   // never ran before decodeSlice was optimized deoptimized it on the first page that checks one.
   const disagrees = claims !== task.digest;
   if (task.digest !== NO_CLAIM && disagrees) return corrupt(task.start, task.firstSeq, task.endSeq, 'the index the page was planned from disagrees with these frames (seqs, offsets or message groups)', 'claim');
-  return enc.finish(readMs, resultArena);
+  return enc.finish(readMs, resultArena, out);
 }
 
 // Optimize the hot decode path before the first real task (see jit-warmup.ts).
@@ -266,7 +278,8 @@ if (started?.jitWarmUp === true) {
   // `page` command's in-thread pool) has no use for.
   const { warmUpJit } = await import('./jit-warmup.js');
   // Until V8 says the decode loop runs optimized code (optimization-status.ts), not a fixed number of rounds.
-  await warmUpJit(decodeInArena, () => tierOf(decodeSlice), started.jitBudgetMs);
+  // Then the small per-frame methods it calls without inlining (jit-warmup.ts warmUpHelpers).
+  await warmUpJit(decodeInArena, () => tierOf(decodeSlice), started.jitBudgetMs, tierOf);
   dropArena();
   collectGarbage();
 }
@@ -275,15 +288,28 @@ if (started?.jitWarmUp === true) {
 export function runPageTask(task: SliceTask | CompressTask): SliceResult {
   // Bytes to compress, no slice to decode (slice-compress.ts).
   if ('compress' in task) return codeBytes(task.compress, task.coding, task.level) as SliceResult;
-  // A consumed result handed back: our arena from now on, when larger.
-  if (task.arena !== undefined && task.arena.byteLength > arena.length) arena = Buffer.from(task.arena);
+  // A consumed result handed back: our arena from now on when larger, else the next large result's buffer.
+  if (task.arena !== undefined) {
+    if (task.arena.byteLength > arena.length) arena = Buffer.from(task.arena);
+    else if (spareOut === null || task.arena.byteLength > spareOut.byteLength) spareOut = task.arena;
+  }
+  const held = arena;
   // An empty slice reads nothing (the pool's warm-up sends these).
   const t0 = performance.now();
   const len = task.end - task.start;
   const bytes = len > 0 ? sliceBytes(task) : Buffer.alloc(0);
+  // A large result is the arena itself only when the arena is new for this task (a first large
+  // page: moving it costs nothing). Otherwise its sections are copied into a buffer of their size
+  // that goes round (spareOut): the main thread then takes in the result's bytes, not the arena's
+  // reserve, ~3.6x the slice's bytes, which V8 counted as external memory and which paced its
+  // full collections (docs/benchmarks.md, issue 13).
+  const large = task.inPlace === true;
+  const copyOut = large && len >= COPY_OUT_BYTES;
+  const out = copyOut && arena === held ? (spareOut ?? NO_SPARE) : null;
+  if (out !== null) spareOut = null;
   let result: SliceResult;
   try {
-    result = decodeSlice(decodeTask(task), bytes, performance.now() - t0, sinks, task.inPlace === true ? arena : null);
+    result = decodeSlice(decodeTask(task), bytes, performance.now() - t0, sinks, large && out === null ? arena : null, out);
   } catch (err) {
     // A frame only the decoder trips on (a stack overflow on deep nesting, say): that page
     // fails with the frame's range; this worker, its thread and its buffers carry on.

@@ -297,7 +297,7 @@ export class SliceEncoder {
    * which deoptimized every encoder method on a worker's first real page
    * after its warm-up.)
    */
-  finish(readMs = 0, arena: Buffer | null = null): ArrayBuffer {
+  finish(readMs = 0, arena: Buffer | null = null, out: ArrayBuffer | null = null): ArrayBuffer {
     let tail: EdgeRun | null = this.open === null ? null : { run: this.open, dt: this.dt, members: this.members };
     this.open = null;
     let whole = false;
@@ -334,22 +334,28 @@ export class SliceEncoder {
         return arena.buffer as ArrayBuffer;
       }
     }
-    return this.finishCopy(sections, headerFor(false));
+    return this.finishCopy(sections, headerFor(false), out);
   }
 
-  /** The sections copied into a fresh, exactly sized buffer (its own ArrayBuffer, left unzeroed: every byte is written). */
-  private finishCopy(sections: ByteSink[], headerBytes: Buffer): ArrayBuffer {
+  /**
+   * The sections copied into a fresh, exactly sized buffer (its own
+   * ArrayBuffer, left unzeroed: every byte is written). With `into`: into
+   * that buffer when it is large enough, else into a fresh one with a
+   * quarter more room, either to be handed back and used again (page-task.ts);
+   * the trailer is at the buffer's end, whatever its size.
+   */
+  private finishCopy(sections: ByteSink[], headerBytes: Buffer, into: ArrayBuffer | null): ArrayBuffer {
     let total = RESULT_TRAILER_BYTES + headerBytes.length;
     for (const s of sections) total += s.length;
-    const out = Buffer.allocUnsafeSlow(total);
+    const out = into === null ? Buffer.allocUnsafeSlow(total) : into.byteLength >= total ? Buffer.from(into) : Buffer.allocUnsafeSlow(total + (total >>> 2));
     let pos = 0;
     for (const s of sections) {
       out.set(s.view(), pos);
       pos += s.length;
     }
     out.set(headerBytes, pos);
-    out.writeUInt32LE(pos, total - RESULT_TRAILER_BYTES);
-    out.writeUInt32LE(headerBytes.length, total - 4);
+    out.writeUInt32LE(pos, out.length - RESULT_TRAILER_BYTES);
+    out.writeUInt32LE(headerBytes.length, out.length - 4);
     return out.buffer as ArrayBuffer;
   }
 }

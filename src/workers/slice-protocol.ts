@@ -11,9 +11,10 @@
  * byte sections anywhere in it, the header JSON, and an 8-byte trailer at
  * its very end, [u32 header offset][u32 header length]; the header gives
  * every section's offset and length. A small slice's result is a fresh,
- * exactly sized copy; a large slice's is the worker's arena itself, its
- * sections where the worker built them (page-task.ts), and the main thread
- * hands such buffers back with later tasks (`arena`) to be used again.
+ * exactly sized copy; a large slice's is the worker's new arena itself, its
+ * sections where the worker built them, or (once the worker holds an arena)
+ * a copy into a buffer of their size (page-task.ts); the main thread hands
+ * such buffers back with later tasks (`arena`) to be used again.
  */
 import type { RunKey } from '../main/core/chunk-codec.js';
 import { NO_CLAIM } from '../main/core/frame-claim.js';

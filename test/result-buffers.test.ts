@@ -1,0 +1,77 @@
+/**
+ * A large slice's result (workers/page-task.ts): on a worker's first large
+ * task it is the worker's new arena itself (moving it costs nothing); after
+ * that, its sections are copied into a buffer of their size that the main
+ * thread hands back to be used again, and the worker keeps its arena. The
+ * main thread then takes in the result's bytes, not the arena's reserve
+ * (~3.6x the slice's bytes), which V8 counted as external memory and which
+ * paced the main thread's full collections (docs/benchmarks.md, issue 13).
+ * Every form pages the same bytes.
+ */
+import { describe, expect, it } from 'vitest';
+import { parseSlice } from '../src/main/page-assembler.js';
+import { packBatch } from '../src/main/core/chunk-codec.js';
+import type { SessionEvent, StorageRecord } from '../src/main/core/types.js';
+import { sessionBatches } from '../src/main/gen/session-batches.js';
+import { encodeFrame } from '../src/streams/frame-codec.js';
+import { warmupWork } from '../src/workers/jit-warmup.js';
+import { runPageTask } from '../src/workers/page-task.js';
+import { sliceTask, type SliceTask } from '../src/workers/slice-protocol.js';
+
+/** A generated session's frames, past a megabyte (slices from there are copied out), and a task that decodes them whole. */
+function largeSlice(): { bytes: Buffer; task: () => SliceTask } {
+  const gen = sessionBatches({ id: 'large', events: 60_000, tailEvents: 5_000, seed: 3 });
+  const records: StorageRecord[] = [];
+  for (const batch of gen.batches) records.push(...packBatch(batch as SessionEvent[]));
+  const bytes = Buffer.concat(records.map((r) => encodeFrame(r, 'jsonl')));
+  return { bytes, task: () => sliceTask('', 'large', 0, bytes.length, 0, 60_000, 0, 60_000) };
+}
+
+const view = (r: ArrayBuffer) => {
+  const { head, whole, body, tail, frames, bytesRead } = parseSlice(r);
+  return JSON.stringify({ head, whole, body: Buffer.from(body).toString('latin1'), tail, frames, bytesRead });
+};
+
+describe('large slice results', () => {
+  it('are the new arena on a first large task, then copies sized to their sections in the buffer handed back', () => {
+    const w = largeSlice();
+    expect(w.bytes.length).toBeGreaterThan(1024 * 1024);
+    const task = (arena?: ArrayBuffer): SliceTask => {
+      const t = { ...w.task(), bytes: Buffer.from(w.bytes), inPlace: true };
+      if (arena !== undefined) t.arena = arena;
+      return t;
+    };
+    const first = runPageTask(task()) as ArrayBuffer;
+    expect(first, JSON.stringify(first)).toBeInstanceOf(ArrayBuffer);
+    // The arena itself: the slice's bytes and every sink's reserved region.
+    expect(first.byteLength).toBeGreaterThan(3 * w.bytes.length);
+    const page = view(first);
+    // Handed back: the worker's arena again, and this result a copy sized to its sections (a quarter more room).
+    const second = runPageTask(task(first)) as ArrayBuffer;
+    expect(second.byteLength).toBeLessThan(2 * w.bytes.length);
+    expect(view(second)).toBe(page);
+    const secondPage = view(second);
+    // Handed back in turn: the next result is written into that very buffer.
+    const third = runPageTask(task(second)) as ArrayBuffer;
+    expect(third).toBe(second);
+    expect(view(third)).toBe(secondPage);
+    // A buffer handed back that is too small for the result: a fresh one, the same page.
+    const fourth = runPageTask(task(new ArrayBuffer(64))) as ArrayBuffer;
+    expect(fourth.byteLength).toBeGreaterThanOrEqual(third.byteLength - 1024);
+    expect(view(fourth)).toBe(page);
+  });
+
+  it('below a megabyte stay the arena itself, so a worker idle after small pages (the page-path warm-up) holds none', () => {
+    // The JIT warm-up's synthetic log: ~200 KB of frames.
+    const w = warmupWork()[0] as { bytes: Buffer; tasks: SliceTask[] };
+    const task = (arena?: ArrayBuffer): SliceTask => {
+      const t = { ...(w.tasks[0] as SliceTask), bytes: Buffer.from(w.bytes), inPlace: true };
+      if (arena !== undefined) t.arena = arena;
+      return t;
+    };
+    const first = runPageTask(task()) as ArrayBuffer;
+    expect(first).toBeInstanceOf(ArrayBuffer);
+    const second = runPageTask(task(first)) as ArrayBuffer;
+    expect(second.byteLength).toBeGreaterThan(3 * w.bytes.length);
+  });
+});
