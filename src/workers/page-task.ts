@@ -25,6 +25,7 @@ import { rowLength, type RunKey } from '../main/core/chunk-codec.js';
 import { ARENA_HEADER_ROOM, newEncoderSinks, SliceEncoder, type EncoderSinks } from './slice-encoder.js';
 import type { ByteSink } from '../main/core/byte-sink.js';
 import { collectGarbage } from './full-gc.js';
+import { collectWhenGrown, heapCollected } from './heap-bound.js';
 import { tierOf } from './optimization-status.js';
 import { CODING_NONE, decodeTask, type BatchResult, type CompressTask, type SliceBatch, type SliceFault, type SliceResult, type SliceTask } from './slice-protocol.js';
 import { codeBytes, codeSlice } from './slice-compress.js';
@@ -282,6 +283,7 @@ if (started?.jitWarmUp === true) {
   await warmUpJit(decodeInArena, () => tierOf(decodeSlice), started.jitBudgetMs, tierOf);
   dropArena();
   collectGarbage();
+  heapCollected();
 }
 
 /** One task, the result not yet marked to be moved (the in-thread pool's entry: main/inline-pool.ts). */
@@ -340,7 +342,9 @@ export function runBatch(b: SliceBatch): BatchResult {
   return { results };
 }
 
+/** Piscina's entry: one task or a batch; the worker's old generation is collected here when it has grown (heap-bound.ts). */
 export default function pageTask(task: SliceTask | CompressTask | SliceBatch): SliceResult | BatchResult {
+  collectWhenGrown();
   if ('batch' in task) {
     const answer = runBatch(task);
     // Every result buffer moves with the one answer, none copied.
