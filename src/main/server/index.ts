@@ -33,7 +33,7 @@ import { SHARED_SCHEMAS } from './schemas.js';
 import { addValidation, AJV_OPTIONS } from './validation.js';
 import { FollowHub } from './follow.js';
 import { ServerMetrics, metricsPlugin, metricsRoute } from './metrics.js';
-import { addOpenApi, openApiDocument, openapiRoute } from './openapi.js';
+import { addOpenApi, openapiRoute } from './openapi.js';
 import { IN_FLIGHT_PER_THREAD, nodeTimeouts, resolveOptions, type ResolvedOptions, type ServerOptions } from './options.js';
 import { LoadMonitor, ShedPacer, type OverloadPolicy } from './overload.js';
 import { readinessRoutes } from './readiness.js';
@@ -176,12 +176,11 @@ export function buildServer(store: Store, options: ServerOptions = {}): FastifyI
     await api.register(metricsRoute, { metrics });
   });
 
-  // Compiling the route schemas and building the OpenAPI document stall the event loop at
-  // start-up; that is no reason to shed the first requests: build it now, then forget the stall.
-  // (Registered last, so its onReady runs after @fastify/swagger's.)
+  // Compiling the route schemas stalls the event loop at start-up; that is no reason to shed
+  // the first requests: forget the stall. (The OpenAPI document is built at its first request,
+  // not here: openapi.ts.) (Registered last, so its onReady runs after @fastify/swagger's.)
   app.register(async (last) => {
     last.addHook('onReady', async () => {
-      openApiDocument(app);
       monitor.reset();
     });
   });
