@@ -16,8 +16,8 @@
  * and then the store (its worker pool and writers).
  */
 import { constants as zc } from 'node:zlib';
-import compress from '@fastify/compress';
-import Fastify, { LogController, type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { requireCjs } from './cjs.js';
 import { PagerError } from '../core/errors.js';
 import type { Store } from '../store-types.js';
 import { Admission } from './admission.js';
@@ -38,6 +38,10 @@ import { IN_FLIGHT_PER_THREAD, nodeTimeouts, resolveOptions, type ResolvedOption
 import { LoadMonitor, ShedPacer, type OverloadPolicy } from './overload.js';
 import { readinessRoutes } from './readiness.js';
 import { routes } from './routes.js';
+
+// By require(), not import (cjs.ts says why).
+const compress = requireCjs('@fastify/compress') as typeof import('@fastify/compress').default;
+const { default: Fastify, LogController } = requireCjs('fastify') as typeof import('fastify');
 
 export type { ServerOptions } from './options.js';
 

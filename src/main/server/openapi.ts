@@ -11,10 +11,13 @@
  * Routes registered elsewhere without a schema of their own (the service
  * probes) get their summary from SERVICE_DOCS, so every route is described.
  */
-import swagger from '@fastify/swagger';
 import type { FastifyInstance, RouteOptions } from 'fastify';
+import { requireCjs } from './cjs.js';
 import { HEALTH_SCHEMA, METRICS_SCHEMA, OPENAPI_SCHEMA } from './schemas.js';
 import { packageVersion } from '../version.js';
+
+// By require(), not import (cjs.ts says why).
+const swagger = requireCjs('@fastify/swagger') as typeof import('@fastify/swagger').default;
 
 export const OPENAPI_PATH = '/v1/openapi.json';
 
