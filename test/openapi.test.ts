@@ -10,6 +10,7 @@ import { join, resolve } from 'node:path';
 import type { FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildServer } from '../src/main/server/index.js';
+import { openApiDocumentBuilt } from '../src/main/server/openapi.js';
 import { seedSession, tempStore, type TempStore } from './server-helpers.js';
 
 const ROOT = resolve(import.meta.dirname, '..');
@@ -52,6 +53,21 @@ function* walk(v: unknown, path = '$'): Generator<[string, any]> {
 }
 
 describe('OpenAPI document', () => {
+  it('is built at its first request, not at start-up (issue 12: ~50 ms of the main thread before ready), and once', async () => {
+    const other = buildServer(ts.store, { token: TOKEN, maxEventLoopLagMs: 0 });
+    try {
+      await other.ready();
+      expect(openApiDocumentBuilt(other)).toBe(false);
+      const first = await other.inject({ url: '/v1/openapi.json' });
+      expect(first.statusCode).toBe(200);
+      expect(openApiDocumentBuilt(other)).toBe(true);
+      expect(JSON.parse(first.body)).toEqual(doc);
+      expect((await other.inject({ url: '/v1/openapi.json' })).body).toBe(first.body);
+    } finally {
+      await other.close();
+    }
+  });
+
   it('is OpenAPI 3.1 with the package\'s version, served without a token', () => {
     const pkg = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8'));
     expect(doc.openapi).toBe('3.1.0');

@@ -17,7 +17,8 @@
  * flag is process-wide and workers start at once: another thread may clear
  * it between this one's setting it and parsing, so a parse that fails is
  * tried again; after a few tries the status is unknown (null) and the
- * warm-up falls back to its fixed rounds.
+ * warm-up falls back to its fixed rounds. A process started with the flag
+ * keeps it.
  */
 import { setFlagsFromString } from 'node:v8';
 
@@ -29,6 +30,14 @@ const OPTIMIZING_CONCURRENTLY = 1 << 10;
 export type Tier = 'optimized' | 'compiling' | 'not-optimized';
 
 const TRIES = 8;
+
+/**
+ * Whether the process was started with --allow-natives-syntax (node refuses it
+ * in NODE_OPTIONS, so on its command line; a worker's execArgv is its parent's
+ * unless told otherwise): then the flag is someone else's (tests and probes that
+ * make their own `%` calls), and it is left set instead of cleared under them.
+ */
+const STARTED_WITH_NATIVES = process.execArgv.some((a) => /^--allow[-_]natives[-_]syntax$/.test(a));
 
 let status: ((f: unknown) => number) | null | undefined;
 
@@ -43,7 +52,7 @@ function statusFunction(): ((f: unknown) => number) | null {
     } catch {
       // Parsed while another thread had the flag cleared: try again.
     } finally {
-      setFlagsFromString('--no-allow-natives-syntax');
+      if (!STARTED_WITH_NATIVES) setFlagsFromString('--no-allow-natives-syntax');
     }
   }
   return null;

@@ -6,7 +6,8 @@ const { planPage } = await import(`${dist}/main/core/page-planner.js`);
 const { warmUpPlanner } = await import(`${dist}/main/warmup/planner-warmup.js`);
 const optimized = () => (%GetOptimizationStatus(planPage) & 16) !== 0;
 // Compiled now, while --allow-natives-syntax is on: the warm-up asks V8 the same question through
-// workers/optimization-status.ts, which clears the flag again after making its own function.
+// workers/optimization-status.ts, which cleared the flag after making its own function even in a
+// process started with it, before 12-02's sixth session.
 optimized();
 // A warm-up round may still meet a first shape (a deopt), so optimize again, up
 // to eight rounds, before judging; what the test asserts is that a garbage

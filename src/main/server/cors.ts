@@ -5,8 +5,11 @@
  * (a browser never sends credentials on a preflight). Bearer tokens, not
  * cookies: no `Access-Control-Allow-Credentials`.
  */
-import cors from '@fastify/cors';
 import type { FastifyInstance } from 'fastify';
+import { requireCjs } from './cjs.js';
+
+// By require(), not import (cjs.ts says why).
+const cors = requireCjs('@fastify/cors') as typeof import('@fastify/cors').default;
 
 /** Request headers a web UI sends beyond the CORS-safelisted ones. */
 export const CORS_ALLOWED_HEADERS = ['Authorization', 'Content-Type', 'Content-Encoding', 'If-None-Match', 'Last-Event-ID', 'X-Request-Id'];

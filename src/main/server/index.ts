@@ -16,8 +16,8 @@
  * and then the store (its worker pool and writers).
  */
 import { constants as zc } from 'node:zlib';
-import compress from '@fastify/compress';
-import Fastify, { LogController, type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { requireCjs } from './cjs.js';
 import { PagerError } from '../core/errors.js';
 import type { Store } from '../store-types.js';
 import { Admission } from './admission.js';
@@ -33,11 +33,15 @@ import { SHARED_SCHEMAS } from './schemas.js';
 import { addValidation, AJV_OPTIONS } from './validation.js';
 import { FollowHub } from './follow.js';
 import { ServerMetrics, metricsPlugin, metricsRoute } from './metrics.js';
-import { addOpenApi, openApiDocument, openapiRoute } from './openapi.js';
+import { addOpenApi, openapiRoute } from './openapi.js';
 import { IN_FLIGHT_PER_THREAD, nodeTimeouts, resolveOptions, type ResolvedOptions, type ServerOptions } from './options.js';
 import { LoadMonitor, ShedPacer, type OverloadPolicy } from './overload.js';
 import { readinessRoutes } from './readiness.js';
 import { routes } from './routes.js';
+
+// By require(), not import (cjs.ts says why).
+const compress = requireCjs('@fastify/compress') as typeof import('@fastify/compress').default;
+const { default: Fastify, LogController } = requireCjs('fastify') as typeof import('fastify');
 
 export type { ServerOptions } from './options.js';
 
@@ -176,12 +180,11 @@ export function buildServer(store: Store, options: ServerOptions = {}): FastifyI
     await api.register(metricsRoute, { metrics });
   });
 
-  // Compiling the route schemas and building the OpenAPI document stall the event loop at
-  // start-up; that is no reason to shed the first requests: build it now, then forget the stall.
-  // (Registered last, so its onReady runs after @fastify/swagger's.)
+  // Compiling the route schemas stalls the event loop at start-up; that is no reason to shed
+  // the first requests: forget the stall. (The OpenAPI document is built at its first request,
+  // not here: openapi.ts.) (Registered last, so its onReady runs after @fastify/swagger's.)
   app.register(async (last) => {
     last.addHook('onReady', async () => {
-      openApiDocument(app);
       monitor.reset();
     });
   });

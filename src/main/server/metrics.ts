@@ -7,17 +7,21 @@
  * `promtool check metrics` (test/metrics-promtool.test.ts).
  */
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import type { Counter, Gauge, Histogram, Registry } from 'prom-client';
+import { requireCjs } from './cjs.js';
 import type { PageBuffer, Store } from '../store-types.js';
 import type { LoadMonitor } from './overload.js';
 import type { Readiness } from './readiness.js';
 import type { Admission } from './admission.js';
 import { globalPlugin } from './plugin.js';
 
+// By require(), not import (cjs.ts says why).
+const prom = requireCjs('prom-client') as typeof import('prom-client');
+
 const P = 'session_pager_';
 
 export class ServerMetrics {
-  readonly registry = new Registry();
+  readonly registry = new prom.Registry();
   readonly httpDuration: Histogram<'method' | 'route' | 'status_code'>;
   readonly bytesOut: Counter<'route'>;
   readonly pagesServed: Counter<'route'>;
@@ -47,58 +51,58 @@ export class ServerMetrics {
     // prom-client's process and Node.js metrics under their standard names (process_*, nodejs_*),
     // so stock dashboards work; less the three gauges it names *_total, which are not counters
     // (promtool refuses them; nodejs_active_handles etc. carry the same numbers by type).
-    collectDefaultMetrics({ register: this.registry });
+    prom.collectDefaultMetrics({ register: this.registry });
     for (const name of ['nodejs_active_handles_total', 'nodejs_active_requests_total', 'nodejs_active_resources_total']) this.registry.removeSingleMetric(name);
-    this.httpDuration = new Histogram({
+    this.httpDuration = new prom.Histogram({
       name: `${P}http_request_duration_seconds`,
       help: 'Request latency by route (follow streams: time to the snapshot)',
       labelNames: ['method', 'route', 'status_code'],
       buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
       registers,
     });
-    this.bytesOut = new Counter({ name: `${P}http_response_bytes_total`, help: 'Bytes written to clients (after compression, with headers)', labelNames: ['route'], registers });
-    this.pagesServed = new Counter({ name: `${P}pages_served_total`, help: 'Pages answered (page route and follow snapshots)', labelNames: ['route'], registers });
-    this.pageEvents = new Histogram({
+    this.bytesOut = new prom.Counter({ name: `${P}http_response_bytes_total`, help: 'Bytes written to clients (after compression, with headers)', labelNames: ['route'], registers });
+    this.pagesServed = new prom.Counter({ name: `${P}pages_served_total`, help: 'Pages answered (page route and follow snapshots)', labelNames: ['route'], registers });
+    this.pageEvents = new prom.Histogram({
       name: `${P}page_events`,
       help: 'Logical events per page served',
       buckets: [0, 10, 100, 1_000, 10_000, 100_000, 1_000_000],
       registers,
     });
-    this.pageBytes = new Histogram({
+    this.pageBytes = new prom.Histogram({
       name: `${P}page_body_bytes`,
       help: 'Uncompressed page body size',
       buckets: [1_024, 16_384, 131_072, 1_048_576, 8_388_608, 67_108_864],
       registers,
     });
-    this.pagePhase = new Histogram({
+    this.pagePhase = new prom.Histogram({
       name: `${P}page_phase_seconds`,
       help: 'Time per phase of pages built (not cache hits): plan, read and decode (slowest worker), code (output compression, slowest worker), pool (queue and messaging), assemble, total',
       labelNames: ['phase'],
       buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1],
       registers,
     });
-    this.errors = new Counter({ name: `${P}errors_total`, help: 'Error responses by code', labelNames: ['code'], registers });
-    this.followStreams = new Gauge({ name: `${P}follow_streams`, help: 'Open follow (SSE) streams', registers });
-    this.followEvents = new Counter({ name: `${P}follow_events_sent_total`, help: 'Events written to follow streams', registers });
-    this.followDropped = new Counter({ name: `${P}follow_dropped_total`, help: 'Follow streams the server ended early', labelNames: ['reason'], registers });
-    this.followRereads = new Counter({
+    this.errors = new prom.Counter({ name: `${P}errors_total`, help: 'Error responses by code', labelNames: ['code'], registers });
+    this.followStreams = new prom.Gauge({ name: `${P}follow_streams`, help: 'Open follow (SSE) streams', registers });
+    this.followEvents = new prom.Counter({ name: `${P}follow_events_sent_total`, help: 'Events written to follow streams', registers });
+    this.followDropped = new prom.Counter({ name: `${P}follow_dropped_total`, help: 'Follow streams the server ended early', labelNames: ['reason'], registers });
+    this.followRereads = new prom.Counter({
       name: `${P}follow_queue_overflows_total`,
       help: 'Live batches not held for a slow follower (re-read from the log when it catches up)',
       registers,
     });
-    this.aborted = new Counter({ name: `${P}http_aborted_total`, help: 'Requests whose client went away before the response was complete', labelNames: ['route'], registers });
-    this.notModified = new Counter({ name: `${P}not_modified_total`, help: 'Conditional requests answered 304 (If-None-Match) without building the page', labelNames: ['route'], registers });
-    this.appendedEvents = new Counter({ name: `${P}appended_events_total`, help: 'Events appended over HTTP (durable)', registers });
+    this.aborted = new prom.Counter({ name: `${P}http_aborted_total`, help: 'Requests whose client went away before the response was complete', labelNames: ['route'], registers });
+    this.notModified = new prom.Counter({ name: `${P}not_modified_total`, help: 'Conditional requests answered 304 (If-None-Match) without building the page', labelNames: ['route'], registers });
+    this.appendedEvents = new prom.Counter({ name: `${P}appended_events_total`, help: 'Events appended over HTTP (durable)', registers });
 
     // Store-side numbers are read when scraped.
     const stats = () => store.stats();
-    new Gauge({ name: `${P}pool_queue_size`, help: 'Page tasks waiting for a worker', registers, collect() { this.set(stats().pool.queueSize); } });
-    new Gauge({ name: `${P}pool_utilization`, help: 'Worker pool utilization (0..1)', registers, collect() { this.set(stats().pool.utilization); } });
-    new Gauge({ name: `${P}pool_threads`, help: 'Worker threads', registers, collect() { this.set(stats().pool.threads); } });
-    new Gauge({ name: `${P}pages_building_bytes`, help: 'Stored bytes of the pages being built now (bounded by the decode budget)', registers, collect() { this.set(stats().building.bytes); } });
-    new Gauge({ name: `${P}pages_waiting_for_budget`, help: 'Pages waiting for room in the decode budget before their slices are queued', registers, collect() { this.set(stats().building.waiting); } });
+    new prom.Gauge({ name: `${P}pool_queue_size`, help: 'Page tasks waiting for a worker', registers, collect() { this.set(stats().pool.queueSize); } });
+    new prom.Gauge({ name: `${P}pool_utilization`, help: 'Worker pool utilization (0..1)', registers, collect() { this.set(stats().pool.utilization); } });
+    new prom.Gauge({ name: `${P}pool_threads`, help: 'Worker threads', registers, collect() { this.set(stats().pool.threads); } });
+    new prom.Gauge({ name: `${P}pages_building_bytes`, help: 'Stored bytes of the pages being built now (bounded by the decode budget)', registers, collect() { this.set(stats().building.bytes); } });
+    new prom.Gauge({ name: `${P}pages_waiting_for_budget`, help: 'Pages waiting for room in the decode budget before their slices are queued', registers, collect() { this.set(stats().building.waiting); } });
     // One series per live worker: a worker that died and was replaced shows as a new thread id.
-    new Gauge({
+    new prom.Gauge({
       name: `${P}pool_thread_info`,
       help: 'Live page worker threads (value 1), by pool slot and thread id',
       labelNames: ['slot', 'thread_id'],
@@ -110,7 +114,7 @@ export class ServerMetrics {
     });
     // Counts since start are counters (`_total`), read from the store when scraped.
     const counter = (name: string, help: string, read: () => number) =>
-      new Counter({
+      new prom.Counter({
         name: `${P}${name}_total`,
         help,
         registers,
@@ -124,17 +128,17 @@ export class ServerMetrics {
     counter('cache_misses', 'Session view cache misses', () => stats().cache.misses);
     counter('page_cache_hits', 'Pages served from the prepared-page cache', () => stats().cache.pageHits);
     counter('store_pages_served', 'Pages answered by the store (built or from its cache)', () => stats().pagesServed);
-    new Gauge({ name: `${P}page_cache_bytes`, help: 'Bytes of prepared pages held for repeated requests', registers, collect() { this.set(stats().cache.pageBytes); } });
-    new Gauge({ name: `${P}admission_in_flight`, help: 'Page requests admitted and not yet answered', registers, collect() { this.set(admission()?.running ?? 0); } });
-    new Gauge({ name: `${P}admission_queued`, help: 'Page requests waiting for admission', registers, collect() { this.set(admission()?.queued ?? 0); } });
-    new Gauge({ name: `${P}admission_queue_bound_seconds`, help: 'Longest a page request may wait for admission now', registers, collect() { this.set((admission()?.boundMs ?? 0) / 1000); } });
+    new prom.Gauge({ name: `${P}page_cache_bytes`, help: 'Bytes of prepared pages held for repeated requests', registers, collect() { this.set(stats().cache.pageBytes); } });
+    new prom.Gauge({ name: `${P}admission_in_flight`, help: 'Page requests admitted and not yet answered', registers, collect() { this.set(admission()?.running ?? 0); } });
+    new prom.Gauge({ name: `${P}admission_queued`, help: 'Page requests waiting for admission', registers, collect() { this.set(admission()?.queued ?? 0); } });
+    new prom.Gauge({ name: `${P}admission_queue_bound_seconds`, help: 'Longest a page request may wait for admission now', registers, collect() { this.set((admission()?.boundMs ?? 0) / 1000); } });
     // Their rates over a run: mean slots held, and the share of the time the gate was dry (admission.ts).
     counter('admission_slot_seconds', 'Page slots held, integrated over time (seconds)', () => admission()?.slotSeconds ?? 0);
     counter('admission_dry_seconds', 'Time with a page slot free and no request waiting for it (seconds)', () => admission()?.drySeconds ?? 0);
     counter('admission_shed', 'Page requests answered overloaded by admission (queue full or waited too long)', () => admission()?.shed ?? 0);
     counter('admission_shed_waited', 'Of those, the ones shed after waiting out the queue bound (the rest: at once)', () => admission()?.shedWaited ?? 0);
-    new Gauge({ name: `${P}ready`, help: '1 once the warm-up is done (what /readyz says), else 0', registers, collect() { this.set(readiness === undefined || readiness.state === 'ready' ? 1 : 0); } });
-    new Gauge({ name: `${P}event_loop_lag_seconds`, help: 'Sustained event-loop lag that the server\'s own work accounts for (drives load shedding)', registers, collect() { this.set(monitor.lagMs / 1000); } });
+    new prom.Gauge({ name: `${P}ready`, help: '1 once the warm-up is done (what /readyz says), else 0', registers, collect() { this.set(readiness === undefined || readiness.state === 'ready' ? 1 : 0); } });
+    new prom.Gauge({ name: `${P}event_loop_lag_seconds`, help: 'Sustained event-loop lag that the server\'s own work accounts for (drives load shedding)', registers, collect() { this.set(monitor.lagMs / 1000); } });
   }
 }
 

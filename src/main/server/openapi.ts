@@ -3,15 +3,21 @@
  * schemas (schemas.ts) that fastify validates requests with, so the document
  * cannot drift from what the server accepts. `info.version` is the
  * package's version. Served at GET /v1/openapi.json without a token (SPEC
- * section 6), built once when the app becomes ready.
+ * section 6), built once, at its first request: built when the app became
+ * ready, it cost every `serve` ~50 ms of the main thread's start (issue 12)
+ * for a document few clients ask for. One build stalls the event loop for
+ * less than the overload check counts (a sustained lag of 500 ms).
  *
  * Routes registered elsewhere without a schema of their own (the service
  * probes) get their summary from SERVICE_DOCS, so every route is described.
  */
-import swagger from '@fastify/swagger';
 import type { FastifyInstance, RouteOptions } from 'fastify';
+import { requireCjs } from './cjs.js';
 import { HEALTH_SCHEMA, METRICS_SCHEMA, OPENAPI_SCHEMA } from './schemas.js';
 import { packageVersion } from '../version.js';
+
+// By require(), not import (cjs.ts says why).
+const swagger = requireCjs('@fastify/swagger') as typeof import('@fastify/swagger').default;
 
 export const OPENAPI_PATH = '/v1/openapi.json';
 
@@ -65,11 +71,7 @@ export function addOpenApi(app: FastifyInstance): void {
 
 const documents = new WeakMap<object, Buffer>();
 
-/**
- * The document as served, built once per app. Building it takes a while
- * (hundreds of ms on a busy machine), so the app builds it when it becomes
- * ready, before load shedding starts watching the event loop.
- */
+/** The document as served, built once per app, at its first request (see above). */
 export function openApiDocument(app: FastifyInstance): Buffer {
   let body = documents.get(app.swagger);
   if (body === undefined) {
@@ -77,6 +79,11 @@ export function openApiDocument(app: FastifyInstance): Buffer {
     documents.set(app.swagger, body);
   }
   return body;
+}
+
+/** Whether the app's document has been built (a test's question: it is built at its first request, not at start-up). */
+export function openApiDocumentBuilt(app: FastifyInstance): boolean {
+  return documents.has(app.swagger);
 }
 
 /** GET /v1/openapi.json, open without a token. */
