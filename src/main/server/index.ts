@@ -40,6 +40,7 @@ import { readinessRoutes } from './readiness.js';
 import { routes } from './routes.js';
 
 export type { ServerOptions } from './options.js';
+export { warmPageRoute } from './route-warmup.js';
 
 /** What the server exposes of itself (tests, `serve`). */
 export interface PagerServerState {

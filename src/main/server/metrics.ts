@@ -13,6 +13,7 @@ import type { LoadMonitor } from './overload.js';
 import type { Readiness } from './readiness.js';
 import type { Admission } from './admission.js';
 import { globalPlugin } from './plugin.js';
+import { isWarmupRequest } from './route-warmup.js';
 
 const P = 'session_pager_';
 
@@ -165,6 +166,8 @@ export const metricsPlugin = globalPlugin('session-pager-metrics', async (app: F
   app.decorateRequest('pager', null);
   // Callback-style hooks: every request runs them, and a promise each is not free.
   app.addHook('onRequest', (request: FastifyRequest, reply: FastifyReply, done: () => void) => {
+    // The server's own warm-up requests (route-warmup.ts) are no traffic: request.pager stays null.
+    if (isWarmupRequest(request)) return done();
     const facts: RequestFacts = { bytes0: request.raw.socket?.bytesWritten ?? 0 };
     request.pager = facts;
     // onResponse runs only for completed responses; log the ones the client cut short too.
@@ -180,6 +183,7 @@ export const metricsPlugin = globalPlugin('session-pager-metrics', async (app: F
     done();
   });
   app.addHook('onResponse', (request: FastifyRequest, reply: FastifyReply, done: () => void) => {
+    if (isWarmupRequest(request)) return done();
     const facts = request.pager ?? { bytes0: 0 };
     const route = routeOf(request);
     const seconds = reply.elapsedTime / 1000;

@@ -17,6 +17,7 @@ import type { ResolvedOptions } from './options.js';
 import { checkLoop, checkPool, holdShed, type OverloadPolicy, type ShedPacer } from './overload.js';
 import { addVary, bodyDigest, etagFor, noneMatch, pageDigest, setPageCaching } from './page-caching.js';
 import { negotiate, PageEncoder } from './page-encoding.js';
+import { isWarmupRequest } from './route-warmup.js';
 import { APPEND_SCHEMA, CATALOG_SCHEMA, CREATE_SCHEMA, FOLLOW_SCHEMA, INFO_SCHEMA, PAGE_SCHEMA } from './schemas.js';
 
 export interface RoutesOptions {
@@ -130,7 +131,7 @@ export async function routes(app: FastifyInstance, o: RoutesOptions): Promise<vo
       const etag = etagFor(asked.digest, encoding);
       if (noneMatch(request.headers['if-none-match'], etag)) {
         // Not built, not read: the client's copy is this very representation.
-        metrics.notModified.inc({ route: '/v1/sessions/:id/page' });
+        if (!isWarmupRequest(request)) metrics.notModified.inc({ route: '/v1/sessions/:id/page' });
         setPageCaching(reply, etag, pinned);
         return reply.code(304).send();
       }
