@@ -38,7 +38,7 @@ export class ServerMetrics {
   observePage(route: string, pb: PageBuffer): void {
     this.pagesServed.inc({ route });
     this.pageEvents.observe(pb.toSeq - pb.fromSeq);
-    this.pageBytes.observe(pb.body.length);
+    this.pageBytes.observe(bodyLength(pb));
     if (pb.timing === undefined) return;
     for (const [phase, ms] of Object.entries(pb.timing)) this.pagePhase.observe({ phase }, ms / 1000);
   }
@@ -154,6 +154,11 @@ export interface RequestFacts {
   bytes0: number;
   /** Set by streaming routes that account their own bytes. */
   streaming?: boolean;
+}
+
+/** A page body's length, without joining its sections (PageBuffer.sections). */
+export function bodyLength(pb: PageBuffer): number {
+  return pb.sections?.byteLength ?? pb.body.length;
 }
 
 function routeOf(request: FastifyRequest): string {
