@@ -147,7 +147,7 @@ export async function startServe(cfg: ServeConfig, extra: ServerOptions = {}, ou
     throw err;
   }
   // Loaded only now, so the port is bound before the heaviest imports of the process.
-  const [{ openStore }, { buildServer }, demo] = await Promise.all([import('../store.js'), import('../server/index.js'), import('../demo.js')]);
+  const [{ openStore }, { buildServer, warmPageRoute }, demo] = await Promise.all([import('../store.js'), import('../server/index.js'), import('../demo.js')]);
   let token = cfg.token;
   let source = cfg.tokenSource;
   let store: Store | null = null;
@@ -203,6 +203,8 @@ export async function startServe(cfg: ServeConfig, extra: ServerOptions = {}, ou
       if (cfg.demo) await makeDemo(cfg, demo, out);
       // Workers start and optimize their decode path; pages asked meanwhile are served, slower.
       await opened.warmUp();
+      // The page route and the recent sessions' first open, ahead of the first page (server/route-warmup.ts).
+      await warmPageRoute(app, opened, token);
       // Held a while longer on request (tests watch the warming state through it).
       const hold = Number(process.env.SESSION_PAGER_READY_DELAY_MS ?? 0);
       if (Number.isFinite(hold) && hold > 0) await new Promise((r) => setTimeout(r, Math.min(hold, 600_000)).unref());

@@ -44,6 +44,7 @@ const compress = requireCjs('@fastify/compress') as typeof import('@fastify/comp
 const { default: Fastify, LogController } = requireCjs('fastify') as typeof import('fastify');
 
 export type { ServerOptions } from './options.js';
+export { warmPageRoute } from './route-warmup.js';
 
 /** What the server exposes of itself (tests, `serve`). */
 export interface PagerServerState {

@@ -14,6 +14,7 @@ import type { LoadMonitor } from './overload.js';
 import type { Readiness } from './readiness.js';
 import type { Admission } from './admission.js';
 import { globalPlugin } from './plugin.js';
+import { isWarmupRequest } from './route-warmup.js';
 
 // By require(), not import (cjs.ts says why).
 const prom = requireCjs('prom-client') as typeof import('prom-client');
@@ -41,7 +42,7 @@ export class ServerMetrics {
   observePage(route: string, pb: PageBuffer): void {
     this.pagesServed.inc({ route });
     this.pageEvents.observe(pb.toSeq - pb.fromSeq);
-    this.pageBytes.observe(pb.body.length);
+    this.pageBytes.observe(bodyLength(pb));
     if (pb.timing === undefined) return;
     for (const [phase, ms] of Object.entries(pb.timing)) this.pagePhase.observe({ phase }, ms / 1000);
   }
@@ -159,6 +160,11 @@ export interface RequestFacts {
   streaming?: boolean;
 }
 
+/** A page body's length, without joining its sections (PageBuffer.sections). */
+export function bodyLength(pb: PageBuffer): number {
+  return pb.sections?.byteLength ?? pb.body.length;
+}
+
 function routeOf(request: FastifyRequest): string {
   return request.routeOptions.url ?? 'unmatched';
 }
@@ -169,6 +175,8 @@ export const metricsPlugin = globalPlugin('session-pager-metrics', async (app: F
   app.decorateRequest('pager', null);
   // Callback-style hooks: every request runs them, and a promise each is not free.
   app.addHook('onRequest', (request: FastifyRequest, reply: FastifyReply, done: () => void) => {
+    // The server's own warm-up requests (route-warmup.ts) are no traffic: request.pager stays null.
+    if (isWarmupRequest(request)) return done();
     const facts: RequestFacts = { bytes0: request.raw.socket?.bytesWritten ?? 0 };
     request.pager = facts;
     // onResponse runs only for completed responses; log the ones the client cut short too.
@@ -184,6 +192,7 @@ export const metricsPlugin = globalPlugin('session-pager-metrics', async (app: F
     done();
   });
   app.addHook('onResponse', (request: FastifyRequest, reply: FastifyReply, done: () => void) => {
+    if (isWarmupRequest(request)) return done();
     const facts = request.pager ?? { bytes0: 0 };
     const route = routeOf(request);
     const seconds = reply.elapsedTime / 1000;
