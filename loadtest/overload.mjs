@@ -71,7 +71,7 @@ import { readFileSync } from 'node:fs';
 import { threadCpuSecondsOf } from '../bench/servers.mjs';
 import { rssByMapping } from '../bench/smaps.mjs';
 import { join } from 'node:path';
-import { parseArgs } from 'node:util';
+import { argError, keyValueList, parseScriptArgs } from '../bench/args.mjs';
 import { randomBytes } from 'node:crypto';
 
 const ROOT = new URL('..', import.meta.url).pathname;
@@ -79,7 +79,7 @@ const ROOT = new URL('..', import.meta.url).pathname;
 const SERVER_LOOP_RESOLUTION_MS = 10;
 const { generateSession } = await import(new URL('dist/main/gen/generate.js', new URL('..', import.meta.url)).href);
 
-const { values } = parseArgs({
+const { values } = parseScriptArgs(import.meta.url, {
   options: {
     connections: { type: 'string', default: '1,4,16,64,256' },
     modes: { type: 'string', default: 'ignore,honour' },
@@ -117,18 +117,18 @@ const { values } = parseArgs({
 });
 const int = (v, lo, hi, name) => {
   const n = Number(v);
-  if (!Number.isSafeInteger(n) || n < lo || n > hi) throw new Error(`--${name} must be an integer in [${lo}, ${hi}]`);
+  if (!Number.isSafeInteger(n) || n < lo || n > hi) argError(import.meta.url, `--${name} must be an integer in [${lo}, ${hi}]`);
   return n;
 };
 const levels = values.connections.split(',').map((c) => int(c, 1, 512, 'connections'));
 const modes = values.modes.split(',');
-for (const m of modes) if (m !== 'ignore' && m !== 'honour') throw new Error(`--modes: ignore and/or honour, got ${m}`);
+for (const m of modes) if (m !== 'ignore' && m !== 'honour') argError(import.meta.url, `--modes: ignore and/or honour, got ${m}`);
 const duration = int(values.duration, 1, 30, 'duration');
 const events = int(values.events, 10_000, 5_000_000, 'events');
 const tail = int(values.tail, 0, Math.floor(events / 2), 'tail');
 const workers = values.workers === undefined ? undefined : int(values.workers, 1, 64, 'workers');
 const SCENARIOS = ['tail', 'older', 'random', 'attach'];
-if (!SCENARIOS.includes(values.scenario)) throw new Error(`--scenario: one of ${SCENARIOS.join(', ')}`);
+if (!SCENARIOS.includes(values.scenario)) argError(import.meta.url, `--scenario: one of ${SCENARIOS.join(', ')}`);
 const manySessions = values.scenario === 'random' || values.scenario === 'attach';
 const sessionCount = int(values.sessions, 1, 400, 'sessions');
 const sessionEvents = int(values['session-events'], 100, 1_000_000, 'session-events');
@@ -137,13 +137,14 @@ const warmupSeconds = int(values.warmup, 0, 60, 'warmup');
 const rounds = int(values.rounds, 1, 10, 'rounds');
 const clientThreads = int(values['client-threads'], 1, 8, 'client-threads');
 values.launch ??= values['server-node-args'] ? 'node' : 'command';
-if (values.launch !== 'command' && values.launch !== 'node') throw new Error('--launch: command or node');
-if (values['ignore-client'] !== 'node' && values['ignore-client'] !== 'autocannon') throw new Error('--ignore-client: node or autocannon');
+if (values.launch !== 'command' && values.launch !== 'node') argError(import.meta.url, '--launch: command or node');
+if (values['ignore-client'] !== 'node' && values['ignore-client'] !== 'autocannon') argError(import.meta.url, '--ignore-client: node or autocannon');
 /** Clients of `mode` at `conns` for `seconds`: autocannon only when asked (and never for attach, which it cannot read). */
 const runMode = (base, headers, pathSpec, conns, mode, seconds = duration) =>
   mode === 'ignore' && values['ignore-client'] === 'autocannon' && values.scenario !== 'attach' ? runIgnore(base, headers, pathMaker(pathSpec), conns, seconds) : runLoop(base, headers, pathSpec, conns, mode, seconds);
 const maxMessages = int(values['max-messages'], 1, 1000, 'max-messages');
-const serverEnv = Object.fromEntries(values['server-env'].split(',').filter(Boolean).map((kv) => kv.split('=')));
+// Split at each pair's first '=': NODE_OPTIONS=--max-semi-space-size=64 was cut to `--max-semi-space-size`.
+const serverEnv = keyValueList(values['server-env']);
 const log = values.json ? () => undefined : (s) => process.stdout.write(s + '\n');
 
 function percentile(sorted, p) {
