@@ -29,7 +29,7 @@
  *        [--max-messages 50] [--encoding identity|br|gzip] [--server-env K=V,...]
  *        [--sessions 40] [--session-events 10000] [--hold 1000] [--warmup 10] [--rounds 1]
  *        [--server-node-args='--cpu-prof --cpu-prof-dir=DIR'] [--root OTHER_CHECKOUT] [--burst]
- *        [--ignore-client node|autocannon] [--client-threads N] [--launch command|node]
+ *        [--ignore-client node|autocannon] [--client-threads N] [--launch command|node] [--phases]
  *
  * Scenarios: `tail` asks the newest page of a session whose last answer is
  * a long streamed one (the tail page covers it: ~1 MB, built once, then
@@ -42,6 +42,10 @@
  * detaches (issue 15's attach: goodput is snapshots/s, latency the time to
  * the whole snapshot). Clients ignoring Retry-After in `attach` re-attach
  * at once after a 503 (node:http, as autocannon cannot read a stream).
+ * With `--phases` (attach) each attach's time is split by who adds it: the
+ * clients' times matched with the server's accept, request and first write
+ * (a probe loaded into the server, loadtest/attach-probe.mjs), per run the
+ * phases' p99 and the slowest 1% of attaches split (loadtest/attach-phases.mjs).
  *
  * Per run: goodput (2xx/s), admitted (2xx) latency p50/p99/max, 503s/s (and
  * of admission's, those shed at once and those that waited out the queue
@@ -65,7 +69,8 @@
 import autocannon from 'autocannon';
 import { spawn } from 'node:child_process';
 import { pathMaker, runClientsThreaded } from './overload-clients.mjs';
-import { mkdtemp, rm } from 'node:fs/promises';
+import { matchAttaches, summarizePhases } from './attach-phases.mjs';
+import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { loadavg, tmpdir } from 'node:os';
 import { readFileSync } from 'node:fs';
 import { threadCpuSecondsOf } from '../bench/servers.mjs';
@@ -113,6 +118,8 @@ const { values } = parseScriptArgs(import.meta.url, {
     // How the server is started: as a command (the launcher's settings for `serve` apply), or `node bin/...` (they do not).
     // Default: as a command; `node` when --server-node-args is given (flags such as --cpu-prof are refused in NODE_OPTIONS).
     launch: { type: 'string' },
+    // Attach: each attach's time split by who adds it, the load generator or the server (loadtest/attach-phases.mjs).
+    phases: { type: 'boolean', default: false },
   },
 });
 const int = (v, lo, hi, name) => {
@@ -139,6 +146,7 @@ const clientThreads = int(values['client-threads'], 1, 8, 'client-threads');
 values.launch ??= values['server-node-args'] ? 'node' : 'command';
 if (values.launch !== 'command' && values.launch !== 'node') argError(import.meta.url, '--launch: command or node');
 if (values['ignore-client'] !== 'node' && values['ignore-client'] !== 'autocannon') argError(import.meta.url, '--ignore-client: node or autocannon');
+if (values.phases && values.scenario !== 'attach') argError(import.meta.url, '--phases: attach only');
 /** Clients of `mode` at `conns` for `seconds`: autocannon only when asked (and never for attach, which it cannot read). */
 const runMode = (base, headers, pathSpec, conns, mode, seconds = duration) =>
   mode === 'ignore' && values['ignore-client'] === 'autocannon' && values.scenario !== 'attach' ? runIgnore(base, headers, pathMaker(pathSpec), conns, seconds) : runLoop(base, headers, pathSpec, conns, mode, seconds);
@@ -202,9 +210,10 @@ async function runIgnore(base, headers, pathFor, conns, seconds = duration) {
  * --client-threads worker threads.
  */
 async function runLoop(base, headers, pathSpec, conns, mode, seconds = duration) {
-  const opts = { base, headers, path: pathSpec, conns, mode, seconds, holdMs, burst: values.burst };
-  const { lat, phases, counts, seconds: took, loopDelay } = await runClientsThreaded(opts, clientThreads);
+  const opts = { base, headers, path: pathSpec, conns, mode, seconds, holdMs, burst: values.burst, traceAttach: values.phases };
+  const { lat, phases, counts, seconds: took, loopDelay, trace } = await runClientsThreaded(opts, clientThreads);
   const r = summarize(conns, mode, took, lat, counts);
+  if (trace !== undefined) Object.defineProperty(r, 'trace', { value: trace, enumerable: false });
   // The load generator's event-loop delay over the run (ms; the worst client thread's).
   r.clientLoopDelay = loopDelay;
   // Attach: p99 of the time to the connection and to the answer's head (the snapshot's p99 is p99).
@@ -238,10 +247,13 @@ try {
   // ~30 MB more in malloc arenas after a run than users' do (docs/benchmarks.md). With
   // --server-node-args it is started the old way unless --launch command is given (then the flags
   // go in NODE_OPTIONS, which refuses some, e.g. --cpu-prof).
-  const nodeOptions = [process.env.NODE_OPTIONS ?? '', values['server-node-args']].filter(Boolean).join(' ');
+  // --phases: the probe of the server's side (attach-probe.mjs) goes in by NODE_OPTIONS, however the server is started.
+  const probeOut = join(dir, 'attach-probe.json');
+  const probe = values.phases ? `--import ${join(ROOT, 'loadtest', 'attach-probe.mjs')}` : '';
+  const nodeOptions = [process.env.NODE_OPTIONS ?? '', values.launch === 'command' ? values['server-node-args'] : '', serverEnv.NODE_OPTIONS ?? '', probe].filter(Boolean).join(' ');
   const command = values.launch === 'command' ? join(values.root ?? ROOT, 'bin/session-pager.js') : process.execPath;
   const commandArgs = values.launch === 'command' ? args.slice(1) : [...values['server-node-args'].split(' ').filter(Boolean), ...args];
-  server = spawn(command, commandArgs, { cwd: values.root ?? ROOT, env: { ...process.env, SESSION_PAGER_TOKEN: token, ...(nodeOptions && values.launch === 'command' ? { NODE_OPTIONS: nodeOptions } : {}), ...serverEnv }, stdio: ['ignore', 'pipe', 'pipe'] });
+  server = spawn(command, commandArgs, { cwd: values.root ?? ROOT, env: { ...process.env, SESSION_PAGER_TOKEN: token, ...serverEnv, ...(nodeOptions ? { NODE_OPTIONS: nodeOptions } : {}), ...(values.phases ? { SESSION_PAGER_PROBE_OUT: probeOut } : {}) }, stdio: ['ignore', 'pipe', 'pipe'] });
   // The banner (stderr) names the port; stdout carries only log lines.
   let err = '';
   server.stderr.on('data', (d) => (err += d));
@@ -405,6 +417,17 @@ try {
     }
     return ms;
   };
+  // The server's probe records since the last call (attach-probe.mjs: asked by SIGUSR2, written whole).
+  const probeRecords = async () => {
+    await rm(probeOut, { force: true });
+    process.kill(server.pid, 'SIGUSR2');
+    for (let i = 0; i < 200; i++) {
+      const text = await readFile(probeOut, 'utf8').catch(() => null);
+      if (text !== null) return JSON.parse(text);
+      await new Promise((res) => setTimeout(res, 25));
+    }
+    throw new Error('the attach probe did not answer (--phases)');
+  };
   // Warm-up: the highest level, clients ignoring Retry-After (pages, the queue and shedding all run), not counted.
   // A fresh server's first seconds served ~0.6x the pages/s of the next ones at the same level (JIT), which
   // made the first level measured look past capacity and the best level look better than it was.
@@ -415,6 +438,7 @@ try {
     log(`warm-up: ${top} connections ignoring Retry-After for ${warmupSeconds} s (${w.goodput} 2xx/s), not counted`);
     await new Promise((res) => setTimeout(res, 1500));
   }
+  if (values.phases) await probeRecords(); // the warm-up's connections are not a run's
   // Rounds alternate the order of the levels and of the client kinds within a level (up, then down:
   // 16i 16h 256i 256h, then 256h 256i 16h 16i), so a drift of the machine, and what one run leaves to
   // the next (held shed answers, the server's heap), meet every level and kind alike.
@@ -438,6 +462,7 @@ try {
       const r = await runMode(base, headers, pathSpec, conns, mode);
       const end = await atEnd;
       Object.assign(r, end.gate);
+      if (r.trace !== undefined) r.attachPhases = summarizePhases(matchAttaches(r.trace, await probeRecords()));
       // The load generator's own CPU (cores; client threads included): on the same cores as the
       // server, what it takes the server does not get. Its main thread apart (with --client-threads
       // 1 it runs every client).
@@ -479,7 +504,7 @@ try {
       r.round = round;
       out.runs.push(r);
       log(
-        `${String(conns).padStart(5)}  ${mode.padEnd(7)} ${String(r.goodput).padStart(10)}  ${'     '}  ${String(r.p50).padStart(7)}  ${String(r.p99).padStart(7)}  ${String(r.max).padStart(7)}  ${String(r.shedPerSecond).padStart(6)}  ${String(r.other).padStart(5)} ${String(r.errors).padStart(6)}  ${String(r.serverMeanMs).padStart(8)}  ${String(r.serverCpu).padStart(6)} (${r.serverMainCpu})  ${String(r.clientCpu).padStart(6)}  ${r.rssMb}/${r.peakRssMb}  ${r.load.join('-')}  ${r.recoveryMs.join(' ')}${r.connectP99 !== undefined ? `  (p99 to connect ${r.connectP99}, to head ${r.headP99})` : ''}${r.clientLoopDelay !== undefined ? `  client loop delay p50/p99/max ${r.clientLoopDelay.p50}/${r.clientLoopDelay.p99}/${r.clientLoopDelay.max} ms` : ''}${r.serverLoopDelay ? `  server loop delay p99 (median of 100 ms windows) ${r.serverLoopDelay.p99Median}, max ${r.serverLoopDelay.max} ms` : ''}  main thread's full GCs ${r.majorGcs} (${r.majorGcsOver10Ms} over 10 ms), ${r.majorGcMs} ms  server p99 <= ${r.serverP99Ms} ms  gate: ${r.slotsHeld} held, ${r.queued} queued, bound ${r.queueBoundMs} ms, dry ${r.gateDry} (server's own: ${r.slotsHeldTimed} held, dry ${r.gateDryTimed}), 503s at once ${r.shedAtOnce}, after the queue bound ${r.shedWaited}, not admission's ${r.shedNotAdmission}`,
+        `${String(conns).padStart(5)}  ${mode.padEnd(7)} ${String(r.goodput).padStart(10)}  ${'     '}  ${String(r.p50).padStart(7)}  ${String(r.p99).padStart(7)}  ${String(r.max).padStart(7)}  ${String(r.shedPerSecond).padStart(6)}  ${String(r.other).padStart(5)} ${String(r.errors).padStart(6)}  ${String(r.serverMeanMs).padStart(8)}  ${String(r.serverCpu).padStart(6)} (${r.serverMainCpu})  ${String(r.clientCpu).padStart(6)}  ${r.rssMb}/${r.peakRssMb}  ${r.load.join('-')}  ${r.recoveryMs.join(' ')}${r.connectP99 !== undefined ? `  (p99 to connect ${r.connectP99}, to head ${r.headP99})` : ''}${r.clientLoopDelay !== undefined ? `  client loop delay p50/p99/max ${r.clientLoopDelay.p50}/${r.clientLoopDelay.p99}/${r.clientLoopDelay.max} ms` : ''}${r.attachPhases ? `  slowest 1% of attaches (${r.attachPhases.matched} matched) ${r.attachPhases.slowest.total} ms = ${Object.entries(r.attachPhases.slowest).filter(([k]) => k !== 'total').map(([k, v]) => `${k} ${v}`).join(' + ')} (server's share ${r.attachPhases.slowestServerShare})` : ''}${r.serverLoopDelay ? `  server loop delay p99 (median of 100 ms windows) ${r.serverLoopDelay.p99Median}, max ${r.serverLoopDelay.max} ms` : ''}  main thread's full GCs ${r.majorGcs} (${r.majorGcsOver10Ms} over 10 ms), ${r.majorGcMs} ms  server p99 <= ${r.serverP99Ms} ms  gate: ${r.slotsHeld} held, ${r.queued} queued, bound ${r.queueBoundMs} ms, dry ${r.gateDry} (server's own: ${r.slotsHeldTimed} held, dry ${r.gateDryTimed}), 503s at once ${r.shedAtOnce}, after the queue bound ${r.shedWaited}, not admission's ${r.shedNotAdmission}`,
       );
       // Let queued work and Retry-After pauses drain between runs.
       await new Promise((res) => setTimeout(res, 1500));
