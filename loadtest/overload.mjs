@@ -120,6 +120,8 @@ const { values } = parseScriptArgs(import.meta.url, {
     launch: { type: 'string' },
     // Attach: each attach's time split by who adds it, the load generator or the server (loadtest/attach-phases.mjs).
     phases: { type: 'boolean', default: false },
+    // How often the gate and the server's loop delay are read from /metrics during a run, ms (0: never).
+    'sample-ms': { type: 'string', default: '1000' },
   },
 });
 const int = (v, lo, hi, name) => {
@@ -143,6 +145,10 @@ const holdMs = int(values.hold, 0, 60_000, 'hold');
 const warmupSeconds = int(values.warmup, 0, 60, 'warmup');
 const rounds = int(values.rounds, 1, 10, 'rounds');
 const clientThreads = int(values['client-threads'], 1, 8, 'client-threads');
+// A scrape of /metrics costs the server's main thread ~3.7 ms (prom-client's collectors, 12-02
+// 20:10): read every 100 ms, as until 12-02, it stalled the one loop every attach goes through
+// ~4% of the time and queued the attaches arriving meanwhile; a monitor scrapes every 10-60 s.
+const sampleMs = int(values['sample-ms'], 0, 10_000, 'sample-ms');
 values.launch ??= values['server-node-args'] ? 'node' : 'command';
 if (values.launch !== 'command' && values.launch !== 'node') argError(import.meta.url, '--launch: command or node');
 if (values['ignore-client'] !== 'node' && values['ignore-client'] !== 'autocannon') argError(import.meta.url, '--ignore-client: node or autocannon');
@@ -299,6 +305,9 @@ try {
       // 503s by cause: admission's (gate full or waited too long) against all overloaded answers
       // (the rest: the pool's queue or the event loop's lag, checked before admission).
       shedAdmission: num(/^session_pager_admission_shed_total (\S+)$/m),
+      // This suite's own scrapes of /metrics, and the server's time answering them (its main thread's).
+      scrapes: num(/^session_pager_http_request_duration_seconds_count\{method="GET",route="\/metrics",status_code="200"\} (\S+)$/m),
+      scrapeSeconds: num(/^session_pager_http_request_duration_seconds_sum\{method="GET",route="\/metrics",status_code="200"\} (\S+)$/m),
       shedAll: num(/^session_pager_errors_total\{code="overloaded"\} (\S+)$/m),
       shedWaited: num(/^session_pager_admission_shed_waited_total (\S+)$/m),
       // The main thread's full collections (prom-client's GC histogram): each one a pause of the one
@@ -330,7 +339,7 @@ try {
       ),
     };
   };
-  // The admission gate during a run, sampled from /metrics every 100 ms: mean page slots held and
+  // The admission gate during a run, sampled from /metrics every --sample-ms: mean page slots held and
   // requests queued, and the queue's time bound (queueFactor x the smoothed in-flight time). Slots
   // not all held while requests are shed say the gate, not the CPU, limits goodput.
   const sampleGate = (base, headers) => {
@@ -339,32 +348,45 @@ try {
     let stopped = false;
     // The gate integrated over time by the server itself, from the run's start to its end (not
     // biased towards the moments the sampler is answered): slot-seconds held and seconds dry.
+    const loopLag = (m) => {
+      const lag = (k) => Math.max(0, Number(new RegExp(`^nodejs_eventloop_lag_${k}_seconds (\\S+)$`, 'm').exec(m)?.[1] ?? NaN) * 1000 - SERVER_LOOP_RESOLUTION_MS);
+      return [lag('p99'), lag('max')];
+    };
     const metricsNow = async () => (await (await fetch(`${base}/metrics`, { headers }).catch(() => null))?.text()) ?? '';
     const num = (m, name) => Number(new RegExp(`^session_pager_${name} (\\S+)$`, 'm').exec(m)?.[1] ?? NaN);
     const integrals = async () => {
       const m = await metricsNow();
-      return { t: performance.now(), slot: num(m, 'admission_slot_seconds_total'), dry: num(m, 'admission_dry_seconds_total') };
+      return { m, t: performance.now(), slot: num(m, 'admission_slot_seconds_total'), dry: num(m, 'admission_dry_seconds_total') };
     };
     const first = integrals();
+    let wake = () => undefined;
+    let timer;
     const done = (async () => {
-      while (!stopped) {
-        await new Promise((res) => setTimeout(res, 100));
+      while (!stopped && sampleMs > 0) {
+        await new Promise((res) => {
+          wake = res;
+          timer = setTimeout(res, sampleMs);
+        });
+        if (stopped) break;
         const m = await metricsNow();
         if (m === '') continue;
         xs.push([num(m, 'admission_in_flight'), num(m, 'admission_queued'), num(m, 'admission_queue_bound_seconds') * 1000]);
-        // The server's event-loop delay in the ~100 ms since the last scrape (prom-client's
+        // The server's event-loop delay in the --sample-ms since the last scrape (prom-client's
         // monitor, reset at each scrape, 10 ms resolution): what a request waits before the
         // server reads it, which its own latency histogram (request to response) does not hold.
         // Its samples are the timer's interval plus the delay: the interval (10 ms) is taken off.
-        const lag = (k) => Math.max(0, Number(new RegExp(`^nodejs_eventloop_lag_${k}_seconds (\\S+)$`, 'm').exec(m)?.[1] ?? NaN) * 1000 - SERVER_LOOP_RESOLUTION_MS);
-        loops.push([lag('p99'), lag('max')]);
+        loops.push(loopLag(m));
       }
     })();
     return {
       stop: async () => {
         stopped = true;
+        clearTimeout(timer);
+        wake();
         const [a, b] = [await first, await integrals()];
         await done;
+        // The last window's loop delay (since the last sample), read by this scrape.
+        if (b.m !== '') loops.push(loopLag(b.m));
         const dt = (b.t - a.t) / 1000;
         const mean = (k) => (xs.length === 0 ? null : Math.round((xs.reduce((a, x) => a + x[k], 0) / xs.length) * 10) / 10);
         // Samples with a slot free and nobody waiting for it: the gate ran dry (the clients were elsewhere).
@@ -486,6 +508,9 @@ try {
       // Where the resident MB are after the run (smaps by kind of mapping; the main isolate's heap).
       r.memory = { ...after.heap, smaps: memoryByMapping(server.pid) };
       r.shedNotAdmission = after.shedAll - before.shedAll - (after.shedAdmission - before.shedAdmission);
+      // Scrapes answered between the readings before and after the run (these two's own included).
+      r.metricsScrapes = after.scrapes - before.scrapes;
+      r.metricsScrapeMs = Math.round((after.scrapeSeconds - before.scrapeSeconds) * 10000) / 10;
       r.serverCpu = Math.round((r.serverMainCpu + r.serverRestCpu) * 100) / 100;
       // The server's own p99 (upper bound of the histogram bucket that holds it), ms.
       {
@@ -504,7 +529,7 @@ try {
       r.round = round;
       out.runs.push(r);
       log(
-        `${String(conns).padStart(5)}  ${mode.padEnd(7)} ${String(r.goodput).padStart(10)}  ${'     '}  ${String(r.p50).padStart(7)}  ${String(r.p99).padStart(7)}  ${String(r.max).padStart(7)}  ${String(r.shedPerSecond).padStart(6)}  ${String(r.other).padStart(5)} ${String(r.errors).padStart(6)}  ${String(r.serverMeanMs).padStart(8)}  ${String(r.serverCpu).padStart(6)} (${r.serverMainCpu})  ${String(r.clientCpu).padStart(6)}  ${r.rssMb}/${r.peakRssMb}  ${r.load.join('-')}  ${r.recoveryMs.join(' ')}${r.connectP99 !== undefined ? `  (p99 to connect ${r.connectP99}, to head ${r.headP99})` : ''}${r.clientLoopDelay !== undefined ? `  client loop delay p50/p99/max ${r.clientLoopDelay.p50}/${r.clientLoopDelay.p99}/${r.clientLoopDelay.max} ms` : ''}${r.attachPhases ? `  slowest 1% of attaches (${r.attachPhases.matched} matched) ${r.attachPhases.slowest.total} ms = ${Object.entries(r.attachPhases.slowest).filter(([k]) => k !== 'total').map(([k, v]) => `${k} ${v}`).join(' + ')} (server's share ${r.attachPhases.slowestServerShare})` : ''}${r.serverLoopDelay ? `  server loop delay p99 (median of 100 ms windows) ${r.serverLoopDelay.p99Median}, max ${r.serverLoopDelay.max} ms` : ''}  main thread's full GCs ${r.majorGcs} (${r.majorGcsOver10Ms} over 10 ms), ${r.majorGcMs} ms  server p99 <= ${r.serverP99Ms} ms  gate: ${r.slotsHeld} held, ${r.queued} queued, bound ${r.queueBoundMs} ms, dry ${r.gateDry} (server's own: ${r.slotsHeldTimed} held, dry ${r.gateDryTimed}), 503s at once ${r.shedAtOnce}, after the queue bound ${r.shedWaited}, not admission's ${r.shedNotAdmission}`,
+        `${String(conns).padStart(5)}  ${mode.padEnd(7)} ${String(r.goodput).padStart(10)}  ${'     '}  ${String(r.p50).padStart(7)}  ${String(r.p99).padStart(7)}  ${String(r.max).padStart(7)}  ${String(r.shedPerSecond).padStart(6)}  ${String(r.other).padStart(5)} ${String(r.errors).padStart(6)}  ${String(r.serverMeanMs).padStart(8)}  ${String(r.serverCpu).padStart(6)} (${r.serverMainCpu})  ${String(r.clientCpu).padStart(6)}  ${r.rssMb}/${r.peakRssMb}  ${r.load.join('-')}  ${r.recoveryMs.join(' ')}${r.connectP99 !== undefined ? `  (p99 to connect ${r.connectP99}, to head ${r.headP99})` : ''}${r.clientLoopDelay !== undefined ? `  client loop delay p50/p99/max ${r.clientLoopDelay.p50}/${r.clientLoopDelay.p99}/${r.clientLoopDelay.max} ms` : ''}${r.attachPhases ? `  slowest 1% of attaches (${r.attachPhases.matched} matched) ${r.attachPhases.slowest.total} ms = ${Object.entries(r.attachPhases.slowest).filter(([k]) => k !== 'total').map(([k, v]) => `${k} ${v}`).join(' + ')} (server's share ${r.attachPhases.slowestServerShare})` : ''}${r.serverLoopDelay ? `  server loop delay p99 (median of ${sampleMs} ms windows) ${r.serverLoopDelay.p99Median}, max ${r.serverLoopDelay.max} ms` : ''}  main thread's full GCs ${r.majorGcs} (${r.majorGcsOver10Ms} over 10 ms), ${r.majorGcMs} ms  server p99 <= ${r.serverP99Ms} ms  gate: ${r.slotsHeld} held, ${r.queued} queued, bound ${r.queueBoundMs} ms, dry ${r.gateDry} (server's own: ${r.slotsHeldTimed} held, dry ${r.gateDryTimed}), 503s at once ${r.shedAtOnce}, after the queue bound ${r.shedWaited}, not admission's ${r.shedNotAdmission}; /metrics scraped ${r.metricsScrapes} times (${r.metricsScrapeMs} ms of the server's)`,
       );
       // Let queued work and Retry-After pauses drain between runs.
       await new Promise((res) => setTimeout(res, 1500));
