@@ -120,7 +120,7 @@ function attachOnce(base, headers, path, end, holdMs, trace) {
  * `conns` closed loops for `seconds` from `startAt` (epoch ms; threads start together):
  * admitted latencies, the attach phases, and the answers counted by kind.
  */
-export async function runClients({ base, headers, path, conns, mode, seconds, holdMs, burst, startAt = Date.now(), traceAttach = false }) {
+export async function runClients({ base, headers, path, conns, mode, seconds, holdMs, holdJitter = 0, burst, startAt = Date.now(), traceAttach = false }) {
   const pathFor = pathMaker(path);
   const attach = path.scenario === 'attach';
   if (startAt > Date.now()) await new Promise((res) => setTimeout(res, startAt - Date.now()));
@@ -138,7 +138,7 @@ export async function runClients({ base, headers, path, conns, mode, seconds, ho
   const end = t0 + seconds * 1000;
   const one = () =>
     attach
-      ? attachOnce(base, headers, pathFor(), end, holdMs, trace)
+      ? attachOnce(base, headers, pathFor(), end, holdFor(), trace)
       : new Promise((resolve) => {
           const start = performance.now();
           const req = request(`${base}${pathFor()}`, { agent, headers, timeout: 30_000 }, (res) => {
@@ -155,6 +155,13 @@ export async function runClients({ base, headers, path, conns, mode, seconds, ho
   // (~0.5 ms each): at 256 connections the last waited ~130 ms in the kernel before the server read
   // it, and that one burst was the run's p99 (the 2,500 attaches after it waited ~1-20 ms).
   const stagger = attach && !burst ? holdMs : 0;
+  // Each attach holds its stream a duration of its own, uniform within holdMs x (1 +- holdJitter)
+  // (the mean, so the offered rate, unchanged). With one hold for all, the attaches that one stall
+  // of the server held up together came back together a hold later, and again after that: the
+  // closed loop kept them in step for the rest of the run, every such batch queued at once behind
+  // the one connection the server accepts per loop iteration (libuv 1.45+), which users who each
+  // leave when they will do not do (docs/benchmarks.md, 12-02 evening).
+  const holdFor = () => holdMs * (1 + holdJitter * (2 * Math.random() - 1));
   const loop = async () => {
     if (stagger > 0) await new Promise((res) => setTimeout(res, Math.random() * Math.min(stagger, end - performance.now())));
     while (performance.now() < end) {

@@ -27,7 +27,7 @@
  *        [--modes ignore,honour] [--duration 5] [--scenario tail|older]
  *        [--events 300000] [--tail 100000] [--workers N] [--json]
  *        [--max-messages 50] [--encoding identity|br|gzip] [--server-env K=V,...]
- *        [--sessions 40] [--session-events 10000] [--hold 1000] [--warmup 10] [--rounds 1]
+ *        [--sessions 40] [--session-events 10000] [--hold 1000] [--hold-jitter 0.5] [--warmup 10] [--rounds 1]
  *        [--server-node-args='--cpu-prof --cpu-prof-dir=DIR'] [--root OTHER_CHECKOUT] [--burst]
  *        [--ignore-client node|autocannon] [--client-threads N] [--launch command|node] [--phases]
  *
@@ -38,7 +38,7 @@
  * `random` asks pages at random cuts of --sessions sessions of
  * --session-events events each (issue 15's random-page workload, pinned at
  * each session's last seq); `attach` follows a random one of those
- * sessions (its tail page is the snapshot), holds the stream --hold ms and
+ * sessions (its tail page is the snapshot), holds the stream --hold ms (each attach its own, within --hold-jitter) and
  * detaches (issue 15's attach: goodput is snapshots/s, latency the time to
  * the whole snapshot). Clients ignoring Retry-After in `attach` re-attach
  * at once after a 503 (node:http, as autocannon cannot read a stream).
@@ -100,6 +100,8 @@ const { values } = parseScriptArgs(import.meta.url, {
     sessions: { type: 'string', default: '40' },
     'session-events': { type: 'string', default: '10000' },
     hold: { type: 'string', default: '1000' },
+    // Attach: each hold drawn uniformly within --hold x (1 +- this); 0: every attach holds --hold exactly (as until 12-02).
+    'hold-jitter': { type: 'string', default: '0.5' },
     // Attach: every client attaches in the same millisecond at the start of a run (default: each at a random
     // moment within the first --hold, as a population of users does; see the attach note at runLoop).
     burst: { type: 'boolean', default: false },
@@ -142,6 +144,8 @@ const manySessions = values.scenario === 'random' || values.scenario === 'attach
 const sessionCount = int(values.sessions, 1, 400, 'sessions');
 const sessionEvents = int(values['session-events'], 100, 1_000_000, 'session-events');
 const holdMs = int(values.hold, 0, 60_000, 'hold');
+const holdJitter = Number(values['hold-jitter']);
+if (!(holdJitter >= 0 && holdJitter <= 1)) argError(import.meta.url, '--hold-jitter must be a number in [0, 1]');
 const warmupSeconds = int(values.warmup, 0, 60, 'warmup');
 const rounds = int(values.rounds, 1, 10, 'rounds');
 const clientThreads = int(values['client-threads'], 1, 8, 'client-threads');
@@ -216,7 +220,7 @@ async function runIgnore(base, headers, pathFor, conns, seconds = duration) {
  * --client-threads worker threads.
  */
 async function runLoop(base, headers, pathSpec, conns, mode, seconds = duration) {
-  const opts = { base, headers, path: pathSpec, conns, mode, seconds, holdMs, burst: values.burst, traceAttach: values.phases };
+  const opts = { base, headers, path: pathSpec, conns, mode, seconds, holdMs, holdJitter, burst: values.burst, traceAttach: values.phases };
   const { lat, phases, counts, seconds: took, loopDelay, trace } = await runClientsThreaded(opts, clientThreads);
   const r = summarize(conns, mode, took, lat, counts);
   if (trace !== undefined) Object.defineProperty(r, 'trace', { value: trace, enumerable: false });
@@ -229,7 +233,7 @@ async function runLoop(base, headers, pathSpec, conns, mode, seconds = duration)
 
 const dir = await mkdtemp(join(tmpdir(), 'sp-overload-'));
 let server;
-const out = { launch: values.launch, scenario: values.scenario, ...(manySessions ? { sessions: sessionCount, sessionEvents } : {}), ...(values.scenario === 'attach' ? { holdMs } : {}), maxMessages, encoding: values.encoding, ignoreClient: values['ignore-client'], duration, events, tail, workers: workers ?? null, serverEnv, runs: [] };
+const out = { launch: values.launch, scenario: values.scenario, ...(manySessions ? { sessions: sessionCount, sessionEvents } : {}), ...(values.scenario === 'attach' ? { holdMs, holdJitter } : {}), maxMessages, encoding: values.encoding, ignoreClient: values['ignore-client'], duration, events, tail, workers: workers ?? null, serverEnv, runs: [] };
 try {
   const t = Date.now();
   const targets = [];
