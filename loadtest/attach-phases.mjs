@@ -19,7 +19,8 @@
 export const PHASES = ['connect', 'accept', 'read', 'handle', 'deliver', 'body'];
 const SERVER = new Set(['accept', 'read', 'handle']);
 
-function percentile(sorted, p) {
+/** The nearest-rank percentile of an ascending array (null if empty); the overload suite's too. */
+export function percentile(sorted, p) {
   return sorted.length === 0 ? null : sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)];
 }
 const r1 = (x) => (x === null ? null : Math.round(x * 10) / 10);

@@ -69,7 +69,7 @@
 import autocannon from 'autocannon';
 import { spawn } from 'node:child_process';
 import { pathMaker, runClientsThreaded } from './overload-clients.mjs';
-import { matchAttaches, summarizePhases } from './attach-phases.mjs';
+import { matchAttaches, percentile, summarizePhases } from './attach-phases.mjs';
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { loadavg, tmpdir } from 'node:os';
 import { readFileSync } from 'node:fs';
@@ -165,10 +165,6 @@ const maxMessages = int(values['max-messages'], 1, 1000, 'max-messages');
 const serverEnv = keyValueList(values['server-env']);
 const log = values.json ? () => undefined : (s) => process.stdout.write(s + '\n');
 
-function percentile(sorted, p) {
-  if (sorted.length === 0) return null;
-  return sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)];
-}
 
 function summarize(conns, mode, seconds, lat, counts) {
   lat.sort((a, b) => a - b);
