@@ -18,12 +18,12 @@ import { spawn } from 'node:child_process';
 import { readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { parseArgs } from 'node:util';
+import { parseScriptArgs } from './args.mjs';
 import { linkedDataDir, startPeer, startService } from './servers.mjs';
 import { lineChart } from './svg-plot.mjs';
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), '..');
-const { values } = parseArgs({
+const { values } = parseScriptArgs(import.meta.url, {
   options: {
     data: { type: 'string', default: '/tmp/sp-peer-bench' },
     db: { type: 'string' },

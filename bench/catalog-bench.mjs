@@ -3,9 +3,9 @@
 // in a process whose worker pool has finished starting.
 //   node bench/catalog-bench.mjs [--sessions 2000] [--data /tmp/session-pager-catalog]
 import { existsSync } from 'node:fs';
-import { parseArgs } from 'node:util';
+import { parseScriptArgs } from './args.mjs';
 
-const { values } = parseArgs({ options: { sessions: { type: 'string', default: '2000' }, data: { type: 'string', default: '/tmp/session-pager-catalog' } } });
+const { values } = parseScriptArgs(import.meta.url, { options: { sessions: { type: 'string', default: '2000' }, data: { type: 'string', default: '/tmp/session-pager-catalog' } } });
 const n = Number(values.sessions);
 const dist = new URL('../dist/main/', import.meta.url);
 const { SessionWriter } = await import(new URL('session-writer.js', dist).href);

@@ -20,10 +20,10 @@ import { spawn } from 'node:child_process';
 import http from 'node:http';
 import { loadavg } from 'node:os';
 import { join, resolve } from 'node:path';
-import { parseArgs } from 'node:util';
+import { parseScriptArgs } from './args.mjs';
 import { freePort } from './servers.mjs';
 
-const { values } = parseArgs({
+const { values } = parseScriptArgs(import.meta.url, {
   options: {
     roots: { type: 'string' },
     data: { type: 'string', default: '/tmp/session-pager-bench' },

@@ -21,11 +21,11 @@ import { request } from 'node:http';
 import { loadavg } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { parseArgs } from 'node:util';
+import { parseScriptArgs } from './args.mjs';
 import { performance } from 'node:perf_hooks';
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), '..');
-const { values } = parseArgs({
+const { values } = parseScriptArgs(import.meta.url, {
   options: {
     data: { type: 'string', default: '/tmp/session-pager-format-bench' },
     runs: { type: 'string', default: '5' },

@@ -12,10 +12,10 @@
 import { openSync, readFileSync, readSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
-import { parseArgs } from 'node:util';
+import { parseScriptArgs } from './args.mjs';
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), '..');
-const { values } = parseArgs({
+const { values } = parseScriptArgs(import.meta.url, {
   options: {
     data: { type: 'string', default: '/tmp/session-pager-format-bench' },
     events: { type: 'string', default: '600000' },

@@ -18,10 +18,10 @@
 import { spawn, spawnSync } from 'node:child_process';
 import { readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
-import { parseArgs } from 'node:util';
+import { parseScriptArgs } from './args.mjs';
 import { linkedDataDir, startPeer, startService, threadCpuSecondsOf } from './servers.mjs';
 
-const { values: a } = parseArgs({
+const { values: a } = parseScriptArgs(import.meta.url, {
   options: {
     server: { type: 'string', default: 'pager' },
     connections: { type: 'string', default: '1' },

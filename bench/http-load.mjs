@@ -9,12 +9,12 @@
 //   node bench/http-load.mjs --url URL --token T --pages FILE [--random] [--seed N]
 //        --connections N --seconds S [--accept-encoding E]
 import { readFileSync } from 'node:fs';
-import { parseArgs } from 'node:util';
+import { parseScriptArgs } from './args.mjs';
 import autocannon from 'autocannon';
 
 const dist = new URL('../dist/', import.meta.url);
 const { mulberry32 } = await import(new URL('main/gen/prng.js', dist).href);
-const { values } = parseArgs({
+const { values } = parseScriptArgs(import.meta.url, {
   options: {
     url: { type: 'string' },
     token: { type: 'string' },

@@ -8,9 +8,9 @@ import { spawn } from 'node:child_process';
 import { createWriteStream, existsSync, mkdirSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { parseArgs } from 'node:util';
+import { parseScriptArgs } from './args.mjs';
 
-const { values } = parseArgs({
+const { values } = parseScriptArgs(import.meta.url, {
   options: { mb: { type: 'string', default: '1024' }, dir: { type: 'string', default: '/tmp/session-pager-import-bench' }, format: { type: 'string', default: 'jsonl' } },
 });
 const bytes = Number(values.mb) * 1024 * 1024;

@@ -17,10 +17,10 @@ import { existsSync } from 'node:fs';
 import { cpus, totalmem } from 'node:os';
 import { fileURLToPath } from 'node:url';
 import { dirname, join, resolve } from 'node:path';
-import { parseArgs } from 'node:util';
+import { parseScriptArgs } from './args.mjs';
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), '..');
-const { values } = parseArgs({
+const { values } = parseScriptArgs(import.meta.url, {
   options: {
     data: { type: 'string', default: '/tmp/session-pager-bench' },
     runs: { type: 'string', default: '3' },

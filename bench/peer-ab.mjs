@@ -15,9 +15,9 @@
 // full or --no-plots run of peer-bench writes them).
 import { spawnSync } from 'node:child_process';
 import { join, resolve } from 'node:path';
-import { parseArgs } from 'node:util';
+import { parseScriptArgs } from './args.mjs';
 
-const { values: a } = parseArgs({
+const { values: a } = parseScriptArgs(import.meta.url, {
   options: {
     a: { type: 'string' },
     b: { type: 'string', default: '.' },

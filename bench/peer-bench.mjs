@@ -15,11 +15,11 @@ import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync, wri
 import { cpus, totalmem } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { parseArgs } from 'node:util';
+import { parseScriptArgs } from './args.mjs';
 import { barChart, lineChart } from './svg-plot.mjs';
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), '..');
-const { values } = parseArgs({
+const { values } = parseScriptArgs(import.meta.url, {
   options: {
     full: { type: 'boolean', default: false },
     data: { type: 'string' },

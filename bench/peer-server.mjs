@@ -19,11 +19,11 @@
 //
 // Prints `listening on http://127.0.0.1:PORT` once it accepts requests.
 import { createServer } from 'node:http';
-import { parseArgs } from 'node:util';
+import { parseScriptArgs } from './args.mjs';
 import { Worker } from 'node:worker_threads';
 import { openPeer } from './sqlite-peer.mjs';
 
-const { values } = parseArgs({
+const { values } = parseScriptArgs(import.meta.url, {
   options: {
     db: { type: 'string' },
     port: { type: 'string', default: '0' },

@@ -21,12 +21,12 @@ import { spawnSync } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { parseArgs } from 'node:util';
+import { parseScriptArgs } from './args.mjs';
 import { loadavg } from 'node:os';
 
 process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= 'true';
 const root = resolve(dirname(fileURLToPath(import.meta.url)), '..');
-const { values } = parseArgs({
+const { values } = parseScriptArgs(import.meta.url, {
   options: {
     data: { type: 'string', default: '/tmp/session-pager-s3-bench' },
     store: { type: 'string' },

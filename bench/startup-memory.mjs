@@ -18,12 +18,12 @@ import { mkdirSync, readdirSync, readFileSync } from 'node:fs';
 import { loadavg } from 'node:os';
 import { dirname, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { parseArgs } from 'node:util';
+import { parseScriptArgs } from './args.mjs';
 import { getOnce } from './servers.mjs';
 import { rssByMapping } from './smaps.mjs';
 
 const here = resolve(dirname(fileURLToPath(import.meta.url)), '..');
-const { values } = parseArgs({ options: { root: { type: 'string', default: here }, data: { type: 'string', default: '/tmp/session-pager-startup-empty' }, runs: { type: 'string', default: '3' }, page: { type: 'string', default: '' } } });
+const { values } = parseScriptArgs(import.meta.url, { options: { root: { type: 'string', default: here }, data: { type: 'string', default: '/tmp/session-pager-startup-empty' }, runs: { type: 'string', default: '3' }, page: { type: 'string', default: '' } } });
 const { root, data, page: pageId } = values;
 mkdirSync(data, { recursive: true });
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));

@@ -15,9 +15,9 @@ import { spawnSync } from 'node:child_process';
 import { readdirSync, readFileSync } from 'node:fs';
 import { loadavg } from 'node:os';
 import { resolve } from 'node:path';
-import { parseArgs } from 'node:util';
+import { parseScriptArgs } from './args.mjs';
 
-const { values } = parseArgs({
+const { values } = parseScriptArgs(import.meta.url, {
   options: {
     roots: { type: 'string' },
     runs: { type: 'string', default: '3' },

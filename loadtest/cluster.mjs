@@ -35,7 +35,8 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { isDeepStrictEqual, parseArgs } from 'node:util';
+import { isDeepStrictEqual } from 'node:util';
+import { parseScriptArgs } from '../bench/args.mjs';
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 const BIN = join(ROOT, 'bin', 'session-pager.js');
@@ -521,7 +522,7 @@ export async function runCluster({ storeArgs, redisUrl, appends = 300, batch = 1
 /* ------------------------------------------------------------ CLI */
 
 async function main() {
-  const { values } = parseArgs({
+  const { values } = parseScriptArgs(import.meta.url, {
     options: {
       appends: { type: 'string', default: '300' },
       batch: { type: 'string', default: '12' },

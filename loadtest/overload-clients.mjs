@@ -38,9 +38,14 @@ export function pathMaker({ scenario, targets, last, maxMessages }) {
 const SNAPSHOT_MARK = Buffer.from('event: snapshot');
 const BLANK_LINE = Buffer.from('\n\n');
 
-function attachOnce(base, headers, path, end, holdMs) {
+/** The machine's monotonic clock in ms (CLOCK_MONOTONIC: the same in every process, so the server's probe can be matched). */
+const mono = () => Number(process.hrtime.bigint()) / 1e6;
+
+function attachOnce(base, headers, path, end, holdMs, trace) {
   return new Promise((resolve) => {
     const start = performance.now();
+    const t = trace === undefined ? null : { port: null, start: mono(), connect: null, head: null, snapshot: null };
+    if (t !== null) trace.push(t);
     let settled = false;
     const done = (r) => {
       if (!settled) {
@@ -53,6 +58,7 @@ function attachOnce(base, headers, path, end, holdMs) {
     let headMs = null;
     const req = request(`${base}${path}`, { headers, timeout: 30_000 }, (res) => {
       headMs = performance.now() - start;
+      if (t !== null) t.head = mono();
       if (res.statusCode !== 200) {
         res.on('data', () => undefined);
         res.on('end', () => done({ status: res.statusCode, ms: performance.now() - start, retryAfter: Number(res.headers['retry-after'] ?? 1) }));
@@ -87,6 +93,7 @@ function attachOnce(base, headers, path, end, holdMs) {
         }
         if (at !== -1) {
           ms = performance.now() - start;
+          if (t !== null) t.snapshot = mono();
           const wait = Math.max(0, Math.min(holdMs, end - performance.now()));
           setTimeout(() => {
             req.destroy();
@@ -97,7 +104,12 @@ function attachOnce(base, headers, path, end, holdMs) {
       res.on('error', () => done(ms === null ? { status: 0 } : { status: 200, ms }));
       res.on('close', () => done(ms === null ? { status: 0 } : { status: 200, ms }));
     });
-    req.on('socket', (s) => s.once('connect', () => (connectMs = performance.now() - start)));
+    req.on('socket', (s) =>
+      s.once('connect', () => {
+        connectMs = performance.now() - start;
+        if (t !== null) [t.connect, t.port] = [mono(), s.localPort];
+      }),
+    );
     req.on('error', () => done({ status: 0 }));
     req.on('timeout', () => req.destroy());
     req.end();
@@ -108,7 +120,7 @@ function attachOnce(base, headers, path, end, holdMs) {
  * `conns` closed loops for `seconds` from `startAt` (epoch ms; threads start together):
  * admitted latencies, the attach phases, and the answers counted by kind.
  */
-export async function runClients({ base, headers, path, conns, mode, seconds, holdMs, burst, startAt = Date.now() }) {
+export async function runClients({ base, headers, path, conns, mode, seconds, holdMs, holdJitter = 0, burst, startAt = Date.now(), traceAttach = false }) {
   const pathFor = pathMaker(path);
   const attach = path.scenario === 'attach';
   if (startAt > Date.now()) await new Promise((res) => setTimeout(res, startAt - Date.now()));
@@ -121,11 +133,12 @@ export async function runClients({ base, headers, path, conns, mode, seconds, ho
   const lat = [];
   const phases = { connect: [], head: [] };
   const counts = { ok: 0, shed: 0, other: 0, errors: 0 };
+  const trace = traceAttach ? [] : undefined;
   const t0 = performance.now();
   const end = t0 + seconds * 1000;
   const one = () =>
     attach
-      ? attachOnce(base, headers, pathFor(), end, holdMs)
+      ? attachOnce(base, headers, pathFor(), end, holdFor(), trace)
       : new Promise((resolve) => {
           const start = performance.now();
           const req = request(`${base}${pathFor()}`, { agent, headers, timeout: 30_000 }, (res) => {
@@ -142,6 +155,13 @@ export async function runClients({ base, headers, path, conns, mode, seconds, ho
   // (~0.5 ms each): at 256 connections the last waited ~130 ms in the kernel before the server read
   // it, and that one burst was the run's p99 (the 2,500 attaches after it waited ~1-20 ms).
   const stagger = attach && !burst ? holdMs : 0;
+  // Each attach holds its stream a duration of its own, uniform within holdMs x (1 +- holdJitter)
+  // (the mean, so the offered rate, unchanged). With one hold for all, the attaches that one stall
+  // of the server held up together came back together a hold later, and again after that: the
+  // closed loop kept them in step for the rest of the run, every such batch queued at once behind
+  // the one connection the server accepts per loop iteration (libuv 1.45+), which users who each
+  // leave when they will do not do (docs/benchmarks.md, 12-02 evening).
+  const holdFor = () => holdMs * (1 + holdJitter * (2 * Math.random() - 1));
   const loop = async () => {
     if (stagger > 0) await new Promise((res) => setTimeout(res, Math.random() * Math.min(stagger, end - performance.now())));
     while (performance.now() < end) {
@@ -165,7 +185,7 @@ export async function runClients({ base, headers, path, conns, mode, seconds, ho
   agent.destroy();
   // A sample is the timer's interval (1 ms) plus the delay: the interval is taken off.
   const ms = (ns) => Math.max(0, Math.round(ns / 1e4 - 100) / 100);
-  return { lat, phases, counts, seconds: Math.min(seconds, (performance.now() - t0) / 1000), loopDelay: { p50: ms(loopDelay.percentile(50)), p99: ms(loopDelay.percentile(99)), max: ms(loopDelay.max) } };
+  return { lat, phases, counts, trace, seconds: Math.min(seconds, (performance.now() - t0) / 1000), loopDelay: { p50: ms(loopDelay.percentile(50)), p99: ms(loopDelay.percentile(99)), max: ms(loopDelay.max) } };
 }
 
 /** runClients over `threads` worker threads (the connections split among them), merged. */
@@ -185,9 +205,10 @@ export async function runClientsThreaded(opts, threads) {
       });
     }),
   );
-  const out = { lat: [], phases: { connect: [], head: [] }, counts: { ok: 0, shed: 0, other: 0, errors: 0 }, seconds: 0, loopDelay: { p50: 0, p99: 0, max: 0 } };
+  const out = { lat: [], phases: { connect: [], head: [] }, counts: { ok: 0, shed: 0, other: 0, errors: 0 }, trace: opts.traceAttach ? [] : undefined, seconds: 0, loopDelay: { p50: 0, p99: 0, max: 0 } };
   for (const p of parts) {
     out.lat = out.lat.concat(p.lat);
+    if (out.trace !== undefined) out.trace = out.trace.concat(p.trace);
     for (const k of Object.keys(out.phases)) out.phases[k] = out.phases[k].concat(p.phases[k]);
     for (const k of Object.keys(out.counts)) out.counts[k] += p.counts[k];
     out.seconds = Math.max(out.seconds, p.seconds);

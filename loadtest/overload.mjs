@@ -27,9 +27,9 @@
  *        [--modes ignore,honour] [--duration 5] [--scenario tail|older]
  *        [--events 300000] [--tail 100000] [--workers N] [--json]
  *        [--max-messages 50] [--encoding identity|br|gzip] [--server-env K=V,...]
- *        [--sessions 40] [--session-events 10000] [--hold 1000] [--warmup 10] [--rounds 1]
+ *        [--sessions 40] [--session-events 10000] [--hold 1000] [--hold-jitter 0.5] [--warmup 10] [--rounds 1]
  *        [--server-node-args='--cpu-prof --cpu-prof-dir=DIR'] [--root OTHER_CHECKOUT] [--burst]
- *        [--ignore-client node|autocannon] [--client-threads N] [--launch command|node]
+ *        [--ignore-client node|autocannon] [--client-threads N] [--launch command|node] [--phases]
  *
  * Scenarios: `tail` asks the newest page of a session whose last answer is
  * a long streamed one (the tail page covers it: ~1 MB, built once, then
@@ -38,10 +38,14 @@
  * `random` asks pages at random cuts of --sessions sessions of
  * --session-events events each (issue 15's random-page workload, pinned at
  * each session's last seq); `attach` follows a random one of those
- * sessions (its tail page is the snapshot), holds the stream --hold ms and
+ * sessions (its tail page is the snapshot), holds the stream --hold ms (each attach its own, within --hold-jitter) and
  * detaches (issue 15's attach: goodput is snapshots/s, latency the time to
  * the whole snapshot). Clients ignoring Retry-After in `attach` re-attach
  * at once after a 503 (node:http, as autocannon cannot read a stream).
+ * With `--phases` (attach) each attach's time is split by who adds it: the
+ * clients' times matched with the server's accept, request and first write
+ * (a probe loaded into the server, loadtest/attach-probe.mjs), per run the
+ * phases' p99 and the slowest 1% of attaches split (loadtest/attach-phases.mjs).
  *
  * Per run: goodput (2xx/s), admitted (2xx) latency p50/p99/max, 503s/s (and
  * of admission's, those shed at once and those that waited out the queue
@@ -65,13 +69,14 @@
 import autocannon from 'autocannon';
 import { spawn } from 'node:child_process';
 import { pathMaker, runClientsThreaded } from './overload-clients.mjs';
-import { mkdtemp, rm } from 'node:fs/promises';
+import { matchAttaches, percentile, summarizePhases } from './attach-phases.mjs';
+import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { loadavg, tmpdir } from 'node:os';
 import { readFileSync } from 'node:fs';
 import { threadCpuSecondsOf } from '../bench/servers.mjs';
 import { rssByMapping } from '../bench/smaps.mjs';
 import { join } from 'node:path';
-import { parseArgs } from 'node:util';
+import { argError, keyValueList, parseScriptArgs } from '../bench/args.mjs';
 import { randomBytes } from 'node:crypto';
 
 const ROOT = new URL('..', import.meta.url).pathname;
@@ -79,7 +84,7 @@ const ROOT = new URL('..', import.meta.url).pathname;
 const SERVER_LOOP_RESOLUTION_MS = 10;
 const { generateSession } = await import(new URL('dist/main/gen/generate.js', new URL('..', import.meta.url)).href);
 
-const { values } = parseArgs({
+const { values } = parseScriptArgs(import.meta.url, {
   options: {
     connections: { type: 'string', default: '1,4,16,64,256' },
     modes: { type: 'string', default: 'ignore,honour' },
@@ -95,6 +100,8 @@ const { values } = parseArgs({
     sessions: { type: 'string', default: '40' },
     'session-events': { type: 'string', default: '10000' },
     hold: { type: 'string', default: '1000' },
+    // Attach: each hold drawn uniformly within --hold x (1 +- this); 0: every attach holds --hold exactly (as until 12-02).
+    'hold-jitter': { type: 'string', default: '0.5' },
     // Attach: every client attaches in the same millisecond at the start of a run (default: each at a random
     // moment within the first --hold, as a population of users does; see the attach note at runLoop).
     burst: { type: 'boolean', default: false },
@@ -113,43 +120,51 @@ const { values } = parseArgs({
     // How the server is started: as a command (the launcher's settings for `serve` apply), or `node bin/...` (they do not).
     // Default: as a command; `node` when --server-node-args is given (flags such as --cpu-prof are refused in NODE_OPTIONS).
     launch: { type: 'string' },
+    // Attach: each attach's time split by who adds it, the load generator or the server (loadtest/attach-phases.mjs).
+    phases: { type: 'boolean', default: false },
+    // How often the gate and the server's loop delay are read from /metrics during a run, ms (0: never).
+    'sample-ms': { type: 'string', default: '1000' },
   },
 });
 const int = (v, lo, hi, name) => {
   const n = Number(v);
-  if (!Number.isSafeInteger(n) || n < lo || n > hi) throw new Error(`--${name} must be an integer in [${lo}, ${hi}]`);
+  if (!Number.isSafeInteger(n) || n < lo || n > hi) argError(import.meta.url, `--${name} must be an integer in [${lo}, ${hi}]`);
   return n;
 };
 const levels = values.connections.split(',').map((c) => int(c, 1, 512, 'connections'));
 const modes = values.modes.split(',');
-for (const m of modes) if (m !== 'ignore' && m !== 'honour') throw new Error(`--modes: ignore and/or honour, got ${m}`);
+for (const m of modes) if (m !== 'ignore' && m !== 'honour') argError(import.meta.url, `--modes: ignore and/or honour, got ${m}`);
 const duration = int(values.duration, 1, 30, 'duration');
 const events = int(values.events, 10_000, 5_000_000, 'events');
 const tail = int(values.tail, 0, Math.floor(events / 2), 'tail');
 const workers = values.workers === undefined ? undefined : int(values.workers, 1, 64, 'workers');
 const SCENARIOS = ['tail', 'older', 'random', 'attach'];
-if (!SCENARIOS.includes(values.scenario)) throw new Error(`--scenario: one of ${SCENARIOS.join(', ')}`);
+if (!SCENARIOS.includes(values.scenario)) argError(import.meta.url, `--scenario: one of ${SCENARIOS.join(', ')}`);
 const manySessions = values.scenario === 'random' || values.scenario === 'attach';
 const sessionCount = int(values.sessions, 1, 400, 'sessions');
 const sessionEvents = int(values['session-events'], 100, 1_000_000, 'session-events');
 const holdMs = int(values.hold, 0, 60_000, 'hold');
+const holdJitter = Number(values['hold-jitter']);
+if (!(holdJitter >= 0 && holdJitter <= 1)) argError(import.meta.url, '--hold-jitter must be a number in [0, 1]');
 const warmupSeconds = int(values.warmup, 0, 60, 'warmup');
 const rounds = int(values.rounds, 1, 10, 'rounds');
 const clientThreads = int(values['client-threads'], 1, 8, 'client-threads');
+// A scrape of /metrics costs the server's main thread ~3.7 ms (prom-client's collectors, 12-02
+// 20:10): read every 100 ms, as until 12-02, it stalled the one loop every attach goes through
+// ~4% of the time and queued the attaches arriving meanwhile; a monitor scrapes every 10-60 s.
+const sampleMs = int(values['sample-ms'], 0, 10_000, 'sample-ms');
 values.launch ??= values['server-node-args'] ? 'node' : 'command';
-if (values.launch !== 'command' && values.launch !== 'node') throw new Error('--launch: command or node');
-if (values['ignore-client'] !== 'node' && values['ignore-client'] !== 'autocannon') throw new Error('--ignore-client: node or autocannon');
+if (values.launch !== 'command' && values.launch !== 'node') argError(import.meta.url, '--launch: command or node');
+if (values['ignore-client'] !== 'node' && values['ignore-client'] !== 'autocannon') argError(import.meta.url, '--ignore-client: node or autocannon');
+if (values.phases && values.scenario !== 'attach') argError(import.meta.url, '--phases: attach only');
 /** Clients of `mode` at `conns` for `seconds`: autocannon only when asked (and never for attach, which it cannot read). */
 const runMode = (base, headers, pathSpec, conns, mode, seconds = duration) =>
   mode === 'ignore' && values['ignore-client'] === 'autocannon' && values.scenario !== 'attach' ? runIgnore(base, headers, pathMaker(pathSpec), conns, seconds) : runLoop(base, headers, pathSpec, conns, mode, seconds);
 const maxMessages = int(values['max-messages'], 1, 1000, 'max-messages');
-const serverEnv = Object.fromEntries(values['server-env'].split(',').filter(Boolean).map((kv) => kv.split('=')));
+// Split at each pair's first '=': NODE_OPTIONS=--max-semi-space-size=64 was cut to `--max-semi-space-size`.
+const serverEnv = keyValueList(values['server-env']);
 const log = values.json ? () => undefined : (s) => process.stdout.write(s + '\n');
 
-function percentile(sorted, p) {
-  if (sorted.length === 0) return null;
-  return sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)];
-}
 
 function summarize(conns, mode, seconds, lat, counts) {
   lat.sort((a, b) => a - b);
@@ -201,9 +216,10 @@ async function runIgnore(base, headers, pathFor, conns, seconds = duration) {
  * --client-threads worker threads.
  */
 async function runLoop(base, headers, pathSpec, conns, mode, seconds = duration) {
-  const opts = { base, headers, path: pathSpec, conns, mode, seconds, holdMs, burst: values.burst };
-  const { lat, phases, counts, seconds: took, loopDelay } = await runClientsThreaded(opts, clientThreads);
+  const opts = { base, headers, path: pathSpec, conns, mode, seconds, holdMs, holdJitter, burst: values.burst, traceAttach: values.phases };
+  const { lat, phases, counts, seconds: took, loopDelay, trace } = await runClientsThreaded(opts, clientThreads);
   const r = summarize(conns, mode, took, lat, counts);
+  if (trace !== undefined) Object.defineProperty(r, 'trace', { value: trace, enumerable: false });
   // The load generator's event-loop delay over the run (ms; the worst client thread's).
   r.clientLoopDelay = loopDelay;
   // Attach: p99 of the time to the connection and to the answer's head (the snapshot's p99 is p99).
@@ -213,7 +229,7 @@ async function runLoop(base, headers, pathSpec, conns, mode, seconds = duration)
 
 const dir = await mkdtemp(join(tmpdir(), 'sp-overload-'));
 let server;
-const out = { launch: values.launch, scenario: values.scenario, ...(manySessions ? { sessions: sessionCount, sessionEvents } : {}), ...(values.scenario === 'attach' ? { holdMs } : {}), maxMessages, encoding: values.encoding, ignoreClient: values['ignore-client'], duration, events, tail, workers: workers ?? null, serverEnv, runs: [] };
+const out = { launch: values.launch, scenario: values.scenario, ...(manySessions ? { sessions: sessionCount, sessionEvents } : {}), ...(values.scenario === 'attach' ? { holdMs, holdJitter } : {}), maxMessages, encoding: values.encoding, ignoreClient: values['ignore-client'], duration, events, tail, workers: workers ?? null, serverEnv, runs: [] };
 try {
   const t = Date.now();
   const targets = [];
@@ -237,10 +253,13 @@ try {
   // ~30 MB more in malloc arenas after a run than users' do (docs/benchmarks.md). With
   // --server-node-args it is started the old way unless --launch command is given (then the flags
   // go in NODE_OPTIONS, which refuses some, e.g. --cpu-prof).
-  const nodeOptions = [process.env.NODE_OPTIONS ?? '', values['server-node-args']].filter(Boolean).join(' ');
+  // --phases: the probe of the server's side (attach-probe.mjs) goes in by NODE_OPTIONS, however the server is started.
+  const probeOut = join(dir, 'attach-probe.json');
+  const probe = values.phases ? `--import ${join(ROOT, 'loadtest', 'attach-probe.mjs')}` : '';
+  const nodeOptions = [process.env.NODE_OPTIONS ?? '', values.launch === 'command' ? values['server-node-args'] : '', serverEnv.NODE_OPTIONS ?? '', probe].filter(Boolean).join(' ');
   const command = values.launch === 'command' ? join(values.root ?? ROOT, 'bin/session-pager.js') : process.execPath;
   const commandArgs = values.launch === 'command' ? args.slice(1) : [...values['server-node-args'].split(' ').filter(Boolean), ...args];
-  server = spawn(command, commandArgs, { cwd: values.root ?? ROOT, env: { ...process.env, SESSION_PAGER_TOKEN: token, ...(nodeOptions && values.launch === 'command' ? { NODE_OPTIONS: nodeOptions } : {}), ...serverEnv }, stdio: ['ignore', 'pipe', 'pipe'] });
+  server = spawn(command, commandArgs, { cwd: values.root ?? ROOT, env: { ...process.env, SESSION_PAGER_TOKEN: token, ...serverEnv, ...(nodeOptions ? { NODE_OPTIONS: nodeOptions } : {}), ...(values.phases ? { SESSION_PAGER_PROBE_OUT: probeOut } : {}) }, stdio: ['ignore', 'pipe', 'pipe'] });
   // The banner (stderr) names the port; stdout carries only log lines.
   let err = '';
   server.stderr.on('data', (d) => (err += d));
@@ -286,6 +305,9 @@ try {
       // 503s by cause: admission's (gate full or waited too long) against all overloaded answers
       // (the rest: the pool's queue or the event loop's lag, checked before admission).
       shedAdmission: num(/^session_pager_admission_shed_total (\S+)$/m),
+      // This suite's own scrapes of /metrics, and the server's time answering them (its main thread's).
+      scrapes: num(/^session_pager_http_request_duration_seconds_count\{method="GET",route="\/metrics",status_code="200"\} (\S+)$/m),
+      scrapeSeconds: num(/^session_pager_http_request_duration_seconds_sum\{method="GET",route="\/metrics",status_code="200"\} (\S+)$/m),
       shedAll: num(/^session_pager_errors_total\{code="overloaded"\} (\S+)$/m),
       shedWaited: num(/^session_pager_admission_shed_waited_total (\S+)$/m),
       // The main thread's full collections (prom-client's GC histogram): each one a pause of the one
@@ -317,7 +339,7 @@ try {
       ),
     };
   };
-  // The admission gate during a run, sampled from /metrics every 100 ms: mean page slots held and
+  // The admission gate during a run, sampled from /metrics every --sample-ms: mean page slots held and
   // requests queued, and the queue's time bound (queueFactor x the smoothed in-flight time). Slots
   // not all held while requests are shed say the gate, not the CPU, limits goodput.
   const sampleGate = (base, headers) => {
@@ -326,32 +348,45 @@ try {
     let stopped = false;
     // The gate integrated over time by the server itself, from the run's start to its end (not
     // biased towards the moments the sampler is answered): slot-seconds held and seconds dry.
+    const loopLag = (m) => {
+      const lag = (k) => Math.max(0, Number(new RegExp(`^nodejs_eventloop_lag_${k}_seconds (\\S+)$`, 'm').exec(m)?.[1] ?? NaN) * 1000 - SERVER_LOOP_RESOLUTION_MS);
+      return [lag('p99'), lag('max')];
+    };
     const metricsNow = async () => (await (await fetch(`${base}/metrics`, { headers }).catch(() => null))?.text()) ?? '';
     const num = (m, name) => Number(new RegExp(`^session_pager_${name} (\\S+)$`, 'm').exec(m)?.[1] ?? NaN);
     const integrals = async () => {
       const m = await metricsNow();
-      return { t: performance.now(), slot: num(m, 'admission_slot_seconds_total'), dry: num(m, 'admission_dry_seconds_total') };
+      return { m, t: performance.now(), slot: num(m, 'admission_slot_seconds_total'), dry: num(m, 'admission_dry_seconds_total') };
     };
     const first = integrals();
+    let wake = () => undefined;
+    let timer;
     const done = (async () => {
-      while (!stopped) {
-        await new Promise((res) => setTimeout(res, 100));
+      while (!stopped && sampleMs > 0) {
+        await new Promise((res) => {
+          wake = res;
+          timer = setTimeout(res, sampleMs);
+        });
+        if (stopped) break;
         const m = await metricsNow();
         if (m === '') continue;
         xs.push([num(m, 'admission_in_flight'), num(m, 'admission_queued'), num(m, 'admission_queue_bound_seconds') * 1000]);
-        // The server's event-loop delay in the ~100 ms since the last scrape (prom-client's
+        // The server's event-loop delay in the --sample-ms since the last scrape (prom-client's
         // monitor, reset at each scrape, 10 ms resolution): what a request waits before the
         // server reads it, which its own latency histogram (request to response) does not hold.
         // Its samples are the timer's interval plus the delay: the interval (10 ms) is taken off.
-        const lag = (k) => Math.max(0, Number(new RegExp(`^nodejs_eventloop_lag_${k}_seconds (\\S+)$`, 'm').exec(m)?.[1] ?? NaN) * 1000 - SERVER_LOOP_RESOLUTION_MS);
-        loops.push([lag('p99'), lag('max')]);
+        loops.push(loopLag(m));
       }
     })();
     return {
       stop: async () => {
         stopped = true;
+        clearTimeout(timer);
+        wake();
         const [a, b] = [await first, await integrals()];
         await done;
+        // The last window's loop delay (since the last sample), read by this scrape.
+        if (b.m !== '') loops.push(loopLag(b.m));
         const dt = (b.t - a.t) / 1000;
         const mean = (k) => (xs.length === 0 ? null : Math.round((xs.reduce((a, x) => a + x[k], 0) / xs.length) * 10) / 10);
         // Samples with a slot free and nobody waiting for it: the gate ran dry (the clients were elsewhere).
@@ -404,6 +439,17 @@ try {
     }
     return ms;
   };
+  // The server's probe records since the last call (attach-probe.mjs: asked by SIGUSR2, written whole).
+  const probeRecords = async () => {
+    await rm(probeOut, { force: true });
+    process.kill(server.pid, 'SIGUSR2');
+    for (let i = 0; i < 200; i++) {
+      const text = await readFile(probeOut, 'utf8').catch(() => null);
+      if (text !== null) return JSON.parse(text);
+      await new Promise((res) => setTimeout(res, 25));
+    }
+    throw new Error('the attach probe did not answer (--phases)');
+  };
   // Warm-up: the highest level, clients ignoring Retry-After (pages, the queue and shedding all run), not counted.
   // A fresh server's first seconds served ~0.6x the pages/s of the next ones at the same level (JIT), which
   // made the first level measured look past capacity and the best level look better than it was.
@@ -414,6 +460,7 @@ try {
     log(`warm-up: ${top} connections ignoring Retry-After for ${warmupSeconds} s (${w.goodput} 2xx/s), not counted`);
     await new Promise((res) => setTimeout(res, 1500));
   }
+  if (values.phases) await probeRecords(); // the warm-up's connections are not a run's
   // Rounds alternate the order of the levels and of the client kinds within a level (up, then down:
   // 16i 16h 256i 256h, then 256h 256i 16h 16i), so a drift of the machine, and what one run leaves to
   // the next (held shed answers, the server's heap), meet every level and kind alike.
@@ -437,6 +484,7 @@ try {
       const r = await runMode(base, headers, pathSpec, conns, mode);
       const end = await atEnd;
       Object.assign(r, end.gate);
+      if (r.trace !== undefined) r.attachPhases = summarizePhases(matchAttaches(r.trace, await probeRecords()));
       // The load generator's own CPU (cores; client threads included): on the same cores as the
       // server, what it takes the server does not get. Its main thread apart (with --client-threads
       // 1 it runs every client).
@@ -460,6 +508,9 @@ try {
       // Where the resident MB are after the run (smaps by kind of mapping; the main isolate's heap).
       r.memory = { ...after.heap, smaps: memoryByMapping(server.pid) };
       r.shedNotAdmission = after.shedAll - before.shedAll - (after.shedAdmission - before.shedAdmission);
+      // Scrapes answered between the readings before and after the run (these two's own included).
+      r.metricsScrapes = after.scrapes - before.scrapes;
+      r.metricsScrapeMs = Math.round((after.scrapeSeconds - before.scrapeSeconds) * 10000) / 10;
       r.serverCpu = Math.round((r.serverMainCpu + r.serverRestCpu) * 100) / 100;
       // The server's own p99 (upper bound of the histogram bucket that holds it), ms.
       {
@@ -478,7 +529,7 @@ try {
       r.round = round;
       out.runs.push(r);
       log(
-        `${String(conns).padStart(5)}  ${mode.padEnd(7)} ${String(r.goodput).padStart(10)}  ${'     '}  ${String(r.p50).padStart(7)}  ${String(r.p99).padStart(7)}  ${String(r.max).padStart(7)}  ${String(r.shedPerSecond).padStart(6)}  ${String(r.other).padStart(5)} ${String(r.errors).padStart(6)}  ${String(r.serverMeanMs).padStart(8)}  ${String(r.serverCpu).padStart(6)} (${r.serverMainCpu})  ${String(r.clientCpu).padStart(6)}  ${r.rssMb}/${r.peakRssMb}  ${r.load.join('-')}  ${r.recoveryMs.join(' ')}${r.connectP99 !== undefined ? `  (p99 to connect ${r.connectP99}, to head ${r.headP99})` : ''}${r.clientLoopDelay !== undefined ? `  client loop delay p50/p99/max ${r.clientLoopDelay.p50}/${r.clientLoopDelay.p99}/${r.clientLoopDelay.max} ms` : ''}${r.serverLoopDelay ? `  server loop delay p99 (median of 100 ms windows) ${r.serverLoopDelay.p99Median}, max ${r.serverLoopDelay.max} ms` : ''}  main thread's full GCs ${r.majorGcs} (${r.majorGcsOver10Ms} over 10 ms), ${r.majorGcMs} ms  server p99 <= ${r.serverP99Ms} ms  gate: ${r.slotsHeld} held, ${r.queued} queued, bound ${r.queueBoundMs} ms, dry ${r.gateDry} (server's own: ${r.slotsHeldTimed} held, dry ${r.gateDryTimed}), 503s at once ${r.shedAtOnce}, after the queue bound ${r.shedWaited}, not admission's ${r.shedNotAdmission}`,
+        `${String(conns).padStart(5)}  ${mode.padEnd(7)} ${String(r.goodput).padStart(10)}  ${'     '}  ${String(r.p50).padStart(7)}  ${String(r.p99).padStart(7)}  ${String(r.max).padStart(7)}  ${String(r.shedPerSecond).padStart(6)}  ${String(r.other).padStart(5)} ${String(r.errors).padStart(6)}  ${String(r.serverMeanMs).padStart(8)}  ${String(r.serverCpu).padStart(6)} (${r.serverMainCpu})  ${String(r.clientCpu).padStart(6)}  ${r.rssMb}/${r.peakRssMb}  ${r.load.join('-')}  ${r.recoveryMs.join(' ')}${r.connectP99 !== undefined ? `  (p99 to connect ${r.connectP99}, to head ${r.headP99})` : ''}${r.clientLoopDelay !== undefined ? `  client loop delay p50/p99/max ${r.clientLoopDelay.p50}/${r.clientLoopDelay.p99}/${r.clientLoopDelay.max} ms` : ''}${r.attachPhases ? `  slowest 1% of attaches (${r.attachPhases.matched} matched) ${r.attachPhases.slowest.total} ms = ${Object.entries(r.attachPhases.slowest).filter(([k]) => k !== 'total').map(([k, v]) => `${k} ${v}`).join(' + ')} (server's share ${r.attachPhases.slowestServerShare})` : ''}${r.serverLoopDelay ? `  server loop delay p99 (median of ${sampleMs} ms windows) ${r.serverLoopDelay.p99Median}, max ${r.serverLoopDelay.max} ms` : ''}  main thread's full GCs ${r.majorGcs} (${r.majorGcsOver10Ms} over 10 ms), ${r.majorGcMs} ms  server p99 <= ${r.serverP99Ms} ms  gate: ${r.slotsHeld} held, ${r.queued} queued, bound ${r.queueBoundMs} ms, dry ${r.gateDry} (server's own: ${r.slotsHeldTimed} held, dry ${r.gateDryTimed}), 503s at once ${r.shedAtOnce}, after the queue bound ${r.shedWaited}, not admission's ${r.shedNotAdmission}; /metrics scraped ${r.metricsScrapes} times (${r.metricsScrapeMs} ms of the server's)`,
       );
       // Let queued work and Retry-After pauses drain between runs.
       await new Promise((res) => setTimeout(res, 1500));

@@ -15,7 +15,7 @@ import autocannon from 'autocannon';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { parseArgs } from 'node:util';
+import { parseScriptArgs } from '../bench/args.mjs';
 import { randomBytes } from 'node:crypto';
 
 const dist = new URL('../dist/main/', import.meta.url);
@@ -23,7 +23,7 @@ const { openStore } = await import(new URL('store.js', dist).href);
 const { buildServer } = await import(new URL('server/index.js', dist).href);
 const { generateSession } = await import(new URL('gen/generate.js', dist).href);
 
-const { values } = parseArgs({
+const { values } = parseScriptArgs(import.meta.url, {
   options: {
     events: { type: 'string', default: '200000' },
     tail: { type: 'string', default: '20000' },

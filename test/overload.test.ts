@@ -32,6 +32,7 @@ interface Run {
   shedAtOnce?: number;
   shedWaited?: number;
   serverMainCpu?: number;
+  metricsScrapes?: number;
 }
 
 /** Tiny pages of one long session (the 'older' scenario). */
@@ -118,5 +119,11 @@ describe('overload (real server process, clients ignoring or honouring Retry-Aft
     }
     // Every 503 of admission's is counted as shed at once or after waiting out the queue bound.
     expect((high?.shedAtOnce ?? -1) + (high?.shedWaited ?? -1)).toBeGreaterThan(0);
+    // The suite's own scrapes of /metrics (each ~3.7 ms of the server's one loop): the readings at
+    // the run's edges and one a second, not the ~34 of a 3 s run sampled every 100 ms as until 12-02.
+    for (const r of runs) {
+      expect(r.metricsScrapes).toBeGreaterThanOrEqual(3);
+      expect(r.metricsScrapes).toBeLessThanOrEqual(10);
+    }
   }, 200_000);
 });

@@ -76,8 +76,19 @@ export async function scrollLoop(c: LoopContext, targets: readonly Target[]): Pr
 }
 
 /**
+ * How long one attach watches: drawn uniformly within holdMs x (1 +- 0.5), the mean
+ * `holdMs`. With one hold for every follower, the attaches that one stall of the server
+ * held up together came back together a hold later, and again after that, in step for
+ * the rest of the run: bursts that people who each leave when they will do not make
+ * (loadtest/overload-clients.mjs measured both; docs/benchmarks.md, 12-02 evening).
+ */
+export function holdFor(holdMs: number, rand: () => number): number {
+  return holdMs * (0.5 + rand());
+}
+
+/**
  * Attach: follow a session (its snapshot is the tail page), watch it for
- * `holdMs`, detach, attach again. The request latency is the time to the
+ * about `holdMs` (holdFor), detach, attach again. The request latency is the time to the
  * snapshot; live events give the delivery delay (now minus the event's
  * `time`, which the writer sets when it sends the batch).
  */
@@ -94,7 +105,7 @@ export async function attachLoop(c: LoopContext, targets: readonly Target[], hol
           snap = true;
           c.rec.request(now() - t0, 200);
           c.rec.snapshots++;
-          timer = setTimeout(() => f.close(), holdMs);
+          timer = setTimeout(() => f.close(), holdFor(holdMs, c.rand));
           continue;
         }
         if (!item.repaired) c.rec.delay(Date.now() - item.event.time);

@@ -17,7 +17,7 @@ export const command = defineCommand({
     duration: { type: 'int', min: 1, describe: 'seconds of load (at most 600)', default: 10 },
     connections: { type: 'int', min: 1, describe: 'concurrent clients (at most 1024)', default: 16 },
     'max-messages': { type: 'int', min: 1, describe: 'messages per page', default: 50 },
-    hold: { type: 'int', min: 0, describe: 'attach: ms each follower watches before detaching', default: 1000 },
+    hold: { type: 'int', min: 0, describe: 'attach: mean ms a follower watches before detaching (each attach draws its own within +-50%)', default: 1000 },
     batch: { type: 'int', min: 1, describe: 'writer: events per append', default: 20 },
     interval: { type: 'int', min: 0, describe: 'writer: ms between appends', default: 50 },
     'session-prefix': { type: 'string', describe: 'writer: prefix of the session it creates', default: 'loadtest' },
