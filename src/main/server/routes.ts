@@ -55,17 +55,7 @@ const WRITE_SECTIONS: PageOutput = { sections: true };
 /** A page body as its sections, in order, with its length (a stream alone would go chunked). */
 function sendSections(reply: FastifyReply, sections: NonNullable<PageBuffer['sections']>): FastifyReply {
   reply.header('content-length', String(sections.byteLength));
-  const { buffers } = sections;
-  // All of them on the first read (not one per turn, as Readable.from would): the socket takes what
-  // its buffer holds at once, the rest as the client reads.
-  return reply.send(
-    new Readable({
-      read() {
-        for (const b of buffers) this.push(b);
-        this.push(null);
-      },
-    }),
-  );
+  return reply.send(Readable.from(sections.buffers));
 }
 
 export async function routes(app: FastifyInstance, o: RoutesOptions): Promise<void> {
