@@ -20,8 +20,7 @@ import type { PageBuffer } from './store-types.js';
 
 /** A page's bytes in the cache: its body and every compressed form kept with it. */
 function pageBytes(page: PageBuffer): number {
-  // A page still held as its sections (page-service.ts) is counted without joining them.
-  let n = page.sections?.byteLength ?? page.body.length;
+  let n = page.body.length;
   for (const f of page.forms?.values() ?? []) n += f.length;
   return n;
 }
@@ -66,15 +65,14 @@ export class PageCache {
     return hit.page;
   }
 
-  /** A page just built; `newest`: it is its session's newest page. Whether it is kept. */
-  set(key: string, page: PageBuffer, newest = false): boolean {
+  /** A page just built; `newest`: it is its session's newest page. */
+  set(key: string, page: PageBuffer, newest = false): void {
     const n = pageBytes(page);
-    if (this.maxBytes <= 0 || n > this.maxEntryBytes || this.entries.has(key)) return false;
-    if (!newest && !this.seenBefore(key)) return false;
+    if (this.maxBytes <= 0 || n > this.maxEntryBytes || this.entries.has(key)) return;
+    if (!newest && !this.seenBefore(key)) return;
     this.entries.set(key, { page, bytes: n });
     this.bytes += n;
     this.evict();
-    return true;
   }
 
   /** A compressed form of the page kept under `key` (when that is still `page`), counted in the budget. */

@@ -55,22 +55,8 @@ export interface PageBuffer {
   timing?: PageTiming;
   /** Compressed forms of `body` kept with it in the prepared-page cache (page-cache.ts); owned by the cache. */
   forms?: Map<PageEncoding, Buffer>;
-  /**
-   * The body as the sections it was assembled from, when asked for them (pageBuffer's
-   * `out.sections`) and the page was built for this call in identity: views into the
-   * workers' results and the assembler's strings, to be written as they are (writev);
-   * `body` is then joined from them only when read. They are this caller's: nothing
-   * reuses their memory.
-   */
-  sections?: { buffers: readonly Buffer[]; byteLength: number };
   /** The body in the coding it was asked in (pageBuffer's `coding`), when one was. */
   encoded?: { encoding: PageEncoding; body: Buffer };
-}
-
-/** How the caller takes a page's bytes (Store.pageBuffer). */
-export interface PageOutput {
-  /** The body as its sections (PageBuffer.sections) when built now in identity: a server writes them as they are. */
-  sections?: boolean;
 }
 
 /** Milliseconds per phase of one page (the slowest worker's for read and decode: slices run in parallel). */
@@ -132,9 +118,9 @@ export interface Store {
    * running piscina task would kill its worker). `version`: what `pageVersion`
    * answered for this request; the page is then built from the same reads of
    * the session (one look at its objects per request, and the page is the one
-   * that version names). `out`: how the bytes are taken (PageOutput).
+   * that version names).
    */
-  pageBuffer(id: string, params?: PageParams, signal?: AbortSignal, coding?: OutputCoding, version?: PageVersion, out?: PageOutput): Promise<PageBuffer>;
+  pageBuffer(id: string, params?: PageParams, signal?: AbortSignal, coding?: OutputCoding, version?: PageVersion): Promise<PageBuffer>;
   /**
    * `body` compressed in `coding` as a page is (gzip and zstd on the page
    * workers in parallel, brotli in one piece): for the routes whose bodies no

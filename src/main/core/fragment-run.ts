@@ -151,15 +151,6 @@ export function piecesToBuffer(pieces: readonly Piece[]): Buffer {
   return out;
 }
 
-/**
- * The pieces as buffers to write in order, concatenated they are the page:
- * strings encoded, the slices' views kept as views (no copy of their bytes).
- */
-export function piecesToBuffers(pieces: readonly Piece[]): { buffers: Buffer[]; byteLength: number } {
-  const w = new PieceWriter(pieces);
-  return { buffers: w.pieces.map((p) => (typeof p === 'string' ? Buffer.from(p, 'utf8') : Buffer.from(p.buffer, p.byteOffset, p.byteLength))), byteLength: w.byteLength };
-}
-
 /** A growing list of page records as output pieces, comma-separated. */
 export class RecordList {
   readonly pieces: Piece[] = [];

@@ -42,7 +42,7 @@ export class ServerMetrics {
   observePage(route: string, pb: PageBuffer): void {
     this.pagesServed.inc({ route });
     this.pageEvents.observe(pb.toSeq - pb.fromSeq);
-    this.pageBytes.observe(bodyLength(pb));
+    this.pageBytes.observe(pb.body.length);
     if (pb.timing === undefined) return;
     for (const [phase, ms] of Object.entries(pb.timing)) this.pagePhase.observe({ phase }, ms / 1000);
   }
@@ -158,11 +158,6 @@ export interface RequestFacts {
   bytes0: number;
   /** Set by streaming routes that account their own bytes. */
   streaming?: boolean;
-}
-
-/** A page body's length, without joining its sections (PageBuffer.sections). */
-export function bodyLength(pb: PageBuffer): number {
-  return pb.sections?.byteLength ?? pb.body.length;
 }
 
 function routeOf(request: FastifyRequest): string {

@@ -2,18 +2,17 @@
  * The /v1 routes of SPEC section 6: catalog, session info, page, follow,
  * create, append. Registered inside the authenticated context.
  */
-import { Readable } from 'node:stream';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { PagerError } from '../core/errors.js';
 import { MAX_NESTING_DEPTH, nestingMessage, valueNestingExceeds } from '../core/nesting.js';
 import { resolvePageParams } from '../core/page-rule.js';
 import type { PageParams, SessionEvent } from '../core/types.js';
 import { assertSessionId } from '../paths.js';
-import type { PageBuffer, PageOutput, Store } from '../store-types.js';
+import type { Store } from '../store-types.js';
 import type { Admission, Release } from './admission.js';
 import type { FollowHub } from './follow.js';
 import { parseLastEventId } from './follow.js';
-import { bodyLength, type ServerMetrics } from './metrics.js';
+import type { ServerMetrics } from './metrics.js';
 import type { ResolvedOptions } from './options.js';
 import { checkLoop, checkPool, holdShed, type OverloadPolicy, type ShedPacer } from './overload.js';
 import { addVary, bodyDigest, etagFor, noneMatch, pageDigest, setPageCaching } from './page-caching.js';
@@ -48,14 +47,6 @@ function pageParams(q: Record<string, unknown>): PageParams {
   const out: PageParams = {};
   for (const k of ['throughSeq', 'beforeSeq', 'maxMessages', 'maxBytes'] as const) if (typeof q[k] === 'number') out[k] = q[k];
   return out;
-}
-
-const WRITE_SECTIONS: PageOutput = { sections: true };
-
-/** A page body as its sections, in order, with its length (a stream alone would go chunked). */
-function sendSections(reply: FastifyReply, sections: NonNullable<PageBuffer['sections']>): FastifyReply {
-  reply.header('content-length', String(sections.byteLength));
-  return reply.send(Readable.from(sections.buffers));
 }
 
 export async function routes(app: FastifyInstance, o: RoutesOptions): Promise<void> {
@@ -146,11 +137,10 @@ export async function routes(app: FastifyInstance, o: RoutesOptions): Promise<vo
       }
     }
     // Built in that coding: gzip and zstd by the page workers as they build its slices; kept with the prepared page.
-    // An identity page built now comes as its sections, written as they are (no copy into one body first).
-    const pb = await store.pageBuffer(id, params, request.signal, encoding === null ? undefined : { encoding, levels: o.opts.compression }, version, request.method === 'GET' ? WRITE_SECTIONS : undefined);
+    const pb = await store.pageBuffer(id, params, request.signal, encoding === null ? undefined : { encoding, levels: o.opts.compression }, version);
     if (reply.sent) return reply; // timed out or the client went away meanwhile
     const events = pb.toSeq - pb.fromSeq;
-    if (request.pager) request.pager.page = { fromSeq: pb.fromSeq, toSeq: pb.toSeq, events, bytes: bodyLength(pb), frames: pb.frames };
+    if (request.pager) request.pager.page = { fromSeq: pb.fromSeq, toSeq: pb.toSeq, events, bytes: pb.body.length, frames: pb.frames };
     metrics.observePage('/v1/sessions/:id/page', pb);
     // The tag of what was built: an append since the check above moved an unpinned cut.
     const digest =
@@ -165,7 +155,7 @@ export async function routes(app: FastifyInstance, o: RoutesOptions): Promise<vo
     // The prepared body goes out as it is; never re-serialized. Compressed forms are
     // kept with the prepared page, so a cached page is compressed once, not per request.
     reply.type('application/json; charset=utf-8');
-    if (encoding === null) return pb.sections === undefined ? reply.send(pb.body) : sendSections(reply, pb.sections);
+    if (encoding === null) return reply.send(pb.body);
     const compressed = pb.encoded?.encoding === encoding ? pb.encoded.body : await encoder.encode(pb.body, encoding);
     if (reply.sent) return reply;
     return reply.header('content-encoding', encoding).send(compressed);

@@ -28,9 +28,9 @@ import { assemblePage, assemblePieces, parseSlice, type ParsedSlice } from '../p
 import { PageCache } from '../page-cache.js';
 import { DecodeBudget } from './decode-budget.js';
 import { KeptReaders } from './kept-readers.js';
-import type { PageBuffer, PageOutput, PageVersion } from '../store-types.js';
+import type { PageBuffer, PageVersion } from '../store-types.js';
 import { runCompress, runSlice, type PagePool } from '../worker-pool.js';
-import { piecesToBuffer, piecesToBuffers } from '../core/fragment-run.js';
+import { piecesToBuffer } from '../core/fragment-run.js';
 import { codedPage, joinCodedPieces, workerCoding } from '../coded-page.js';
 import { compressBody, levelFor, type OutputCoding, type PageEncoding } from '../page-coding.js';
 import type { CodedPiece } from '../../streams/gzip-members.js';
@@ -65,24 +65,6 @@ export interface PageServiceOptions {
   inPlaceBytes: number;
   pageCacheBytes: number;
   decodeBudgetBytes: number;
-}
-
-/** `sections` joined into one body, once, on the first call. */
-function joiner(sections: NonNullable<PageBuffer['sections']>): () => Buffer {
-  let body: Buffer | undefined;
-  return () => (body ??= Buffer.concat(sections.buffers as Buffer[], sections.byteLength));
-}
-
-/** A page whose `body` is `join()`: its sections joined when first read. */
-function withBody(page: Omit<PageBuffer, 'body'>, join: () => Buffer): PageBuffer {
-  return Object.defineProperty(page, 'body', { get: join, enumerable: true, configurable: true }) as PageBuffer;
-}
-
-/** The page's body joined now and kept as a plain field; its sections (views into results) let go. */
-function settleBody(page: PageBuffer): void {
-  const body = page.body;
-  Object.defineProperty(page, 'body', { value: body, writable: true, enumerable: true, configurable: true });
-  delete page.sections;
 }
 
 export class PageService {
@@ -351,16 +333,16 @@ export class PageService {
   }
 
   /** The page as asked: `coding` adds its body in that coding (`encoded`), from the cache when it holds that form. */
-  async pageBuffer(id: string, params: PageParams = {}, signal?: AbortSignal, coding?: OutputCoding, version?: PageVersion, out?: PageOutput): Promise<PageBuffer> {
+  async pageBuffer(id: string, params: PageParams = {}, signal?: AbortSignal, coding?: OutputCoding, version?: PageVersion): Promise<PageBuffer> {
     this.inFlight++;
     try {
-      return await this.buildPage(id, params, signal, coding, version, out?.sections === true);
+      return await this.buildPage(id, params, signal, coding, version);
     } finally {
       this.inFlight--;
     }
   }
 
-  private async buildPage(id: string, params: PageParams, signal: AbortSignal | undefined, coding: OutputCoding | undefined, version: PageVersion | undefined, asSections: boolean): Promise<PageBuffer> {
+  private async buildPage(id: string, params: PageParams, signal: AbortSignal | undefined, coding: OutputCoding | undefined, version: PageVersion | undefined): Promise<PageBuffer> {
     // A store whose reads are round trips fetches the page's index records ahead, beside the view's reads.
     const hint = this.storage.pageHint?.(id, params).catch(() => null);
     const view = await this.views.pageView(id, params.throughSeq, version);
@@ -401,8 +383,7 @@ export class PageService {
     const release = await this.budget.acquire(plan.span?.bytes ?? 0, signal);
     let slices;
     let t2: number;
-    let body: Buffer | undefined;
-    let sections: PageBuffer['sections'];
+    let body: Buffer;
     let encoded: PageBuffer['encoded'];
     try {
       try {
@@ -417,24 +398,20 @@ export class PageService {
       }
       t2 = performance.now();
       const pieces = assemblePieces({ sessionId: id, throughSeq: plan.throughSeq, fromSeq: plan.fromSeq, toSeq: plan.toSeq, hasMore: plan.hasMore }, slices);
-      // Written as they are by the caller: the page is not copied into one body first (a fresh
-      // 4.6 MB buffer for a 5M tail page: 3-5 ms of page faults and copying before its first byte).
-      if (asSections && encoding === null) sections = piecesToBuffers(pieces);
-      else body = piecesToBuffer(pieces);
+      body = piecesToBuffer(pieces);
       if (encoding === 'gzip' || encoding === 'zstd') {
         // Joined before the result buffers go back to the workers: the coded pieces are views into them.
         const coded = new Map<Uint8Array, CodedPiece>();
         for (const s of slices) for (const [k, v] of s.coded ?? []) coded.set(k, v);
         encoded = { encoding, body: codedPage(pieces, coded, encoding, level(plan)) };
       }
-      // Sections are views into the results: the caller's socket may hold them after this returns.
-      if (sections === undefined) this.recycle(slices);
+      this.recycle(slices);
     } finally {
       release();
     }
     const env = { sessionId: id, throughSeq: plan.throughSeq, fromSeq: plan.fromSeq, toSeq: plan.toSeq, hasMore: plan.hasMore };
     // brotli: in one piece, after the page is built.
-    if (encoding === 'br') encoded = { encoding, body: await compressBody(body as Buffer, 'br', level(plan)) };
+    if (encoding === 'br') encoded = { encoding, body: await compressBody(body, 'br', level(plan)) };
     this.pagesServed++;
     const t3 = performance.now();
     const logBytesRead = slices.reduce((a, s) => a + s.bytesRead, 0);
@@ -442,23 +419,12 @@ export class PageService {
     const decode = Math.max(0, ...slices.map((s) => s.decodeMs));
     const code = Math.max(0, ...slices.map((s) => s.codeMs));
     const timing = { plan: t1 - t0, read, decode, pool: Math.max(0, t2 - t1 - Math.max(0, ...slices.map((s) => s.readMs + s.decodeMs + s.codeMs))), assemble: t3 - t2, total: t3 - t0, code };
-    const facts = { ...env, frames: plan.span?.count ?? 0, frameBytes: plan.span?.bytes ?? 0, logBytesRead };
-    const newest = r.throughSeq === view.nextSeq - 1 && r.end === r.throughSeq + 1;
-    if (sections !== undefined) {
-      const join = joiner(sections);
-      const page = withBody({ ...facts, timing, sections }, join);
-      const kept = withBody({ ...facts, sections }, join);
-      // Cached now, joined once the caller has written the sections (a later turn): the cache then
-      // holds the body alone, not the results its sections viewed (a first page's are whole arenas).
-      if (key !== null && this.pageCache.set(key, kept, newest)) setImmediate(() => settleBody(kept));
-      return page;
-    }
-    const page: PageBuffer = { body: body as Buffer, ...facts, timing };
+    const page: PageBuffer = { body, ...env, frames: plan.span?.count ?? 0, frameBytes: plan.span?.bytes ?? 0, logBytesRead, timing };
     if (key !== null) {
       // A cached page was not built by the request that gets it: no timing.
       const { timing: _built, ...prepared } = page;
       if (encoded !== undefined) prepared.forms = new Map([[encoded.encoding, encoded.body]]);
-      this.pageCache.set(key, prepared, newest);
+      this.pageCache.set(key, prepared, r.throughSeq === view.nextSeq - 1 && r.end === r.throughSeq + 1);
     }
     if (encoded !== undefined) page.encoded = encoded;
     return page;
