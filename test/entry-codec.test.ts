@@ -220,10 +220,13 @@ describe('parseEntryBytes', () => {
     fc.assert(
       fc.property(fc.array(entryArb, { minLength: 1, maxLength: 12 }), fc.integer({ min: 0, max: 3 }), (entries, pad) => {
         const { block } = blockOf(entries.map((e) => encodeEntry(e).slice(0, -1)), pad);
+        const into = new Float64Array(3);
         entries.forEach((entry, k) => {
           expect(block.entry(k)).toStrictEqual(entry);
           expect(block.seq(k)).toBe(entry.seq);
           expect(block.group(k)).toBe(entry.group);
+          block.fields(k, into);
+          expect([...into]).toEqual([entry.seq, entry.offset, entry.group ?? -1]);
         });
       }),
       { numRuns: 1000 },
@@ -241,12 +244,19 @@ describe('parseEntryBytes', () => {
         const slow = parseEntry(Buffer.from(lines[k] as string, 'latin1').toString('utf8'));
         const seq = attempt(() => block.seq(k));
         const group = attempt(() => block.group(k));
+        const into = new Float64Array(3);
+        const fields = attempt(() => {
+          block.fields(k, into);
+          return [...into];
+        });
         if (typeof slow === 'string') {
           expect(seq, `seq of a line parseEntry rejects (${slow}): ${JSON.stringify(lines[k])}`).toBe('threw');
           expect(group, `group of a line parseEntry rejects (${slow}): ${JSON.stringify(lines[k])}`).toBe('threw');
+          expect(fields, `fields of a line parseEntry rejects (${slow}): ${JSON.stringify(lines[k])}`).toBe('threw');
         } else {
           expect(seq, JSON.stringify(lines[k])).toBe(slow.seq);
           expect(group, JSON.stringify(lines[k])).toBe(slow.group);
+          expect(fields, JSON.stringify(lines[k])).toEqual([slow.seq, slow.offset, slow.group ?? -1]);
         }
       }),
       { numRuns: 5000 },

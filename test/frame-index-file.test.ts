@@ -23,15 +23,18 @@ function entries(n: number): EntryLine[] {
   return out;
 }
 
-async function walk(read: (first: number, n: number) => Buffer, from: number): Promise<{ entries: EntryLine[]; seqs: number[]; groups: (number | undefined)[]; first: boolean[] }> {
+async function walk(read: (first: number, n: number) => Buffer, from: number): Promise<{ entries: EntryLine[]; seqs: number[]; groups: (number | undefined)[]; first: boolean[]; fields: number[][] }> {
   const src = indexBackward(read, from);
-  const got = { entries: [] as EntryLine[], seqs: [] as number[], groups: [] as (number | undefined)[], first: [] as boolean[] };
+  const got = { entries: [] as EntryLine[], seqs: [] as number[], groups: [] as (number | undefined)[], first: [] as boolean[], fields: [] as number[][] };
+  const into = new Float64Array(3);
   for (let b = await src.prevBlock(); b !== null; b = await src.prevBlock()) {
     for (let k = b.length - 1; k >= 0; k--) {
       got.entries.push(b.entry(k));
       got.seqs.push(b.seq(k));
       got.groups.push(b.group(k));
       got.first.push(b.isFirst(k));
+      b.fields(k, into);
+      got.fields.push([...into]);
     }
   }
   return got;
@@ -55,6 +58,17 @@ describe('frame index records', () => {
     expect(got.seqs).toEqual(expected.map((e) => e.seq));
     expect(got.groups).toEqual(expected.map((e) => e.group));
     expect(got.first).toEqual(expected.map((_, i) => i === expected.length - 1));
+    // What the planner's walk reads of each line in one call: the same seq, offset and group (-1: none).
+    expect(got.fields).toEqual(expected.map((e) => [e.seq, e.offset, e.group ?? -1]));
+  });
+
+  it('fields() reads a stored negative or NaN group as none, as group() does', async () => {
+    const rs = indexRecords(es.slice(0, 4));
+    rs.writeDoubleLE(-7, 2 * INDEX_RECORD_BYTES + 16);
+    rs.writeDoubleLE(Number.NaN, 3 * INDEX_RECORD_BYTES + 16);
+    const got = await walk((first, n) => rs.subarray(first * INDEX_RECORD_BYTES, (first + n) * INDEX_RECORD_BYTES), 3);
+    expect(got.groups.slice(0, 2)).toEqual([undefined, undefined]);
+    expect(got.fields.slice(0, 2).map((f) => f[2])).toEqual([-1, -1]);
   });
 });
 

@@ -108,7 +108,12 @@ describe('the planner\'s split candidates', () => {
         const part = lines.slice(lo, hi);
         const base = lo;
         hi = lo;
-        return { length: part.length, entry: (k) => part[k] as EntryLine, seq: (k) => (part[k] as EntryLine).seq, offset: (k) => (part[k] as EntryLine).offset, group: (k) => (part[k] as EntryLine).group, isFirst: (k) => base + k === 0 };
+        return { length: part.length, entry: (k) => part[k] as EntryLine, seq: (k) => (part[k] as EntryLine).seq, offset: (k) => (part[k] as EntryLine).offset, group: (k) => (part[k] as EntryLine).group, isFirst: (k) => base + k === 0, fields: (k, into) => {
+          const e = part[k] as EntryLine;
+          into[0] = e.seq;
+          into[1] = e.offset;
+          into[2] = e.group ?? -1;
+        } };
       },
     };
   }

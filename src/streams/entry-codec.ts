@@ -173,6 +173,20 @@ export class ByteLineBlock {
     return this.entry(k).group;
   }
 
+  /** Line k's seq, offset and group (-1: none), as seq(k), offset(k) and group(k) would give them (page-planner.ts EntryLines). */
+  fields(k: number, into: Float64Array): void {
+    if (this.canonical(k)) {
+      into[0] = this.checkedSeq;
+      into[1] = this.checkedOffset;
+      into[2] = this.checkedGroup < 0 ? -1 : this.checkedGroup;
+      return;
+    }
+    const e = this.entry(k);
+    into[0] = e.seq;
+    into[1] = e.offset;
+    into[2] = e.group ?? -1;
+  }
+
   /** Whether line k is the file's first line (the session header's entry). */
   isFirst(k: number): boolean {
     return this.base + (this.starts[k] as number) === 0;

@@ -350,11 +350,15 @@ export class CrcCursor {
     let i = this.i;
     while (i < this.n && (u[4 * i] as number) + (u[4 * i + 1] as number) * 2 ** 32 < offset) i++;
     this.i = i;
-    if (i >= this.n || this.ok[i] !== 1 || (u[4 * i] as number) + (u[4 * i + 1] as number) * 2 ** 32 !== offset) {
-      return i < this.n && this.ok[i] === KNOWN_BAD && (u[4 * i] as number) + (u[4 * i + 1] as number) * 2 ** 32 === offset ? CHANGED : -1;
-    }
+    if (i >= this.n || this.ok[i] !== 1 || (u[4 * i] as number) + (u[4 * i + 1] as number) * 2 ** 32 !== offset) return this.untrusted(i, offset);
     const len = u[4 * i + 2] as number;
     if (i + 1 < this.n && (u[4 * i + 4] as number) + (u[4 * i + 5] as number) * 2 ** 32 !== offset + len) return -1;
     return len;
+  }
+
+  /** trustedLength's answer for a frame without a matching record at `i`: CHANGED when proven changed, else -1 (apart: rare, and the decode loop inlines trustedLength). */
+  private untrusted(i: number, offset: number): number {
+    const u = this.u;
+    return i < this.n && this.ok[i] === KNOWN_BAD && (u[4 * i] as number) + (u[4 * i + 1] as number) * 2 ** 32 === offset ? CHANGED : -1;
   }
 }

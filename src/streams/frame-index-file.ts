@@ -96,6 +96,14 @@ class IndexLines implements EntryLines {
     return g >= 0 ? g : undefined;
   }
 
+  fields(k: number, into: Float64Array): void {
+    const f = this.f;
+    into[0] = f[4 * k] as number;
+    into[1] = f[4 * k + 1] as number;
+    const g = f[4 * k + 2] as number;
+    into[2] = g >= 0 ? g : -1;
+  }
+
   entry(k: number): EntryLine {
     const f = this.f;
     const e: EntryLine = { v: 1, seq: f[4 * k] as number, count: this.u[8 * k + 7] as number, offset: f[4 * k + 1] as number, length: this.u[8 * k + 6] as number, kind: 'frame', schema: 1 };

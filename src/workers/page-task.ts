@@ -20,8 +20,7 @@ import { scanJsonlRow } from '../streams/jsonl-row-scanner.js';
 import { continuedRow, OTHER_LAYOUT, scanTrustedFrame, TRUSTED_EVENT, TRUSTED_ROW, trustedEventSeq, trustedRow } from '../streams/trusted-frame-scanner.js';
 import { scanJsonlEvent, type RawEvent } from '../streams/jsonl-event-scanner.js';
 import { CHANGED, CrcCursor } from '../streams/frame-crc-file.js';
-import { isRowType, type ChunkRow, type SessionEvent } from '../main/core/types.js';
-import { rowLength, type RunKey } from '../main/core/chunk-codec.js';
+import type { RunKey } from '../main/core/chunk-codec.js';
 import { ARENA_HEADER_ROOM, newEncoderSinks, SliceEncoder, type EncoderSinks } from './slice-encoder.js';
 import type { ByteSink } from '../main/core/byte-sink.js';
 import { collectGarbage } from './full-gc.js';
@@ -30,8 +29,9 @@ import { tierOf } from './optimization-status.js';
 import { CODING_NONE, decodeTask, type BatchResult, type CompressTask, type SliceBatch, type SliceFault, type SliceResult, type SliceTask } from './slice-protocol.js';
 import { codeBytes, codeSlice } from './slice-compress.js';
 import { addClaim, frameClaim, NO_CLAIM } from '../main/core/frame-claim.js';
-import { isMessageTypeAt, messageGroup, recordGroup } from '../streams/message-group.js';
+import { isMessageTypeAt, messageGroup } from '../streams/message-group.js';
 import { binary, BINARY_READ, BINARY_WRONG_SEQ, binaryFrame } from './binary-frame.js';
+import { whole, WHOLE_BAD, WHOLE_WRONG_SEQ, wholeFrame } from './whole-frame.js';
 
 /** The sinks every task of this worker builds in. */
 const sinks = newEncoderSinks();
@@ -230,23 +230,13 @@ export function decodeSlice(task: SliceTask, bytes: Buffer, readMs = 0, into: En
       }
       if (r === BINARY_WRONG_SEQ) return corrupt(offset, seq, seq + binary.count, `frame holds seq ${binary.first}, the entry sidecar says ${seq}`);
     }
-    const f = decodeRecordFrame(bytes, pos, offset, len);
-    if (!f.ok) return corrupt(offset, seq, task.endSeq, f.message);
-    length = f.length;
-    const r = f.record;
-    const row = isRowType(r.type) && 'seq0' in r;
-    const first = row ? (r as ChunkRow).seq0 : (r as SessionEvent).seq;
-    const count = row ? rowLength(r as ChunkRow) : 1;
-    if (first !== seq) return corrupt(offset, seq, seq + count, `frame holds seq ${first}, the entry sidecar says ${seq}`);
-    const from = Math.max(task.fromSeq - first, 0);
-    const to = Math.min(task.toSeq - first, count);
-    if (from < to) {
-      if (row) enc.row(r as ChunkRow, from, to);
-      else enc.event(r as SessionEvent);
-    }
-    claims = addClaim(claims, frameClaim(seq, offset, row ? -1 : recordGroup(r as SessionEvent)));
-    seq += count;
-    pos += length;
+    // Anything else: decoded in full (whole-frame.ts).
+    const w = wholeFrame(bytes, pos, offset, len, seq, task, enc);
+    if (w === WHOLE_BAD) return corrupt(offset, seq, task.endSeq, whole.message);
+    if (w === WHOLE_WRONG_SEQ) return corrupt(offset, seq, seq + whole.count, `frame holds seq ${whole.first}, the entry sidecar says ${seq}`);
+    claims = addClaim(claims, whole.claim);
+    seq += whole.count;
+    pos += whole.length;
     enc.frames++;
   }
   if (seq !== task.endSeq) return corrupt(task.end, seq, task.endSeq, `frames end at seq ${seq}, the entry sidecar says ${task.endSeq}`);

@@ -21,6 +21,12 @@ export interface EntryLines {
   group(k: number): number | undefined;
   /** Line k is the sidecar's first line (the session header's entry). */
   isFirst(k: number): boolean;
+  /**
+   * Line k's seq, frame offset and group start (-1 when not a counted
+   * message) into `into[0]`, `into[1]`, `into[2]`: what the walk reads of
+   * every line, in one call (Walker.takeOne says why).
+   */
+  fields(k: number, into: Float64Array): void;
 }
 
 /** Entry lines walked backwards: each call yields the next block down; null at the start. */
@@ -68,6 +74,9 @@ export interface PagePlan {
 
 /** Every how many lines the planner parses one fully as a split candidate. */
 export const SPLIT_EVERY = 32;
+
+/** Where takeOne has each line's fields put (it runs to completion: one for all walkers). */
+const line = new Float64Array(3);
 
 /** Walks lines downwards from the source, remembering only what the plan needs. */
 class Walker {
@@ -118,10 +127,15 @@ class Walker {
       this.exhausted = true;
       return false;
     }
-    const g = b.group(k) ?? -1;
+    // One call for the line's three fields, not one each: the walk meets two kinds of block
+    // (index records, sidecar lines; the planner's warm-up runs both), and with three
+    // two-way calls V8 spent its inlining budget on them and called the claim's hash
+    // out of line, 15,000 times a tail page (docs/benchmarks.md, issue 13).
+    b.fields(k, line);
+    const seq = line[0] as number;
+    const offset = line[1] as number;
+    const g = line[2] as number;
     this.groups.push(g);
-    const seq = b.seq(k);
-    const offset = b.offset(k);
     this.lowSeq = seq;
     this.digest = addClaim(this.digest, frameClaim(seq, offset, g));
     this.lowBlock = b;

@@ -74,8 +74,8 @@ async function planOver(kept: ReturnType<typeof syntheticSidecar>, first: number
   }
 }
 
-/** The planner's hot functions: the walk (its loop is in planPage) and the sidecar lines it asks most. */
-const WATCHED = [planPage, ByteLineBlock.prototype.group, ByteLineBlock.prototype.seq] as const;
+/** The planner's hot functions: the walk (its loop is in planPage) and what it asks of each sidecar line. */
+const WATCHED = [planPage, ByteLineBlock.prototype.fields] as const;
 /** Rounds before asking V8 (the first ones gather feedback over both walks and every page shape). */
 const MIN_ROUNDS = 3;
 /** Wall time the rounds and the waits for the compiles may take, at most (a heavily loaded machine still gets ready). */
