@@ -131,6 +131,14 @@ export async function runClients({ base, headers, path, conns, mode, seconds, ho
   const loopDelay = monitorEventLoopDelay({ resolution: 1 });
   loopDelay.enable();
   const lat = [];
+  // Each admitted answer's wait counted in pages: the 2xx answers this thread received while it was
+  // outstanding. A latency in ms scales with the CPU the machine gives the processes, which on a
+  // starved machine changes several-fold between runs seconds apart (test/overload.test.ts); the
+  // pages served meanwhile do not: behind a gate of N slots and a bounded queue an admitted request
+  // waits behind tens of pages at any speed, in an unbounded queue behind nearly every connection.
+  // One client thread sees every answer; with --client-threads each counts its own only.
+  let served = 0;
+  const waitPages = [];
   const phases = { connect: [], head: [] };
   const counts = { ok: 0, shed: 0, other: 0, errors: 0 };
   const trace = traceAttach ? [] : undefined;
@@ -141,9 +149,10 @@ export async function runClients({ base, headers, path, conns, mode, seconds, ho
       ? attachOnce(base, headers, pathFor(), end, holdFor(), trace)
       : new Promise((resolve) => {
           const start = performance.now();
+          const servedAtStart = served;
           const req = request(`${base}${pathFor()}`, { agent, headers, timeout: 30_000 }, (res) => {
             res.on('data', () => undefined);
-            res.on('end', () => resolve({ status: res.statusCode, ms: performance.now() - start, retryAfter: Number(res.headers['retry-after'] ?? 1) }));
+            res.on('end', () => resolve({ status: res.statusCode, ms: performance.now() - start, pages: served - servedAtStart, retryAfter: Number(res.headers['retry-after'] ?? 1) }));
             res.on('error', () => resolve({ status: 0 }));
           });
           req.on('error', () => resolve({ status: 0 }));
@@ -162,14 +171,25 @@ export async function runClients({ base, headers, path, conns, mode, seconds, ho
   // the one connection the server accepts per loop iteration (libuv 1.45+), which users who each
   // leave when they will do not do (docs/benchmarks.md, 12-02 evening).
   const holdFor = () => holdMs * (1 + holdJitter * (2 * Math.random() - 1));
+  // Page requests still out when the run ends are cut then, not waited for: at 256 connections
+  // ignoring Retry-After most of them are 503s the server holds up to its pacer's longest hold (4 s),
+  // so waiting made a 4 s run last up to 8 s, the rest idle (the server's figures were already taken
+  // over the run's own seconds). Attaches end by their holds.
+  let over = false;
+  const cut = attach ? null : setTimeout(() => {
+    over = true;
+    agent.destroy();
+  }, Math.max(0, end - performance.now()));
   const loop = async () => {
     if (stagger > 0) await new Promise((res) => setTimeout(res, Math.random() * Math.min(stagger, end - performance.now())));
     while (performance.now() < end) {
       const r = await one();
-      if (performance.now() > end + 50) break; // answers after the end do not count
+      if (over || performance.now() > end + 50) break; // answers after the end do not count
       if (r.status >= 200 && r.status < 300) {
         counts.ok++;
+        served++;
         lat.push(r.ms);
+        if (typeof r.pages === 'number') waitPages.push(r.pages);
         if (typeof r.connectMs === 'number') phases.connect.push(r.connectMs);
         if (typeof r.headMs === 'number') phases.head.push(r.headMs);
       } else if (r.status === 503) {
@@ -181,11 +201,12 @@ export async function runClients({ base, headers, path, conns, mode, seconds, ho
     }
   };
   await Promise.all(Array.from({ length: conns }, loop));
+  if (cut !== null) clearTimeout(cut);
   loopDelay.disable();
   agent.destroy();
   // A sample is the timer's interval (1 ms) plus the delay: the interval is taken off.
   const ms = (ns) => Math.max(0, Math.round(ns / 1e4 - 100) / 100);
-  return { lat, phases, counts, trace, seconds: Math.min(seconds, (performance.now() - t0) / 1000), loopDelay: { p50: ms(loopDelay.percentile(50)), p99: ms(loopDelay.percentile(99)), max: ms(loopDelay.max) } };
+  return { lat, waitPages, phases, counts, trace, seconds: Math.min(seconds, (performance.now() - t0) / 1000), loopDelay: { p50: ms(loopDelay.percentile(50)), p99: ms(loopDelay.percentile(99)), max: ms(loopDelay.max) } };
 }
 
 /** runClients over `threads` worker threads (the connections split among them), merged. */
@@ -205,9 +226,10 @@ export async function runClientsThreaded(opts, threads) {
       });
     }),
   );
-  const out = { lat: [], phases: { connect: [], head: [] }, counts: { ok: 0, shed: 0, other: 0, errors: 0 }, trace: opts.traceAttach ? [] : undefined, seconds: 0, loopDelay: { p50: 0, p99: 0, max: 0 } };
+  const out = { lat: [], waitPages: [], phases: { connect: [], head: [] }, counts: { ok: 0, shed: 0, other: 0, errors: 0 }, trace: opts.traceAttach ? [] : undefined, seconds: 0, loopDelay: { p50: 0, p99: 0, max: 0 } };
   for (const p of parts) {
     out.lat = out.lat.concat(p.lat);
+    out.waitPages = out.waitPages.concat(p.waitPages);
     if (out.trace !== undefined) out.trace = out.trace.concat(p.trace);
     for (const k of Object.keys(out.phases)) out.phases[k] = out.phases[k].concat(p.phases[k]);
     for (const k of Object.keys(out.counts)) out.counts[k] += p.counts[k];

@@ -1,24 +1,51 @@
 /**
- * Overload, CI-sized (issue 16 item 8): a real server process under
- * clients that ignore Retry-After (a node:http loop in the script's process) and
- * clients that honour it. For each kind, at 256 connections the admitted
- * pages' p99 must stay within a loose multiple of the 4-connection p99,
- * goodput must hold, and the excess must be shed (503). The targets (3x, 90%) are loadtest/overload.mjs's, by hand
- * (docs/benchmarks.md); here the bounds are looser so a noisy 2-core
- * machine passes, and the measurement is tried up to three times: an
- * unbounded server (p99 tens of times higher, goodput a fraction) fails
- * every attempt. Bounded: 3 s per level, at most three attempts.
+ * Overload, CI-sized (issue 16 item 8): a real server process (two page
+ * workers) under clients that ignore Retry-After (a node:http loop in the
+ * script's process) and clients that honour it. For each kind, at 256
+ * connections an admitted page must wait behind no more pages than the
+ * admission gate holds (with slack), the server must serve as many pages per
+ * CPU-second as at 4 connections (within a loose factor), and the excess must
+ * be shed (503), with no other status and no error. The targets in wall-clock
+ * time (p99 within 3x, goodput 90% of capacity) are loadtest/overload.mjs's,
+ * measured by hand under the bench lock (docs/benchmarks.md).
+ *
+ * Why not milliseconds here: the suite runs wherever CI puts it, often beside
+ * other test files or measurements on two shared cores, where the CPU this
+ * test's processes get changes several-fold between runs seconds apart
+ * (0.08-0.5 cores measured, 12-02): the 4- and 256-connection runs then
+ * measure the machine, and the old bounds (p99 within 10x, goodput 10% of the
+ * 4-connection run) failed a bounded server's attempts and passed an
+ * unbounded one's. An admitted answer's wait counted in the pages answered
+ * meanwhile, and pages per server CPU-second, do not move with the machine's
+ * speed: a bounded server's admitted pages waited behind 22-35 pages (median)
+ * on an idle and on a starved machine alike, the unbounded server's
+ * (OVERLOAD_TEST_UNBOUNDED=1) behind 99-254 for clients ignoring Retry-After.
+ * Tried up to three times.
+ * Bounded: 3 s per level.
  */
 import { spawn } from 'node:child_process';
 import { join, resolve } from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { IN_FLIGHT_PER_THREAD, QUEUE_FACTOR } from '../src/main/server/options.js';
 
 const ROOT = resolve(import.meta.dirname, '..');
 const SCRIPT = join(ROOT, 'loadtest', 'overload.mjs');
+const WORKERS = 2;
 
-/** Bounds of this test (looser than the targets: 3x and 90%). */
-export const MAX_P99_RATIO = 10;
-export const MIN_GOODPUT_SHARE = 0.1;
+/**
+ * What the gate holds in steady state (admission.ts, options.ts): an admitted page
+ * waits behind about this many, the ones in flight and the ones queued before it.
+ */
+export const GATE_HOLDS = WORKERS * IN_FLIGHT_PER_THREAD * (1 + QUEUE_FACTOR / 2);
+/**
+ * Bound of this test: the median of an admitted page's wait, in pages answered meanwhile. Not a
+ * high percentile: the client reads the answers a starved machine lets through in batches, and the
+ * last of a batch of a hundred counts the other ninety-nine (a bounded server's 90th percentile
+ * reached 116 pages once, starved, against 25-51 otherwise).
+ */
+export const MAX_MEDIAN_WAIT_PAGES = 2 * GATE_HOLDS;
+/** Pages per server CPU-second at 256 connections over those at 4. */
+export const MIN_PAGES_PER_CPU_SHARE = 0.5;
 
 interface Run {
   connections: number;
@@ -32,6 +59,10 @@ interface Run {
   shedAtOnce?: number;
   shedWaited?: number;
   serverMainCpu?: number;
+  serverRestCpu?: number;
+  p50WaitPages?: number;
+  p90WaitPages?: number;
+  p99WaitPages?: number;
   metricsScrapes?: number;
 }
 
@@ -49,7 +80,7 @@ function measure(workload: string[], extraEnv: Record<string, string> = {}, mode
     const serverEnv = Object.entries(extraEnv)
       .map(([k, v]) => `${k}=${v}`)
       .join(',');
-    const args = [SCRIPT, '--json', ...workload, '--connections', '4,256', '--modes', modes, '--duration', '3', '--warmup', '2'];
+    const args = [SCRIPT, '--json', ...workload, '--workers', String(WORKERS), '--connections', '4,256', '--modes', modes, '--duration', '3', '--warmup', '2'];
     if (serverEnv) args.push('--server-env', serverEnv);
     const child = spawn(process.execPath, args, { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
     let out = '';
@@ -80,8 +111,15 @@ function verdictOf(mode: string, runs: Run[]): { ok: boolean; why: string } {
   if (low === undefined || high === undefined) return { ok: false, why: `${mode}: no run at 4 and 256 connections` };
   const ratio = high.p99 !== null && low.p99 !== null ? high.p99 / low.p99 : Infinity;
   const share = high.goodput / Math.max(low.goodput, 1e-9);
-  const why = `${mode}: 4 conns: ${low.goodput}/s p99 ${low.p99} ms; 256 conns: ${high.goodput}/s p99 ${high.p99} ms, ${high.shed} shed, ${high.other} other, ${high.errors} errors (p99 ${ratio.toFixed(1)}x, goodput ${(share * 100).toFixed(0)}%)`;
-  const ok = ratio <= MAX_P99_RATIO && share >= MIN_GOODPUT_SHARE && high.shed > 0 && high.other === 0 && low.other === 0;
+  const perCpu = (r: Run) => r.goodput / Math.max((r.serverMainCpu ?? 0) + (r.serverRestCpu ?? 0), 1e-9);
+  const cpuShare = perCpu(high) / Math.max(perCpu(low), 1e-9);
+  const waits = (r: Run) => `${r.p50WaitPages}/${r.p90WaitPages}/${r.p99WaitPages} pages`;
+  const why = `${mode}: 4 conns: ${low.goodput}/s p99 ${low.p99} ms, waits p50/p90/p99 ${waits(low)}; 256 conns: ${high.goodput}/s p99 ${high.p99} ms, waits ${waits(high)}, ${high.shed} shed, ${high.other} other, ${high.errors} errors (p99 ${ratio.toFixed(1)}x, goodput ${(share * 100).toFixed(0)}%, per server CPU-second ${(cpuShare * 100).toFixed(0)}%; server CPU ${((high.serverMainCpu ?? 0) + (high.serverRestCpu ?? 0)).toFixed(2)} cores)`;
+  const bounded = (high.p50WaitPages ?? Infinity) <= MAX_MEDIAN_WAIT_PAGES;
+  // The excess shed: 503s, unless the clients never got more requests to the server than the gate
+  // holds (its admitted pages then waited behind fewer than it holds: nothing was in excess).
+  const shedExcess = high.shed > 0 || (high.p50WaitPages ?? Infinity) < GATE_HOLDS / 2;
+  const ok = bounded && cpuShare >= MIN_PAGES_PER_CPU_SHARE && shedExcess && high.other === 0 && low.other === 0 && high.errors === 0 && low.errors === 0;
   return { ok, why };
 }
 
@@ -93,12 +131,13 @@ describe('overload (real server process, clients ignoring or honouring Retry-Aft
     ['tiny pages of one session', OLDER],
     ['random 50-message pages of many sessions', RANDOM],
   ] as const) {
-    it(`${name}: keeps admitted p99 at 256 connections within ${MAX_P99_RATIO}x of 4 connections', goodput at ${MIN_GOODPUT_SHARE * 100}% or more, the excess shed`, async () => {
+    it(`${name}: at 256 connections an admitted page waits behind about what the gate holds (median <= ${MAX_MEDIAN_WAIT_PAGES} pages), pages per CPU-second hold (>= ${MIN_PAGES_PER_CPU_SHARE * 100}% of 4 connections'), the excess shed`, async () => {
       const seen: string[] = [];
       for (let attempt = 1; attempt <= 3; attempt++) {
         const { runs } = await measure(workload, unbounded);
         const v = verdict(runs);
         seen.push(`attempt ${attempt}: ${v.why}`);
+        console.log(`${name}, attempt ${attempt}: ${v.why}`);
         if (v.ok) return;
       }
       expect.fail(`bounds missed in every attempt:\n${seen.join('\n')}`);
@@ -113,8 +152,10 @@ describe('overload (real server process, clients ignoring or honouring Retry-Aft
     const high = runs.find((r) => r.connections === 256);
     expect(high?.shed).toBeGreaterThan(0);
     for (const r of runs) {
+      // The run's 3 s; the drain would make it 5.5 s or more. (The end's timer fires late on a
+      // starved machine: 3.27 s seen, so not held to 3.6 s as until 12-03.)
       expect(r.windowSeconds).toBeGreaterThanOrEqual(2.9);
-      expect(r.windowSeconds).toBeLessThan(3.6);
+      expect(r.windowSeconds).toBeLessThan(5);
       expect(r.serverMainCpu).toBeGreaterThan(0);
     }
     // Every 503 of admission's is counted as shed at once or after waiting out the queue bound.
