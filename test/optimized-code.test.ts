@@ -13,7 +13,7 @@
  * deoptimized it, and the first real page ran while V8 compiled it again.
  * Checked with V8's own optimization status, in a child process.
  */
-import { execFileSync } from 'node:child_process';
+import { execFileSync, spawn } from 'node:child_process';
 import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
@@ -24,6 +24,7 @@ import type { Tier } from '../src/workers/optimization-status.js';
 
 const here = dirname(fileURLToPath(import.meta.url));
 const dist = resolve(here, '../dist');
+const BIN = resolve(here, '../bin/session-pager.js');
 
 describe('optimized page-path code and object shapes', () => {
   it('stays optimized when tasks arrive as structured clones, across a garbage collection between tasks, and on the first tasks carrying a claim digest', () => {
@@ -103,6 +104,38 @@ describe('optimized page-path code and object shapes', () => {
       expect(JSON.parse(out)).toEqual({ warmed: 'optimized', afterGc: 'optimized' });
     }
   }, 120_000);
+
+  it("a real `serve` start keeps the planner's optimized code through the store's closing collection", async () => {
+    // The probes above plan in one process of their own; a real start (page workers warming up on
+    // the same cores, the page-path session, the planner warmed again) did not keep planPage: V8
+    // discarded it ("weak objects") at the store's closing collection in 4 of 4 traced starts of
+    // 73df797, and the first real page compiled it again beside its plan (docs/benchmarks.md).
+    // Traced up to /readyz, two starts.
+    for (let run = 0; run < 2; run++) {
+      const dir = mkdtempSync(join(tmpdir(), 'planner-serve-'));
+      const child = spawn(process.execPath, ['--trace-opt', '--trace-deopt', BIN, 'serve', '--data', dir, '--port', '0', '--workers', '2', '--log-level', 'warn'], { stdio: ['ignore', 'pipe', 'pipe'] });
+      let out = '';
+      child.stdout.on('data', (d: Buffer) => (out += d.toString()));
+      child.stderr.on('data', (d: Buffer) => (out += d.toString()));
+      const exited = new Promise((r) => child.once('exit', r));
+      try {
+        let traced = '';
+        for (const t0 = Date.now(); traced === '' && Date.now() - t0 < 60_000; ) {
+          const url = /listening on (http:\/\/127\.0\.0\.1:\d+)/.exec(out)?.[1];
+          if (url !== undefined && (await fetch(`${url}/readyz`).then((r) => r.status, () => 0)) === 200) traced = out;
+          else await new Promise((r) => setTimeout(r, 20));
+        }
+        expect(traced, out.slice(-2000)).not.toBe('');
+        // Precondition: the warm-up optimized it (else nothing could be discarded).
+        expect(traced).toMatch(/completed optimizing 0x[0-9a-f]+ <JSFunction planPage /);
+        expect(traced.match(/SharedFunctionInfo planPage>\) \(opt id \d+\) for deoptimization[^\n]*/g) ?? []).toEqual([]);
+      } finally {
+        child.kill('SIGTERM');
+        await exited;
+        rmSync(dir, { recursive: true, force: true });
+      }
+    }
+  }, 180_000);
 
   it("a worker's warm-up leaves the small methods its decode loop calls per frame optimized too, not for the first real page to compile", () => {
     // The loop does not inline them; its rounds stopped once the loop itself was optimized, and the
