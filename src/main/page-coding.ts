@@ -5,13 +5,9 @@
  * coded-page.ts); one piece is for brotli (its streams do not concatenate)
  * and for bodies no worker built.
  */
-import type { Encoder as ZstdEncoderClass } from '@toondepauw/node-zstd';
+import { Encoder as ZstdEncoder } from '@toondepauw/node-zstd';
 import { promisify } from 'node:util';
 import { brotliCompress, constants as zc, gzip } from 'node:zlib';
-import { requireCjs } from './cjs.js';
-
-const { Encoder: ZstdEncoder } = requireCjs('@toondepauw/node-zstd') as { Encoder: typeof ZstdEncoderClass };
-type ZstdEncoder = ZstdEncoderClass;
 
 const brotli = promisify(brotliCompress);
 const gz = promisify(gzip);

@@ -6,15 +6,12 @@
 import { existsSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
 import { fileURLToPath } from 'node:url';
-import type { Piscina as PiscinaClass } from 'piscina';
+import { Piscina } from 'piscina';
 import { PagerError } from './core/errors.js';
 import { isolateStarted, startWorkersAtFullSize } from './young-generation.js';
 import { refusedFlags, workerExecArgv } from './worker-exec-argv.js';
 import type { BatchResult, CompressTask, SliceBatch, SliceResult, SliceTask } from '../workers/slice-protocol.js';
 import { SliceBatches } from './slice-batches.js';
-import { requireCjs } from './cjs.js';
-
-const { Piscina } = requireCjs('piscina') as { Piscina: typeof PiscinaClass };
 
 /** Both src/main and dist/main sit two levels under the package root, so this resolves the built worker from either. */
 export const WORKER_FILE = fileURLToPath(new URL('../../dist/workers/page-task.js', import.meta.url));
@@ -87,7 +84,7 @@ export function createPagePool(opts: PoolOptions = {}): PagePool {
       // (worker-exec-argv.ts: the parent's own flags go along, minus those a worker refuses.)
       execArgv,
     });
-  let pool: PiscinaClass<SliceTask | CompressTask | SliceBatch, SliceResult | BatchResult>;
+  let pool: Piscina<SliceTask | CompressTask | SliceBatch, SliceResult | BatchResult>;
   try {
     pool = create(workerExecArgv(process.execArgv));
   } catch (err) {

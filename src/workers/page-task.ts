@@ -13,8 +13,7 @@
  * (binary-frame.ts).
  * Everything else, and any frame the scanners decline, is decoded in full.
  */
-import type { Piscina as PiscinaClass } from 'piscina';
-import { requireCjs } from './cjs.js';
+import { Piscina, workerData } from 'piscina';
 import { readSlice } from '../storage/worker-reads.js';
 import { decodeRecordFrame, frameBounds } from '../streams/frame-codec.js';
 import { scanJsonlRow } from '../streams/jsonl-row-scanner.js';
@@ -33,8 +32,6 @@ import { codeBytes, codeSlice } from './slice-compress.js';
 import { addClaim, frameClaim, NO_CLAIM } from '../main/core/frame-claim.js';
 import { isMessageTypeAt, messageGroup, recordGroup } from '../streams/message-group.js';
 import { binary, BINARY_READ, BINARY_WRONG_SEQ, binaryFrame } from './binary-frame.js';
-
-const { Piscina, workerData } = requireCjs('piscina') as { Piscina: typeof PiscinaClass; workerData: unknown };
 
 /** The sinks every task of this worker builds in. */
 const sinks = newEncoderSinks();

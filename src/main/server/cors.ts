@@ -6,7 +6,7 @@
  * cookies: no `Access-Control-Allow-Credentials`.
  */
 import type { FastifyInstance } from 'fastify';
-import { requireCjs } from '../cjs.js';
+import { requireCjs } from './cjs.js';
 
 // By require(), not import (cjs.ts says why).
 const cors = requireCjs('@fastify/cors') as typeof import('@fastify/cors').default;

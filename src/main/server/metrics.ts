@@ -8,7 +8,7 @@
  */
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { Counter, Gauge, Histogram, Registry } from 'prom-client';
-import { requireCjs } from '../cjs.js';
+import { requireCjs } from './cjs.js';
 import type { PageBuffer, Store } from '../store-types.js';
 import type { LoadMonitor } from './overload.js';
 import type { Readiness } from './readiness.js';

@@ -12,7 +12,7 @@
  * probes) get their summary from SERVICE_DOCS, so every route is described.
  */
 import type { FastifyInstance, RouteOptions } from 'fastify';
-import { requireCjs } from '../cjs.js';
+import { requireCjs } from './cjs.js';
 import { HEALTH_SCHEMA, METRICS_SCHEMA, OPENAPI_SCHEMA } from './schemas.js';
 import { packageVersion } from '../version.js';
 
