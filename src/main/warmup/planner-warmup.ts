@@ -7,7 +7,7 @@
 import { encodeEntry } from '../../streams/entry-codec.js';
 import { INDEX_RECORD_BYTES, indexBackward, indexRecords } from '../../streams/frame-index-file.js';
 import { BackwardEntries } from '../../streams/entries-file.js';
-import { ByteLineBlock } from '../../streams/entry-codec.js';
+import { ByteLineBlock, parseEntryBytes } from '../../streams/entry-codec.js';
 import { tierOf, type Tier } from '../../workers/optimization-status.js';
 import { planPage } from '../core/page-planner.js';
 import { resolvePageParams } from '../core/page-rule.js';
@@ -121,14 +121,48 @@ async function planUntilOptimized(kept: ReturnType<typeof syntheticSidecar>, rou
  */
 let tiny: ReturnType<typeof syntheticSidecar> | null = null;
 
+/**
+ * One sidecar line of each shape the fast line parser makes (with a message group and
+ * without), alive for the life of the process. A line gets its `group` by a map transition,
+ * which V8 holds only weakly: when no line of that shape was alive at the store's closing
+ * collection, the map died and took the planner's optimized code with it ("weak objects"),
+ * and the first real page compiled planPage again beside its plan: in 7 of 8 traced `serve`
+ * starts, 0 of 4 with these kept (docs/benchmarks.md, issue 12 start-up). The lines of a
+ * plan live only while it runs; the kept walker (core/shape-keeper.ts) holds its last line
+ * only, of one shape.
+ */
+let keptLines: EntryLine[] | null = null;
+
+function keepLineShapes(): void {
+  if (keptLines !== null) return;
+  keptLines = [];
+  const shapes: EntryLine[] = [
+    { v: 1, seq: 5, count: 1, offset: HEAD_LENGTH + 9000, length: 71, kind: 'assistant/message', schema: 1, group: 2 },
+    { v: 1, seq: 6, count: 3, offset: HEAD_LENGTH + 9071, length: 93, kind: 'text-chunks', schema: 1 },
+  ];
+  for (const e of shapes) {
+    // The line without its newline, as a sidecar block hands it to the parser.
+    const line = Buffer.from(encodeEntry(e));
+    const parsed = parseEntryBytes(line, 0, line.length - 1);
+    if (parsed !== null) keptLines.push(parsed);
+  }
+}
+
 /** Returns the rounds run over the large sidecar; `tier`: V8's answer (a test's stand-in). */
 export async function warmUpPlanner(rounds = 30, keep = false, tier: (f: (...args: never[]) => unknown) => Tier | null = tierOf): Promise<number> {
   tiny ??= syntheticSidecar(3);
   const kept = sidecar ?? syntheticSidecar(FRAMES);
   sidecar = keep ? kept : null;
   const ran = await planUntilOptimized(kept, rounds, tier);
+  keepLineShapes();
   // The planner's kept instances (core/shape-keeper.ts) hold the last reader's closure, and
   // with it this sidecar, until the first real plan: leave them holding a tiny one instead.
-  if (!keep) await planOver(tiny, 0, 1);
+  // Its walk is round 1's (50 messages, no byte bound): round 0's byte bound walked the tiny
+  // sidecar down to its head line, a path (and values) the rounds over the large one never
+  // took, and planPage deoptimized there ("wrong map") just after they had it optimized. In
+  // `serve` it was compiled again from that feedback and then discarded at the store's closing
+  // collection ("weak objects") in 5 of 6 traced starts: the first real page compiled it again
+  // (docs/benchmarks.md, issue 12 start-up, the planner's last walk).
+  if (!keep) await planOver(tiny, 1, 1);
   return ran;
 }
