@@ -118,13 +118,22 @@ export function binaryRowWork(rows = BINARY_ROWS): { bytes: Buffer; task: SliceT
   for (let i = 0; i < events.length; i += ROW_MEMBERS) records.push(...packBatch(events.slice(i, i + ROW_MEMBERS)));
   const frames = records.map((r) => encodeFrame(r, 'binary'));
   const bytes = Buffer.concat(frames);
-  const lengths = frames.map((f) => f.length);
+  const task = sliceTask('', 'warmup', OFFSET_BASE, OFFSET_BASE + bytes.length, seqBase, seqBase + events.length, seqBase, seqBase + events.length);
+  const { crcs, meta } = projections(bytes, frames.map((f) => f.length));
+  task.crcs = crcs;
+  task.meta = meta;
+  return { bytes, task };
+}
+
+/**
+ * The writer's checksum and row-metadata records for frames laid out from
+ * OFFSET_BASE, as a structured clone delivers them to a task: plain
+ * Uint8Arrays, not Buffers.
+ */
+function projections(bytes: Buffer, lengths: number[]): { crcs: Uint8Array; meta: Uint8Array } {
   const crcRecords = chainCrcRecords(bytes, OFFSET_BASE, lengths, null).records;
   const frameCrcs = lengths.map((_, i) => crcRecords.readUInt32LE(i * CRC_RECORD_BYTES + 12));
-  const task = sliceTask('', 'warmup', OFFSET_BASE, OFFSET_BASE + bytes.length, seqBase, seqBase + events.length, seqBase, seqBase + events.length);
-  task.crcs = new Uint8Array(crcRecords);
-  task.meta = new Uint8Array(metaRecords(bytes, lengths, frameCrcs, { chain: null, key: null }).records);
-  return { bytes, task };
+  return { crcs: new Uint8Array(crcRecords), meta: new Uint8Array(metaRecords(bytes, lengths, frameCrcs, { chain: null, key: null }).records) };
 }
 
 /**
@@ -162,11 +171,7 @@ function workFrom(seqBase: number, encodings: readonly ('jsonl' | 'binary')[]): 
     };
     // With the frame-checksum records and row metadata (the writer's own frames: trusted path, rows
     // read from their metadata), with the checksums only, and without (full validation).
-    // As a structured clone delivers them: plain Uint8Arrays, not Buffers.
-    const crcRecords = chainCrcRecords(enc.bytes, OFFSET_BASE, enc.lengths, null).records;
-    const crcs = new Uint8Array(crcRecords);
-    const frameCrcs = enc.lengths.map((_, i) => crcRecords.readUInt32LE(i * CRC_RECORD_BYTES + 12));
-    const meta = new Uint8Array(metaRecords(enc.bytes, enc.lengths, frameCrcs, { chain: null, key: null }).records);
+    const { crcs, meta } = projections(enc.bytes, enc.lengths);
     return {
       bytes: enc.bytes,
       tasks: [task(seqBase, n, crcs, meta), task(seqBase + 17, n - 23, crcs, meta), task(seqBase, n, crcs, undefined), task(seqBase, n, undefined, undefined), task(seqBase + 17, n - 23, undefined, undefined)],
