@@ -114,8 +114,9 @@ describe('readWriterRow', () => {
   }
 
   it('writes gaps two at a time where both are below 64, and one at a time around the others, at every position', () => {
-    // Pairs are read as two bytes: a pair straddling 63/64, a fixint next to a wider integer, an odd gap left at the end.
-    const values = [0, 1, 9, 10, 42, 63, 64, 65, 99, 100, 127, 128, 255, 256, 65_535, 65_536, -1, -32, -33, -129, 2 ** 40];
+    // Pairs are read as two bytes: a pair straddling 63/64, a fixint next to a wider integer (every MessagePack
+    // integer width: fixints, uint8/16/32, int8/16/32, a float64 past 32 bits), an odd gap left at the end.
+    const values = [0, 1, 9, 10, 42, 63, 64, 65, 99, 100, 127, 128, 255, 256, 65_535, 65_536, 2 ** 31, -1, -32, -33, -129, -40_000, 2 ** 40];
     for (const a of values) {
       for (const b of values) {
         for (const dt of [[a, b], [a, b, 7], [7, a, b], [a, b, a, b, 3]]) {
