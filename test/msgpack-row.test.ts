@@ -101,6 +101,67 @@ describe('readWriterRow', () => {
     );
   });
 
+  /** The row of `members` and `dt` read from its MessagePack bytes, and its gaps and members written after `prefix` (a comma first when `comma`). */
+  function written(members: string[], dt: number[], comma: boolean): { gaps: string; members: string } {
+    const run: Run = { kind: 'text', turn: 1, step: 2, index: 0, seq0: 70_000, time0: 1_783_002_348_241, lastSeq: 0, lastTime: 0, dt, members };
+    const { buf, start, end } = inSlice(packr.pack(runToRow(run)));
+    expect(readWriterRow(buf, start, end)).toBe(true);
+    const out = Buffer.alloc(rowGapsBound() + rowMembersBound() + 8, 0x7e);
+    const g = writeRowGaps(buf, out, 1, comma);
+    const gaps = out.toString('utf8', 1, g);
+    const m = writeRowMembers(buf, out, 1, comma);
+    return { gaps, members: out.toString('utf8', 1, m) };
+  }
+
+  it('writes gaps two at a time where both are below 64, and one at a time around the others, at every position', () => {
+    // Pairs are read as two bytes: a pair straddling 63/64, a fixint next to a wider integer (every MessagePack
+    // integer width: fixints, uint8/16/32, int8/16/32, a float64 past 32 bits), an odd gap left at the end.
+    const values = [0, 1, 9, 10, 42, 63, 64, 65, 99, 100, 127, 128, 255, 256, 65_535, 65_536, 2 ** 31, -1, -32, -33, -129, -40_000, 2 ** 40];
+    for (const a of values) {
+      for (const b of values) {
+        for (const dt of [[a, b], [a, b, 7], [7, a, b], [a, b, a, b, 3]]) {
+          for (const comma of [false, true]) {
+            const members = ['x', ...dt.map((_, k) => `m${k}`)];
+            const want = (comma ? ',' : '') + JSON.stringify(dt).slice(1, -1);
+            expect(written(members, dt, comma).gaps, JSON.stringify({ dt, comma })).toBe(want);
+          }
+        }
+      }
+    }
+  });
+
+  it('writes members of 1-12 bytes with any ASCII character at any position, and non-ASCII ones, as JSON.stringify does', () => {
+    // Members of up to 8 bytes are tested for a character to escape as two words, the bytes past them masked:
+    // each ASCII character, at each place of a member of each length, next to others.
+    for (let len = 1; len <= 12; len++) {
+      const members: string[] = [];
+      for (let at = 0; at < len; at++) for (let c = 0; c < 128; c++) members.push('a'.repeat(at) + String.fromCharCode(c) + 'b'.repeat(len - at - 1));
+      members.push('é'.repeat(Math.ceil(len / 2)), '😀'.repeat(Math.ceil(len / 4)), `${'ü'.repeat(len)}"`, '\u2028'.slice(0, len));
+      const dt = members.slice(1).map(() => 1);
+      expect(written(members, dt, false).members).toBe(JSON.stringify(members).slice(1, -1));
+      expect(written(members, dt, true).members).toBe(',' + JSON.stringify(members).slice(1, -1));
+    }
+  });
+
+  it('writes members of every MessagePack string width (fixstr, str8, str16, str32) with escapes, non-ASCII and surrogate pairs', () => {
+    // Whole units only: a cut surrogate pair is no string the writer packs.
+    const unit = 'ab"c\\d\né😀\u0001 ';
+    const long = (n: number) => unit.repeat(Math.floor(n / unit.length)) + 'a'.repeat(n % unit.length);
+    const members = ['y', 'x', long(31), long(32), long(255), long(256), long(70_000), '\u2028\u2029', '😀', 'tail'];
+    const { buf } = inSlice(packr.pack(members));
+    // The widths are as named: fixstr (0xa0-0xbf), str8 (0xd9), str16 (0xda), str32 (0xdb).
+    const heads = new Set<number>();
+    for (let i = 1, k = 0; k < members.length; k++) {
+      const t = buf[3 + i] as number;
+      heads.add(t >= 0xa0 && t <= 0xbf ? 0xa0 : t);
+      const n = t >= 0xa0 && t <= 0xbf ? t & 0x1f : t === 0xd9 ? (buf[4 + i] as number) : t === 0xda ? buf.readUInt16BE(4 + i) : buf.readUInt32BE(4 + i);
+      i += (t >= 0xa0 && t <= 0xbf ? 1 : t === 0xd9 ? 2 : t === 0xda ? 3 : 5) + n;
+    }
+    expect([...heads].sort()).toEqual([0xa0, 0xd9, 0xda, 0xdb]);
+    const dt = members.slice(1).map((_, k) => k);
+    expect(written(members, dt, false).members).toBe(JSON.stringify(members).slice(1, -1));
+  });
+
   it('declines events, other layouts and values outside the row rule', () => {
     const run: Run = { kind: 'text', turn: 1, step: 2, index: 0, seq0: 5, time0: 9, lastSeq: 6, lastTime: 10, dt: [1], members: ['a', 'b'] };
     const row = runToRow(run) as unknown as Record<string, unknown>;

@@ -33,6 +33,14 @@ describe('optimized page-path code and object shapes', () => {
     expect(JSON.parse(out)).toEqual({ warmed: true, afterClones: true, afterGc: true, afterDigests: true });
   }, 60_000);
 
+  it("a worker's JIT warm-up leaves a binary session's per-row functions optimized: the first binary page does not run them unoptimized while V8 compiles them", () => {
+    // The page-path warm-up's pages are of a JSONL session: without a binary row warm-up, continuedBinaryRow
+    // and wholeRow were first optimized during a fresh process's first binary page (--trace-opt), in both workers.
+    const out = execFileSync(process.execPath, [resolve(here, 'helpers/binary-rows-probe.mjs'), dist], { encoding: 'utf8' });
+    const all = { binaryFrame: 'optimized', continuedBinaryRow: 'optimized', wholeRow: 'optimized', writeRowGaps: 'optimized', writeRowMembers: 'optimized' };
+    expect(JSON.parse(out)).toEqual({ warmed: all, afterTask: all });
+  }, 60_000);
+
   it('the planner stays optimized across a garbage collection between pages', () => {
     const out = execFileSync(process.execPath, ['--allow-natives-syntax', '--expose-gc', '--no-concurrent-recompilation', resolve(here, 'helpers/planner-shape-probe.mjs'), dist], { encoding: 'utf8' });
     expect(JSON.parse(out)).toEqual({ warmed: true, afterGc: true });

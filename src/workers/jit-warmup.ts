@@ -19,6 +19,8 @@ import { sessionBatches } from '../main/gen/session-batches.js';
 import { chainCrcRecords, CRC_RECORD_BYTES, CrcCursor } from '../streams/frame-crc-file.js';
 import { ByteSink } from '../main/core/byte-sink.js';
 import { metaRecords } from '../streams/frame-meta-file.js';
+import { continuedBinaryRow, writeRowGaps, writeRowMembers } from '../streams/msgpack-row.js';
+import { SliceEncoder } from './slice-encoder.js';
 
 /** Events of the generated warm-up session: enough shapes, little memory. */
 const GEN_EVENTS = 2_000;
@@ -95,6 +97,53 @@ function syntheticEvents(seqBase: number): SessionEvent[] {
   return out;
 }
 
+/**
+ * A streamed answer in binary frames, as a tail page holds it: one block of
+ * text deltas in short append batches, so nearly every frame is a writer's
+ * row continuing the previous one's block (read from its row metadata,
+ * msgpack-row.ts continuedBinaryRow). Tokens of every member width 1-12,
+ * escapes and non-ASCII among them; gaps past 64 and 128 (each gap width
+ * the row loop writes). With its checksum and metadata records, whole.
+ */
+export function binaryRowWork(rows = BINARY_ROWS): { bytes: Buffer; task: SliceTask } {
+  const seqBase = SMALL_SEQ_BASE;
+  const tokens = [' a', ' the', ' word', ' token', ' answer', ' streamed', ' stream\n', ' back\\slash', ' "q"', ' ünï', ' longer word', '.', ' 12345678'];
+  const events: SessionEvent[] = [];
+  let time = 1_700_000_000_000;
+  for (let k = 0; k < rows * ROW_MEMBERS; k++) {
+    time += k % 17 === 0 ? 200 : k % 5 === 0 ? 90 : k % 7;
+    events.push({ type: 'assistant/chunk', seq: seqBase + k, time, data: { turn: 1, step: 1, chunk: { type: 'text-delta', index: 0, text: tokens[k % tokens.length] as string } } } as SessionEvent);
+  }
+  const records: StorageRecord[] = [];
+  for (let i = 0; i < events.length; i += ROW_MEMBERS) records.push(...packBatch(events.slice(i, i + ROW_MEMBERS)));
+  const frames = records.map((r) => encodeFrame(r, 'binary'));
+  const bytes = Buffer.concat(frames);
+  const task = sliceTask('', 'warmup', OFFSET_BASE, OFFSET_BASE + bytes.length, seqBase, seqBase + events.length, seqBase, seqBase + events.length);
+  const { crcs, meta } = projections(bytes, frames.map((f) => f.length));
+  task.crcs = crcs;
+  task.meta = meta;
+  return { bytes, task };
+}
+
+/**
+ * The writer's checksum and row-metadata records for frames laid out from
+ * OFFSET_BASE, as a structured clone delivers them to a task: plain
+ * Uint8Arrays, not Buffers.
+ */
+function projections(bytes: Buffer, lengths: number[]): { crcs: Uint8Array; meta: Uint8Array } {
+  const crcRecords = chainCrcRecords(bytes, OFFSET_BASE, lengths, null).records;
+  const frameCrcs = lengths.map((_, i) => crcRecords.readUInt32LE(i * CRC_RECORD_BYTES + 12));
+  return { crcs: new Uint8Array(crcRecords), meta: new Uint8Array(metaRecords(bytes, lengths, frameCrcs, { chain: null, key: null }).records) };
+}
+
+/**
+ * Rows of binaryRowWork's block: a few decodes of it give its per-row functions the calls V8
+ * optimizes after. Short rows: those functions run once a row, and the member loop is optimized
+ * by the rounds before (rows of 30 cost this warm-up ~40 ms of a worker's CPU, of 6 ~half).
+ */
+const BINARY_ROWS = 200;
+const ROW_MEMBERS = 6;
+
 /** Frames of the synthetic log in both encodings (binary also from the small seq base), with the tasks that decode them whole and cut. */
 export function warmupWork(): { bytes: Buffer; tasks: SliceTask[] }[] {
   return [...workFrom(SEQ_BASE, ['jsonl', 'binary']), ...workFrom(SMALL_SEQ_BASE, ['binary'])];
@@ -122,11 +171,7 @@ function workFrom(seqBase: number, encodings: readonly ('jsonl' | 'binary')[]): 
     };
     // With the frame-checksum records and row metadata (the writer's own frames: trusted path, rows
     // read from their metadata), with the checksums only, and without (full validation).
-    // As a structured clone delivers them: plain Uint8Arrays, not Buffers.
-    const crcRecords = chainCrcRecords(enc.bytes, OFFSET_BASE, enc.lengths, null).records;
-    const crcs = new Uint8Array(crcRecords);
-    const frameCrcs = enc.lengths.map((_, i) => crcRecords.readUInt32LE(i * CRC_RECORD_BYTES + 12));
-    const meta = new Uint8Array(metaRecords(enc.bytes, enc.lengths, frameCrcs, { chain: null, key: null }).records);
+    const { crcs, meta } = projections(enc.bytes, enc.lengths);
     return {
       bytes: enc.bytes,
       tasks: [task(seqBase, n, crcs, meta), task(seqBase + 17, n - 23, crcs, meta), task(seqBase, n, crcs, undefined), task(seqBase, n, undefined, undefined), task(seqBase + 17, n - 23, undefined, undefined)],
@@ -205,7 +250,39 @@ export async function warmUpJit(decode: (task: SliceTask, bytes: Buffer) => unkn
   }
   // (A caller that gave the loop a wall-time bound of its own gives the helpers the same.)
   if (tierOfHelper !== undefined) await warmUpHelpers(work[0] as { bytes: Buffer; tasks: SliceTask[] }, tierOfHelper, budgetMs ?? HELPER_BUDGET_MS);
+  if (tierOfHelper !== undefined) await warmUpBinaryRows(decode, tierOfHelper, budgetMs ?? HELPER_BUDGET_MS);
   return rounds;
+}
+
+/** Decodes of binaryRowWork between two looks at the tiers, and at most. */
+const BINARY_DECODES_PER_LOOK = 4;
+const MAX_BINARY_DECODES = 40;
+
+/**
+ * The per-row functions of a binary session's page: decoded until V8 says
+ * each is optimized (or MAX_BINARY_DECODES, or `budgetMs`). The synthetic
+ * logs hold a few hundred rows, enough for the decode loop; the page-path
+ * warm-up (warmup/page-path-warmup.ts) then serves pages of a JSONL
+ * session with a 20,000-delta message, which makes the JSONL row readers
+ * hot and not these. So a fresh process's first binary page ran them
+ * unoptimized and compiled them beside its decode (`--trace-opt`:
+ * continuedBinaryRow, wholeRow, reserve, continuingRow, in both workers),
+ * its decode 2-3x JSONL's (docs/benchmarks.md, "Issue 12, binary rows'
+ * members and gaps by table"). Returns whether all are optimized.
+ */
+export async function warmUpBinaryRows(decode: (task: SliceTask, bytes: Buffer) => unknown, tierOf: (f: (...args: never[]) => unknown) => Tier | null, budgetMs = HELPER_BUDGET_MS): Promise<boolean> {
+  const w = binaryRowWork();
+  const helpers = [continuedBinaryRow, SliceEncoder.prototype.wholeRow, CrcCursor.prototype.continuingRow, ByteSink.prototype.reserve, writeRowMembers, writeRowGaps] as ((...args: never[]) => unknown)[];
+  const t0 = performance.now();
+  for (let n = 0; n < MAX_BINARY_DECODES; ) {
+    for (let k = 0; k < BINARY_DECODES_PER_LOOK; k++, n++) decode(w.task, w.bytes);
+    const tiers = helpers.map((f) => tierOf(f));
+    if (tiers.some((x) => x === null)) return false;
+    if (tiers.every((x) => x === 'optimized')) return true;
+    if (performance.now() - t0 > budgetMs) return false;
+    if (tiers.includes('compiling')) await pause(2);
+  }
+  return false;
 }
 
 /** Calls of each helper between two looks at its tier, and the wall-time bound of the whole. */
