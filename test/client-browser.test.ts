@@ -3,7 +3,7 @@
  * imports"). The built client is bundled for the browser with vite, as an application would
  * bundle it: the bundle must come out with no warning, no stub and no import left (vite
  * replaces a Node built-in it meets, `node:fs` say, by a `__vite-browser-external` stub, and
- * pulls in a polyfill for a package like `buffer`; checked by hand: a `readFileSync` added to
+ * pulls in a polyfill for a package like `buffer`; checked by hand: a `readFileSync` called in
  * src/client/sse.ts fails the bundle check). Headless Chromium then runs the bundle against a
  * real server process, through a same-origin proxy of this test that also serves the page and
  * the bundle: it walks random logs and a session written through the API newest-first (every
