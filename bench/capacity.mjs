@@ -20,7 +20,7 @@ import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseScriptArgs } from './args.mjs';
 import { linkedDataDir, startPeer, startService } from './servers.mjs';
-import { lineChart } from './svg-plot.mjs';
+import { lineChart, runNote } from './svg-plot.mjs';
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 const { values } = parseScriptArgs(import.meta.url, {
@@ -101,5 +101,5 @@ for (const n of Object.keys(servers)) {
     series.push({ name: `${name(n)} ${s} p99 ms`, dashed: true, points: rs.map((r) => [r.connections, r.okLatencyMs.p99]) });
   }
 }
-writeFileSync(join(root, 'docs/bench-capacity.svg'), lineChart({ title: 'Goodput and p99 (2xx) against connections: loadtest vs fresh servers, 2 workers each', xLabel: 'connections (log)', yLabel: '2xx/s and p99 ms (log)', logX: true, logY: true, series }));
+writeFileSync(join(root, 'docs/bench-capacity.svg'), lineChart({ title: 'Goodput and p99 (2xx) against connections: loadtest vs fresh servers, 2 workers each', note: runNote(`${values.duration} s a step`), xLabel: 'connections (log)', yLabel: '2xx/s and p99 ms (log)', logX: true, logY: true, series }));
 process.stderr.write('wrote docs/bench-capacity.svg, docs/bench-capacity.json\n');

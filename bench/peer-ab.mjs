@@ -3,7 +3,8 @@
 // 50-message pages (issue 15), alternating fresh processes in one run: in
 // process (bench/peer-child.mjs: pages/s and p99 at 1 and 16 in flight) and
 // over HTTP (bench/http-cpu.mjs: 2xx/s, p99 and CPU per request at 1 and 16
-// connections). Each build runs its own checkout's peer-child.mjs and
+// connections; CPU per page by thread in process too, where the build's peer-child.mjs
+// reports it). Each build runs its own checkout's peer-child.mjs and
 // serve; the load, the counting and the peer run from this checkout's scripts. Prints one JSON line per process, then a table of
 // medians and each build's ratio to the peer.
 //
@@ -52,8 +53,11 @@ for (let r = 0; r < Number(a.rounds); r++) {
       for (const who of order) {
         const dir = who === 'peer' ? peerDir : builds[who].dir;
         const x = run(dir, ['bench/peer-child.mjs', who === 'peer' ? 'peer' : 'pager', a.data, join(a.data, `peer-${w}.db`), join(a.data, `pages-${w}.json`), a.seconds], who === 'peer' ? {} : builds[who].env);
-        for (const level of [1, 16]) rows.push({ where: 'in process', workload: w, level, who, okPerSec: x[`pagesPerSec${level}`], p99: x[`p99at${level}`] });
-        log(JSON.stringify({ round: r + 1, workload: w, who, pps1: x.pagesPerSec1, pps16: x.pagesPerSec16, p99at1: x.p99at1, p99at16: x.p99at16, peakRssMB: x.peakRssMB }));
+        for (const level of [1, 16]) {
+          const cpu = x[`cpuMsPerPage${level}`];
+          rows.push({ where: 'in process', workload: w, level, who, okPerSec: x[`pagesPerSec${level}`], p99: x[`p99at${level}`], main: cpu?.main, all: cpu === undefined ? undefined : cpu.main + cpu.others });
+        }
+        log(JSON.stringify({ round: r + 1, workload: w, who, pps1: x.pagesPerSec1, pps16: x.pagesPerSec16, p99at1: x.p99at1, p99at16: x.p99at16, cpu1: x.cpuMsPerPage1, cpu16: x.cpuMsPerPage16, peakRssMB: x.peakRssMB }));
       }
     }
     if (!a['no-http']) {
@@ -74,7 +78,7 @@ const med = (xs) => {
 };
 const f = (x, d = 1) => (Number.isFinite(x) ? x.toFixed(d) : '–');
 // B / A round by round too: a median of three hides whether the rounds agree (this machine's runs move ±15%).
-const out = ['| where | workload | in flight | A pages/s (median) | B | peer | A / peer | B / peer | B / A | B / A by round | p99 ms A, B, peer | CPU ms/request main A, B, peer | all threads A, B, peer |', '|---|---|---|---|---|---|---|---|---|---|---|---|---|'];
+const out = ['| where | workload | in flight | A pages/s (median) | B | peer | A / peer | B / peer | B / A | B / A by round | p99 ms A, B, peer | CPU ms/page main thread A, B, peer | all threads A, B, peer |', '|---|---|---|---|---|---|---|---|---|---|---|---|---|'];
 for (const where of ['in process', 'HTTP']) {
   for (const w of workloads) {
     for (const level of [1, 16]) {
@@ -84,7 +88,7 @@ for (const where of ['in process', 'HTTP']) {
       const [A, B, P] = ['A', 'B', 'peer'].map((who) => m(who, 'okPerSec'));
       // Rows are pushed in round order, one per build and round.
       const pairs = of('A').map((x, i) => f(of('B')[i]?.okPerSec / x.okPerSec, 2)).join(', ');
-      const cpu = (k) => (where === 'HTTP' ? ['A', 'B', 'peer'].map((who) => f(m(who, k), 2)).join(', ') : '');
+      const cpu = (k) => ['A', 'B', 'peer'].map((who) => f(m(who, k), 2)).join(', ');
       out.push(`| ${where} | ${w} | ${level} | ${f(A)} | ${f(B)} | ${f(P)} | ${f(A / P, 2)}x | ${f(B / P, 2)}x | ${f(B / A, 2)}x | ${pairs} | ${['A', 'B', 'peer'].map((who) => f(m(who, 'p99'))).join(', ')} | ${cpu('main')} | ${cpu('all')} |`);
     }
   }

@@ -16,7 +16,7 @@ import { cpus, totalmem } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseScriptArgs } from './args.mjs';
-import { barChart, lineChart } from './svg-plot.mjs';
+import { barChart, lineChart, runNote } from './svg-plot.mjs';
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 const { values } = parseScriptArgs(import.meta.url, {
@@ -296,11 +296,12 @@ process.stdout.write(report);
 // --no-plots writes nothing under docs/ (the raw JSON beside the plots is the plots' data).
 if (!values['no-plots']) {
   writeFileSync(join(root, 'docs', `bench-peer-${full ? 'full' : 'quick'}.json`), JSON.stringify(summary, null, 1) + '\n');
+  const note = runNote(`${full ? 'full' : 'quick'} mode`, `${rounds} rounds of ${seconds} s`);
   const byLen = [...workloads].sort((a, b) => a.events - b.events);
   const series = (key) => READERS.map((m) => ({ name: m === 'pager' ? 'session-pager' : m === 'peer' ? 'SQLite peer' : m, dashed: m === 'floor', points: byLen.map((w) => [w.events, summary[w.name].readers[m][key]]) }));
-  writeFileSync(join(root, 'docs/bench-latency.svg'), lineChart({ title: 'Cold page latency (p50) by session length', xLabel: 'events in the session (log)', yLabel: 'ms (log)', logX: true, logY: true, series: series('coldP50') }));
-  writeFileSync(join(root, 'docs/bench-rss.svg'), lineChart({ title: 'Peak RSS of a fresh process by session length', xLabel: 'events in the session (log)', yLabel: 'MB (log)', logX: true, logY: true, series: series('peakRssMB') }));
+  writeFileSync(join(root, 'docs/bench-latency.svg'), lineChart({ title: 'Cold page latency (p50) by session length', note, xLabel: 'events in the session (log)', yLabel: 'ms (log)', logX: true, logY: true, series: series('coldP50') }));
+  writeFileSync(join(root, 'docs/bench-rss.svg'), lineChart({ title: 'Peak RSS of a fresh process by session length', note, xLabel: 'events in the session (log)', yLabel: 'MB (log)', logX: true, logY: true, series: series('peakRssMB') }));
   const encs = Object.keys(ENCODINGS);
-  writeFileSync(join(root, 'docs/bench-wire.svg'), barChart({ title: 'Bytes on the wire per encoding (first page of each workload)', xLabel: 'workload', yLabel: 'bytes (log)', logY: true, categories: workloads.map((w) => w.name), series: encs.map((e) => ({ name: e, values: workloads.map((w) => w.wire[e].bytes) })) }));
+  writeFileSync(join(root, 'docs/bench-wire.svg'), barChart({ title: 'Bytes on the wire per encoding (first page of each workload)', note, xLabel: 'workload', yLabel: 'bytes (log)', logY: true, categories: workloads.map((w) => w.name), series: encs.map((e) => ({ name: e, values: workloads.map((w) => w.wire[e].bytes) })) }));
   log(`wrote docs/bench-peer-${full ? 'full' : 'quick'}.json, docs/bench-latency.svg, docs/bench-rss.svg, docs/bench-wire.svg`);
 }

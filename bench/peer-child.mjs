@@ -1,10 +1,13 @@
 // One reader in a fresh process (bench/peer-bench.mjs spawns it), one JSON
 // line out: the first page (cold), the same pages again (warm), pages/s and
-// p99 latency with 1 and 16 in flight, peak RSS from the OS and bytes read (/proc/self/io).
+// p99 latency with 1 and 16 in flight, peak RSS from the OS and bytes read (/proc/self/io),
+// and the CPU a page cost during each of those lanes, the main thread's and the other threads'
+// (the page workers', the peer's worker threads, V8's and libuv's helpers), from /proc.
 //   node bench/peer-child.mjs <pager|peer|reference|floor> <dataDir> <dbPath> <pagesJson> <seconds>
 import { closeSync, openSync, readFileSync, readSync } from 'node:fs';
 import { join } from 'node:path';
 import { Worker } from 'node:worker_threads';
+import { threadCpuSecondsOf } from './servers.mjs';
 
 const [mode, dataDir, dbPath, pagesJson, secondsArg] = process.argv.slice(2);
 const pages = JSON.parse(readFileSync(pagesJson, 'utf8')); // [{ id, params }]
@@ -28,6 +31,18 @@ function io() {
   } catch {
     return { rchar: NaN, readBytes: NaN };
   }
+}
+
+/** CPU ms a page between two /proc snapshots: the main thread's and all other threads' (ticks of 10 ms: read over seconds). */
+function cpuPerPage(before, after, pages) {
+  let main = 0;
+  let others = 0;
+  for (const [tid, s] of Object.entries(after)) {
+    const d = s - (before[tid] ?? 0);
+    if (Number(tid) === process.pid) main += d;
+    else others += d;
+  }
+  return { main: (main * 1000) / pages, others: (others * 1000) / pages };
 }
 
 let one; // (page) => Promise<Buffer-ish length>
@@ -111,6 +126,7 @@ for (const inflight of [1, 16]) {
     out[`p99at${inflight}`] = NaN;
     continue;
   }
+  const cpu0 = threadCpuSecondsOf(process.pid);
   const stopAt = now() + seconds * 250;
   let done = 0;
   let i = 0;
@@ -126,6 +142,7 @@ for (const inflight of [1, 16]) {
   };
   await Promise.all(Array.from({ length: inflight }, lane));
   out[`pagesPerSec${inflight}`] = done / ((now() - t1) / 1000);
+  out[`cpuMsPerPage${inflight}`] = cpuPerPage(cpu0, threadCpuSecondsOf(process.pid), done);
   lat.sort((a, b) => a - b);
   out[`p99at${inflight}`] = lat[Math.min(lat.length - 1, Math.ceil(0.99 * lat.length) - 1)];
 }

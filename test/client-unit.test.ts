@@ -130,6 +130,23 @@ describe('SseParser', () => {
     expect(got).toEqual(want);
   });
 
+  it('reads a snapshot-sized data line fed in small chunks as one line; a frame ended by CRs is dispatched with its chunk', () => {
+    const page = JSON.stringify({ records: Array.from({ length: 1000 }, (_, k) => ({ event: { seq: k, text: `t${k}` } })) });
+    for (const eol of ['\n', '\r', '\r\n']) {
+      const frame = `id: 7${eol}event: snapshot${eol}data: ${page}${eol}${eol}id: 8${eol}event: event${eol}data: {}${eol}${eol}`;
+      for (const size of [1, 7, 100, 4096]) {
+        const p = new SseParser();
+        const got = [];
+        for (let at = 0; at < frame.length; at += size) got.push(...p.push(frame.slice(at, at + size)));
+        expect(got).toEqual([
+          { event: 'snapshot', data: page, id: '7' },
+          { event: 'event', data: '{}', id: '8' },
+        ]);
+        expect(p.pending).toBe(0);
+      }
+    }
+  });
+
   it('never dispatches a frame cut before its blank line', () => {
     const p = new SseParser();
     expect(p.push('id: 9\nevent: event\ndata: {"partial":')).toEqual([]);

@@ -2,8 +2,8 @@
  * The client library (`session-pager/client`) against a real server process:
  * pages newest-first with checked joins, exact expansion of packed rows,
  * range reads, error mapping, and following as a journal through proxies
- * that cut the connection mid-stream, drop events, resend old ones, or
- * ignore Last-Event-ID.
+ * that cut the connection mid-stream, drop events, resend old ones, resume
+ * past Last-Event-ID (a gap after a reconnect) or ignore it.
  */
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -205,6 +205,27 @@ describe('follow', () => {
       expect(repaired).toEqual([60, 61, 62, 75, 130]);
       const from = (items[0] as Extract<FollowItem, { kind: 'snapshot' }>).page.fromSeq;
       expectExactly(events, makeEvents(from, 150 - from));
+    } finally {
+      await proxy.close();
+    }
+  });
+
+  it('repairs a gap after a reconnect: a resume answered from past Last-Event-ID', async () => {
+    await client.create('live-skip', {});
+    await client.append('live-skip', makeEvents(0, 100));
+    const port = Number(new URL(server.url).port);
+    const proxy = await new SseProxy({ host: '127.0.0.1', port }, { cutAfterEvents: 10, skipOnResume: 15 }).listen();
+    try {
+      const pc = new SessionPagerClient({ baseUrl: proxy.url, token: server.token });
+      // From seq 10: the first stream passes 10..19 and is cut; the resume after 19 is answered from 35.
+      const f = pc.follow('live-skip', { after: 9, retryMs: 20 });
+      const { events, items } = await take(f, (ev) => ev.at(-1)?.seq === 99);
+      expect(proxy.resumes).toBeGreaterThanOrEqual(2);
+      expect(f.stats.gaps).toBe(1);
+      expect(f.stats.repairedEvents).toBe(15);
+      const repaired = items.filter((i) => i.kind === 'event' && i.repaired).map((i) => (i as { event: SessionEvent }).event.seq);
+      expect(repaired).toEqual(Array.from({ length: 15 }, (_, k) => 20 + k));
+      expectExactly(events, makeEvents(10, 90));
     } finally {
       await proxy.close();
     }

@@ -7,6 +7,7 @@
  * once the load stops; and bad flags refused with a usage error.
  */
 import { spawn, spawnSync } from 'node:child_process';
+import { createServer, request as httpRequest, type Server } from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { BIN, startServerProcess, type ServerProcess } from './helpers/serve-process.js';
 import type { LoadReport } from '../src/loadtest/run.js';
@@ -23,9 +24,9 @@ afterAll(async () => {
   await server?.stop();
 });
 
-function loadtest(args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
+function loadtest(args: string[], url = server.url): Promise<{ code: number | null; stdout: string; stderr: string }> {
   return new Promise((resolve) => {
-    const child = spawn(process.execPath, [BIN, 'loadtest', '--url', server.url, ...args], { env: { ...process.env, SESSION_PAGER_TOKEN: server.token } });
+    const child = spawn(process.execPath, [BIN, 'loadtest', '--url', url, ...args], { env: { ...process.env, SESSION_PAGER_TOKEN: server.token } });
     let stdout = '';
     let stderr = '';
     child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
@@ -56,8 +57,9 @@ describe('session-pager loadtest', () => {
       onlyShedding(report);
       expect(report.serverRssMb.peak).toBeGreaterThan(20);
       expect(report.afterLoad.statuses).toEqual([200, 200, 200, 200, 200]);
-      // A progress line each second on stderr (not a terminal here: one line per tick).
-      expect(r.stderr).toMatch(/\[ {2}1\/3 s\] \d+ req/);
+      // A progress line each second on stderr (not a terminal here: one line per tick). Its label is
+      // the elapsed time rounded: on a starved machine the first tick can come at 1.6 s ("2/3 s").
+      expect(r.stderr).toMatch(/^\[ {2}[1-3]\/3 s\] \d+ req \(\d+\/s\) {2}2xx \d+ {2}p99 \S+ ms {2}503 \d+ {2}errors \d+/m);
       if (scenario === 'attach' || scenario === 'writer' || scenario === 'mix') expect(report.follow.snapshots).toBeGreaterThan(0);
       if (scenario === 'writer' || scenario === 'mix') {
         expect(report.append.latencyMs.count).toBeGreaterThan(5);
@@ -68,6 +70,49 @@ describe('session-pager loadtest', () => {
       }
     });
   }
+
+  it('drives a server whose catalog names only each session\'s id (the SPEC fixes no other field): ends read from tail pages', async () => {
+    // A SPEC server but for the catalog's extra fields: this one, behind a proxy that keeps only `id`.
+    const upstream = new URL(server.url);
+    let catalogs = 0;
+    const proxy: Server = createServer((req, res) => {
+      const bare = req.method === 'GET' && new URL(req.url ?? '/', 'http://x').pathname === '/v1/sessions';
+      const headers = { ...req.headers, host: upstream.host, ...(bare ? { 'accept-encoding': 'identity' } : {}) };
+      const up = httpRequest({ host: upstream.hostname, port: upstream.port, method: req.method, path: req.url, headers }, (ur) => {
+        if (!bare || ur.statusCode !== 200) {
+          res.writeHead(ur.statusCode ?? 502, ur.headers);
+          ur.pipe(res);
+          return;
+        }
+        const parts: Buffer[] = [];
+        ur.on('data', (c: Buffer) => parts.push(c));
+        ur.on('end', () => {
+          catalogs++;
+          const { sessions } = JSON.parse(Buffer.concat(parts).toString()) as { sessions: { id: string }[] };
+          res.writeHead(200, { 'content-type': 'application/json' });
+          res.end(JSON.stringify({ sessions: sessions.map((s) => ({ id: s.id })) }));
+        });
+      });
+      up.on('error', () => res.destroy());
+      res.on('close', () => up.destroy());
+      req.pipe(up);
+    });
+    await new Promise<void>((r) => proxy.listen(0, '127.0.0.1', r));
+    const url = `http://127.0.0.1:${(proxy.address() as { port: number }).port}`;
+    try {
+      for (const scenario of ['random', 'scroll'] as const) {
+        const r = await loadtest(['--scenario', scenario, '--duration', '2', '--connections', '2', '--json'], url);
+        expect(r.code, r.stderr).toBe(0);
+        const report = JSON.parse(r.stdout) as LoadReport;
+        expect(report.ok).toBeGreaterThan(0);
+        onlyShedding(report);
+      }
+      expect(catalogs).toBe(2);
+    } finally {
+      proxy.closeAllConnections();
+      await new Promise<void>((r) => proxy.close(() => r()));
+    }
+  });
 
   it('prints a readable report without --json', async () => {
     const r = await loadtest(['--scenario', 'random', '--duration', '1', '--connections', '2']);

@@ -13,7 +13,16 @@ export interface SseFrame {
 }
 
 export class SseParser {
-  private buf = '';
+  /**
+   * The unfinished line's pieces, joined once its end arrives: a snapshot's page is one
+   * `data:` line of up to megabytes, arriving in many chunks, and scanning (or flattening)
+   * the whole pending line again for every chunk made the parser quadratic (half of the load
+   * harness's CPU at 64 followers, docs/benchmarks.md). Each chunk is scanned once.
+   */
+  private parts: string[] = [];
+  private partsLength = 0;
+  /** The last chunk ended on a CR: a LF opening the next one is that CRLF's second half. */
+  private afterCr = false;
   private data: string[] = [];
   private event = '';
   private id: string | undefined;
@@ -26,34 +35,51 @@ export class SseParser {
 
   /** Feed text; returns the events completed by it. */
   push(text: string): SseFrame[] {
-    let s = this.buf + text;
-    if (!this.started && s.length > 0) {
+    if (!this.started && text.length > 0) {
       this.started = true;
-      if (s.charCodeAt(0) === 0xfeff) s = s.slice(1);
+      if (text.charCodeAt(0) === 0xfeff) text = text.slice(1);
     }
     const out: SseFrame[] = [];
+    const n = text.length;
     let at = 0;
-    for (;;) {
-      let i = at;
-      const n = s.length;
-      while (i < n) {
-        const c = s.charCodeAt(i);
-        if (c === 10 || c === 13) break;
-        i++;
-      }
-      if (i >= n) break;
-      // A CR at the very end may be the first half of CRLF: wait for more.
-      if (s.charCodeAt(i) === 13 && i + 1 >= n) break;
-      this.line(s.slice(at, i), out);
-      at = s.charCodeAt(i) === 13 && s.charCodeAt(i + 1) === 10 ? i + 2 : i + 1;
+    if (this.afterCr && n > 0) {
+      this.afterCr = false;
+      if (text.charCodeAt(0) === 10) at = 1;
     }
-    this.buf = s.slice(at);
+    // Next line break at or after `at`, found with native searches (each kept until passed).
+    let lf = text.indexOf('\n', at);
+    let cr = text.indexOf('\r', at);
+    for (;;) {
+      if (lf !== -1 && lf < at) lf = text.indexOf('\n', at);
+      if (cr !== -1 && cr < at) cr = text.indexOf('\r', at);
+      const i = lf === -1 ? cr : cr === -1 ? lf : Math.min(lf, cr);
+      if (i === -1) break;
+      let line = text.slice(at, i);
+      if (this.parts.length > 0) {
+        this.parts.push(line);
+        line = this.parts.join('');
+        this.parts = [];
+        this.partsLength = 0;
+      }
+      this.line(line, out);
+      if (i === cr) {
+        if (i + 1 < n) at = text.charCodeAt(i + 1) === 10 ? i + 2 : i + 1;
+        else {
+          this.afterCr = true;
+          at = n;
+        }
+      } else at = i + 1;
+    }
+    if (at < n) {
+      this.parts.push(text.slice(at));
+      this.partsLength += n - at;
+    }
     return out;
   }
 
-  /** Bytes of a frame still incomplete (for diagnostics). */
+  /** Characters of a line still incomplete (for diagnostics). */
   get pending(): number {
-    return this.buf.length;
+    return this.partsLength;
   }
 
   private line(line: string, out: SseFrame[]): void {

@@ -11,6 +11,7 @@ import { mulberry32 } from '../main/gen/prng.js';
 import { percentiles, Recorder, type Percentiles } from './recorder.js';
 import { attachLoop, randomPages, scrollLoop, writerLoop, type LoopContext, type Target } from './scenarios.js';
 import { RssSampler } from './server-metrics.js';
+import { sessionTargets } from './targets.js';
 
 export const SCENARIOS = ['attach', 'scroll', 'random', 'writer', 'mix'] as const;
 export type ScenarioName = (typeof SCENARIOS)[number];
@@ -73,7 +74,7 @@ export async function runLoad(cfg: LoadConfig): Promise<LoadReport> {
   const client = new SessionPagerClient({ baseUrl: cfg.url, ...(cfg.token === undefined ? {} : { token: cfg.token }), overloadRetries: 0 });
   const rand = mulberry32(cfg.seed);
   const catalog = await client.sessions();
-  const targets: Target[] = catalog.filter((s) => s.status !== 'repair_required' && s.lastSeq >= 0).map((s) => ({ id: s.id, lastSeq: s.lastSeq }));
+  const targets: Target[] = await sessionTargets(client, catalog);
   const needsTargets = cfg.scenario !== 'writer';
   if (needsTargets && targets.length === 0) throw new Error(`${cfg.url} has no servable session with events (the ${cfg.scenario} scenario reads existing sessions)`);
 

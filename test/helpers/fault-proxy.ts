@@ -6,8 +6,8 @@
  *   of its answer passed (mid-frame, mid-chunk: wherever n lands).
  * - `SseProxy` (HTTP level): forwards requests; on follow streams it can
  *   drop events (a lossy intermediary), rewind `Last-Event-ID` (a server
- *   that resends what the client had) or strip it (a server that ignores it
- *   and sends a new snapshot).
+ *   that resends what the client had), advance it once (a resume that loses
+ *   events) or strip it (a server that ignores it and sends a new snapshot).
  */
 import { createServer as createHttpServer, request as httpRequest, type Server as HttpServer } from 'node:http';
 import { createServer, connect, type AddressInfo, type Server, type Socket } from 'node:net';
@@ -94,6 +94,12 @@ export interface SseFaults {
   rewind?: number;
   /** On a resume, remove Last-Event-ID (the server answers with a new snapshot). */
   stripLastEventId?: boolean;
+  /**
+   * On the first reconnect only (a follow request after the first one), ask the server for this
+   * many seqs past the client's Last-Event-ID (a resume that loses events: the stream goes on
+   * after a gap the client must repair).
+   */
+  skipOnResume?: number;
   /** Close the follow stream after passing this many event frames. */
   cutAfterEvents?: number;
 }
@@ -125,6 +131,10 @@ export class SseProxy {
           this.resumes++;
           if (this.faults.stripLastEventId) delete headers['last-event-id'];
           else if (this.faults.rewind) headers['last-event-id'] = String(Math.max(-1, Number(last) - this.faults.rewind));
+          else if (this.faults.skipOnResume && this.follows > 1) {
+            headers['last-event-id'] = String(Number(last) + this.faults.skipOnResume);
+            delete this.faults.skipOnResume;
+          }
         }
       }
       const up = httpRequest({ host: this.target.host, port: this.target.port, method: req.method, path: req.url, headers }, (ur) => {

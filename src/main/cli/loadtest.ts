@@ -9,7 +9,7 @@ export const command = defineCommand({
   name: 'loadtest',
   summary: 'drive a running server with realistic client behaviour and report what it did',
   description:
-    'Scenarios: attach (follow: tail-page snapshot, watch, detach), scroll (older pages until the start), random (random pages over every session, autocannon), writer (one writer appending while the other connections follow), mix (all of them). Runs for --duration seconds, prints a progress line each second on stderr and a report on stdout (--json for JSON). The writer scenarios create a session named <prefix>-<time> and leave it.',
+    'Scenarios: attach (follow: tail-page snapshot, watch, detach), scroll (older pages until the start), random (random pages over every session, autocannon), writer (one writer appending while the other connections follow), mix (all of them). Runs for --duration seconds, prints a progress line each second on stderr and a report on stdout (--json for JSON). The writer scenarios create a session named <prefix>-<time> and leave it. Any server that speaks the SPEC will do: a session whose catalog line gives no lastSeq or nextSeq has its end read from its tail page, and the server\'s RSS is read from process_resident_memory_bytes on its /metrics (- when it has none).',
   options: {
     url: { type: 'string', arg: 'URL', describe: 'the server, e.g. http://127.0.0.1:8080 (required)', defaultText: 'none' },
     token: { type: 'string', arg: 'T', env: 'SESSION_PAGER_TOKEN', describe: 'bearer token', defaultText: 'none' },
