@@ -120,7 +120,7 @@ function attachOnce(base, headers, path, end, holdMs, trace) {
  * `conns` closed loops for `seconds` from `startAt` (epoch ms; threads start together):
  * admitted latencies, the attach phases, and the answers counted by kind.
  */
-export async function runClients({ base, headers, path, conns, mode, seconds, holdMs, holdJitter = 0, burst, startAt = Date.now(), traceAttach = false }) {
+export async function runClients({ base, headers, path, conns, mode, seconds, settle = 0, holdMs, holdJitter = 0, burst, startAt = Date.now(), traceAttach = false }) {
   const pathFor = pathMaker(path);
   const attach = path.scenario === 'attach';
   if (startAt > Date.now()) await new Promise((res) => setTimeout(res, startAt - Date.now()));
@@ -141,9 +141,18 @@ export async function runClients({ base, headers, path, conns, mode, seconds, ho
   const waitPages = [];
   const phases = { connect: [], head: [] };
   const counts = { ok: 0, shed: 0, other: 0, errors: 0 };
+  // The first `settle` seconds are load, not measurement: 2xx and 503 answers arriving in them are
+  // counted apart (`settled`), their latencies not at all (overload.mjs, --settle).
+  const settled = { ok: 0, shed: 0 };
+  // 2xx and 503 answers by the second of the measured run they arrived in: how a run's goodput moves
+  // from its first seconds (fresh connections, every excluded one shed at the pacer's shortest holds) on.
+  const okBySecond = new Array(Math.ceil(seconds)).fill(0);
+  const shedBySecond = new Array(Math.ceil(seconds)).fill(0);
+  const second = () => Math.min(okBySecond.length - 1, Math.floor((performance.now() - from) / 1000));
   const trace = traceAttach ? [] : undefined;
   const t0 = performance.now();
-  const end = t0 + seconds * 1000;
+  const from = t0 + settle * 1000;
+  const end = from + seconds * 1000;
   const one = () =>
     attach
       ? attachOnce(base, headers, pathFor(), end, holdFor(), trace)
@@ -185,15 +194,23 @@ export async function runClients({ base, headers, path, conns, mode, seconds, ho
     while (performance.now() < end) {
       const r = await one();
       if (over || performance.now() > end + 50) break; // answers after the end do not count
-      if (r.status >= 200 && r.status < 300) {
+      const measured = performance.now() >= from;
+      if (r.status >= 200 && r.status < 300 && !measured) {
+        settled.ok++;
+        served++;
+      } else if (r.status >= 200 && r.status < 300) {
         counts.ok++;
+        okBySecond[second()]++;
         served++;
         lat.push(r.ms);
         if (typeof r.pages === 'number') waitPages.push(r.pages);
         if (typeof r.connectMs === 'number') phases.connect.push(r.connectMs);
         if (typeof r.headMs === 'number') phases.head.push(r.headMs);
       } else if (r.status === 503) {
-        counts.shed++;
+        if (measured) {
+          counts.shed++;
+          shedBySecond[second()]++;
+        } else settled.shed++;
         const wait = mode === 'ignore' ? 0 : Math.min(Math.max(0, r.retryAfter) * 1000, end - performance.now());
         if (wait > 0) await new Promise((res) => setTimeout(res, wait));
       } else if (r.status === 0) counts.errors++;
@@ -206,7 +223,7 @@ export async function runClients({ base, headers, path, conns, mode, seconds, ho
   agent.destroy();
   // A sample is the timer's interval (1 ms) plus the delay: the interval is taken off.
   const ms = (ns) => Math.max(0, Math.round(ns / 1e4 - 100) / 100);
-  return { lat, waitPages, phases, counts, trace, seconds: Math.min(seconds, (performance.now() - t0) / 1000), loopDelay: { p50: ms(loopDelay.percentile(50)), p99: ms(loopDelay.percentile(99)), max: ms(loopDelay.max) } };
+  return { lat, waitPages, phases, counts, settled, okBySecond, shedBySecond, trace, seconds: Math.min(seconds, (performance.now() - from) / 1000), loopDelay: { p50: ms(loopDelay.percentile(50)), p99: ms(loopDelay.percentile(99)), max: ms(loopDelay.max) } };
 }
 
 /** runClients over `threads` worker threads (the connections split among them), merged. */
@@ -226,13 +243,15 @@ export async function runClientsThreaded(opts, threads) {
       });
     }),
   );
-  const out = { lat: [], waitPages: [], phases: { connect: [], head: [] }, counts: { ok: 0, shed: 0, other: 0, errors: 0 }, trace: opts.traceAttach ? [] : undefined, seconds: 0, loopDelay: { p50: 0, p99: 0, max: 0 } };
+  const out = { lat: [], waitPages: [], phases: { connect: [], head: [] }, counts: { ok: 0, shed: 0, other: 0, errors: 0 }, settled: { ok: 0, shed: 0 }, okBySecond: [], shedBySecond: [], trace: opts.traceAttach ? [] : undefined, seconds: 0, loopDelay: { p50: 0, p99: 0, max: 0 } };
   for (const p of parts) {
     out.lat = out.lat.concat(p.lat);
     out.waitPages = out.waitPages.concat(p.waitPages);
     if (out.trace !== undefined) out.trace = out.trace.concat(p.trace);
     for (const k of Object.keys(out.phases)) out.phases[k] = out.phases[k].concat(p.phases[k]);
     for (const k of Object.keys(out.counts)) out.counts[k] += p.counts[k];
+    for (const k of Object.keys(out.settled)) out.settled[k] += p.settled[k];
+    for (const k of ['okBySecond', 'shedBySecond']) p[k].forEach((v, i) => (out[k][i] = (out[k][i] ?? 0) + v));
     out.seconds = Math.max(out.seconds, p.seconds);
     // The worst thread's: a client's answer waits for its own thread's loop.
     for (const k of Object.keys(out.loopDelay)) out.loopDelay[k] = Math.max(out.loopDelay[k], p.loopDelay[k]);

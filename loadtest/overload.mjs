@@ -27,7 +27,7 @@
  *        [--modes ignore,honour] [--duration 5] [--scenario tail|older]
  *        [--events 300000] [--tail 100000] [--workers N] [--json]
  *        [--max-messages 50] [--encoding identity|br|gzip] [--server-env K=V,...]
- *        [--sessions 40] [--session-events 10000] [--hold 1000] [--hold-jitter 0.5] [--warmup 10] [--rounds 1]
+ *        [--sessions 40] [--session-events 10000] [--hold 1000] [--hold-jitter 0.5] [--warmup 10] [--settle 1] [--rounds 1]
  *        [--server-node-args='--cpu-prof --cpu-prof-dir=DIR'] [--root OTHER_CHECKOUT] [--burst]
  *        [--ignore-client node|autocannon] [--client-threads N] [--launch command|node] [--phases]
  *
@@ -47,7 +47,10 @@
  * (a probe loaded into the server, loadtest/attach-probe.mjs), per run the
  * phases' p99 and the slowest 1% of attaches split (loadtest/attach-phases.mjs).
  *
- * Per run: goodput (2xx/s), admitted (2xx) latency p50/p99/max, 503s/s (and
+ * Each run's clients first load the server --settle seconds (default 1) that are not measured:
+ * fresh connections at 256 served ~0.8 of a steady second in their first (docs/decisions.md);
+ * that second's 2xx/s and 503/s are reported apart.
+ * Per run (its measured seconds): goodput (2xx/s), admitted (2xx) latency p50/p99/max, 2xx and 503 by second, 503s/s (and
  * of admission's, those shed at once and those that waited out the queue
  * bound), other statuses and errors, the server's CPU and this process's over
  * the run's own seconds, per thread from /proc (cores: the load generator
@@ -107,6 +110,10 @@ const { values } = parseScriptArgs(import.meta.url, {
     burst: { type: 'boolean', default: false },
     // Seconds of load before the first measured run, not counted (a fresh server's first seconds are slower).
     warmup: { type: 'string', default: '10' },
+    // Seconds of each run's load before its measured --duration (answers then counted apart, not in its
+    // goodput or latencies): a run's clients open fresh connections, and at 256 the first second
+    // served ~0.8 of the seconds after it while 16's did not dip (docs/decisions.md).
+    settle: { type: 'string', default: '1' },
     // Clients that ignore Retry-After: the node:http loop of the honouring clients (default) or autocannon.
     'ignore-client': { type: 'string', default: 'node' },
     // Each level and client kind measured this many times (levels up, then down, ...); judged by the median.
@@ -148,6 +155,8 @@ const holdJitter = Number(values['hold-jitter']);
 if (!(holdJitter >= 0 && holdJitter <= 1)) argError(import.meta.url, '--hold-jitter must be a number in [0, 1]');
 const warmupSeconds = int(values.warmup, 0, 60, 'warmup');
 const rounds = int(values.rounds, 1, 10, 'rounds');
+const settle = int(values.settle, 0, 10, 'settle');
+if (settle > 0 && values['ignore-client'] === 'autocannon') argError(import.meta.url, '--ignore-client autocannon runs have no settle: give --settle 0');
 const clientThreads = int(values['client-threads'], 1, 8, 'client-threads');
 // A scrape of /metrics costs the server's main thread ~3.7 ms (prom-client's collectors, 12-02
 // 20:10): read every 100 ms, as until 12-02, it stalled the one loop every attach goes through
@@ -216,9 +225,14 @@ async function runIgnore(base, headers, pathFor, conns, seconds = duration) {
  * --client-threads worker threads.
  */
 async function runLoop(base, headers, pathSpec, conns, mode, seconds = duration) {
-  const opts = { base, headers, path: pathSpec, conns, mode, seconds, holdMs, holdJitter, burst: values.burst, traceAttach: values.phases };
-  const { lat, waitPages, phases, counts, seconds: took, loopDelay, trace } = await runClientsThreaded(opts, clientThreads);
+  const opts = { base, headers, path: pathSpec, conns, mode, seconds, settle, holdMs, holdJitter, burst: values.burst, traceAttach: values.phases };
+  const { lat, waitPages, phases, counts, settled, okBySecond, shedBySecond, seconds: took, loopDelay, trace } = await runClientsThreaded(opts, clientThreads);
   const r = summarize(conns, mode, took, lat, counts);
+  // The settle seconds' 2xx/s and 503/s (not in goodput): what the level's first second costs.
+  r.settleGoodput = settle > 0 ? Math.round((settled.ok / settle) * 100) / 100 : null;
+  r.settleShedPerSecond = settle > 0 ? Math.round((settled.shed / settle) * 100) / 100 : null;
+  r.okBySecond = okBySecond;
+  r.shedBySecond = shedBySecond;
   // Page requests: the p99 of an admitted answer's wait counted in the pages answered meanwhile
   // (overload-clients.mjs), a latency the machine's speed does not change.
   if (waitPages.length > 0) {
@@ -235,7 +249,7 @@ async function runLoop(base, headers, pathSpec, conns, mode, seconds = duration)
 
 const dir = await mkdtemp(join(tmpdir(), 'sp-overload-'));
 let server;
-const out = { launch: values.launch, scenario: values.scenario, ...(manySessions ? { sessions: sessionCount, sessionEvents } : {}), ...(values.scenario === 'attach' ? { holdMs, holdJitter } : {}), maxMessages, encoding: values.encoding, ignoreClient: values['ignore-client'], duration, events, tail, workers: workers ?? null, serverEnv, runs: [] };
+const out = { launch: values.launch, scenario: values.scenario, ...(manySessions ? { sessions: sessionCount, sessionEvents } : {}), ...(values.scenario === 'attach' ? { holdMs, holdJitter } : {}), maxMessages, encoding: values.encoding, ignoreClient: values['ignore-client'], duration, settle, events, tail, workers: workers ?? null, serverEnv, runs: [] };
 try {
   const t = Date.now();
   const targets = [];
@@ -472,23 +486,27 @@ try {
   // the next (held shed answers, the server's heap), meet every level and kind alike.
   for (let round = 0; round < rounds; round++) for (const conns of round % 2 === 0 ? levels : [...levels].reverse()) {
     for (const mode of round % 2 === 0 ? modes : [...modes].reverse()) {
-      const before = await serverSide();
       const loadStart = loadavg()[0];
-      const cpuStart = { server: threadCpu(server.pid), client: threadCpu(process.pid) };
-      const gate = sampleGate(base, headers);
-      // The CPU and the gate are taken over the run's own seconds, at its end: the clients return
-      // only when their last answers arrive, and a shed answer is held up to the pacer's longest
-      // hold (4 s), so measured to the clients' return a 5 s run at 256 connections ignoring
-      // Retry-After was up to 9 s, the last 4 idle, which halved its server CPU and showed the gate
-      // dry half the time (12-02: 0.86 cores, dry 0.50; over the run itself the gate was dry 0.21).
+      // The CPU, the gate and the server's counters are taken over the run's measured seconds only:
+      // from the end of its --settle seconds to the end of its --duration. At that end, not when the
+      // clients return: they return only when their last answers arrive, and a shed answer is held
+      // up to the pacer's longest hold (4 s), so measured to the clients' return a 5 s run at 256
+      // connections ignoring Retry-After was up to 9 s, the last 4 idle, which halved its server CPU
+      // and showed the gate dry half the time (12-02: 0.86 cores, dry 0.50; over the run itself 0.21).
       const atEnd = new Promise((res) =>
         setTimeout(async () => {
-          const cpu = { server: threadCpu(server.pid), client: threadCpu(process.pid) };
-          res({ cpu, gate: await gate.stop(), shed: await serverSide() });
-        }, duration * 1000),
+          const cpuStart = { server: threadCpu(server.pid), client: threadCpu(process.pid) };
+          const gate = sampleGate(base, headers);
+          const before = await serverSide();
+          setTimeout(async () => {
+            const cpu = { server: threadCpu(server.pid), client: threadCpu(process.pid) };
+            res({ before, cpuStart, cpu, gate: await gate.stop(), shed: await serverSide() });
+          }, Math.max(0, cpuStart.server.t + duration * 1000 - performance.now()));
+        }, settle * 1000),
       );
       const r = await runMode(base, headers, pathSpec, conns, mode);
       const end = await atEnd;
+      const { before, cpuStart } = end;
       Object.assign(r, end.gate);
       if (r.trace !== undefined) r.attachPhases = summarizePhases(matchAttaches(r.trace, await probeRecords()));
       // The load generator's own CPU (cores; client threads included): on the same cores as the
@@ -568,6 +586,26 @@ try {
     const rs = out.runs.filter((r) => r.connections === l.connections && r.mode === l.mode);
     l.pooledGoodput = r2(rs.reduce((a, r) => a + r.ok, 0) / rs.reduce((a, r) => a + r.seconds, 0));
   }
+  // The same per second of a run (mean over the rounds), and pooled over the later half of each run's
+  // seconds: a run at 256 connections starts on fresh connections, each shed at the pacer's shortest
+  // holds (0.5, 1, 2 s) before the longest, so its first seconds answer many more 503s than a steady
+  // overload does; the later half shows what the level serves once that is over.
+  const half = Math.floor(duration / 2);
+  for (const l of out.levels) {
+    const rs = out.runs.filter((r) => r.connections === l.connections && r.mode === l.mode && Array.isArray(r.okBySecond));
+    l.goodputBySecond = Array.from({ length: duration }, (_, i) => r2(rs.reduce((a, r) => a + (r.okBySecond[i] ?? 0), 0) / Math.max(1, rs.length)));
+    l.shedBySecond = Array.from({ length: duration }, (_, i) => r2(rs.reduce((a, r) => a + (r.shedBySecond[i] ?? 0), 0) / Math.max(1, rs.length)));
+    // The settle seconds before each measured run (not in its goodput): the level's first second, shown apart.
+    l.settleGoodput = settle > 0 ? r2(rs.reduce((a, r) => a + (r.settleGoodput ?? 0), 0) / Math.max(1, rs.length)) : null;
+    l.laterHalfGoodput = half > 0 ? r2(l.goodputBySecond.slice(half).reduce((a, b) => a + b, 0) / (duration - half)) : null;
+    l.firstHalfGoodput = half > 0 ? r2(l.goodputBySecond.slice(0, half).reduce((a, b) => a + b, 0) / half) : null;
+  }
+  const laterCapacity = Math.max(...out.levels.map((l) => l.laterHalfGoodput ?? 0));
+  const firstCapacity = Math.max(...out.levels.map((l) => l.firstHalfGoodput ?? 0));
+  for (const l of out.levels) {
+    l.laterHalfShare = l.laterHalfGoodput === null || laterCapacity === 0 ? null : r2(l.laterHalfGoodput / laterCapacity);
+    l.firstHalfShare = l.firstHalfGoodput === null || firstCapacity === 0 ? null : r2(l.firstHalfGoodput / firstCapacity);
+  }
   const pooledCapacity = Math.max(...out.levels.map((l) => l.pooledGoodput));
   out.pooledCapacity = pooledCapacity;
   for (const l of out.levels) l.pooledShare = Math.round((l.pooledGoodput / pooledCapacity) * 100) / 100;
@@ -611,7 +649,7 @@ try {
     }
   }
   log(`capacity (best goodput${rounds > 1 ? `, median of ${rounds} rounds` : ''}): ${capacity}/s; unloaded p99 (${unloaded?.connections} conn): ${out.unloadedP99} ms`);
-  for (const l of out.levels) log(`  ${String(l.connections).padStart(4)} ${l.mode.padEnd(7)} goodput ${Math.round(l.share * 100)}% of capacity (pooled over rounds: ${l.pooledGoodput}/s, ${Math.round(l.pooledShare * 100)}% of the best level's ${pooledCapacity}/s)${rounds > 1 ? ` (runs ${l.goodputs.join(', ')}/s; paired with the ${capLevel}-connection runs of the same round: mean ${l.pairedShare}, lowest ${l.pairedShareMin})` : ''}, p99 ${l.p99Ratio ?? '-'}x unloaded (pooled over rounds ${l.p99Pooled} ms, ${l.p99PooledRatio ?? '-'}x), ${l.p99VsCapacity ?? '-'}x at capacity (${l.capacityConnections ?? '-'} conns); server's own p99 <= ${l.serverP99Ms} ms, load generator's loop delay p99 ${l.clientLoopDelayP99} ms at ${l.clientMainCpu} of a core`);
+  for (const l of out.levels) log(`  ${String(l.connections).padStart(4)} ${l.mode.padEnd(7)} goodput ${Math.round(l.share * 100)}% of capacity (pooled over rounds: ${l.pooledGoodput}/s, ${Math.round(l.pooledShare * 100)}% of the best level's ${pooledCapacity}/s)${rounds > 1 ? ` (runs ${l.goodputs.join(', ')}/s; paired with the ${capLevel}-connection runs of the same round: mean ${l.pairedShare}, lowest ${l.pairedShareMin})` : ''}, p99 ${l.p99Ratio ?? '-'}x unloaded (pooled over rounds ${l.p99Pooled} ms, ${l.p99PooledRatio ?? '-'}x), ${l.p99VsCapacity ?? '-'}x at capacity (${l.capacityConnections ?? '-'} conns); server's own p99 <= ${l.serverP99Ms} ms, load generator's loop delay p99 ${l.clientLoopDelayP99} ms at ${l.clientMainCpu} of a core; by second: 2xx ${l.goodputBySecond.join(' ')}, 503 ${l.shedBySecond.join(' ')}; first half ${Math.round((l.firstHalfShare ?? 0) * 100)}%, later half ${Math.round((l.laterHalfShare ?? 0) * 100)}% of the best level's${l.settleGoodput !== null ? `; its settle seconds (not counted) ${l.settleGoodput} 2xx/s, ${Math.round((l.settleGoodput / pooledCapacity) * 100)}% of the best level's measured` : ''}`);
   if (values.json) process.stdout.write(JSON.stringify(out) + '\n');
 } finally {
   if (server && server.exitCode === null) {

@@ -80,7 +80,7 @@ function measure(workload: string[], extraEnv: Record<string, string> = {}, mode
     const serverEnv = Object.entries(extraEnv)
       .map(([k, v]) => `${k}=${v}`)
       .join(',');
-    const args = [SCRIPT, '--json', ...workload, '--workers', String(WORKERS), '--connections', '4,256', '--modes', modes, '--duration', '3', '--warmup', '2'];
+    const args = [SCRIPT, '--json', ...workload, '--workers', String(WORKERS), '--connections', '4,256', '--modes', modes, '--duration', '3', '--warmup', '2', '--settle', '0'];
     if (serverEnv) args.push('--server-env', serverEnv);
     const child = spawn(process.execPath, args, { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
     let out = '';
