@@ -13,7 +13,8 @@
  * (binary-frame.ts).
  * Everything else, and any frame the scanners decline, is decoded in full.
  */
-import { Piscina, workerData } from 'piscina';
+import type { Piscina as PiscinaClass } from 'piscina';
+import { requireCjs } from './cjs.js';
 import { readSlice } from '../storage/worker-reads.js';
 import { decodeRecordFrame, frameBounds } from '../streams/frame-codec.js';
 import { scanJsonlRow } from '../streams/jsonl-row-scanner.js';
@@ -32,6 +33,8 @@ import { addClaim, frameClaim, NO_CLAIM } from '../main/core/frame-claim.js';
 import { isMessageTypeAt, messageGroup } from '../streams/message-group.js';
 import { binary, BINARY_READ, BINARY_WRONG_SEQ, binaryFrame } from './binary-frame.js';
 import { whole, WHOLE_BAD, WHOLE_WRONG_SEQ, wholeFrame } from './whole-frame.js';
+
+const { Piscina, workerData } = requireCjs('piscina') as { Piscina: typeof PiscinaClass; workerData: unknown };
 
 /** The sinks every task of this worker builds in. */
 const sinks = newEncoderSinks();

@@ -24,11 +24,15 @@
  * does not fit stays uncoded, and the main thread compresses it instead:
  * the room only decides who compresses, never what is sent.
  */
-import { Encoder as ZstdEncoder } from '@toondepauw/node-zstd';
+import type { Encoder as ZstdEncoderClass } from '@toondepauw/node-zstd';
 import { constants as zc, crc32, deflateRawSync } from 'node:zlib';
-import { workerData } from 'piscina';
+import { requireCjs } from './cjs.js';
 import { CODING_GZIP, CODING_ZSTD, RESULT_TRAILER_BYTES, type CodedSectionHeader, type SliceHeader } from './slice-protocol.js';
 import { ARENA_HEADER_ROOM } from './slice-encoder.js';
+
+const { Encoder: ZstdEncoder } = requireCjs('@toondepauw/node-zstd') as { Encoder: typeof ZstdEncoderClass };
+type ZstdEncoder = ZstdEncoderClass;
+const { workerData } = requireCjs('piscina') as { workerData: unknown };
 
 /** Sections shorter than this are left to the main thread (joined with the envelope and commas there, they cost it nothing). */
 export const MIN_CODED_SECTION = 4096;
