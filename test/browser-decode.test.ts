@@ -10,26 +10,12 @@
  * navigation or an EventSource) and narrows Accept-Encoding where asked,
  * passing the coded bytes through untouched.
  */
-import { spawn, spawnSync } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
 import { createServer, request as httpRequest, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { findChromium, openInChromium } from './helpers/chromium.js';
 import { startServerProcess, type ServerProcess } from './helpers/serve-process.js';
 import { rawRequest } from './server-helpers.js';
 
-/** The first Chromium on PATH: the headless shell, else the browser itself (in its headless mode). */
-function findChromium(): { bin: string; args: string[] } | null {
-  for (const [bin, args] of [
-    ['chromium-headless-shell', []],
-    ['chromium', ['--headless=new']],
-  ] as const) {
-    const r = spawnSync(bin, ['--version'], { encoding: 'utf8' });
-    if (r.error === undefined && r.status === 0) return { bin, args: [...args] };
-  }
-  return null;
-}
 const CHROMIUM = findChromium();
 
 let server: ServerProcess;
@@ -125,8 +111,7 @@ describe('a real browser decodes what the server sends', () => {
     });
     await new Promise<void>((r) => proxy.listen(0, '127.0.0.1', r));
     const port = (proxy.address() as { port: number }).port;
-    const profile = mkdtempSync(join(tmpdir(), 'sp-chromium-'));
-    const browser = spawn(CHROMIUM.bin, [...CHROMIUM.args, '--no-sandbox', '--disable-gpu', '--no-first-run', '--disable-extensions', `--user-data-dir=${profile}`, `http://127.0.0.1:${port}/`], { stdio: 'ignore', detached: true });
+    const browser = openInChromium(CHROMIUM, `http://127.0.0.1:${port}/`);
     try {
       await Promise.race([done, new Promise((_, rej) => setTimeout(() => rej(new Error(`the browser did not report back in 90 s (got ${[...results.keys()].join(', ')})`)), 90_000))]);
       expect(results.get('error')?.toString()).toBeUndefined();
@@ -143,16 +128,9 @@ describe('a real browser decodes what the server sends', () => {
       const data = (results.get('follow') as Buffer).toString('utf8');
       expect(data.slice(data.indexOf('"page":') + 7, -1)).toBe(identity.toString('utf8'));
     } finally {
-      // The whole process group: the browser's zygote, GPU, network and renderer processes too.
-      try {
-        process.kill(-(browser.pid as number), 'SIGKILL');
-      } catch {
-        // gone already
-      }
-      await new Promise((r) => setTimeout(r, 200));
+      await browser.close();
       proxy.closeAllConnections();
       await new Promise<void>((r) => proxy.close(() => r()));
-      rmSync(profile, { recursive: true, force: true });
     }
   }, 150_000);
 });

@@ -12,29 +12,17 @@
  * Last-Event-ID), and maps a server error to its SPEC code. What it saw is posted back and must
  * be exactly the logs.
  */
-import { spawn, spawnSync } from 'node:child_process';
 import { mkdtemp, rm } from 'node:fs/promises';
-import { mkdtempSync, rmSync } from 'node:fs';
 import { createServer, request as httpRequest, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { SessionPagerClient, type SessionEvent } from '../src/client/index.js';
 import { makeEvents } from './server-helpers.js';
+import { findChromium, openInChromium } from './helpers/chromium.js';
 import { randomLog } from './helpers/random-log.js';
 import { ROOT, startServerProcess, type ServerProcess } from './helpers/serve-process.js';
 
-/** The first Chromium on PATH: the headless shell, else the browser itself (in its headless mode). */
-function findChromium(): { bin: string; args: string[] } | null {
-  for (const [bin, args] of [
-    ['chromium-headless-shell', []],
-    ['chromium', ['--headless=new']],
-  ] as const) {
-    const r = spawnSync(bin, ['--version'], { encoding: 'utf8' });
-    if (r.error === undefined && r.status === 0) return { bin, args: [...args] };
-  }
-  return null;
-}
 const CHROMIUM = findChromium();
 
 /** The built client (`dist/client/index.js`, what `session-pager/client` resolves to) bundled for a browser. */
@@ -209,8 +197,7 @@ describe('session-pager/client in a browser', () => {
     });
     await new Promise<void>((r) => proxy.listen(0, '127.0.0.1', r));
     const port = (proxy.address() as { port: number }).port;
-    const profile = mkdtempSync(join(tmpdir(), 'sp-chromium-'));
-    const browser = spawn(CHROMIUM.bin, [...CHROMIUM.args, '--no-sandbox', '--disable-gpu', '--no-first-run', '--disable-extensions', `--user-data-dir=${profile}`, `http://127.0.0.1:${port}/`], { stdio: 'ignore', detached: true });
+    const browser = openInChromium(CHROMIUM, `http://127.0.0.1:${port}/`);
     try {
       await Promise.race([done, new Promise((_, rej) => setTimeout(() => rej(new Error('the browser did not report back in 90 s')), 90_000))]);
       expect(results.get('error')).toBeUndefined();
@@ -236,16 +223,9 @@ describe('session-pager/client in a browser', () => {
       expect(follows[0]?.lastEventId).toBeUndefined();
       expect(Number(follows[1]?.lastEventId)).toBeGreaterThanOrEqual(39);
     } finally {
-      // The whole process group: the browser's zygote, GPU, network and renderer processes too.
-      try {
-        process.kill(-(browser.pid as number), 'SIGKILL');
-      } catch {
-        // gone already
-      }
-      await new Promise((r) => setTimeout(r, 200));
+      await browser.close();
       proxy.closeAllConnections();
       await new Promise<void>((r) => proxy.close(() => r()));
-      rmSync(profile, { recursive: true, force: true });
     }
   }, 150_000);
 });

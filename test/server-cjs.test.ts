@@ -5,9 +5,9 @@
  * 12). Only type imports of them are left in the server's files, and the
  * packages load that way with the exports the server uses.
  */
-import { readdirSync, readFileSync } from 'node:fs';
-import { join, resolve } from 'node:path';
+import { resolve } from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { valueImportsOf } from './helpers/value-imports.js';
 import { requireCjs } from '../src/main/server/cjs.js';
 
 const SERVER = resolve(import.meta.dirname, '../src/main/server');
@@ -15,14 +15,7 @@ const CJS_PACKAGES = /^(fastify|@fastify\/[\w-]+|prom-client)$/;
 
 describe("the server's CommonJS packages", () => {
   it('are not imported as values by any file of src/main/server', () => {
-    const valueImports: string[] = [];
-    for (const f of readdirSync(SERVER).filter((n) => n.endsWith('.ts'))) {
-      const src = readFileSync(join(SERVER, f), 'utf8');
-      for (const m of src.matchAll(/^import\s+(type\s+)?[^;]*?from\s+'([^']+)';/gms)) {
-        if (m[1] === undefined && CJS_PACKAGES.test(m[2] as string)) valueImports.push(`${f}: ${m[2]}`);
-      }
-    }
-    expect(valueImports).toEqual([]);
+    expect(valueImportsOf(SERVER, CJS_PACKAGES)).toEqual([]);
   });
 
   it('load by require() with the exports the server uses', () => {

@@ -7,9 +7,9 @@
  * workers' files, and the packages load that way with the exports the
  * workers use.
  */
-import { readdirSync, readFileSync } from 'node:fs';
-import { join, resolve } from 'node:path';
+import { resolve } from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { valueImportsOf } from './helpers/value-imports.js';
 import { requireCjs } from '../src/workers/cjs.js';
 
 const WORKERS = resolve(import.meta.dirname, '../src/workers');
@@ -17,14 +17,7 @@ const CJS_PACKAGES = /^(piscina|@toondepauw\/node-zstd)$/;
 
 describe("the page workers' CommonJS packages", () => {
   it('are not imported as values by any file of src/workers', () => {
-    const valueImports: string[] = [];
-    for (const f of readdirSync(WORKERS).filter((n) => n.endsWith('.ts'))) {
-      const src = readFileSync(join(WORKERS, f), 'utf8');
-      for (const m of src.matchAll(/^import\s+(type\s+)?[^;]*?from\s+'([^']+)';/gms)) {
-        if (m[1] === undefined && CJS_PACKAGES.test(m[2] as string)) valueImports.push(`${f}: ${m[2]}`);
-      }
-    }
-    expect(valueImports).toEqual([]);
+    expect(valueImportsOf(WORKERS, CJS_PACKAGES)).toEqual([]);
   });
 
   it('load by require() with the exports the workers use', () => {
