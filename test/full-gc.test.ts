@@ -30,21 +30,30 @@ describe('collectGarbage', () => {
   it('releases the old-generation pages a warm-up left sparse, not only the garbage in them', () => {
     // A fresh process: objects promoted to the old generation, two in three then dropped (as a
     // warm-up leaves its synthetic data). One full collection frees them but keeps their pages
-    // resident (~9 MB here); the pages' few live objects must be moved out and the pages released.
-    const code = `
-      const { getHeapSpaceStatistics } = require('node:v8');
-      import(process.argv[1]).then(({ collectGarbage }) => {
-        let all = [];
-        for (let i = 0; i < 200000; i++) all.push({ a: i, b: 'x' + i });
-        const kept = all.filter((_, i) => i % 3 === 0);
-        all = null;
-        collectGarbage();
-        const old = getHeapSpaceStatistics().find((s) => s.space_name === 'old_space');
-        process.stdout.write(JSON.stringify({ physical: old.physical_space_size, used: old.space_used_size, kept: kept.length }));
-      });`;
-    const r = JSON.parse(execFileSync(process.execPath, ['-e', code, `${dist}/workers/full-gc.js`], { encoding: 'utf8' })) as { physical: number; used: number; kept: number };
-    expect(r.kept).toBe(66_667);
-    expect(r.physical - r.used).toBeLessThan(2 * 1024 * 1024);
+    // resident (~7 MB here); the pages' few live objects must be moved out and the pages released.
+    // Whether V8's own heuristic moves them depends on the compaction speed it measured, a
+    // wall-clock figure: with both cores busy it read ~10x slow and moved nothing in ~1 run of
+    // 10 (full-gc.ts); run with three busy loops on two cores to see it.
+    const sparseAfter = (collect: string, nodeArgs: string[] = []) => {
+      const code = `
+        const { getHeapSpaceStatistics } = require('node:v8');
+        import(process.argv[1]).then(({ collectGarbage }) => {
+          let all = [];
+          for (let i = 0; i < 200000; i++) all.push({ a: i, b: 'x' + i });
+          const kept = all.filter((_, i) => i % 3 === 0);
+          all = null;
+          ${collect};
+          const old = getHeapSpaceStatistics().find((s) => s.space_name === 'old_space');
+          process.stdout.write(JSON.stringify({ sparse: old.physical_space_size - old.space_used_size, kept: kept.length }));
+        });`;
+      const r = JSON.parse(execFileSync(process.execPath, [...nodeArgs, '-e', code, `${dist}/workers/full-gc.js`], { encoding: 'utf8' })) as { sparse: number; kept: number };
+      expect(r.kept).toBe(66_667);
+      return r.sparse;
+    };
+    // The setup does leave the pages sparse: one plain full collection keeps them resident, so
+    // the bound below measures the compaction, not a heap that never had sparse pages.
+    expect(sparseAfter('gc()', ['--expose-gc'])).toBeGreaterThan(4 * 1024 * 1024);
+    expect(sparseAfter('collectGarbage()')).toBeLessThan(2 * 1024 * 1024);
   }, 60_000);
 
   it('never throws when several threads collect at once', async () => {

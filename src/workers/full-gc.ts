@@ -12,6 +12,27 @@
  * it and making its context, so a context without `gc` is tried again, and
  * after a few tries the collection is skipped (it is only an optimization;
  * it must never fail a worker's start). Costs ~10-15 ms on a warmed-up worker.
+ *
+ * Freeing the garbage is not enough: its pages stay resident until their few
+ * live objects are moved out (compaction). Which pages V8 compacts in an
+ * ordinary full collection it decides from its measured compaction speed, a
+ * wall-clock figure: a page qualifies when its free share exceeds
+ * 100 - 50 / (1 + page area / speed) percent (V8 11.3's
+ * MarkCompactCollector::ComputeEvacuationHeuristics). At the ~640 KB/ms a
+ * free core measures, pages two thirds free just qualify (64%); on a starved
+ * core a collection measured ~47 KB/ms, the bar rose to ~92% and no page
+ * qualified, in every later collection too (the speed is an average of past
+ * ones): the flaky 7 MB of test/full-gc.test.ts. So the second collection runs
+ * with --compact-on-every-full-gc, V8's own flag (in release builds) that
+ * makes a full collection compact every page it may move, whatever the speed
+ * reads: it moves a warmed-up worker's whole old generation (~5 MB live),
+ * which costs about what the speed-chosen compaction did and leaves its old
+ * space ~1.5 MB smaller (docs/benchmarks.md, rel ninth session).
+ * That flag is process-wide too and read when a collection starts: a
+ * collection another thread runs meanwhile also compacts (correct, a few ms
+ * dearer), and another thread may clear it before this one's second
+ * collection starts, so the pair runs again when the old space still holds
+ * more than SPARSE_BYTES it does not use.
  */
 import { getHeapSpaceStatistics, setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
@@ -37,16 +58,17 @@ export function collectGarbage(): boolean {
       setFlagsFromString('--no-expose-gc');
     }
     if (typeof gc === 'function') {
-      // Twice: the first collection's sweep finds the pages the warm-up left sparse, and
-      // the second (V8 compacts pages it knows are fragmented) moves their few live
-      // objects out and releases them: a worker's old space 10.3 -> ~7 MB resident.
-      // On a loaded machine the second at times compacts nothing (about 1 in 12 with both
-      // cores busy), so the pair runs again while the old space still holds more than
-      // SPARSE_BYTES it does not use: once more at most (a warmed-up worker keeps ~1.5-3 MB of
-      // such space that no further collection releases, so more rounds would only cost time).
+      // Twice: the first collection frees the garbage and its sweep finds the pages it left
+      // sparse (V8 picks the pages to compact when a collection starts, from what the last
+      // sweep left); the second compacts: moves their live objects out and releases them.
       for (let round = 0; round < ROUNDS && (round === 0 || sparseOldSpaceBytes() > SPARSE_BYTES); round++) {
         (gc as () => void)();
-        (gc as () => void)();
+        setFlagsFromString('--compact-on-every-full-gc');
+        try {
+          (gc as () => void)();
+        } finally {
+          setFlagsFromString('--no-compact-on-every-full-gc');
+        }
       }
       return true;
     }
