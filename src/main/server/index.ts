@@ -125,7 +125,7 @@ export function buildServer(store: Store, options: ServerOptions = {}): FastifyI
     o.admission === null ? null : new Admission({ ...o.admission, maxInFlight: o.admission.maxInFlight ?? IN_FLIGHT_PER_THREAD * threads, retryAfterSeconds: o.retryAfterSeconds });
   const policy: OverloadPolicy = { monitor, store, maxLagMs: o.maxEventLoopLagMs, maxPoolQueue: o.maxPoolQueue, retryAfterSeconds: o.retryAfterSeconds, readiness: o.readiness };
   app.decorate('pagerState', { options: o, metrics, hub, monitor, admission, routes: routeTable });
-  const pacer = new ShedPacer(o.shedDelayMs, Math.max(o.shedDelayMs, o.maxShedDelayMs));
+  const pacer = new ShedPacer(o.shedDelayMs, Math.max(o.shedDelayMs, o.maxShedDelayMs), o.retryAfterSeconds * 1000);
   let closing = false;
   // What admission would shed at once is answered before fastify sees it (fast-shed.ts); with
   // CORS on, shed answers go through the framework, which adds its headers.

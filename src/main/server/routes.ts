@@ -69,13 +69,15 @@ export async function routes(app: FastifyInstance, o: RoutesOptions): Promise<vo
     const admission = o.admission;
     const conn = request.raw.socket;
     let release!: Release;
+    // When the request came: a shed answer's hold (holdShed's) is counted from here.
+    const at = performance.now();
     await holdShed(
       async () => {
         shedPool();
         // The request's signal: a client that leaves while queued leaves the queue.
         release = await admission.acquire(request.signal);
       },
-      () => pacer.shed(conn),
+      () => pacer.shed(conn, at),
     );
     pacer.admitted(conn);
     // The client left as its turn came: the slot goes to the next one, unused.
