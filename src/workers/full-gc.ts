@@ -25,7 +25,7 @@
  * ones): the flaky 7 MB of test/full-gc.test.ts. So the second collection runs
  * with --compact-on-every-full-gc, V8's own flag (in release builds) that
  * makes a full collection compact every page it may move, whatever the speed
- * reads: it moves a warmed-up worker's whole old generation (~5 MB live),
+ * reads: it moves a warmed-up worker's whole old generation (~6.5 MB live),
  * which costs about what the speed-chosen compaction did and leaves its old
  * space ~1.5 MB smaller (docs/benchmarks.md, rel ninth session).
  * That flag is process-wide too and read when a collection starts: a
