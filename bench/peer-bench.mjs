@@ -101,11 +101,6 @@ for (const w of workloads) {
   }
 }
 
-if (values['setup-only']) {
-  log(`workloads and peer databases ready in ${dataDir}`);
-  process.exit(0);
-}
-
 // --- the pages each workload asks for --------------------------------------
 let seed = 12345;
 const rand = () => ((seed = (Math.imul(seed, 1103515245) + 12345) >>> 0) / 4294967296);
@@ -124,6 +119,12 @@ for (const w of workloads) {
     });
   w.pagesFile = join(dataDir, `pages-${w.name}.json`);
   writeFileSync(w.pagesFile, JSON.stringify(w.pages));
+}
+// The pages files too (bench/peer-ab.mjs and bench/http-cpu.mjs read them), so a set-up directory is complete.
+if (values['setup-only']) {
+  await store.close();
+  log(`workloads, peer databases and pages files ready in ${dataDir}`);
+  process.exit(0);
 }
 
 // --- same bytes, before anything is timed ---------------------------------

@@ -142,7 +142,18 @@ for (const inflight of [1, 16]) {
   };
   await Promise.all(Array.from({ length: inflight }, lane));
   out[`pagesPerSec${inflight}`] = done / ((now() - t1) / 1000);
-  out[`cpuMsPerPage${inflight}`] = cpuPerPage(cpu0, threadCpuSecondsOf(process.pid), done);
+  const cpu1 = threadCpuSecondsOf(process.pid);
+  out[`cpuMsPerPage${inflight}`] = cpuPerPage(cpu0, cpu1, done);
+  // PEER_CHILD_BY_THREAD=1: each thread's CPU ms a page, keyed by its id less the process's (Node 20 names every
+  // thread `node`; V8's platform threads are made first, at +1..+4, then the page workers, libuv's pool when first used).
+  if (process.env.PEER_CHILD_BY_THREAD === '1') {
+    const by = {};
+    for (const [tid, s1] of Object.entries(cpu1)) {
+      const d = ((s1 - (cpu0[tid] ?? 0)) * 1000) / done;
+      if (d > 0) by[`+${Number(tid) - process.pid}`] = Math.round(d * 1000) / 1000;
+    }
+    out[`cpuByThread${inflight}`] = by;
+  }
   lat.sort((a, b) => a - b);
   out[`p99at${inflight}`] = lat[Math.min(lat.length - 1, Math.ceil(0.99 * lat.length) - 1)];
 }
