@@ -134,7 +134,9 @@ export async function startServe(cfg: ServeConfig, extra: ServerOptions = {}, ou
   // up while this thread loads and builds the app (~0.6 s) instead of after it. This thread waits
   // only until their isolates exist (milliseconds): each new isolate resets the young generation's
   // growth factor, and the app's loading must run with the hold in force (young-generation.ts).
-  const storeOptions = { workers: cfg.workers, ...inlineSliceFromEnv(process.env), warmUp: warmUpFromEnv(process.env) } satisfies StoreOptions;
+  // The demo corpus holds a binary session and may be written only after the store has opened
+  // (its catalog then empty): its workers warm the binary path whatever the catalog says.
+  const storeOptions = { workers: cfg.workers, ...inlineSliceFromEnv(process.env), warmUp: warmUpFromEnv(process.env, cfg.demo ? { binary: true } : {}) } satisfies StoreOptions;
   let pool: PagePool | null = null;
   try {
     const { startPagePool } = await import('../store/start-pool.js');
