@@ -51,6 +51,14 @@ const WITH_BINARY = 2;
 /** Each pool's shared answer to its workers' "warm the binary path too?". */
 const binaryAnswers = new WeakMap<PagePool, Int32Array>();
 
+/** What `pool`'s workers were told (decideBinaryWarmUp): null for a pool that is not a worker pool. */
+export function binaryWarmUpAnswer(pool: PagePool): 'undecided' | 'jsonl' | 'binary' | null {
+  const answer = binaryAnswers.get(pool);
+  if (answer === undefined) return null;
+  const a = Atomics.load(answer, 0);
+  return a === UNDECIDED ? 'undecided' : a === JSONL_ONLY ? 'jsonl' : 'binary';
+}
+
 /**
  * Tell `pool`'s workers whether to warm the binary path (the store's catalog holds a binary
  * session, or its writer writes binary). The first answer holds; a pool that was told at its
