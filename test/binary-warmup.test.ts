@@ -12,6 +12,7 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { openStore } from '../src/main/store.js';
 import { startPagePool } from '../src/main/store/start-pool.js';
+import { holdsBinaryLog } from '../src/main/store/binary-logs.js';
 import { binaryWarmUpAnswer, decideBinaryWarmUp, type PagePool } from '../src/main/worker-pool.js';
 import { warmUpJit } from '../src/workers/jit-warmup.js';
 import type { SliceTask } from '../src/workers/slice-protocol.js';
@@ -73,6 +74,20 @@ describe("the workers' binary warm-up", () => {
       rmSync(mixed, { recursive: true, force: true });
     }
   }, 60_000);
+
+  it("is known before the workers start when a local directory's log begins as a binary one (serve looks first)", async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'binary-warmup-'));
+    try {
+      expect(await holdsBinaryLog(join(dir, 'missing'))).toBe(null);
+      await writeRandomLog({ events: conversation(6), batches: [{ size: 3, format: 'jsonl' }] }, { dataDir: dir, id: 'j' });
+      // Only a yes is an answer: a JSONL directory is left to the catalog.
+      expect(await holdsBinaryLog(dir)).toBe(null);
+      await writeRandomLog({ events: conversation(6), batches: [{ size: 3, format: 'binary' }] }, { dataDir: dir, id: 'b' });
+      expect(await holdsBinaryLog(dir)).toBe(true);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
 
   it('keeps the first answer a pool was given', async () => {
     const pool = startPagePool({ workers: 1, warmUp: { jit: false } });
