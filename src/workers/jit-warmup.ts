@@ -223,12 +223,21 @@ function generalizeKeyChecks(): void {
   }
 }
 
-/** Rounds over a log's tasks when V8 cannot say whether the decode loop is optimized (each phase: JSONL, then binary). */
-const ROUNDS = 7;
+/**
+ * Passes over a log (a round is one pass over each log in it) when V8 cannot say whether the
+ * decode loop is optimized: seven rounds over three logs, as before the binary logs became
+ * optional, so a JSONL-only warm-up does as much decoding in more, shorter rounds.
+ */
+const PASSES = 21;
 /** Rounds before asking: the first gathers the loop's feedback over every frame shape, and V8 marks the loop for optimization only after feedback stable for a while. */
 const MIN_ROUNDS = 2;
-/** Rounds at most when V8 says, and the wall-time bounds of each phase (a worker still starts on a machine so loaded that a round takes seconds). */
-const MAX_ROUNDS = 12;
+/**
+ * Passes at most when V8 says (twelve rounds over three logs: a loaded machine's helper threads
+ * may leave the loop marked but not yet compiled for a while, and twelve JSONL-only rounds, a third
+ * of the work, ended before its compile did in a test run at load 8), and the wall-time bounds of
+ * each phase (a worker still starts on a machine so loaded that a round takes seconds).
+ */
+const MAX_PASSES = 36;
 const BUDGET_MS = 1000;
 const GUIDED_BUDGET_MS = 3000;
 
@@ -294,8 +303,9 @@ async function roundsUntilOptimized(work: { bytes: Buffer; tasks: SliceTask[] }[
   let guided = tier() !== null;
   const budget = budgetMs ?? (guided ? GUIDED_BUDGET_MS : BUDGET_MS);
   let rounds = 0;
+  let passes = 0;
   let ask = MIN_ROUNDS;
-  while ((guided ? rounds < MAX_ROUNDS : rounds < ROUNDS) && performance.now() - t0 < budget) {
+  while ((guided ? passes < MAX_PASSES : passes < PASSES) && performance.now() - t0 < budget) {
     if (beforeRound()) ask = rounds + MIN_ROUNDS;
     if (guided && rounds >= ask) {
       const t = tier();
@@ -308,6 +318,7 @@ async function roundsUntilOptimized(work: { bytes: Buffer; tasks: SliceTask[] }[
     }
     for (const w of work) for (const t of w.tasks) decode(t, w.bytes);
     rounds++;
+    passes += work.length;
   }
   return rounds;
 }
