@@ -24,7 +24,7 @@ import { PageService } from './store/page-service.js';
 import { SessionViews, type SessionView } from './store/session-views.js';
 import { Subscriptions } from './store/subscriptions.js';
 import { SessionWriters } from './store/writers.js';
-import type { PagePool } from './worker-pool.js';
+import { decideBinaryWarmUp, type PagePool } from './worker-pool.js';
 import { startPagePool } from './store/start-pool.js';
 import { SmallSlicePool } from './small-slice-pool.js';
 import { InlinePool } from './inline-pool.js';
@@ -67,6 +67,8 @@ export class PagerStore implements Store {
 
   /** Whether close() ends the pool (not when it was lent by another store). */
   private readonly ownsPool: boolean;
+  /** The worker pool this store started or was handed to start with (its workers wait for decideWarmUp's answer); null for a borrowed or in-thread one. */
+  private warmingPool: PagePool | null = null;
 
   /**
    * `pool`: another store's, for a store that only borrows it (the page-path
@@ -75,6 +77,7 @@ export class PagerStore implements Store {
    */
   private workerPool(opts: StoreOptions): PagePool {
     const pool = opts.startedPool ?? startPagePool(opts);
+    this.warmingPool = pool;
     const inline = opts.inlineSliceBytes ?? DEFAULT_INLINE_SLICE_BYTES;
     // A page is alone while no other is being built and at most one client is connected (setClientCount).
     return inline > 0 ? new SmallSlicePool(pool, inline, () => this.pages.inFlight <= 1 && this.clients() <= 1) : pool;
@@ -118,6 +121,25 @@ export class PagerStore implements Store {
     this.remote = bus === null ? null : new RemoteAppends(bus, (id) => this.nextSeq(id), refresh);
     this.polls = new StatPollWatchers(this.storage, opts.statPollMs);
     this.backstopPolls = new StatPollWatchers(this.storage, opts.watchPollMs ?? DEFAULT_WATCH_POLL_MS);
+  }
+
+  /**
+   * Answer the workers' "warm the binary path too?" (worker-pool.ts decideBinaryWarmUp): yes
+   * when this store writes binary or its catalog holds a binary session, else JSONL only; yes
+   * when the catalog cannot be listed. Not awaited by openStore: the workers ask only once their
+   * JSONL warm-up is done, by when a local catalog has long been listed.
+   */
+  decideWarmUp(opts: StoreOptions): Promise<void> {
+    const pool = this.warmingPool;
+    if (pool === null) return Promise.resolve();
+    if (opts.warmUp?.binary !== undefined || opts.format === 'binary') {
+      decideBinaryWarmUp(pool, opts.warmUp?.binary ?? true);
+      return Promise.resolve();
+    }
+    return this.list().then(
+      (catalog) => decideBinaryWarmUp(pool, catalog.some((e) => e.format === 'binary')),
+      () => decideBinaryWarmUp(pool, true),
+    );
   }
 
   async list(): Promise<CatalogEntry[]> {
@@ -339,6 +361,7 @@ async function finishOpen(store: PagerStore, opts: StoreOptions): Promise<PagerS
       await store.storage.ensureFolder(INDEX);
       await store.recoverWriters();
     }
+    void store.decideWarmUp(opts);
   } catch (err) {
     await store.close().catch(() => undefined); // its pool and bus connections would keep the process alive
     throw err;

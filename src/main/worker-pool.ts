@@ -28,6 +28,11 @@ export interface PoolOptions {
   jitBudgetMs?: number;
   /** Sections shorter than this are left to the main thread to compress (workers/slice-compress.ts). */
   minCodedSection?: number;
+  /**
+   * Whether the JIT warm-up also warms the binary path (jit-warmup.ts). Unset: each worker,
+   * its JSONL warm-up done, waits for decideBinaryWarmUp (the store answers from its catalog).
+   */
+  binaryWarmUp?: boolean;
 }
 
 /** What every worker is started with (piscina's workerData). */
@@ -35,6 +40,35 @@ export interface PageWorkerData {
   jitWarmUp: boolean;
   jitBudgetMs?: number;
   minCodedSection?: number;
+  /** Shared with the pool: 0 not decided yet, 1 JSONL only, 2 binary too (decideBinaryWarmUp). */
+  binaryWarmUp: Int32Array;
+}
+
+const UNDECIDED = 0;
+const JSONL_ONLY = 1;
+const WITH_BINARY = 2;
+
+/** Each pool's shared answer to its workers' "warm the binary path too?". */
+const binaryAnswers = new WeakMap<PagePool, Int32Array>();
+
+/** What `pool`'s workers were told (decideBinaryWarmUp): null for a pool that is not a worker pool. */
+export function binaryWarmUpAnswer(pool: PagePool): 'undecided' | 'jsonl' | 'binary' | null {
+  const answer = binaryAnswers.get(pool);
+  if (answer === undefined) return null;
+  const a = Atomics.load(answer, 0);
+  return a === UNDECIDED ? 'undecided' : a === JSONL_ONLY ? 'jsonl' : 'binary';
+}
+
+/**
+ * Tell `pool`'s workers whether to warm the binary path (the store's catalog holds a binary
+ * session, or its writer writes binary). The first answer holds; a pool that was told at its
+ * creation (PoolOptions.binaryWarmUp) or that is not a worker pool ignores it.
+ */
+export function decideBinaryWarmUp(pool: PagePool, binary: boolean): void {
+  const answer = binaryAnswers.get(pool);
+  if (answer === undefined || Atomics.load(answer, 0) !== UNDECIDED) return;
+  Atomics.store(answer, 0, binary ? WITH_BINARY : JSONL_ONLY);
+  Atomics.notify(answer, 0);
 }
 
 /**
@@ -60,6 +94,8 @@ export function createPagePool(opts: PoolOptions = {}): PagePool {
   const threads = Math.max(1, opts.threads ?? Math.min(availableParallelism(), 8));
   // V8 takes a third of the young generation bound for each semi-space.
   startWorkersAtFullSize(WORKER_YOUNG_GENERATION_MB / 3);
+  const binaryAnswer = new Int32Array(new SharedArrayBuffer(4));
+  if (opts.binaryWarmUp !== undefined) binaryAnswer[0] = opts.binaryWarmUp ? WITH_BINARY : JSONL_ONLY;
   const create = (execArgv: string[]) =>
     new Piscina<SliceTask | CompressTask | SliceBatch, SliceResult | BatchResult>({
       filename: WORKER_FILE,
@@ -67,7 +103,7 @@ export function createPagePool(opts: PoolOptions = {}): PagePool {
       maxThreads: threads,
       idleTimeout: 24 * 60 * 60 * 1000,
       maxQueue: opts.maxQueue ?? threads * 64,
-      workerData: { jitWarmUp: opts.jitWarmUp ?? true, ...(opts.jitBudgetMs === undefined ? {} : { jitBudgetMs: opts.jitBudgetMs }), ...(opts.minCodedSection === undefined ? {} : { minCodedSection: opts.minCodedSection }) } satisfies PageWorkerData,
+      workerData: { jitWarmUp: opts.jitWarmUp ?? true, ...(opts.jitBudgetMs === undefined ? {} : { jitBudgetMs: opts.jitBudgetMs }), ...(opts.minCodedSection === undefined ? {} : { minCodedSection: opts.minCodedSection }), binaryWarmUp: binaryAnswer } satisfies PageWorkerData,
       // A small young generation (semi-spaces of 2 MB: V8 takes a third of this each).
       // V8 grew a worker's to its limit during the JIT warm-up and never shrank it:
       // with 32 MB, 16 MB of empty young generation stayed resident in each idle
@@ -98,6 +134,7 @@ export function createPagePool(opts: PoolOptions = {}): PagePool {
   for (const t of pool.threads) t.once('online', isolateStarted);
   // Small slices queued behind busy workers go to them in batches (slice-batches.ts).
   const batches = new SliceBatches(pool);
+  binaryAnswers.set(batches, binaryAnswer);
   // Settled once each thread is online, or failed to start (the warm-up says why, not this).
   started.set(batches, Promise.all(pool.threads.map((t) => new Promise<void>((resolve) => ['online', 'error', 'exit'].forEach((e) => t.once(e, () => resolve()))))).then(() => undefined));
   return batches;

@@ -144,9 +144,23 @@ function projections(bytes: Buffer, lengths: number[]): { crcs: Uint8Array; meta
 const BINARY_ROWS = 200;
 const ROW_MEMBERS = 6;
 
-/** Frames of the synthetic log in both encodings (binary also from the small seq base), with the tasks that decode them whole and cut. */
+/**
+ * Frames of the synthetic log in both encodings (binary also from the small seq base), with the
+ * tasks that decode them whole and cut: JSONL first, then binary (warmUpJit warms them in that
+ * order, the binary ones only when the store has binary sessions).
+ */
 export function warmupWork(): { bytes: Buffer; tasks: SliceTask[] }[] {
-  return [...workFrom(SEQ_BASE, ['jsonl', 'binary']), ...workFrom(SMALL_SEQ_BASE, ['binary'])];
+  return [...jsonlWork(), ...binaryWork()];
+}
+
+/** The JSONL log's work: every store's sessions are written so (the writer's default format). */
+export function jsonlWork(): { bytes: Buffer; tasks: SliceTask[] }[] {
+  return workFrom(SEQ_BASE, ['jsonl']);
+}
+
+/** The binary logs' work (from both seq bases): only a store with binary sessions needs it. */
+export function binaryWork(): { bytes: Buffer; tasks: SliceTask[] }[] {
+  return [...workFrom(SEQ_BASE, ['binary']), ...workFrom(SMALL_SEQ_BASE, ['binary'])];
 }
 
 function workFrom(seqBase: number, encodings: readonly ('jsonl' | 'binary')[]): { bytes: Buffer; tasks: SliceTask[] }[] {
@@ -209,12 +223,21 @@ function generalizeKeyChecks(): void {
   }
 }
 
-/** Rounds over the synthetic logs when V8 cannot say whether the decode loop is optimized: seven over three logs (JSONL, binary, binary from small seqs) cost what ten over two did. */
-const ROUNDS = 7;
+/**
+ * Passes over a log (a round is one pass over each log in it) when V8 cannot say whether the
+ * decode loop is optimized: seven rounds over three logs, as before the binary logs became
+ * optional, so a JSONL-only warm-up does as much decoding in more, shorter rounds.
+ */
+const PASSES = 21;
 /** Rounds before asking: the first gathers the loop's feedback over every frame shape, and V8 marks the loop for optimization only after feedback stable for a while. */
 const MIN_ROUNDS = 2;
-/** Rounds at most when V8 says, and the wall-time bounds (a worker still starts on a machine so loaded that a round takes seconds). */
-const MAX_ROUNDS = 12;
+/**
+ * Passes at most when V8 says (twelve rounds over three logs: a loaded machine's helper threads
+ * may leave the loop marked but not yet compiled for a while, and twelve JSONL-only rounds, a third
+ * of the work, ended before its compile did in a test run at load 8), and the wall-time bounds of
+ * each phase (a worker still starts on a machine so loaded that a round takes seconds).
+ */
+const MAX_PASSES = 36;
 const BUDGET_MS = 1000;
 const GUIDED_BUDGET_MS = 3000;
 
@@ -222,21 +245,69 @@ const pause = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve,
 
 /**
  * Decode the synthetic logs until the page path's functions are optimized:
- * round by round until `tier` (V8's answer for the decode loop,
- * optimization-status.ts) says the loop runs optimized code, pausing while
- * its compile runs on a helper thread (another round would only compete
- * with it for the CPU). Without an answer, a fixed number of rounds. Both
- * within `budgetMs` of wall time. Returns the rounds run.
+ * the JSONL log, and the binary logs when `binary` says the store has binary
+ * sessions (`binary(false)`: the answer if there is one yet, else null;
+ * `binary(true)`: waits for it). An answer given before a round adds the
+ * binary logs to the rounds; one given only after them, a second phase. Each phase runs round by round until
+ * `tier` (V8's answer for the decode loop, optimization-status.ts) says the
+ * loop runs optimized code, pausing while its compile runs on a helper
+ * thread (another round would only compete with it for the CPU); without an
+ * answer, a fixed number of rounds; within `budgetMs` of wall time.
+ * Returns the rounds run (both phases).
+ *
+ * Why two phases and the second only on demand: the binary logs were two of
+ * the three logs every round decoded, and with their own scanners and
+ * transcoder (msgpackToJson, binaryFrame, the binary row writers) compiled
+ * on V8's helper threads they were about half of a start's CPU before ready
+ * (~1 s of 2.9 s) and ~0.5 s of its wall time, in every start, for stores
+ * that hold no binary session (docs/benchmarks.md, "start (ninth session)").
+ * A second phase deoptimizes the loop once (the first binary frame takes a
+ * branch its code never saw) and runs until V8 has compiled it again, now
+ * with both formats' feedback: that costs more than binary logs in the rounds
+ * from the start (measured), so an answer known early is used early.
  */
-export async function warmUpJit(decode: (task: SliceTask, bytes: Buffer) => unknown, tier: () => Tier | null = () => null, budgetMs?: number, tierOfHelper?: (f: (...args: never[]) => unknown) => Tier | null): Promise<number> {
+export async function warmUpJit(decode: (task: SliceTask, bytes: Buffer) => unknown, tier: () => Tier | null = () => null, budgetMs?: number, tierOfHelper?: (f: (...args: never[]) => unknown) => Tier | null, binary: (wait: boolean) => boolean | null = () => true): Promise<number> {
   generalizeKeyChecks();
-  const work = warmupWork();
+  const jsonl = jsonlWork();
+  // Known before a round (a store that writes binary, the demo, an operator's setting, or a
+  // catalog listed by then): the binary logs join the rounds, so one compile of the loop has
+  // both formats' feedback, as when every worker warmed both.
+  let withBinary = false;
+  const work = [...jsonl];
+  const join = () => {
+    if (withBinary || binary(false) !== true) return false;
+    withBinary = true;
+    work.push(...binaryWork());
+    return true;
+  };
+  let rounds = await roundsUntilOptimized(work, decode, tier, budgetMs, join);
+  // (A caller that gave the loop a wall-time bound of its own gives the helpers the same.)
+  if (tierOfHelper !== undefined) await warmUpHelpers(jsonl[0] as { bytes: Buffer; tasks: SliceTask[] }, tierOfHelper, budgetMs ?? HELPER_BUDGET_MS);
+  if (!withBinary) {
+    // Told only now, or not at all: asked (and waited for) once.
+    if (binary(true) !== true) return rounds;
+    rounds += await roundsUntilOptimized(binaryWork(), decode, tier, budgetMs);
+  }
+  if (tierOfHelper !== undefined) await warmUpBinaryRows(decode, tierOfHelper, budgetMs ?? HELPER_BUDGET_MS);
+  return rounds;
+}
+
+/**
+ * Rounds over `work` until V8 says the loop is optimized (or the fixed rounds without an
+ * answer), within the budget. `beforeRound` may add to `work` (and says so): the loop is then
+ * asked about only after MIN_ROUNDS more, so code compiled from the feedback before is not
+ * taken for the end (its first new frame deoptimizes it).
+ */
+async function roundsUntilOptimized(work: { bytes: Buffer; tasks: SliceTask[] }[], decode: (task: SliceTask, bytes: Buffer) => unknown, tier: () => Tier | null, budgetMs: number | undefined, beforeRound: () => boolean = () => false): Promise<number> {
   const t0 = performance.now();
   let guided = tier() !== null;
   const budget = budgetMs ?? (guided ? GUIDED_BUDGET_MS : BUDGET_MS);
   let rounds = 0;
-  while ((guided ? rounds < MAX_ROUNDS : rounds < ROUNDS) && performance.now() - t0 < budget) {
-    if (guided && rounds >= MIN_ROUNDS) {
+  let passes = 0;
+  let ask = MIN_ROUNDS;
+  while ((guided ? passes < MAX_PASSES : passes < PASSES) && performance.now() - t0 < budget) {
+    if (beforeRound()) ask = rounds + MIN_ROUNDS;
+    if (guided && rounds >= ask) {
       const t = tier();
       if (t === 'optimized') break;
       if (t === 'compiling') {
@@ -247,10 +318,8 @@ export async function warmUpJit(decode: (task: SliceTask, bytes: Buffer) => unkn
     }
     for (const w of work) for (const t of w.tasks) decode(t, w.bytes);
     rounds++;
+    passes += work.length;
   }
-  // (A caller that gave the loop a wall-time bound of its own gives the helpers the same.)
-  if (tierOfHelper !== undefined) await warmUpHelpers(work[0] as { bytes: Buffer; tasks: SliceTask[] }, tierOfHelper, budgetMs ?? HELPER_BUDGET_MS);
-  if (tierOfHelper !== undefined) await warmUpBinaryRows(decode, tierOfHelper, budgetMs ?? HELPER_BUDGET_MS);
   return rounds;
 }
 

@@ -252,6 +252,24 @@ export function decodeSlice(task: SliceTask, bytes: Buffer, readMs = 0, into: En
   return enc.finish(readMs, resultArena, out);
 }
 
+/**
+ * Whether to warm the binary path: `flag` is the pool's shared answer (0 not yet given, 1
+ * JSONL only, 2 binary too; worker-pool.ts); null while there is none and `wait` is false. Not
+ * given within BINARY_ANSWER_WAIT_MS (a store still listing a large catalog, a pool nobody
+ * answers for): yes, as every worker did before.
+ */
+function needsBinary(flag: Int32Array | undefined, wait: boolean): boolean | null {
+  if (flag === undefined) return true;
+  if (Atomics.load(flag, 0) === 0) {
+    if (!wait) return null;
+    Atomics.wait(flag, 0, 0, BINARY_ANSWER_WAIT_MS);
+  }
+  return Atomics.load(flag, 0) !== 1;
+}
+
+/** How long a worker whose JSONL warm-up is done waits for the store's answer (it serves nothing meanwhile: it is not yet online). */
+const BINARY_ANSWER_WAIT_MS = 2000;
+
 // Optimize the hot decode path before the first real task (see jit-warmup.ts).
 // Piscina starts the worker by loading this module, so this runs at pool start, not per page.
 // First detach one ArrayBuffer, as every task's Piscina.move() will: V8 drops all
@@ -265,7 +283,7 @@ export function decodeSlice(task: SliceTask, bytes: Buffer, readMs = 0, into: En
 // pool says so (StoreOptions.warmUp.jit); never when this module is loaded outside a pool.
 // The warm-up's arena is then let go: idle, it held ~5 MB a worker, and a big first page needs a larger one anyway;
 // and its garbage is collected now, not when the old generation next reaches its limit (full-gc.ts).
-const started = workerData as { jitWarmUp?: boolean; jitBudgetMs?: number } | undefined;
+const started = workerData as { jitWarmUp?: boolean; jitBudgetMs?: number; binaryWarmUp?: Int32Array } | undefined;
 if (started?.jitWarmUp === true) {
   // Loaded only here: the warm-up's synthetic logs come from the generator and the writer's
   // encoders, modules a thread that never warms up (the main thread's small slices, the one-shot
@@ -273,7 +291,10 @@ if (started?.jitWarmUp === true) {
   const { warmUpJit } = await import('./jit-warmup.js');
   // Until V8 says the decode loop runs optimized code (optimization-status.ts), not a fixed number of rounds.
   // Then the small per-frame methods it calls without inlining (jit-warmup.ts warmUpHelpers).
-  await warmUpJit(decodeInArena, () => tierOf(decodeSlice), started.jitBudgetMs, tierOf);
+  // The binary logs only when the store has binary sessions: the pool's answer (worker-pool.ts
+  // decideBinaryWarmUp), looked at before each round, waited for once the JSONL rounds are
+  // done, and taken as yes when none comes.
+  await warmUpJit(decodeInArena, () => tierOf(decodeSlice), started.jitBudgetMs, tierOf, (wait) => needsBinary(started.binaryWarmUp, wait));
   dropArena();
   collectGarbage();
   heapCollected();

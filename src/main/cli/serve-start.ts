@@ -25,6 +25,7 @@ import { warmUpFromEnv, type StoreOptions } from '../store/options.js';
 import type { PagePool } from '../worker-pool.js';
 import { CliError, Progress } from './common.js';
 import { storageFromFlag } from './store-flag.js';
+import { holdsBinaryLog } from '../store/binary-logs.js';
 
 /** Where the token came from: only a token the server made (`demo`) may be printed. */
 export type TokenSource = 'flag' | 'env' | 'demo' | null;
@@ -134,7 +135,12 @@ export async function startServe(cfg: ServeConfig, extra: ServerOptions = {}, ou
   // up while this thread loads and builds the app (~0.6 s) instead of after it. This thread waits
   // only until their isolates exist (milliseconds): each new isolate resets the young generation's
   // growth factor, and the app's loading must run with the hold in force (young-generation.ts).
-  const storeOptions = { workers: cfg.workers, ...inlineSliceFromEnv(process.env), warmUp: warmUpFromEnv(process.env) } satisfies StoreOptions;
+  // The demo corpus holds a binary session and may be written only after the store has opened
+  // (its catalog then empty): its workers warm the binary path whatever the catalog says.
+  // A local directory that holds a binary log says so now, before the workers start
+  // (store/binary-logs.ts); else the store answers them from its catalog once open.
+  const binaryLog = cfg.demo || cfg.store !== undefined || process.env.SESSION_PAGER_BINARY_WARMUP !== undefined ? null : await holdsBinaryLog(cfg.dataDir);
+  const storeOptions = { workers: cfg.workers, ...inlineSliceFromEnv(process.env), warmUp: warmUpFromEnv(process.env, cfg.demo || binaryLog === true ? { binary: true } : {}) } satisfies StoreOptions;
   let pool: PagePool | null = null;
   try {
     const { startPagePool } = await import('../store/start-pool.js');

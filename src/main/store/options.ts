@@ -16,6 +16,11 @@ export interface WarmUpOptions {
   jitBudgetMs?: number;
   /** `store.warmUp()` also serves a generated session's pages through the whole page path (warmup/page-path-warmup.ts). */
   pagePath?: boolean;
+  /**
+   * The workers' JIT warm-up also warms the binary path (binary frames, MessagePack to JSON).
+   * Unset: when the store's writer writes binary or its catalog holds a binary session at open.
+   */
+  binary?: boolean;
 }
 
 export interface StoreOptions {
@@ -148,13 +153,15 @@ export const DEFAULT_PAGE_CACHE_BYTES = 64 * 1024 * 1024;
 export const DEFAULT_DECODE_BUDGET_BYTES = 8 * 1024 * 1024;
 export const DEFAULT_WRITER_IDLE_MS = 60_000;
 
-/** The environment variables the CLI honours for the warm-ups (README): `SESSION_PAGER_JIT_WARMUP=0`, `SESSION_PAGER_PAGE_WARMUP=0`. */
+/** The environment variables the CLI honours for the warm-ups (README): `SESSION_PAGER_JIT_WARMUP=0`, `SESSION_PAGER_PAGE_WARMUP=0`, `SESSION_PAGER_BINARY_WARMUP=0|1`. */
 export function warmUpFromEnv(env: NodeJS.ProcessEnv, defaults: WarmUpOptions = {}): WarmUpOptions {
   const flag = (v: string | undefined, dflt: boolean | undefined) => (v === undefined ? dflt : v !== '0');
   const out: WarmUpOptions = {};
   const jit = flag(env.SESSION_PAGER_JIT_WARMUP, defaults.jit);
   const pagePath = flag(env.SESSION_PAGER_PAGE_WARMUP, defaults.pagePath);
+  const binary = flag(env.SESSION_PAGER_BINARY_WARMUP, defaults.binary);
   if (jit !== undefined) out.jit = jit;
   if (pagePath !== undefined) out.pagePath = pagePath;
+  if (binary !== undefined) out.binary = binary;
   return out;
 }

@@ -17,6 +17,8 @@ export function startPagePool(opts: StoreOptions): PagePool {
     threads: opts.workers,
     maxQueue: opts.maxQueue,
     jitWarmUp: opts.warmUp?.jit ?? true,
+    // Known now when set or when the writer writes binary; else the store answers from its catalog (store.ts).
+    ...(opts.warmUp?.binary !== undefined ? { binaryWarmUp: opts.warmUp.binary } : opts.format === 'binary' ? { binaryWarmUp: true } : {}),
     ...(opts.warmUp?.jitBudgetMs === undefined ? {} : { jitBudgetMs: opts.warmUp.jitBudgetMs }),
     ...(opts.minCodedSection === undefined ? {} : { minCodedSection: opts.minCodedSection }),
   });
