@@ -119,7 +119,7 @@ describe('store warm-up', () => {
       return out;
     };
     try {
-      await snapshotPagePath(join(dir, 'session.bin'), copy);
+      await snapshotPagePath({ file: join(dir, 'session.bin'), dir: copy });
       const made = files(copy);
       expect([...made.keys()].some((k) => k.endsWith('warmup.events'))).toBe(true);
       const kinds: string[] = [];
@@ -271,7 +271,7 @@ describe('store warm-up', () => {
       }
     };
     try {
-      await snapshotPagePath(file);
+      await snapshotPagePath({ file, dir: join(dir, 'data') });
       const loaded = await preparePagePath(file);
       const written = await preparePagePath(join(dir, 'missing.bin'));
       const [a, b] = [await objects(loaded), await objects(written)];

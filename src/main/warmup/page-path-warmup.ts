@@ -77,9 +77,10 @@ export async function preparePagePath(snapshot: string = SNAPSHOT_PATH): Promise
 
 /**
  * The session written as preparePagePath would, saved to `file` and as the data directory `dir`
- * (scripts/warmup-snapshot.mjs, run by `npm run build`).
+ * (scripts/warmup-snapshot.mjs, run by `npm run build`). Given together: a caller that names
+ * its own file cannot write the build's directory (or, run from src/, one beside the source) by default.
  */
-export async function snapshotPagePath(file: string = SNAPSHOT_PATH, dir: string = SNAPSHOT_DIR): Promise<void> {
+export async function snapshotPagePath({ file, dir }: { file: string; dir: string } = { file: SNAPSHOT_PATH, dir: SNAPSHOT_DIR }): Promise<void> {
   const storage = new MemoryBackend();
   await writeSession(storage);
   await writeSnapshot(file, storage, 'sessions', SESSION);
