@@ -62,10 +62,12 @@ describe('npm pack', () => {
 
   it('ships nothing in dist that is not built from src (no stale or test-only files)', () => {
     // Made by `npm run build` from src's code, not compiled from a file of its own: the page-path
-    // warm-up's session (src/main/warmup/session-snapshot.ts), which serve loads instead of generating it.
-    const built = ['dist/main/warmup/page-path-session.bin'];
+    // warm-up's session (src/main/warmup/session-snapshot.ts), which serve loads instead of generating it,
+    // and the same session as a data directory, which the warm-up reads through the local backend.
+    const built = ['dist/main/warmup/page-path-session.bin', 'dist/main/warmup/page-path-data/plan.json', 'dist/main/warmup/page-path-data/sessions/warmup.events'];
+    const builtDir = 'dist/main/warmup/page-path-data/';
     expect(packed).toEqual(expect.arrayContaining(built));
-    const stray = packed.filter((p) => p.startsWith('dist/') && !built.includes(p)).filter((p) => {
+    const stray = packed.filter((p) => p.startsWith('dist/') && !built.includes(p) && !p.startsWith(builtDir)).filter((p) => {
       const base = p.slice('dist/'.length).replace(/\.d\.ts$|\.js$/, '');
       return !existsSync(join(root, 'src', `${base}.ts`));
     });

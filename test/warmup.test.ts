@@ -5,13 +5,13 @@
  * the temporary directory, no session anywhere, no reference to its data.
  */
 import { execFileSync, spawnSync } from 'node:child_process';
-import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { openStore } from '../src/main/store.js';
-import { preparePagePath, snapshotPagePath, warmUpPagePath, type WarmupStore } from '../src/main/warmup/page-path-warmup.js';
+import { preparePagePath, snapshotPagePath, warmUpLocalPages, warmUpPagePath, type WarmupStore } from '../src/main/warmup/page-path-warmup.js';
 import type { StorageBackend } from '../src/storage/backend.js';
 import { warmUpPlanner } from '../src/main/warmup/planner-warmup.js';
 import { objectsUnder } from '../src/main/warmup/session-snapshot.js';
@@ -100,6 +100,55 @@ describe('store warm-up', () => {
     } finally {
       await store.close();
       rmSync(store.dataDir, { recursive: true, force: true });
+    }
+  }, 60_000);
+
+  it("serves pages once more from the build's copy of the session through the local backend, reading only; not from a copy made for another plan, or none", async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'warmup-snapshot-'));
+    const copy = join(dir, 'data');
+    const dataDir = mkdtempSync(join(tmpdir(), 'warmup-data-'));
+    // Every file of the copy with its bytes and times: a start must leave them as the build did.
+    const files = (at: string): Map<string, string> => {
+      const out = new Map<string, string>();
+      for (const f of readdirSync(at, { recursive: true, withFileTypes: true })) {
+        if (!f.isFile()) continue;
+        const path = join(f.parentPath, f.name);
+        const s = statSync(path);
+        out.set(path, `${readFileSync(path).toString('base64')} ${s.mtimeMs} ${s.ctimeMs} ${s.ino}`);
+      }
+      return out;
+    };
+    try {
+      await snapshotPagePath({ file: join(dir, 'session.bin'), dir: copy });
+      const made = files(copy);
+      expect([...made.keys()].some((k) => k.endsWith('warmup.events'))).toBe(true);
+      const kinds: string[] = [];
+      const bodies: number[] = [];
+      const open = async (storage: StorageBackend): Promise<WarmupStore> => {
+        kinds.push(storage.kind);
+        const own = await openStore({ dataDir, storage, workers: 2, warmUp: { jit: false } });
+        return {
+          pageBuffer: async (id, params) => {
+            const page = await own.pageBuffer(id, params);
+            bodies.push(page.body.length);
+            return page;
+          },
+          close: () => own.close(),
+        };
+      };
+      expect(await warmUpLocalPages(open, copy)).toBe(true);
+      expect(kinds).toEqual(['local']);
+      expect(bodies.length).toBeGreaterThanOrEqual(2);
+      for (const n of bodies) expect(n).toBeGreaterThan(100);
+      expect(files(copy)).toEqual(made);
+      // Made from another plan (a stale build), or missing: nothing is served.
+      writeFileSync(join(copy, 'plan.json'), readFileSync(join(copy, 'plan.json'), 'utf8').replace('"seed":5', '"seed":6'));
+      expect(await warmUpLocalPages(open, copy)).toBe(false);
+      expect(await warmUpLocalPages(open, join(dir, 'missing'))).toBe(false);
+      expect(kinds).toEqual(['local']);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+      rmSync(dataDir, { recursive: true, force: true });
     }
   }, 60_000);
 
@@ -222,7 +271,7 @@ describe('store warm-up', () => {
       }
     };
     try {
-      await snapshotPagePath(file);
+      await snapshotPagePath({ file, dir: join(dir, 'data') });
       const loaded = await preparePagePath(file);
       const written = await preparePagePath(join(dir, 'missing.bin'));
       const [a, b] = [await objects(loaded), await objects(written)];

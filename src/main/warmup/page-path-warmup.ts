@@ -17,7 +17,8 @@
 import type { StorageBackend } from '../../storage/backend.js';
 import { MemoryBackend } from '../../storage/memory/memory-backend.js';
 import type { PageParams } from '../core/types.js';
-import { loadSnapshot, SNAPSHOT_PATH, writeSnapshot } from './session-snapshot.js';
+import { LocalBackend } from '../../storage/local/local-backend.js';
+import { loadSnapshot, SNAPSHOT_DIR, SNAPSHOT_PATH, snapshotDirFor, writeSnapshot, writeSnapshotDir } from './session-snapshot.js';
 
 export interface WarmupStore {
   pageBuffer(id: string, params: PageParams): Promise<unknown>;
@@ -74,11 +75,16 @@ export async function preparePagePath(snapshot: string = SNAPSHOT_PATH): Promise
   return storage;
 }
 
-/** The session written as preparePagePath would, saved to `file` (scripts/warmup-snapshot.mjs, run by `npm run build`). */
-export async function snapshotPagePath(file: string = SNAPSHOT_PATH): Promise<void> {
+/**
+ * The session written as preparePagePath would, saved to `file` and as the data directory `dir`
+ * (scripts/warmup-snapshot.mjs, run by `npm run build`). Given together: a caller that names
+ * its own file cannot write the build's directory (or, run from src/, one beside the source) by default.
+ */
+export async function snapshotPagePath({ file, dir }: { file: string; dir: string } = { file: SNAPSHOT_PATH, dir: SNAPSHOT_DIR }): Promise<void> {
   const storage = new MemoryBackend();
   await writeSession(storage);
   await writeSnapshot(file, storage, 'sessions', SESSION);
+  await writeSnapshotDir(dir, storage, 'sessions', SESSION);
 }
 
 /** `open`: a store over `storage` (from preparePagePath) that borrows the serving store's pool; the session is removed after. */
@@ -91,4 +97,24 @@ export async function warmUpPagePath(open: (storage: StorageBackend) => Promise<
     await store?.close();
     await storage.removeAll('sessions');
   }
+}
+
+/**
+ * The local backend's share of the warm-up: the session's tail and a short page served once
+ * more, now from the build's data directory `dir` (read only: nothing is written at start)
+ * through a store over the local backend. The pages above came from memory, so without this
+ * the local backend's code (stat, readers, positional reads, the kept readers' checks, the
+ * workers' reads by path) ran for the first time on the first real page: ~0.6 ms of its view
+ * and plan on this thread (docs/benchmarks.md, issue 13, "tail (ninth session)"). False when
+ * `dir` holds no session made from this plan (a build without it): nothing was served.
+ */
+export async function warmUpLocalPages(open: (storage: StorageBackend) => Promise<WarmupStore>, dir: string = SNAPSHOT_DIR): Promise<boolean> {
+  if (!(await snapshotDirFor(dir, SESSION))) return false;
+  const store = await open(new LocalBackend(dir));
+  try {
+    for (const params of [{}, { maxMessages: 3 }, {}]) await store.pageBuffer(SESSION.id, params);
+  } finally {
+    await store.close();
+  }
+  return true;
 }

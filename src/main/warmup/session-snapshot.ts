@@ -33,6 +33,15 @@ interface Header {
 /** Where `npm run build` puts the snapshot: beside this module in dist/. */
 export const SNAPSHOT_PATH = fileURLToPath(new URL('./page-path-session.bin', import.meta.url));
 
+/**
+ * The same objects as files of a data directory, also written by the build:
+ * a starting server serves one page of the session from here, read only,
+ * through the local backend (page-path-warmup.ts, warmUpLocalPages).
+ */
+export const SNAPSHOT_DIR = fileURLToPath(new URL('./page-path-data', import.meta.url));
+/** In SNAPSHOT_DIR: the plan its session was made from (a directory from another build's plan is not used). */
+const PLAN_FILE = 'plan.json';
+
 /** The file itself, through the storage seam (keys are paths). */
 const files = new LocalBackend();
 
@@ -90,4 +99,22 @@ export async function loadSnapshot(file: string, storage: StorageBackend, plan: 
     at += n;
   }
   return true;
+}
+
+/** Write the objects under `prefix` of `storage`, made from `plan`, as the files of data directory `dir` (emptied first). */
+export async function writeSnapshotDir(dir: string, storage: StorageBackend, prefix: string, plan: unknown): Promise<void> {
+  const target = new LocalBackend(dir);
+  await target.removeAll(prefix);
+  for (const [key, bytes] of await objectsUnder(storage, prefix)) await target.replace(key, bytes);
+  await target.replace(PLAN_FILE, Buffer.from(JSON.stringify(plan)));
+}
+
+/** Whether `dir` holds the snapshot's objects made from `plan` (writeSnapshotDir): only reads. */
+export async function snapshotDirFor(dir: string, plan: unknown): Promise<boolean> {
+  try {
+    const made = await new LocalBackend(dir).readAll(PLAN_FILE);
+    return made !== null && made.toString('utf8') === JSON.stringify(plan);
+  } catch {
+    return false;
+  }
 }

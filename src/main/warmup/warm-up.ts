@@ -9,14 +9,16 @@
  *    backend;
  * 3. when `pagePath`: that session's pages are served through the whole
  *    page path, by a second store over that backend borrowing the pool
- *    (page-path-warmup.ts), and the planner is warmed once more.
+ *    (page-path-warmup.ts), then three once more from the build's
+ *    read-only copy of the session through the local backend, and the
+ *    planner is warmed once more.
  * All the while this thread's young generation is kept from growing
  * (young-generation.ts).
  */
 import type { StorageBackend } from '../../storage/backend.js';
 import { runSlice, type PagePool } from '../worker-pool.js';
 import { sliceTask } from '../../workers/slice-protocol.js';
-import { preparePagePath, warmUpPagePath, type WarmupStore } from './page-path-warmup.js';
+import { preparePagePath, warmUpLocalPages, warmUpPagePath, type WarmupStore } from './page-path-warmup.js';
 import { holdYoungGeneration, releaseYoungGeneration } from '../young-generation.js';
 import { warmUpPlanner } from './planner-warmup.js';
 import { collectGarbage } from '../../workers/full-gc.js';
@@ -66,6 +68,8 @@ async function warmUp(plan: WarmUpPlan): Promise<void> {
   try {
     if ('err' in session) throw session.err;
     await warmUpPagePath(plan.openStore, session.storage);
+    // And the local backend's code, read only from the build's copy of the session.
+    await warmUpLocalPages(plan.openStore);
   } catch (err) {
     // Only an optimization: serve without it (first pages slower), but say so.
     process.emitWarning(`page-path warm-up skipped: ${(err as Error).message}`, 'SessionPagerWarning');
