@@ -13,6 +13,8 @@ import { describe, expect, it } from 'vitest';
 import { openStore } from '../src/main/store.js';
 import { startPagePool } from '../src/main/store/start-pool.js';
 import { holdsBinaryLog } from '../src/main/store/binary-logs.js';
+import { LocalBackend } from '../src/storage/local/local-backend.js';
+import { MemoryBackend } from '../src/storage/memory/memory-backend.js';
 import { binaryWarmUpAnswer, decideBinaryWarmUp, type PagePool } from '../src/main/worker-pool.js';
 import { warmUpJit } from '../src/workers/jit-warmup.js';
 import type { SliceTask } from '../src/workers/slice-protocol.js';
@@ -78,15 +80,24 @@ describe("the workers' binary warm-up", () => {
   it("is known before the workers start when a local directory's log begins as a binary one (serve looks first)", async () => {
     const dir = mkdtempSync(join(tmpdir(), 'binary-warmup-'));
     try {
-      expect(await holdsBinaryLog(join(dir, 'missing'))).toBe(null);
+      expect(await holdsBinaryLog(new LocalBackend(join(dir, 'missing')))).toBe(null);
       await writeRandomLog({ events: conversation(6), batches: [{ size: 3, format: 'jsonl' }] }, { dataDir: dir, id: 'j' });
       // Only a yes is an answer: a JSONL directory is left to the catalog.
-      expect(await holdsBinaryLog(dir)).toBe(null);
+      expect(await holdsBinaryLog(new LocalBackend(dir))).toBe(null);
       await writeRandomLog({ events: conversation(6), batches: [{ size: 3, format: 'binary' }] }, { dataDir: dir, id: 'b' });
-      expect(await holdsBinaryLog(dir)).toBe(true);
+      expect(await holdsBinaryLog(new LocalBackend(dir))).toBe(true);
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }
+  });
+
+  it('reads the logs through the storage seam, whatever the backend', async () => {
+    const memory = new MemoryBackend();
+    expect(await holdsBinaryLog(memory)).toBe(null);
+    await memory.createExclusive('sessions/j.events', Buffer.from('{"type":"session"}\n'));
+    expect(await holdsBinaryLog(memory)).toBe(null);
+    await memory.createExclusive('sessions/b.events', Buffer.from('SPF2'));
+    expect(await holdsBinaryLog(memory)).toBe(true);
   });
 
   it('keeps the first answer a pool was given', async () => {

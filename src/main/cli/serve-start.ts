@@ -26,6 +26,7 @@ import type { PagePool } from '../worker-pool.js';
 import { CliError, Progress } from './common.js';
 import { storageFromFlag } from './store-flag.js';
 import { holdsBinaryLog } from '../store/binary-logs.js';
+import { LocalBackend } from '../../storage/local/local-backend.js';
 
 /** Where the token came from: only a token the server made (`demo`) may be printed. */
 export type TokenSource = 'flag' | 'env' | 'demo' | null;
@@ -139,7 +140,7 @@ export async function startServe(cfg: ServeConfig, extra: ServerOptions = {}, ou
   // (its catalog then empty): its workers warm the binary path whatever the catalog says.
   // A local directory that holds a binary log says so now, before the workers start
   // (store/binary-logs.ts); else the store answers them from its catalog once open.
-  const binaryLog = cfg.demo || cfg.store !== undefined || process.env.SESSION_PAGER_BINARY_WARMUP !== undefined ? null : await holdsBinaryLog(cfg.dataDir);
+  const binaryLog = cfg.demo || cfg.store !== undefined || process.env.SESSION_PAGER_BINARY_WARMUP !== undefined ? null : await holdsBinaryLog(new LocalBackend(cfg.dataDir));
   const storeOptions = { workers: cfg.workers, ...inlineSliceFromEnv(process.env), warmUp: warmUpFromEnv(process.env, cfg.demo || binaryLog === true ? { binary: true } : {}) } satisfies StoreOptions;
   let pool: PagePool | null = null;
   try {

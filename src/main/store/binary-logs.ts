@@ -1,5 +1,5 @@
 /**
- * Whether a local data directory holds a binary session, looked at before
+ * Whether a store holds a binary session, looked at before
  * the page workers start (`serve`), so their JIT warm-up can decode the
  * binary logs in its rounds from the first (workers/jit-warmup.ts): told
  * only by the store's catalog, which `serve` lists after loading the app,
@@ -12,36 +12,31 @@
  * log that switched to binary frames after a JSONL header is found by the
  * catalog later (store.ts decideWarmUp), and a directory with more logs
  * than MAX_LOGS, or one that cannot be read, is left to the catalog too.
+ * Read through the storage seam like every other read (a ranged read of one
+ * byte a log); `serve` asks it only of a local directory, where it is cheap.
  */
-import { open, readdir } from 'node:fs/promises';
-import { join } from 'node:path';
+import type { StorageBackend } from '../../storage/backend.js';
 import { EVENTS_SUFFIX, SESSIONS } from '../../storage/layout.js';
 
-/** Logs looked at, at most (one open and a one-byte read each: ~0.1 ms). */
+/** Logs looked at, at most (one one-byte ranged read each: ~0.1 ms locally). */
 const MAX_LOGS = 256;
 const MAGIC0 = 0x53; // 'S' of SPF2
 
-/** True when some log under `dataDir` begins as a binary log; null when not found (or not looked). */
-export async function holdsBinaryLog(dataDir: string): Promise<true | null> {
+/** True when some log in `storage` begins as a binary log; null when not found (or not looked). */
+export async function holdsBinaryLog(storage: StorageBackend): Promise<true | null> {
   let names: string[];
   try {
-    names = (await readdir(join(dataDir, SESSIONS))).filter((n) => n.endsWith(EVENTS_SUFFIX));
+    names = (await storage.list(SESSIONS)).filter((n) => n.endsWith(EVENTS_SUFFIX));
   } catch {
     return null;
   }
   if (names.length > MAX_LOGS) return null;
-  const byte = Buffer.alloc(1);
   for (const name of names) {
     try {
-      const fh = await open(join(dataDir, SESSIONS, name), 'r');
-      try {
-        const { bytesRead } = await fh.read(byte, 0, 1, 0);
-        if (bytesRead === 1 && byte[0] === MAGIC0) return true;
-      } finally {
-        await fh.close();
-      }
+      const first = await storage.read(`${SESSIONS}/${name}`, 0, 1);
+      if (first !== null && first.length === 1 && first[0] === MAGIC0) return true;
     } catch {
-      // Gone or unreadable: the catalog will say.
+      // Unreadable: the catalog will say.
     }
   }
   return null;
