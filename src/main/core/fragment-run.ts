@@ -166,3 +166,17 @@ export class RecordList {
     return this.empty;
   }
 }
+
+/**
+ * One instance of each class above, kept alive on purpose. V8 holds the
+ * hidden classes an instance goes through as its constructor adds fields
+ * only weakly: when none is alive at a full collection (every few hundred
+ * pages under load) they die, and the optimized code that embeds them
+ * (piecesToBuffer, writeTo, the assembler, the page build they are inlined
+ * into) is thrown away and compiled again ("reason: weak objects" in
+ * --trace-deopt). Their fields keep one representation (arrays, small
+ * integers, booleans), so instances made later share these classes.
+ * Exported so that it stays alive: a module constant nothing reads is a
+ * local of the module's top-level code, gone once the module has run.
+ */
+export const KEPT_SHAPES: readonly object[] = [new PieceWriter([]), new RecordList()];

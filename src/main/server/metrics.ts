@@ -15,6 +15,7 @@ import type { Readiness } from './readiness.js';
 import type { Admission } from './admission.js';
 import { globalPlugin } from './plugin.js';
 import { isWarmupRequest } from './route-warmup.js';
+import { lastAnswered } from './shape-keepers.js';
 
 // By require(), not import (cjs.ts says why).
 const prom = requireCjs('prom-client') as typeof import('prom-client');
@@ -187,6 +188,9 @@ export const metricsPlugin = globalPlugin('session-pager-metrics', async (app: F
     done();
   });
   app.addHook('onResponse', (request: FastifyRequest, reply: FastifyReply, done: () => void) => {
+    // Kept until the next one for the hidden classes of its objects (shape-keepers.ts).
+    lastAnswered.request = request;
+    lastAnswered.reply = reply;
     if (isWarmupRequest(request)) return done();
     const facts = request.pager ?? { bytes0: 0 };
     const route = routeOf(request);

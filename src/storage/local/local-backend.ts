@@ -17,6 +17,25 @@ import { takePidLease } from './pid-lease.js';
 const fdatasyncP = promisify(fdatasync);
 const fsyncP = promisify(fsync);
 
+/**
+ * The last Stats the read paths got, kept alive on purpose. V8 holds the
+ * hidden classes a Stats object goes through as its constructor fills it in
+ * (one per field) only weakly; when no Stats object is alive at a full
+ * collection they die, and every optimized function that embeds them (Node's
+ * Stats constructor, statSync, fstatSync, our stat and stamp...) is thrown
+ * away ("reason: weak objects" in --trace-deopt) and compiled again: under
+ * load, after every full collection. One live Stats keeps them. The last
+ * one rather than one made at start-up: it has the classes in use now, even
+ * if a field's representation changed since.
+ */
+const statsShape: { last?: Stats } = {};
+
+/** `s`, kept as statsShape.last. */
+function kept(s: Stats): Stats {
+  statsShape.last = s;
+  return s;
+}
+
 function objectStat(s: Stats): ObjectStat {
   // Inode and birth time: a file made anew (even at a reused inode) is another incarnation.
   return { size: s.size, mtimeMs: s.mtimeMs, version: `${s.size}:${s.mtimeMs}:${s.ino}`, incarnation: `${s.ino}:${s.birthtimeMs}` };
@@ -74,7 +93,7 @@ class LocalReader implements RandomReader {
    */
   async unchanged(): Promise<boolean> {
     if (this.ctimeMs === null) return false;
-    const s = fstatSync(this.fd);
+    const s = kept(fstatSync(this.fd));
     return s.nlink > 0 && s.size === this.size && s.ctimeMs === this.ctimeMs;
   }
 }
@@ -208,14 +227,14 @@ export class LocalBackend implements StorageBackend {
 
   async stat(key: string): Promise<ObjectStat | null> {
     const s = statSync(this.path(key), { throwIfNoEntry: false });
-    return s === undefined ? null : objectStat(s);
+    return s === undefined ? null : objectStat(kept(s));
   }
 
   async openReader(key: string, size?: number): Promise<RandomReader> {
     const fd = openSync(this.path(key), 'r');
     try {
       if (size !== undefined) return new LocalReader(fd, size, null);
-      const s = fstatSync(fd);
+      const s = kept(fstatSync(fd));
       return new LocalReader(fd, s.size, s.ctimeMs);
     } catch (err) {
       closeSync(fd);
