@@ -25,9 +25,5 @@ export const HASH = createHash('sha256');
  */
 export const MICROTASK = Object.assign(new AsyncResource('Microtask', { requireManualDestroy: true }), { callback: () => undefined });
 
-/** An AbortController and its signal, as fastify's request.signal makes one a page request. */
-export const ABORT = new AbortController();
-export const ABORT_SIGNAL: AbortSignal = ABORT.signal;
-
 /** The last request answered and its reply (and through them Node's request, response and socket): set by the metrics hook. */
 export const lastAnswered: { request?: FastifyRequest; reply?: FastifyReply } = {};
