@@ -76,5 +76,6 @@ async function warmUp(plan: WarmUpPlan): Promise<void> {
   }
   // Real entries generalized some of the planner's object shapes, which discarded its
   // optimized code: optimize it again, now for every shape, before the first real page.
-  await warmUpPlanner();
+  // planPage only, asked after one round (planner-warmup.ts WATCHED_AGAIN).
+  await warmUpPlanner(30, false, undefined, true);
 }
