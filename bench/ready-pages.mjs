@@ -21,11 +21,10 @@
 // Then per variant: medians of ready and CPU, and of each page at ready and settled, and their
 // ratio (at ready / settled): 1.0 is a ready that is honest.
 // Run measurements at normal priority, one at a time (BRIEF: bench.lock).
-import { spawn } from 'node:child_process';
 import { readdirSync, readFileSync } from 'node:fs';
 import { loadavg } from 'node:os';
 import { parseScriptArgs } from './args.mjs';
-import { getOnce } from './servers.mjs';
+import { getOnce, launchServe } from './servers.mjs';
 
 const { values } = parseScriptArgs(import.meta.url, {
   options: { variants: { type: 'string' }, data: { type: 'string', default: '/tmp/session-pager-bench' }, starts: { type: 'string', default: '6' }, settle: { type: 'string', default: '30' } },
@@ -59,21 +58,7 @@ const measured = (bytes, seqs) => [
 ];
 
 async function one(v, port) {
-  const t0 = performance.now();
-  const child = spawn(`${v.root}/bin/session-pager.js`, ['serve', '--data', values.data, '--port', String(port), '--workers', '2', '--log-level', 'warn'], { stdio: ['ignore', 'ignore', 'pipe'], env: { ...process.env, ...v.env } });
-  let err = '';
-  child.stderr.on('data', (d) => (err += d));
-  const deadline = t0 + 60_000;
-  const waitFor = async (path, every) => {
-    for (;;) {
-      if (performance.now() > deadline) {
-        child.kill('SIGKILL');
-        throw new Error(`no 200 from ${path} within 60 s: ${err}`);
-      }
-      if ((await getOnce(port, path)).status === 200) return Math.round(performance.now() - t0);
-      await sleep(every);
-    }
-  };
+  const { child, waitFor } = launchServe(v.root, values.data, port, v.env);
   const listen = await waitFor('/livez', 2);
   const ready = await waitFor('/readyz', 5);
   const cpuReady = cpuMs(readFileSync(`/proc/${child.pid}/stat`, 'utf8'));

@@ -130,6 +130,31 @@ export function linkedDataDir(dataDir, ids, dest) {
 }
 
 /** One GET on a fresh connection: status, bytes, ms from the request's start to the last byte. */
+/**
+ * A fresh `session-pager serve` of the checkout `checkout` on `port`, started as a command (its
+ * shebang), as a user's `session-pager` is: the launcher's own work is measured too.
+ * `waitFor(path, everyMs)` polls until `path` answers 200 and resolves to the milliseconds since
+ * launch; after 60 s it kills the server and throws with what it printed on stderr.
+ */
+export function launchServe(checkout, dataDir, port, env = {}) {
+  const t0 = performance.now();
+  const child = spawn(`${checkout}/bin/session-pager.js`, ['serve', '--data', dataDir, '--port', String(port), '--workers', '2', '--log-level', 'warn'], { stdio: ['ignore', 'ignore', 'pipe'], env: { ...process.env, ...env } });
+  let err = '';
+  child.stderr.on('data', (d) => (err += d));
+  const deadline = t0 + 60_000;
+  const waitFor = async (path, every) => {
+    for (;;) {
+      if (performance.now() > deadline) {
+        child.kill('SIGKILL');
+        throw new Error(`no 200 from ${path} within 60 s: ${err}`);
+      }
+      if ((await getOnce(port, path)).status === 200) return Math.round(performance.now() - t0);
+      await new Promise((r) => setTimeout(r, every));
+    }
+  };
+  return { child, waitFor };
+}
+
 export function getOnce(port, path, headers = {}) {
   return new Promise((res) => {
     const t0 = performance.now();

@@ -13,13 +13,12 @@
 //   early) and again after the idle reading (page: ms to the last byte), then peak (VmHWM)
 //   and the RSS 0.5 s later (after).
 // Run measurements at normal priority, one at a time (BRIEF: bench.lock).
-import { spawn } from 'node:child_process';
 import { mkdirSync, readdirSync, readFileSync } from 'node:fs';
 import { loadavg } from 'node:os';
 import { dirname, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseScriptArgs } from './args.mjs';
-import { getOnce } from './servers.mjs';
+import { getOnce, launchServe } from './servers.mjs';
 import { rssByMapping } from './smaps.mjs';
 
 const here = resolve(dirname(fileURLToPath(import.meta.url)), '..');
@@ -46,22 +45,7 @@ function smaps(pid) {
 let port = 18_000 + Math.floor(Math.random() * 2000);
 for (let run = 0; run < Number(values.runs); run++) {
   port++;
-  const t0 = performance.now();
-  // Started as a command (its shebang), as a user's `session-pager` is: the launcher's own work is measured too.
-  const child = spawn(`${root}/bin/session-pager.js`, ['serve', '--data', data, '--port', String(port), '--workers', '2', '--log-level', 'warn'], { stdio: ['ignore', 'ignore', 'pipe'] });
-  let err = '';
-  child.stderr.on('data', (d) => (err += d));
-  const deadline = t0 + 60_000;
-  const waitFor = async (path, every) => {
-    for (;;) {
-      if (performance.now() > deadline) {
-        child.kill('SIGKILL');
-        throw new Error(`no 200 from ${path} within 60 s: ${err}`);
-      }
-      if ((await get(port, path)).status === 200) return Math.round(performance.now() - t0);
-      await sleep(every);
-    }
-  };
+  const { child, waitFor } = launchServe(root, data, port);
   const listen = await waitFor('/livez', 2);
   const early = pageId ? get(port, `/v1/sessions/${pageId}/page`, { 'accept-encoding': 'identity' }) : null;
   const ready = await waitFor('/readyz', 5);
