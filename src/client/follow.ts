@@ -17,7 +17,6 @@
 import type { Page, SessionEvent } from '../main/core/types.js';
 import { validateEvent } from '../main/core/chunk-codec.js';
 import { RecordError } from '../main/core/errors.js';
-import type { SessionPagerClient } from './client.js';
 import { sleep } from './sleep.js';
 import { place } from './continuity.js';
 import { ClientError, errorFromResponse } from './errors.js';
@@ -71,6 +70,18 @@ class Reconnect {
   ) {}
 }
 
+/**
+ * What a Follower needs of its client (client.ts's SessionPagerClient is
+ * one): the session's address, authorized requests, and pages to read a
+ * missed range from. Named here so follow.ts does not import client.ts,
+ * which imports it.
+ */
+export interface FollowSource {
+  sessionUrl(id: string, tail?: string): string;
+  rawFetch(url: string, init?: RequestInit): Promise<Response>;
+  readRange(id: string, from: number, to: number, q?: { maxMessages?: number }, o?: { signal?: AbortSignal }): Promise<SessionEvent[]>;
+}
+
 export class Follower implements AsyncIterable<FollowItem> {
   readonly stats: FollowStats = { connects: 0, reconnects: 0, duplicates: 0, gaps: 0, repairedEvents: 0, delivered: 0 };
   /** The next seq the reader needs (undefined before the snapshot). */
@@ -81,7 +92,7 @@ export class Follower implements AsyncIterable<FollowItem> {
   private started = false;
 
   constructor(
-    private readonly client: SessionPagerClient,
+    private readonly client: FollowSource,
     readonly sessionId: string,
     private readonly opts: FollowOptions = {},
   ) {

@@ -11,7 +11,7 @@
  * opens a store and asks no page does not load them.
  */
 import type { CompressTask, SliceResult, SliceTask } from '../workers/slice-protocol.js';
-import type { PagePool } from './worker-pool.js';
+import type { PagePool } from './page-pool.js';
 
 type RunTask = (task: SliceTask | CompressTask) => SliceResult;
 

@@ -18,7 +18,7 @@
  * queue was: shedding and overload answers see the same figures.
  */
 import type { BatchResult, CompressTask, SliceBatch, SliceResult, SliceTask } from '../workers/slice-protocol.js';
-import type { PagePool } from './worker-pool.js';
+import type { PagePool } from './page-pool.js';
 
 /** The piscina pool of page workers (worker-pool.ts's PagePool), which also takes batches. */
 export interface BatchingPool extends Omit<PagePool, 'run'> {

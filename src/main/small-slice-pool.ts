@@ -27,7 +27,7 @@
  * ones without the page-path warm-up.
  */
 import type { CompressTask, SliceResult, SliceTask } from '../workers/slice-protocol.js';
-import type { PagePool } from './worker-pool.js';
+import type { PagePool } from './page-pool.js';
 
 type RunTask = (task: SliceTask | CompressTask) => SliceResult;
 

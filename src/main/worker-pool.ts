@@ -12,6 +12,9 @@ import { isolateStarted, startWorkersAtFullSize } from './young-generation.js';
 import { refusedFlags, workerExecArgv } from './worker-exec-argv.js';
 import type { BatchResult, CompressTask, SliceBatch, SliceResult, SliceTask } from '../workers/slice-protocol.js';
 import { SliceBatches } from './slice-batches.js';
+import type { PagePool } from './page-pool.js';
+
+export type { PagePool } from './page-pool.js';
 
 /** Both src/main and dist/main sit two levels under the package root, so this resolves the built worker from either. */
 export const WORKER_FILE = fileURLToPath(new URL('../../dist/workers/page-task.js', import.meta.url));
@@ -69,22 +72,6 @@ export function decideBinaryWarmUp(pool: PagePool, binary: boolean): void {
   if (answer === undefined || Atomics.load(answer, 0) !== UNDECIDED) return;
   Atomics.store(answer, 0, binary ? WITH_BINARY : JSONL_ONLY);
   Atomics.notify(answer, 0);
-}
-
-/**
- * What the store needs of a pool: a piscina pool of page workers, or the
- * in-thread one of a one-shot command (inline-pool.ts), which decodes on
- * the calling thread because starting a worker costs more than it saves
- * on one page.
- */
-export interface PagePool {
-  readonly options: { readonly maxThreads: number; readonly maxQueue: number };
-  readonly queueSize: number;
-  readonly utilization: number;
-  readonly completed: number;
-  readonly threads: readonly { readonly threadId: number }[];
-  run(task: SliceTask | CompressTask, opts: { transferList?: ArrayBuffer[] }): Promise<SliceResult>;
-  close(): Promise<void>;
 }
 
 export function createPagePool(opts: PoolOptions = {}): PagePool {

@@ -22,7 +22,7 @@ import { resolveOptions, type ServerOptions } from '../server/options.js';
 import { Readiness } from '../server/readiness.js';
 import type { Store } from '../store-types.js';
 import { warmUpFromEnv, type StoreOptions } from '../store/options.js';
-import type { PagePool } from '../worker-pool.js';
+import type { PagePool } from '../page-pool.js';
 import { CliError, Progress } from './common.js';
 import { storageFromFlag } from './store-flag.js';
 import { holdsBinaryLog } from '../store/binary-logs.js';

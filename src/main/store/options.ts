@@ -6,7 +6,7 @@
 import type { StorageBackend } from '../../storage/backend.js';
 import type { FrameEncoding } from '../../streams/frame-codec.js';
 import type { AppendBus } from './append-bus.js';
-import type { PagePool } from '../worker-pool.js';
+import type { PagePool } from '../page-pool.js';
 
 /** The warm-ups a store runs (docs/architecture.md, "Worker pool"); both default on. */
 export interface WarmUpOptions {
