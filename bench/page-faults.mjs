@@ -53,7 +53,8 @@ if (process.argv[2] === '--child') {
     if (release === 'release') pb.release?.();
     let all = 0;
     for (const [tid, n] of f1) all += n - (f0.get(tid) ?? 0);
-    pages.push({ ms, main: f1.get(main) - f0.get(main), all, assemble: pb.timing?.assemble ?? null, bytes: pb.body.length });
+    const tm = pb.timing ?? {};
+    pages.push({ ms, main: f1.get(main) - f0.get(main), all, plan: tm.plan, read: tm.read, decode: tm.decode, pool: tm.pool, assemble: tm.assemble ?? null, bytes: pb.body.length });
   }
   await store.close();
   process.stdout.write(JSON.stringify({ pages, maxRssMB: process.resourceUsage().maxRSS / 1024 }) + '\n');
@@ -112,6 +113,10 @@ for (const [k, b] of builds.entries()) {
   row('main-thread faults', 'main', 0);
   row('all threads\' faults', 'all', 0);
   row('ms', 'ms', 2);
+  row('plan ms', 'plan', 2);
+  row('read ms (slowest slice)', 'read', 2);
+  row('decode ms (slowest slice)', 'decode', 2);
+  row('pool ms', 'pool', 2);
   row('assemble ms', 'assemble', 2);
   // page-ab's warm figure: the median of pages 6-10 (third of five), per run, then the median over runs.
   const warm = got[k].map((g) => median(g.pages.slice(5, 10).map((p) => p.ms)));

@@ -16,10 +16,15 @@
  * emptied after `idleMs` without a page, so an idle server keeps none.
  */
 
-/** Bodies below this size come from Buffer.allocUnsafe as before (below glibc's default threshold, and cheap to fault). */
-export const BODY_POOL_MIN_BYTES = 256 * 1024;
-/** Released bodies kept for reuse at most. */
-const MAX_FREE = 2;
+/**
+ * Bodies below this size come from Buffer.allocUnsafe as before. `serve`'s launcher has glibc map
+ * every buffer from 64 KiB on afresh (bin/session-pager.js), so from there a body written into
+ * fresh memory is every body not taken from here (a typical 50-message page is ~170 KB).
+ */
+export const BODY_POOL_MIN_BYTES = 64 * 1024;
+/** Released bodies kept for reuse at most (pages built at once each hold one), and their bytes. */
+const MAX_FREE = 4;
+const MAX_FREE_BYTES = 32 * 1024 * 1024;
 /** A free buffer is used for a body of at least this share of its size (so a small page does not pin a large one). */
 const MIN_FILL = 0.5;
 /** New buffers get this much room beyond the body (a session's tail page grows a little with each append). */
@@ -84,8 +89,8 @@ export class BodyPool {
       return;
     }
     this.holders.delete(ab);
-    if (this.free.length >= MAX_FREE) this.free.shift();
     this.free.push(ab);
+    while (this.free.length > MAX_FREE || this.freeBytes > MAX_FREE_BYTES) this.free.shift();
     this.idle.refresh();
   }
 
