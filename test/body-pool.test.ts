@@ -77,7 +77,7 @@ describe('page bodies in a store', () => {
   beforeAll(async () => {
     ts = await tempStore(1);
     await seedSession(ts.store, 'c', 1200, 300);
-    // Every body pooled (the default starts at 64 KiB); one store without the prepared-page cache.
+    // Every body pooled (the default starts at 256 KiB); one store without the prepared-page cache.
     cached = await openStore({ dataDir: ts.dir, workers: 1, bodyPoolMinBytes: 1 });
     uncached = await openStore({ dataDir: ts.dir, workers: 1, bodyPoolMinBytes: 1, pageCacheBytes: 0 });
   });

@@ -17,11 +17,11 @@
  */
 
 /**
- * Bodies below this size come from Buffer.allocUnsafe as before. `serve`'s launcher has glibc map
- * every buffer from 64 KiB on afresh (bin/session-pager.js), so from there a body written into
- * fresh memory is every body not taken from here (a typical 50-message page is ~170 KB).
+ * Bodies below this size come from Buffer.allocUnsafe as before. From 64 KiB (where `serve`'s
+ * launcher has glibc map every buffer afresh) typical 50-message pages (~170 KB, of varied sizes)
+ * came here too, and were no faster over HTTP, with more faults on a server's first pages.
  */
-export const BODY_POOL_MIN_BYTES = 64 * 1024;
+export const BODY_POOL_MIN_BYTES = 256 * 1024;
 /** Released bodies kept for reuse at most (pages built at once each hold one), and their bytes. */
 const MAX_FREE = 4;
 const MAX_FREE_BYTES = 32 * 1024 * 1024;

@@ -64,7 +64,7 @@ export interface StoreOptions {
   pageCacheBytes?: number;
   /**
    * Page bodies of at least this many bytes are built into memory used again once every holder
-   * has released it (`PageBuffer.release`; default BODY_POOL_MIN_BYTES, 64 KiB). Tests set it low.
+   * has released it (`PageBuffer.release`; default BODY_POOL_MIN_BYTES, 256 KiB). Tests set it low.
    */
   bodyPoolMinBytes?: number;
   /**
