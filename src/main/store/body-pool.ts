@@ -46,6 +46,7 @@ export class BodyPool {
     private readonly minBytes = BODY_POOL_MIN_BYTES,
     idleMs = 2000,
   ) {
+    // Idle: no body released for idleMs (each release starts the wait again).
     this.idle = setTimeout(() => {
       this.free.length = 0;
     }, idleMs);

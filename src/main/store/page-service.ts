@@ -66,8 +66,8 @@ export interface PageServiceOptions {
   inPlaceBytes: number;
   pageCacheBytes: number;
   decodeBudgetBytes: number;
-  /** Bodies of at least this many bytes are built into reusable memory (body-pool.ts; tests set it low). */
-  bodyPoolMinBytes?: number;
+  /** Large bodies built into reusable memory (body-pool.ts; StoreOptions.bodyPool). */
+  bodyPool?: { minBytes?: number; idleMs?: number };
 }
 
 export class PageService {
@@ -101,7 +101,7 @@ export class PageService {
     this.splitCost = opts.splitCost;
     this.inPlaceBytes = opts.inPlaceBytes;
     this.source = sourceString(storage.workerSource);
-    this.bodies = new BodyPool(opts.bodyPoolMinBytes);
+    this.bodies = new BodyPool(opts.bodyPool?.minBytes, opts.bodyPool?.idleMs);
     // The cache holds the body of each page it keeps: its memory is not used again until evicted.
     this.pageCache = new PageCache(opts.pageCacheBytes, undefined, undefined, (page) => this.bodies.release(page.body));
     this.budget = new DecodeBudget(opts.decodeBudgetBytes);
