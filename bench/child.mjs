@@ -44,6 +44,9 @@ if (mode === 'reference') {
   out.toSeq = pb.toSeq;
   out.frames = pb.frames;
   out.frameBytes = pb.frameBytes;
+  // Done with the page, as the server is once its response is written (PageBuffer.release: its
+  // body's memory may take a later page; a build without it has nothing to release).
+  pb.release?.();
   // Peak RSS of a process that served this one page: the pager's figure, taken where the
   // reference's is (after its page), before the floor read below adds a buffer of the frames' size.
   out.maxRssPageMB = rssMB();
@@ -67,6 +70,7 @@ if (mode === 'reference') {
     const t = performance.now();
     const p = await store.pageBuffer(id, params);
     again.push({ ms: performance.now() - t, timing: p.timing });
+    p.release?.();
   }
   const settled = again.slice(5).sort((a, b) => a.ms - b.ms);
   out.warmMs = settled[2].ms;

@@ -46,6 +46,8 @@ export class PageCache {
     private readonly maxEntryBytes = Math.floor(maxBytes / 4),
     /** How many keys of pages built once are remembered. */
     private readonly seenKeys = 4096,
+    /** Told of each page it stops keeping (the page service counts the cache as a holder of the body: body-pool.ts). */
+    private readonly onEvict: (page: PageBuffer) => void = () => {},
   ) {}
 
   get size(): number {
@@ -65,14 +67,15 @@ export class PageCache {
     return hit.page;
   }
 
-  /** A page just built; `newest`: it is its session's newest page. */
-  set(key: string, page: PageBuffer, newest = false): void {
+  /** A page just built; `newest`: it is its session's newest page. Whether it was kept (it may be evicted at once, onEvict says so). */
+  set(key: string, page: PageBuffer, newest = false): boolean {
     const n = pageBytes(page);
-    if (this.maxBytes <= 0 || n > this.maxEntryBytes || this.entries.has(key)) return;
-    if (!newest && !this.seenBefore(key)) return;
+    if (this.maxBytes <= 0 || n > this.maxEntryBytes || this.entries.has(key)) return false;
+    if (!newest && !this.seenBefore(key)) return false;
     this.entries.set(key, { page, bytes: n });
     this.bytes += n;
     this.evict();
+    return true;
   }
 
   /** A compressed form of the page kept under `key` (when that is still `page`), counted in the budget. */
@@ -92,6 +95,7 @@ export class PageCache {
       if (this.bytes <= this.maxBytes) break;
       this.entries.delete(k);
       this.bytes -= v.bytes;
+      this.onEvict(v.page);
     }
   }
 

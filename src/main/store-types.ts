@@ -57,6 +57,12 @@ export interface PageBuffer {
   forms?: Map<PageEncoding, Buffer>;
   /** The body in the coding it was asked in (pageBuffer's `coding`), when one was. */
   encoded?: { encoding: PageEncoding; body: Buffer };
+  /**
+   * The caller is done with `body` (nothing reads it any more: its socket write has finished):
+   * the store may build a later page into the same memory. Optional; once per page returned
+   * (later calls do nothing); a page never released is left to the collector like any buffer.
+   */
+  release?: () => void;
 }
 
 /** Milliseconds per phase of one page (the slowest worker's for read and decode: slices run in parallel). */

@@ -112,6 +112,7 @@ export class PagerStore implements Store {
       inPlaceBytes: opts.inPlaceBytes ?? DEFAULT_IN_PLACE_BYTES,
       pageCacheBytes: opts.pageCacheBytes ?? DEFAULT_PAGE_CACHE_BYTES,
       decodeBudgetBytes: opts.decodeBudgetBytes ?? DEFAULT_DECODE_BUDGET_BYTES,
+      ...(opts.bodyPool !== undefined ? { bodyPool: opts.bodyPool } : {}),
     });
     this.watchers = new ChangeWatchers(opts.watchPollMs);
     this.watchFiles = opts.watchFiles ?? true;

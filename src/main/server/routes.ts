@@ -140,6 +140,11 @@ export async function routes(app: FastifyInstance, o: RoutesOptions): Promise<vo
     }
     // Built in that coding: gzip and zstd by the page workers as they build its slices; kept with the prepared page.
     const pb = await store.pageBuffer(id, params, request.signal, encoding === null ? undefined : { encoding, levels: o.opts.compression }, version);
+    // The body's memory may take a later page only once the response is done with it: 'close'
+    // comes after the socket's last write has completed (or been cancelled with the socket). A
+    // response already closed (the client left, a timeout answered) never releases: the body is
+    // then the collector's, which is always safe.
+    if (pb.release !== undefined && !reply.raw.destroyed && !reply.raw.writableFinished) reply.raw.once('close', pb.release);
     if (reply.sent) return reply; // timed out or the client went away meanwhile
     const events = pb.toSeq - pb.fromSeq;
     if (request.pager) request.pager.page = { fromSeq: pb.fromSeq, toSeq: pb.toSeq, events, bytes: pb.body.length, frames: pb.frames };

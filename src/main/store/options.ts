@@ -63,6 +63,12 @@ export interface StoreOptions {
   /** Bytes of prepared pages kept for repeated requests (default 64 MiB; 0 turns it off). */
   pageCacheBytes?: number;
   /**
+   * Page bodies of at least `minBytes` are built into memory used again once every holder has
+   * released it (`PageBuffer.release`; default BODY_POOL_MIN_BYTES, 256 KiB); released memory is
+   * let go after `idleMs` without a page (default 2000). Tests set them.
+   */
+  bodyPool?: { minBytes?: number; idleMs?: number };
+  /**
    * Stored bytes of the pages being built at once (default
    * DEFAULT_DECODE_BUDGET_BYTES): a page past it waits for room, one page is
    * always let in (store/decode-budget.ts).

@@ -30,7 +30,8 @@ import { DecodeBudget } from './decode-budget.js';
 import { KeptReaders } from './kept-readers.js';
 import type { PageBuffer, PageVersion } from '../store-types.js';
 import { runCompress, runSlice, type PagePool } from '../worker-pool.js';
-import { piecesToBuffer } from '../core/fragment-run.js';
+import { PieceWriter } from '../core/fragment-run.js';
+import { BodyPool } from './body-pool.js';
 import { codedPage, joinCodedPieces, workerCoding } from '../coded-page.js';
 import { compressBody, levelFor, type OutputCoding, type PageEncoding } from '../page-coding.js';
 import type { CodedPiece } from '../../streams/gzip-members.js';
@@ -65,6 +66,8 @@ export interface PageServiceOptions {
   inPlaceBytes: number;
   pageCacheBytes: number;
   decodeBudgetBytes: number;
+  /** Large bodies built into reusable memory (body-pool.ts; StoreOptions.bodyPool). */
+  bodyPool?: { minBytes?: number; idleMs?: number };
 }
 
 export class PageService {
@@ -74,6 +77,8 @@ export class PageService {
   /** How workers reach this store's logs (a task field; '' when slices are read here and handed over). */
   private readonly source: string;
   private readonly pageCache: PageCache;
+  /** Memory for large bodies, used again once released by every holder (body-pool.ts). */
+  readonly bodies: BodyPool;
   /** Stored bytes of the pages being built at once (decode-budget.ts). */
   readonly budget: DecodeBudget;
   /** Consumed result buffers, handed back to workers as arenas (see recycle). */
@@ -96,7 +101,9 @@ export class PageService {
     this.splitCost = opts.splitCost;
     this.inPlaceBytes = opts.inPlaceBytes;
     this.source = sourceString(storage.workerSource);
-    this.pageCache = new PageCache(opts.pageCacheBytes);
+    this.bodies = new BodyPool(opts.bodyPool?.minBytes, opts.bodyPool?.idleMs);
+    // The cache holds the body of each page it keeps: its memory is not used again until evicted.
+    this.pageCache = new PageCache(opts.pageCacheBytes, undefined, undefined, (page) => this.bodies.release(page.body));
     this.budget = new DecodeBudget(opts.decodeBudgetBytes);
     this.indexTrust = new IndexTrust(storage);
     this.readers = new KeptReaders(storage);
@@ -353,14 +360,14 @@ export class PageService {
     const hit = key === null ? undefined : this.pageCache.get(key);
     if (hit !== undefined) {
       this.pagesServed++;
-      if (coding === undefined) return hit;
+      if (coding === undefined) return this.handOut(hit);
       let form = hit.forms?.get(coding.encoding);
       if (form === undefined) {
         // Prepared in another coding (or none): compressed now, on the pool, and kept with it.
         form = await this.encodeBody(hit.body, coding);
         this.pageCache.addForm(key as string, hit, coding.encoding, form);
       }
-      return { ...hit, encoded: { encoding: coding.encoding, body: form } };
+      return this.handOut(hit, { encoding: coding.encoding, body: form });
     }
     const t0 = performance.now();
     let plan = await this.planResolved(view, r, true, hint);
@@ -398,7 +405,10 @@ export class PageService {
       }
       t2 = performance.now();
       const pieces = assemblePieces({ sessionId: id, throughSeq: plan.throughSeq, fromSeq: plan.fromSeq, toSeq: plan.toSeq, hasMore: plan.hasMore }, slices);
-      body = piecesToBuffer(pieces);
+      const w = new PieceWriter(pieces);
+      // Held once, by this page's caller (release below).
+      body = this.bodies.take(w.byteLength);
+      w.writeTo(body, 0);
       if (encoding === 'gzip' || encoding === 'zstd') {
         // Joined before the result buffers go back to the workers: the coded pieces are views into them.
         const coded = new Map<Uint8Array, CodedPiece>();
@@ -419,20 +429,33 @@ export class PageService {
     const decode = Math.max(0, ...slices.map((s) => s.decodeMs));
     const code = Math.max(0, ...slices.map((s) => s.codeMs));
     const timing = { plan: t1 - t0, read, decode, pool: Math.max(0, t2 - t1 - Math.max(0, ...slices.map((s) => s.readMs + s.decodeMs + s.codeMs))), assemble: t3 - t2, total: t3 - t0, code };
-    const page: PageBuffer = { body, ...env, frames: plan.span?.count ?? 0, frameBytes: plan.span?.bytes ?? 0, logBytesRead, timing };
+    const page: PageBuffer = { body, ...env, frames: plan.span?.count ?? 0, frameBytes: plan.span?.bytes ?? 0, logBytesRead, timing, release: this.bodies.releaser(body) };
     if (key !== null) {
       // A cached page was not built by the request that gets it: no timing.
-      const { timing: _built, ...prepared } = page;
+      const { timing: _built, release: _caller, ...prepared } = page;
       if (encoded !== undefined) prepared.forms = new Map([[encoded.encoding, encoded.body]]);
-      this.pageCache.set(key, prepared, r.throughSeq === view.nextSeq - 1 && r.end === r.throughSeq + 1);
+      // The cache's hold, taken before it may evict (and so release) anything.
+      this.bodies.hold(body);
+      if (!this.pageCache.set(key, prepared, r.throughSeq === view.nextSeq - 1 && r.end === r.throughSeq + 1)) this.bodies.release(body);
     }
     if (encoded !== undefined) page.encoded = encoded;
     return page;
   }
 
+  /** A cached page for one more caller (a copy of the entry): it holds the body until it calls `release`. */
+  private handOut(hit: PageBuffer, encoded?: PageBuffer['encoded']): PageBuffer {
+    this.bodies.hold(hit.body);
+    const release = this.bodies.releaser(hit.body);
+    return encoded === undefined ? { ...hit, release } : { ...hit, encoded, release };
+  }
+
   async page(id: string, params: PageParams = {}): Promise<Page> {
     const pb = await this.pageBuffer(id, params);
-    return JSON.parse(pb.body.toString('utf8')) as Page;
+    try {
+      return JSON.parse(pb.body.toString('utf8')) as Page;
+    } finally {
+      pb.release?.();
+    }
   }
 
   async readEvents(id: string, fromSeq: number, toSeq: number): Promise<SessionEvent[]> {

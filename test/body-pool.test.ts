@@ -1,0 +1,187 @@
+/**
+ * Large page bodies are built into memory used again (store/body-pool.ts),
+ * and only once every holder is done with it: the caller that got the page
+ * (PageBuffer.release; the HTTP route releases when the response's socket
+ * write is over) and the prepared-page cache while it keeps the page. A
+ * page's bytes never change while anyone holds them.
+ */
+import { connect } from 'node:net';
+import type { AddressInfo } from 'node:net';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { BodyPool } from '../src/main/store/body-pool.js';
+import { PageCache } from '../src/main/page-cache.js';
+import { buildServer } from '../src/main/server/index.js';
+import { openStore, type PagerStore } from '../src/main/store.js';
+import type { PageBuffer, Store } from '../src/main/store-types.js';
+import { seedSession, sleep, tempStore, until, type TempStore } from './server-helpers.js';
+
+describe('BodyPool', () => {
+  it('takes a released buffer for a body of about its size, and only once its last holder released it', () => {
+    const pool = new BodyPool(1000);
+    const a = pool.take(5000);
+    expect(a.length).toBe(5000);
+    pool.hold(a); // a second holder (the cache)
+    const releaseA = pool.releaser(a);
+    releaseA();
+    releaseA(); // once per holder: the second call must not take the cache's count
+    const b = pool.take(5000);
+    expect(b.buffer).not.toBe(a.buffer);
+    pool.release(a); // the cache lets go
+    const c = pool.take(4900);
+    expect(c.buffer).toBe(a.buffer);
+    expect(c.length).toBe(4900);
+    expect(pool.reused).toBe(1);
+  });
+
+  it('leaves small bodies to Buffer.allocUnsafe and does not pin a large buffer under a small body', () => {
+    const pool = new BodyPool(1000);
+    const small = pool.take(999);
+    pool.release(small);
+    expect(pool.freeBytes).toBe(0);
+    const big = pool.take(100_000);
+    pool.release(big);
+    expect(pool.freeBytes).toBeGreaterThanOrEqual(100_000);
+    expect(pool.take(2000).buffer).not.toBe(big.buffer);
+    expect(pool.take(90_000).buffer).toBe(big.buffer);
+  });
+
+  it('keeps nothing once idle', async () => {
+    const pool = new BodyPool(1000, 20);
+    pool.release(pool.take(10_000));
+    expect(pool.freeBytes).toBeGreaterThan(0);
+    await until('the idle timer', () => pool.freeBytes === 0);
+  });
+});
+
+describe('PageCache', () => {
+  it('tells of each page it stops keeping', () => {
+    const evicted: PageBuffer[] = [];
+    const page = (n: number): PageBuffer => ({ body: Buffer.alloc(n), sessionId: 's', throughSeq: n, fromSeq: 0, toSeq: n, hasMore: false, frames: 0, frameBytes: 0, logBytesRead: 0 });
+    const cache = new PageCache(400, 200, 10, (p) => evicted.push(p));
+    const p1 = page(150);
+    const p2 = page(150);
+    const p3 = page(150);
+    expect(cache.set('1', p1, true)).toBe(true);
+    expect(cache.set('2', p2, true)).toBe(true);
+    expect(evicted).toEqual([]);
+    expect(cache.set('3', p3, true)).toBe(true);
+    expect(evicted).toEqual([p1]);
+    expect(cache.set('big', page(300), true)).toBe(false);
+  });
+});
+
+describe('page bodies in a store', () => {
+  let ts: TempStore;
+  let cached: PagerStore;
+  let uncached: PagerStore;
+  beforeAll(async () => {
+    ts = await tempStore(1);
+    await seedSession(ts.store, 'c', 1200, 300);
+    // Every body pooled (the default starts at 256 KiB), and kept however slow a loaded machine
+    // is between pages; one store without the prepared-page cache.
+    const bodyPool = { minBytes: 1, idleMs: 600_000 };
+    cached = await openStore({ dataDir: ts.dir, workers: 1, bodyPool });
+    uncached = await openStore({ dataDir: ts.dir, workers: 1, bodyPool, pageCacheBytes: 0 });
+  });
+  afterAll(async () => {
+    await cached?.close();
+    await uncached?.close();
+    await ts?.cleanup();
+  });
+
+  /** Pages of 40 messages ending at different seqs: different bytes, about the same size. */
+  const at = (throughSeq: number) => ({ throughSeq, maxMessages: 40 });
+
+  it('builds a later page into a released body, never into one its caller still holds', async () => {
+    const held = await uncached.pageBuffer('c', at(600));
+    const heldBytes = Buffer.from(held.body);
+    const other = await uncached.pageBuffer('c', at(700));
+    expect(other.body.buffer).not.toBe(held.body.buffer);
+    expect(held.body.equals(heldBytes)).toBe(true);
+    // Done with it: the next page of about its size is built there, and is right.
+    held.release?.();
+    const next = await uncached.pageBuffer('c', at(800));
+    expect(next.body.buffer).toBe(held.body.buffer);
+    expect(next.body.equals(Buffer.from((await ts.store.pageBuffer('c', at(800))).body))).toBe(true);
+    // The holder of `other` never released it: it is still its page.
+    expect(other.body.equals((await ts.store.pageBuffer('c', at(700))).body)).toBe(true);
+  });
+
+  it('never builds into a body the prepared-page cache keeps, though its caller released it', async () => {
+    const tail = await cached.pageBuffer('c', { maxMessages: 40 }); // a session's newest page is kept at once
+    const tailBytes = Buffer.from(tail.body);
+    tail.release?.();
+    const buffers = new Set<ArrayBufferLike>();
+    for (const seq of [500, 600, 700, 800]) {
+      const p = await cached.pageBuffer('c', at(seq));
+      expect(p.body.buffer).not.toBe(tail.body.buffer);
+      buffers.add(p.body.buffer);
+      p.release?.();
+    }
+    // Bodies were used again meanwhile (these pages are built once, not kept), just not the cached one.
+    expect(buffers.size).toBeLessThan(4);
+    expect(tail.body.equals(tailBytes)).toBe(true);
+    const hit = await cached.pageBuffer('c', { maxMessages: 40 });
+    expect(hit.body).toBe(tail.body);
+    expect(hit.body.equals(tailBytes)).toBe(true);
+    hit.release?.();
+  });
+});
+
+describe('the page route', () => {
+  let ts: TempStore;
+  beforeAll(async () => {
+    ts = await tempStore(1);
+    await seedSession(ts.store, 'c', 200, 200);
+  });
+  afterAll(async () => {
+    await ts?.cleanup();
+  });
+
+  it('releases a body only once its response has been written to the last byte', async () => {
+    // A body larger than the loopback socket's buffers can take while the client does not read.
+    const big = Buffer.alloc(16 * 1024 * 1024);
+    for (let i = 0; i < big.length; i += 4) big.writeUInt32LE(i, i);
+    let released = 0;
+    let returned = false;
+    const store = new Proxy(ts.store, {
+      get(target, prop) {
+        if (prop === 'pageBuffer') {
+          return async (...args: Parameters<Store['pageBuffer']>) => {
+            const pb = await target.pageBuffer(...args);
+            returned = true;
+            return { ...pb, body: big, release: () => released++ };
+          };
+        }
+        const v = Reflect.get(target, prop, target) as unknown;
+        return typeof v === 'function' ? (v as (...a: unknown[]) => unknown).bind(target) : v;
+      },
+    });
+    const app = buildServer(store, { maxEventLoopLagMs: 0 });
+    try {
+      await app.listen({ host: '127.0.0.1', port: 0 });
+      const { port } = app.server.address() as AddressInfo;
+      const socket = connect(port, '127.0.0.1');
+      await new Promise((r) => socket.once('connect', r));
+      socket.pause();
+      socket.write('GET /v1/sessions/c/page HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n');
+      await until('the page handed to the route', () => returned);
+      await sleep(300); // the server writes what the socket takes, then waits for the client
+      expect(released).toBe(0);
+      const chunks: Buffer[] = [];
+      socket.on('data', (c: Buffer) => chunks.push(c));
+      const ended = new Promise((r) => socket.once('end', r));
+      socket.resume();
+      await ended;
+      const all = Buffer.concat(chunks);
+      const head = all.indexOf('\r\n\r\n');
+      expect(all.subarray(0, head).toString('latin1')).toMatch(/^HTTP\/1\.1 200/);
+      expect(all.subarray(head + 4).equals(big)).toBe(true);
+      await until('the release', () => released > 0);
+      expect(released).toBe(1);
+      socket.destroy();
+    } finally {
+      await app.close();
+    }
+  });
+});
