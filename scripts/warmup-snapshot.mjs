@@ -5,10 +5,9 @@
 // synthetic warm-up logs into dist/workers/warmup-*.bin, which each worker reads instead
 // of making them (src/workers/warmup-logs.ts).
 import { snapshotPagePath } from '../dist/main/warmup/page-path-warmup.js';
-import { binaryWork, jsonlSlices, jsonlWork, LOGS_PLAN } from '../dist/workers/jit-warmup.js';
+import { binaryWork, jsonlWork, LOGS_PLAN } from '../dist/workers/jit-warmup.js';
 import { WARMUP_LOGS, writeWarmupLogs } from '../dist/workers/warmup-logs.js';
 
 await snapshotPagePath();
 writeWarmupLogs(WARMUP_LOGS.jsonl, jsonlWork(), LOGS_PLAN);
 writeWarmupLogs(WARMUP_LOGS.binary, binaryWork(), LOGS_PLAN);
-writeWarmupLogs(WARMUP_LOGS.slices, jsonlSlices(), LOGS_PLAN);

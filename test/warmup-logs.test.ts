@@ -7,7 +7,7 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { binaryWork, jsonlSlices, jsonlWork, LOGS_PLAN, warmUpJit } from '../src/workers/jit-warmup.js';
+import { binaryWork, jsonlWork, LOGS_PLAN, warmUpJit } from '../src/workers/jit-warmup.js';
 import { loadWarmupLogs, writeWarmupLogs, type WarmupWork } from '../src/workers/warmup-logs.js';
 import type { SliceTask } from '../src/workers/slice-protocol.js';
 
@@ -22,11 +22,9 @@ describe('warm-up logs from the build', () => {
     const dist = resolve(import.meta.dirname, '..', 'dist', 'workers');
     const jsonl = loadWarmupLogs(join(dist, 'warmup-jsonl.bin'), LOGS_PLAN);
     const binary = loadWarmupLogs(join(dist, 'warmup-binary.bin'), LOGS_PLAN);
-    const slices = loadWarmupLogs(join(dist, 'warmup-slices.bin'), LOGS_PLAN);
     expect(jsonl, 'dist/ is built by `npm test` (npm run build) before the tests run').not.toBeNull();
     expect(contents(jsonl as WarmupWork[])).toEqual(contents(jsonlWork()));
     expect(contents(binary as WarmupWork[])).toEqual(contents(binaryWork()));
-    expect(contents(slices as WarmupWork[])).toEqual(contents(jsonlSlices()));
     const t = (jsonl as WarmupWork[])[0]?.tasks as SliceTask[];
     expect(Object.getPrototypeOf(t[0]?.crcs)).toBe(Uint8Array.prototype);
     expect(t[0]?.crcs).toBe(t[1]?.crcs);
@@ -55,28 +53,14 @@ describe('warm-up logs from the build', () => {
     }
   });
 
-  it('the JSONL log in slices: every frame after the first, in order, each slice with every task kind of the whole log', () => {
-    const log = (jsonlWork()[0] as WarmupWork).bytes;
-    const slices = jsonlSlices();
-    const all = Buffer.concat(slices.map((w) => w.bytes));
-    expect(all.length).toBeLessThan(log.length);
-    expect(log.subarray(log.length - all.length).equals(all)).toBe(true);
-    for (const w of slices) {
-      const [t0, cut, crcsOnly, none, noneCut] = w.tasks as SliceTask[];
-      expect(w.tasks.length).toBe(5);
-      expect(t0?.end as number - (t0?.start as number)).toBe(w.bytes.length);
-      expect([t0?.meta !== undefined, cut?.meta !== undefined, crcsOnly?.crcs !== undefined && crcsOnly.meta === undefined, none?.crcs === undefined, noneCut?.crcs === undefined]).toEqual([true, true, true, true, true]);
-      expect((cut?.fromSeq as number) > (t0?.fromSeq as number) && (cut?.toSeq as number) < (t0?.toSeq as number)).toBe(true);
-    }
-  });
-
-  it('the warm-up decodes the slices it is given, and makes them when given none', async () => {
-    const given = jsonlSlices();
+  it('the warm-up decodes the logs it is given, and makes them when given none', async () => {
+    const given = jsonlWork();
     const seen = new Set<Buffer>();
-    await warmUpJit((_t, bytes) => void seen.add(bytes), () => null, 120_000, undefined, () => false, (kind) => (kind === 'slices' ? given : null));
-    expect([...seen]).toEqual(given.map((w) => w.bytes));
+    await warmUpJit((_t, bytes) => void seen.add(bytes), () => null, 120_000, undefined, () => false, (kind) => (kind === 'jsonl' ? given : null));
+    expect([...seen]).toEqual([given[0]?.bytes]);
     const made = new Set<Buffer>();
     await warmUpJit((_t, bytes) => void made.add(bytes), () => null, 120_000, undefined, () => false);
-    expect(Buffer.concat([...made]).equals(Buffer.concat(given.map((w) => w.bytes)))).toBe(true);
+    expect(made.size).toBe(1);
+    expect([...made][0]?.equals(given[0]?.bytes as Buffer)).toBe(true);
   }, 60_000);
 });

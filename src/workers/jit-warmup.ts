@@ -18,7 +18,7 @@ import { continuesRun, packBatch, sameRunKey, type RunKey } from '../main/core/c
 import { sessionBatches } from '../main/gen/session-batches.js';
 import { chainCrcRecords, CRC_RECORD_BYTES, CrcCursor } from '../streams/frame-crc-file.js';
 import { ByteSink } from '../main/core/byte-sink.js';
-import { META_RECORD_BYTES, metaRecords } from '../streams/frame-meta-file.js';
+import { metaRecords } from '../streams/frame-meta-file.js';
 import { continuedBinaryRow, writeRowGaps, writeRowMembers } from '../streams/msgpack-row.js';
 import { SliceEncoder } from './slice-encoder.js';
 
@@ -171,8 +171,7 @@ export function binaryWork(): { bytes: Buffer; tasks: SliceTask[] }[] {
   return [...workFrom(SEQ_BASE, ['binary']), ...workFrom(SMALL_SEQ_BASE, ['binary'])];
 }
 
-/** The synthetic log's records from `seqBase`. */
-function logRecords(seqBase: number): StorageRecord[] {
+function workFrom(seqBase: number, encodings: readonly ('jsonl' | 'binary')[]): { bytes: Buffer; tasks: SliceTask[] }[] {
   const events = syntheticEvents(seqBase);
   const records: StorageRecord[] = [];
   // Append batches of 30 events, as a host's write window stores long runs.
@@ -180,56 +179,6 @@ function logRecords(seqBase: number): StorageRecord[] {
   // Plus a small generated session in a real host's batch shapes (the generator is pure).
   const gen = sessionBatches({ id: 'warmup', events: LOGS_PLAN.genEvents, tailEvents: LOGS_PLAN.genTailEvents, seed: LOGS_PLAN.genSeed });
   for (const batch of gen.batches) records.push(...packBatch(batch.map((e: SessionEvent) => ({ ...e, seq: seqBase + e.seq + events.length }))));
-  return records;
-}
-
-/** Frames of the JSONL log in each of jsonlSlices' slices. */
-const SLICE_FRAMES = 48;
-
-/**
- * The JSONL log cut into small slices of SLICE_FRAMES frames, each a task as a real slice from
- * the middle of a log is (its checksum and metadata records from the frame before it on, so the
- * chain is checked from its seed): the warm-up's rounds after the first (warmUpJit says why).
- */
-export function jsonlSlices(): { bytes: Buffer; tasks: SliceTask[] }[] {
-  const records = logRecords(SEQ_BASE);
-  const frames = records.map((r) => encodeFrame(r, 'jsonl'));
-  const bytes = Buffer.concat(frames);
-  const { crcs, meta } = projections(bytes, frames.map((f) => f.length));
-  const at = [0];
-  for (const f of frames) at.push((at[at.length - 1] as number) + f.length);
-  const end = SEQ_BASE + syntheticEvents(SEQ_BASE).length + GEN_EVENTS;
-  const seqOf = (i: number) => {
-    const r = records[i];
-    return r === undefined ? end : Number('seq0' in r ? r.seq0 : (r as { seq: number }).seq);
-  };
-  const out: { bytes: Buffer; tasks: SliceTask[] }[] = [];
-  for (let i = 1; i < frames.length; i += SLICE_FRAMES) {
-    const j = Math.min(frames.length, i + SLICE_FRAMES);
-    const from = at[i] as number;
-    const to = at[j] as number;
-    const first = seqOf(i);
-    const last = seqOf(j);
-    // As the whole log's five (workFrom): with checksums and row metadata, whole and cut; with the
-    // checksums only; without (full validation), whole and cut.
-    const cut = Math.min(17, Math.floor((last - first) / 4));
-    const sliceCrcs = crcs.slice((i - 1) * CRC_RECORD_BYTES, j * CRC_RECORD_BYTES);
-    const sliceMeta = meta.slice((i - 1) * META_RECORD_BYTES, j * META_RECORD_BYTES);
-    const task = (fromSeq: number, toSeq: number, c: Uint8Array | undefined, m: Uint8Array | undefined) => {
-      const t = sliceTask('', 'warmup', OFFSET_BASE + from, OFFSET_BASE + to, first, last, fromSeq, toSeq);
-      t.crcs = c;
-      t.meta = m;
-      return t;
-    };
-    const tasks = [task(first, last, sliceCrcs, sliceMeta), task(first + cut, last - cut, sliceCrcs, sliceMeta), task(first, last, sliceCrcs, undefined), task(first, last, undefined, undefined), task(first + cut, last - cut, undefined, undefined)];
-    out.push({ bytes: Buffer.from(bytes.subarray(from, to)), tasks });
-  }
-  return out;
-}
-
-function workFrom(seqBase: number, encodings: readonly ('jsonl' | 'binary')[]): { bytes: Buffer; tasks: SliceTask[] }[] {
-  const events = syntheticEvents(seqBase);
-  const records = logRecords(seqBase);
   return encodings.map((encoding) => {
     // The frames alone: the writer's entry lines and frame index (encodeRecords) cost each worker
     // ~30 ms of its start and a compile of code no task runs, and no warm-up task reads them.
@@ -331,31 +280,24 @@ export async function warmUpJit(
   budgetMs?: number,
   tierOfHelper?: (f: (...args: never[]) => unknown) => Tier | null,
   binary: (wait: boolean) => boolean | null = () => true,
-  built: (kind: 'jsonl' | 'binary' | 'slices') => WarmupWork[] | null = () => null,
+  built: (kind: 'jsonl' | 'binary') => WarmupWork[] | null = () => null,
 ): Promise<number> {
   generalizeKeyChecks();
   // The build's copy of the logs when it is there and checks out (warmup-logs.ts), else made here.
   const binaryLogs = () => built('binary') ?? binaryWork();
   const jsonl = built('jsonl') ?? jsonlWork();
-  // The rounds decode the JSONL log in small slices, each task kind of the whole log's on each:
-  // over the whole log in one call, V8 marked the loop for optimization in the middle of a long
-  // call, compiled it for on-stack replacement (OSR) and ran the rest of the rounds in that code,
-  // while the function itself, never marked again, did not tier up: the rounds went on to their
-  // bound (up to 18 rounds, ~0.8 s, in traced starts at load 15). A slice's call is short: the
-  // next call starts the function's own compile.
-  const slices = built('slices') ?? jsonlSlices();
   // Known before a round (a store that writes binary, the demo, an operator's setting, or a
   // catalog listed by then): the binary logs join the rounds, so one compile of the loop has
   // both formats' feedback, as when every worker warmed both.
   let withBinary = false;
-  const work = [...slices];
+  const work = [...jsonl];
   const join = () => {
     if (withBinary || binary(false) !== true) return false;
     withBinary = true;
     work.push(...binaryLogs());
     return true;
   };
-  let rounds = await roundsUntilOptimized(work, decode, tier, budgetMs, join, () => work.length - slices.length + 1);
+  let rounds = await roundsUntilOptimized(work, decode, tier, budgetMs, join);
   // (A caller that gave the loop a wall-time bound of its own gives the helpers the same.)
   if (tierOfHelper !== undefined) await warmUpHelpers(jsonl[0] as { bytes: Buffer; tasks: SliceTask[] }, tierOfHelper, budgetMs ?? HELPER_BUDGET_MS);
   if (!withBinary) {
@@ -373,15 +315,7 @@ export async function warmUpJit(
  * asked about only after MIN_ROUNDS more, so code compiled from the feedback before is not
  * taken for the end (its first new frame deoptimizes it).
  */
-async function roundsUntilOptimized(
-  work: { bytes: Buffer; tasks: SliceTask[] }[],
-  decode: (task: SliceTask, bytes: Buffer) => unknown,
-  tier: () => Tier | null,
-  budgetMs: number | undefined,
-  beforeRound: () => boolean = () => false,
-  /** Logs in `work` (a log cut into slices counts once): what a round adds to the passes. */
-  logs: () => number = () => work.length,
-): Promise<number> {
+async function roundsUntilOptimized(work: { bytes: Buffer; tasks: SliceTask[] }[], decode: (task: SliceTask, bytes: Buffer) => unknown, tier: () => Tier | null, budgetMs: number | undefined, beforeRound: () => boolean = () => false): Promise<number> {
   const t0 = performance.now();
   let guided = tier() !== null;
   const budget = budgetMs ?? (guided ? GUIDED_BUDGET_MS : BUDGET_MS);
@@ -401,7 +335,7 @@ async function roundsUntilOptimized(
     }
     for (const w of work) for (const t of w.tasks) decode(t, w.bytes);
     rounds++;
-    passes += logs();
+    passes += work.length;
   }
   return rounds;
 }

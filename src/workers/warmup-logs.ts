@@ -45,8 +45,6 @@ interface Header {
 export const WARMUP_LOGS = {
   jsonl: fileURLToPath(new URL('./warmup-jsonl.bin', import.meta.url)),
   binary: fileURLToPath(new URL('./warmup-binary.bin', import.meta.url)),
-  /** The JSONL log in small slices (jit-warmup.ts jsonlSlices). */
-  slices: fileURLToPath(new URL('./warmup-slices.bin', import.meta.url)),
 } as const;
 
 /** Write `works`, made from `plan`, to `file` (whole or not at all: a temporary file renamed). */
