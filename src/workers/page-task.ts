@@ -288,13 +288,14 @@ if (started?.jitWarmUp === true) {
   // Loaded only here: the warm-up's synthetic logs come from the generator and the writer's
   // encoders, modules a thread that never warms up (the main thread's small slices, the one-shot
   // `page` command's in-thread pool) has no use for.
-  const { warmUpJit } = await import('./jit-warmup.js');
+  const [{ warmUpJit, LOGS_PLAN }, { loadWarmupLogs, WARMUP_LOGS }] = await Promise.all([import('./jit-warmup.js'), import('./warmup-logs.js')]);
   // Until V8 says the decode loop runs optimized code (optimization-status.ts), not a fixed number of rounds.
   // Then the small per-frame methods it calls without inlining (jit-warmup.ts warmUpHelpers).
   // The binary logs only when the store has binary sessions: the pool's answer (worker-pool.ts
   // decideBinaryWarmUp), looked at before each round, waited for once the JSONL rounds are
   // done, and taken as yes when none comes.
-  await warmUpJit(decodeInArena, () => tierOf(decodeSlice), started.jitBudgetMs, tierOf, (wait) => needsBinary(started.binaryWarmUp, wait));
+  // Its logs from the build's copy when that checks out (warmup-logs.ts), else made there.
+  await warmUpJit(decodeInArena, () => tierOf(decodeSlice), started.jitBudgetMs, tierOf, (wait) => needsBinary(started.binaryWarmUp, wait), (kind) => loadWarmupLogs(WARMUP_LOGS[kind], LOGS_PLAN));
   dropArena();
   collectGarbage();
   heapCollected();

@@ -209,9 +209,11 @@ export async function startServe(cfg: ServeConfig, extra: ServerOptions = {}, ou
     (async () => {
       if (cfg.demo) await makeDemo(cfg, demo, out);
       // Workers start and optimize their decode path; pages asked meanwhile are served, slower.
-      await opened.warmUp();
-      // The page route and the recent sessions' first open, ahead of the first page (server/route-warmup.ts).
-      await warmPageRoute(app, opened, token);
+      // Beside it, the page route and the recent sessions' first open, ahead of the first page
+      // (server/route-warmup.ts): this thread does it while the store's warm-up waits for the
+      // workers, not after (~10 ms of the path to ready; its 304s build nothing, and a warming
+      // server sheds no request for its own lag: overload.ts).
+      await Promise.all([opened.warmUp(), warmPageRoute(app, opened, token)]);
       // Held a while longer on request (tests watch the warming state through it).
       const hold = Number(process.env.SESSION_PAGER_READY_DELAY_MS ?? 0);
       if (Number.isFinite(hold) && hold > 0) await new Promise((r) => setTimeout(r, Math.min(hold, 600_000)).unref());

@@ -77,11 +77,11 @@ async function planOver(kept: ReturnType<typeof syntheticSidecar>, first: number
 /** The planner's hot functions: the walk (its loop is in planPage) and what it asks of each sidecar line. */
 const WATCHED = [planPage, ByteLineBlock.prototype.fields] as const;
 /**
- * What a pass after the page path's watches: planPage only. The page path's real entries discard
- * the planner's code, and the rounds compile planPage again with `fields` inlined into it, so
- * `fields` alone is seldom compiled again: watched, the pass ran all its 30 rounds (~70 ms on the
- * main thread, on the path to ready) in every traced start, with planPage optimized after 1-2
- * (docs/benchmarks.md, "start, second round").
+ * What the pass after the page path's pages watches: planPage only. The rounds compile planPage
+ * with `fields` inlined into it, so `fields` alone is seldom compiled: watched, such a pass ran all
+ * its 30 rounds (~70 ms of the main thread, on the path to ready) in every traced start
+ * (docs/benchmarks.md, "start, second round"). It is now the only pass of a page-path warm-up
+ * (the one before the pages was thrown away by them: "ready (tenth session)").
  */
 const WATCHED_AGAIN = [planPage] as const;
 /** Rounds before asking V8 (the first ones gather feedback over both walks and every page shape). */
@@ -107,7 +107,7 @@ async function planUntilOptimized(kept: ReturnType<typeof syntheticSidecar>, rou
   const watched = again ? WATCHED_AGAIN : WATCHED;
   let r = 0;
   while (r < rounds && performance.now() - t0 < BUDGET_MS) {
-    if (r >= (again ? 1 : MIN_ROUNDS)) {
+    if (r >= MIN_ROUNDS) {
       const tiers = watched.map((f) => tier(f as (...args: never[]) => unknown));
       if (tiers.every((t) => t === 'optimized')) return r;
       if (tiers.includes('compiling')) {
@@ -159,8 +159,7 @@ function keepLineShapes(): void {
 
 /**
  * Returns the rounds run over the large sidecar; `tier`: V8's answer (a test's stand-in).
- * `again`: a pass after the page path's, whose earlier rounds gathered the feedback: V8 is asked
- * after one round, and about planPage only (WATCHED_AGAIN).
+ * `again`: the pass after the page path's pages, about planPage only (WATCHED_AGAIN).
  */
 export async function warmUpPlanner(rounds = 30, keep = false, tier: (f: (...args: never[]) => unknown) => Tier | null = tierOf, again = false): Promise<number> {
   tiny ??= syntheticSidecar(3);

@@ -4,14 +4,14 @@
  * 1. every pool thread starts and loads the page task; each runs its JIT
  *    warm-up as it starts (workers/jit-warmup.ts, on when `jit`, passed to
  *    the workers as the pool's workerData);
- * 2. meanwhile the planner warms up on this thread (planner-warmup.ts) and,
- *    when `pagePath`, a generated session is written into an in-memory
- *    backend;
+ * 2. meanwhile, when `pagePath`, the page-path session is loaded into an
+ *    in-memory backend on this thread (without it, the planner warms up
+ *    here: planner-warmup.ts);
  * 3. when `pagePath`: that session's pages are served through the whole
  *    page path, by a second store over that backend borrowing the pool
  *    (page-path-warmup.ts), then three once more from the build's
- *    read-only copy of the session through the local backend, and the
- *    planner is warmed once more.
+ *    read-only copy of the session through the local backend, and then the
+ *    planner is warmed up.
  * All the while this thread's young generation is kept from growing
  * (young-generation.ts).
  */
@@ -51,15 +51,18 @@ export async function warmUpStore(plan: WarmUpPlan): Promise<void> {
 async function warmUp(plan: WarmUpPlan): Promise<void> {
   const empty = sliceTask('', '', 0, 0, 0, 0, 0, 0);
   // While the workers start (each runs its JIT warm-up as it loads the page task), this
-  // thread warms up its planner and writes the page-path session: nothing here waits for
-  // a worker until the session's pages are asked.
+  // thread loads the page-path session: nothing here waits for a worker until its pages are asked.
   // (Both settle into values at once: a rejection waiting for its await would be unhandled.)
   const threads = Promise.all(Array.from({ length: plan.threads * 2 }, () => runSlice(plan.pool, empty))).then(
     () => null,
     (err: unknown) => ({ err }),
   );
   const prepared = plan.pagePath ? preparePagePath().then((storage) => ({ storage }), (err: unknown) => ({ err })) : null;
-  await warmUpPlanner(30, plan.pagePath);
+  // Without the page path, the planner's one pass now; with it, after its pages (below). (A
+  // first pass here was thrown away: the page path's real entries discarded its code, and its
+  // rounds, waiting for compiles queued behind the workers' on the helper threads, were
+  // 80-300 ms of this thread on the path to ready; docs/benchmarks.md, "ready (tenth session)".)
+  if (!plan.pagePath) await warmUpPlanner(30);
   // Workers that cannot start fail the warm-up (serve then stops and says why).
   const started = await threads;
   if (started !== null) throw started.err;
@@ -74,8 +77,8 @@ async function warmUp(plan: WarmUpPlan): Promise<void> {
     // Only an optimization: serve without it (first pages slower), but say so.
     process.emitWarning(`page-path warm-up skipped: ${(err as Error).message}`, 'SessionPagerWarning');
   }
-  // Real entries generalized some of the planner's object shapes, which discarded its
-  // optimized code: optimize it again, now for every shape, before the first real page.
-  // planPage only, asked after one round (planner-warmup.ts WATCHED_AGAIN).
+  // After the real entries, which generalized some of the planner's object shapes (code
+  // optimized before them was discarded): optimized now for every shape, before the first
+  // real page. planPage only (planner-warmup.ts WATCHED_AGAIN).
   await warmUpPlanner(30, false, undefined, true);
 }
