@@ -159,10 +159,18 @@ describe('kept projection readers: small files held whole once used again', () =
     const { backend, reads } = counting();
     await backend.replace(KEY, bytes);
     const kept = holding(backend);
-    // First page: read through the reader; second page (the file proved unchanged): held whole, one read.
+    // Pages that read less than the file holds: not held (a tail page's few KB of a large checksum file).
+    for (let i = 0; i < 3; i++) {
+      const page = await kept.open(KEY, 'A');
+      expect((await page?.read(10, 20))?.toString()).toBe(bytes.subarray(10, 30).toString());
+      await page?.close();
+    }
+    expect(kept.heldBytes).toBe(0);
+    // Once they have read as much as it holds, the next page holds it whole: one read.
     const first = await kept.open(KEY, 'A');
-    expect((await first?.read(10, 20))?.toString()).toBe(bytes.subarray(10, 30).toString());
+    expect((await first?.read(0, bytes.length))?.length).toBe(bytes.length);
     await first?.close();
+    expect(kept.heldBytes).toBe(0);
     const before = reads();
     const r = (await kept.open(KEY, 'A')) as PositionalReader;
     expect(reads()).toBe(before + 1);

@@ -14,8 +14,10 @@
  * page is done with it.
  *
  * A small file whose kept reader is used again (the file proved unchanged
- * between two pages) is read whole once and its later reads are answered
- * from those bytes, as views: a random page read the frame index, the
+ * between two pages) once pages have read as many bytes of it as it holds
+ * (so not the large checksum file of a session whose tail page alone is
+ * asked, which reads a few KB of it a page) is read whole once and its
+ * later reads are answered from those bytes, as views: a random page read the frame index, the
  * checksums and the row metadata with ~10-20 positional reads, one of them
  * a 64 KB block of the index, and those reads and their fresh buffers were
  * ~0.09 ms of the main thread's ~0.3 ms a page at 16 pages in flight, plus
@@ -45,6 +47,8 @@ interface Kept {
   held: Buffer | null;
   /** When it was opened (performance.now()). */
   openedAt: number;
+  /** Bytes pages have read through it. */
+  readBytes: number;
 }
 
 /** Objects whose readers are kept at most (three a session): LRU beyond. */
@@ -84,7 +88,7 @@ export class KeptReaders {
         this.kept.delete(key);
         this.kept.set(key, k);
         this.reused++;
-        if (k.held === null && k.reader.size <= this.holdFileMax && k.reader.size <= this.holdTotalMax && performance.now() - k.openedAt >= this.holdAfterMs) await this.hold(k);
+        if (k.held === null && k.reader.size <= this.holdFileMax && k.reader.size <= this.holdTotalMax && k.readBytes >= k.reader.size && performance.now() - k.openedAt >= this.holdAfterMs) await this.hold(k);
         return this.lend(k);
       }
       this.retire(key, k);
@@ -97,7 +101,7 @@ export class KeptReaders {
     }
     this.opened++;
     if (stamp === '' || reader.unchanged === undefined) return reader;
-    const fresh: Kept = { reader, stamp, users: 0, retired: false, held: null, openedAt: performance.now() };
+    const fresh: Kept = { reader, stamp, users: 0, retired: false, held: null, openedAt: performance.now(), readBytes: 0 };
     // Another page opened it meanwhile: one kept reader a key.
     const other = this.kept.get(key);
     if (other !== undefined) this.retire(key, other);
@@ -159,7 +163,9 @@ export class KeptReaders {
       // As the reader would answer (fewer bytes at the end), from the held bytes when there are any.
       read: (pos, len) => {
         const held = k.held;
-        return held === null ? k.reader.read(pos, len) : Promise.resolve(held.subarray(pos, Math.max(pos, Math.min(size, pos + len))));
+        if (held !== null) return Promise.resolve(held.subarray(pos, Math.max(pos, Math.min(size, pos + len))));
+        k.readBytes += Math.max(0, len);
+        return k.reader.read(pos, len);
       },
       close: async () => {
         if (done) return;
