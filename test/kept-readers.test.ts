@@ -143,13 +143,13 @@ describe('kept projection readers: small files held whole once used again', () =
     return { backend, reads: () => reads };
   }
   const bytes = Buffer.from(Array.from({ length: 300 }, (_, i) => `record ${i};`).join(''));
-  /** Readers hold as soon as they are used again (not only once open a second). */
+  /** Readers hold as soon as they are used again (not only once open HOLD_AFTER_MS). */
   const holding = (backend: LocalBackend) => new KeptReaders(backend, 384, HOLD_FILE_MAX_BYTES, HOLD_TOTAL_MAX_BYTES, 0);
 
-  it('holds nothing a reader opened less than a second ago (its file may change in the tick it last changed)', async () => {
+  it('holds nothing from a reader opened less than its bound ago (its file may change in the tick it last changed)', async () => {
     const { backend, reads } = counting();
     await backend.replace(KEY, bytes);
-    const kept = new KeptReaders(backend);
+    const kept = new KeptReaders(backend, 384, HOLD_FILE_MAX_BYTES, HOLD_TOTAL_MAX_BYTES, 60_000);
     for (let i = 0; i < 3; i++) expect(await text(await kept.open(KEY, 'A'))).toBe(bytes.toString());
     expect({ held: kept.heldBytes, reads: reads(), reused: kept.reused }).toEqual({ held: 0, reads: 3, reused: 2 });
     kept.closeAll();

@@ -27,10 +27,11 @@
  * at most HOLD_FILE_MAX_BYTES, HOLD_TOTAL_MAX_BYTES in all, least recently
  * used dropped first. Only a reader opened HOLD_AFTER_MS ago or more holds:
  * the fstat check compares the change time seen at open, which has a clock
- * tick's granularity, so a write in the very tick of the file's last change
- * could pass it; a reader that reads the file each time still saw such a
- * write, held bytes would not. A file last changed over a second before it
- * is held cannot be changed again within that tick. Callers must not write into what `read` returns (none
+ * tick's granularity (Linux stamps files from its coarse clock: 1-10 ms),
+ * so a write in the very tick of the file's last change could pass it; a
+ * reader that reads the file each time still saw such a write, held bytes
+ * would not. A file last changed more than a tick before it is held cannot
+ * be changed again within that tick. Callers must not write into what `read` returns (none
  * does: the records are parsed, or copied before a transfer).
  */
 import type { RandomReader, StorageBackend } from '../../storage/backend.js';
@@ -56,8 +57,8 @@ const DEFAULT_MAX_KEPT = 384;
 /** Files held whole (see above) are at most this large, and all held bytes at most this many. */
 export const HOLD_FILE_MAX_BYTES = 4 * 1024 * 1024;
 export const HOLD_TOTAL_MAX_BYTES = 16 * 1024 * 1024;
-/** A kept reader holds its file only once it has been open this long (see above). */
-export const HOLD_AFTER_MS = 1000;
+/** A kept reader holds its file only once it has been open this long (see above): ten ticks of the coarsest clock. */
+export const HOLD_AFTER_MS = 100;
 
 export class KeptReaders {
   /** By object key, least recently used first. */
