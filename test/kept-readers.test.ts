@@ -12,7 +12,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { RandomReader } from '../src/storage/backend.js';
 import { LocalBackend } from '../src/storage/local/local-backend.js';
 import { MemoryBackend } from '../src/storage/memory/memory-backend.js';
-import { KeptReaders } from '../src/main/store/kept-readers.js';
+import { HOLD_FILE_MAX_BYTES, HOLD_TOTAL_MAX_BYTES, KeptReaders } from '../src/main/store/kept-readers.js';
 import type { PositionalReader } from '../src/streams/positional-reader.js';
 
 let dir: string;
@@ -127,6 +127,93 @@ describe('kept projection readers (local files)', () => {
     expect({ opened: kept.opened, reused: kept.reused }).toEqual({ opened: 3, reused: 2 });
     kept.closeAll();
     expect(kept.size).toBe(0);
+  });
+});
+
+describe('kept projection readers: small files held whole once used again', () => {
+  /** The local backend, each reader's reads counted. */
+  function counting(): { backend: LocalBackend; reads: () => number } {
+    const local = new LocalBackend(dir);
+    const backend = Object.create(local) as LocalBackend;
+    let reads = 0;
+    backend.openReader = async (key: string, size?: number): Promise<RandomReader> => {
+      const r = await local.openReader(key, size);
+      return { size: r.size, read: (p, l) => (reads++, r.read(p, l)), unchanged: () => r.unchanged?.() ?? Promise.resolve(false), close: () => r.close() };
+    };
+    return { backend, reads: () => reads };
+  }
+  const bytes = Buffer.from(Array.from({ length: 300 }, (_, i) => `record ${i};`).join(''));
+  /** Readers hold as soon as they are used again (not only once open HOLD_AFTER_MS). */
+  const holding = (backend: LocalBackend) => new KeptReaders(backend, 384, HOLD_FILE_MAX_BYTES, HOLD_TOTAL_MAX_BYTES, 0);
+
+  it('holds nothing from a reader opened less than its bound ago (its file may change in the tick it last changed)', async () => {
+    const { backend, reads } = counting();
+    await backend.replace(KEY, bytes);
+    const kept = new KeptReaders(backend, 384, HOLD_FILE_MAX_BYTES, HOLD_TOTAL_MAX_BYTES, 60_000);
+    for (let i = 0; i < 3; i++) expect(await text(await kept.open(KEY, 'A'))).toBe(bytes.toString());
+    expect({ held: kept.heldBytes, reads: reads(), reused: kept.reused }).toEqual({ held: 0, reads: 3, reused: 2 });
+    kept.closeAll();
+  });
+
+  it('answers every range as the reader would (fewer bytes at the end, none past it) without reading again', async () => {
+    const { backend, reads } = counting();
+    await backend.replace(KEY, bytes);
+    const kept = holding(backend);
+    // Pages that read less than the file holds: not held (a tail page's few KB of a large checksum file).
+    for (let i = 0; i < 3; i++) {
+      const page = await kept.open(KEY, 'A');
+      expect((await page?.read(10, 20))?.toString()).toBe(bytes.subarray(10, 30).toString());
+      await page?.close();
+    }
+    expect(kept.heldBytes).toBe(0);
+    // Once they have read as much as it holds, the next page holds it whole: one read.
+    const first = await kept.open(KEY, 'A');
+    expect((await first?.read(0, bytes.length))?.length).toBe(bytes.length);
+    await first?.close();
+    expect(kept.heldBytes).toBe(0);
+    const before = reads();
+    const r = (await kept.open(KEY, 'A')) as PositionalReader;
+    expect(reads()).toBe(before + 1);
+    expect(kept.heldBytes).toBe(bytes.length);
+    for (const [pos, len] of [[0, bytes.length], [5, 17], [bytes.length - 3, 10], [bytes.length, 4], [bytes.length + 9, 4], [7, 0]] as const) {
+      expect((await r.read(pos, len)).equals(bytes.subarray(Math.min(pos, bytes.length), Math.min(bytes.length, pos + len)))).toBe(true);
+    }
+    await r.close();
+    expect(reads()).toBe(before + 1);
+    kept.closeAll();
+    expect(kept.heldBytes).toBe(0);
+  });
+
+  it('drops the held bytes with the reader: a file changed under the same stamp is read as it is now', async () => {
+    const { backend } = counting();
+    await backend.replace(KEY, bytes);
+    const kept = holding(backend);
+    await text(await kept.open(KEY, 'A'));
+    expect(await text(await kept.open(KEY, 'A'))).toBe(bytes.toString());
+    expect(kept.heldBytes).toBe(bytes.length);
+    await new Promise((r) => setTimeout(r, 20));
+    writeFileSync(join(dir, KEY), 'rewritten in place');
+    expect(await text(await kept.open(KEY, 'A'))).toBe('rewritten in place');
+    expect(kept.heldBytes).toBe(0);
+    await backend.replace(KEY, Buffer.from('replaced'));
+    expect(await text(await kept.open(KEY, 'A'))).toBe('replaced');
+    expect(await text(await kept.open(KEY, 'A'))).toBe('replaced');
+    expect(kept.heldBytes).toBe('replaced'.length);
+    kept.closeAll();
+  });
+
+  it('holds no file past its bound, and drops the least recently used past the total', async () => {
+    const { backend } = counting();
+    const keys = ['a', 'b', 'c'].map((k) => `sessions/index/${k}/frames.meta`);
+    for (const k of keys) await backend.replace(k, bytes);
+    await backend.replace('sessions/index/big/frames.meta', Buffer.concat([bytes, bytes]));
+    // Files of at most 1.5 times `bytes`, two of them in all.
+    const kept = new KeptReaders(backend, 384, Math.floor(bytes.length * 1.5), bytes.length * 2, 0);
+    for (let round = 0; round < 2; round++) expect(await text(await kept.open('sessions/index/big/frames.meta', 'A'))).toBe(bytes.toString().repeat(2));
+    expect(kept.heldBytes).toBe(0);
+    for (const k of [...keys, ...keys]) expect(await text(await kept.open(k, 'A'))).toBe(bytes.toString());
+    expect(kept.heldBytes).toBe(bytes.length * 2);
+    kept.closeAll();
   });
 });
 

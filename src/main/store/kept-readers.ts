@@ -12,6 +12,27 @@
  * before. A backend whose readers cannot tell (memory, S3) gets a fresh
  * reader every time. A reader still in use by a page is closed when that
  * page is done with it.
+ *
+ * A small file whose kept reader is used again (the file proved unchanged
+ * between two pages) once pages have read as many bytes of it as it holds
+ * (so not the large checksum file of a session whose tail page alone is
+ * asked, which reads a few KB of it a page) is read whole once and its
+ * later reads are answered from those bytes, as views: a random page read the frame index, the
+ * checksums and the row metadata with ~10-20 positional reads, one of them
+ * a 64 KB block of the index, and those reads and their fresh buffers were
+ * ~0.09 ms of the main thread's ~0.3 ms a page at 16 pages in flight, plus
+ * the collections their buffers caused (docs/benchmarks.md, "proof (tenth
+ * session)"). The held bytes live exactly as long as the kept reader (the
+ * same stamp and fstat checks before every use), and are bounded: files of
+ * at most HOLD_FILE_MAX_BYTES, HOLD_TOTAL_MAX_BYTES in all, least recently
+ * used dropped first. Only a reader opened HOLD_AFTER_MS ago or more holds:
+ * the fstat check compares the change time seen at open, which has a clock
+ * tick's granularity (Linux stamps files from its coarse clock: 1-10 ms),
+ * so a write in the very tick of the file's last change could pass it; a
+ * reader that reads the file each time still saw such a write, held bytes
+ * would not. A file last changed more than a tick before it is held cannot
+ * be changed again within that tick. Callers must not write into what `read` returns (none
+ * does: the records are parsed, or copied before a transfer).
  */
 import type { RandomReader, StorageBackend } from '../../storage/backend.js';
 import type { PositionalReader, RangeRead } from '../../streams/positional-reader.js';
@@ -23,20 +44,36 @@ interface Kept {
   users: number;
   /** No longer handed out: closed when its last user is done. */
   retired: boolean;
+  /** The whole file's bytes once it was used again (see above), else null. */
+  held: Buffer | null;
+  /** When it was opened (performance.now()). */
+  openedAt: number;
+  /** Bytes pages have read through it. */
+  readBytes: number;
 }
 
 /** Objects whose readers are kept at most (three a session): LRU beyond. */
 const DEFAULT_MAX_KEPT = 384;
+/** Files held whole (see above) are at most this large, and all held bytes at most this many. */
+export const HOLD_FILE_MAX_BYTES = 4 * 1024 * 1024;
+export const HOLD_TOTAL_MAX_BYTES = 16 * 1024 * 1024;
+/** A kept reader holds its file only once it has been open this long (see above): ten ticks of the coarsest clock. */
+export const HOLD_AFTER_MS = 100;
 
 export class KeptReaders {
   /** By object key, least recently used first. */
   private readonly kept = new Map<string, Kept>();
   opened = 0;
   reused = 0;
+  /** Bytes of the files held whole now. */
+  heldBytes = 0;
 
   constructor(
     private readonly storage: StorageBackend,
     private readonly max = DEFAULT_MAX_KEPT,
+    private readonly holdFileMax = HOLD_FILE_MAX_BYTES,
+    private readonly holdTotalMax = HOLD_TOTAL_MAX_BYTES,
+    private readonly holdAfterMs = HOLD_AFTER_MS,
   ) {}
 
   /**
@@ -52,6 +89,7 @@ export class KeptReaders {
         this.kept.delete(key);
         this.kept.set(key, k);
         this.reused++;
+        if (k.held === null && k.reader.size <= this.holdFileMax && k.reader.size <= this.holdTotalMax && k.readBytes >= k.reader.size && performance.now() - k.openedAt >= this.holdAfterMs) await this.hold(k);
         return this.lend(k);
       }
       this.retire(key, k);
@@ -64,7 +102,7 @@ export class KeptReaders {
     }
     this.opened++;
     if (stamp === '' || reader.unchanged === undefined) return reader;
-    const fresh: Kept = { reader, stamp, users: 0, retired: false };
+    const fresh: Kept = { reader, stamp, users: 0, retired: false, held: null, openedAt: performance.now(), readBytes: 0 };
     // Another page opened it meanwhile: one kept reader a key.
     const other = this.kept.get(key);
     if (other !== undefined) this.retire(key, other);
@@ -92,12 +130,44 @@ export class KeptReaders {
     return this.kept.size;
   }
 
+  /** Read `k`'s file whole and hold it, dropping the least recently used held files past the bound. */
+  private async hold(k: Kept): Promise<void> {
+    const size = k.reader.size;
+    let bytes: Buffer;
+    try {
+      bytes = await k.reader.read(0, size);
+    } catch {
+      return;
+    }
+    // Retired meanwhile (another page saw the file change), or read short: not held.
+    if (bytes.length !== size || k.retired || k.held !== null) return;
+    for (const o of this.kept.values()) {
+      if (this.heldBytes + size <= this.holdTotalMax) break;
+      this.drop(o);
+    }
+    k.held = bytes;
+    this.heldBytes += size;
+  }
+
+  private drop(k: Kept): void {
+    if (k.held === null) return;
+    this.heldBytes -= k.held.length;
+    k.held = null;
+  }
+
   private lend(k: Kept): PositionalReader {
     k.users++;
     let done = false;
+    const size = k.reader.size;
     return {
-      size: k.reader.size,
-      read: (pos, len) => k.reader.read(pos, len),
+      size,
+      // As the reader would answer (fewer bytes at the end), from the held bytes when there are any.
+      read: (pos, len) => {
+        const held = k.held;
+        if (held !== null) return Promise.resolve(held.subarray(pos, Math.max(pos, Math.min(size, pos + len))));
+        k.readBytes += Math.max(0, len);
+        return k.reader.read(pos, len);
+      },
       close: async () => {
         if (done) return;
         done = true;
@@ -111,6 +181,7 @@ export class KeptReaders {
     if (this.kept.get(key) === k) this.kept.delete(key);
     if (k.retired) return;
     k.retired = true;
+    this.drop(k);
     if (k.users === 0) void k.reader.close().catch(() => undefined);
   }
 }
