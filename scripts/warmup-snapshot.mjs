@@ -6,8 +6,14 @@
 // of making them (src/workers/warmup-logs.ts).
 import { snapshotPagePath } from '../dist/main/warmup/page-path-warmup.js';
 import { binaryWork, jsonlWork, LOGS_PLAN } from '../dist/workers/jit-warmup.js';
-import { WARMUP_LOGS, writeWarmupLogs } from '../dist/workers/warmup-logs.js';
+import { renameSync, writeFileSync } from 'node:fs';
+import { encodeWarmupLogs, WARMUP_LOG_FILES } from '../dist/workers/warmup-logs.js';
 
 await snapshotPagePath();
-writeWarmupLogs(WARMUP_LOGS.jsonl, jsonlWork(), LOGS_PLAN);
-writeWarmupLogs(WARMUP_LOGS.binary, binaryWork(), LOGS_PLAN);
+// Whole or not at all: a temporary file renamed.
+for (const [name, works] of [[WARMUP_LOG_FILES.jsonl, jsonlWork()], [WARMUP_LOG_FILES.binary, binaryWork()]]) {
+  const file = new URL(`../dist/workers/${name}`, import.meta.url);
+  const tmp = new URL(`${file.href}.tmp`);
+  writeFileSync(tmp, encodeWarmupLogs(works, LOGS_PLAN));
+  renameSync(tmp, file);
+}

@@ -3,12 +3,11 @@
  * build's copies hold what jit-warmup.ts makes, and a copy that is not exactly what its header
  * says (another plan, cut short, a byte changed) is not used.
  */
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { readFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { binaryWork, jsonlWork, LOGS_PLAN, warmUpJit } from '../src/workers/jit-warmup.js';
-import { loadWarmupLogs, writeWarmupLogs, type WarmupWork } from '../src/workers/warmup-logs.js';
+import { decodeWarmupLogs, encodeWarmupLogs, type WarmupWork } from '../src/workers/warmup-logs.js';
 import type { SliceTask } from '../src/workers/slice-protocol.js';
 
 /** Everything a warm-up decodes: each log's bytes and each task's fields and records. */
@@ -20,8 +19,8 @@ function contents(works: readonly WarmupWork[]): unknown {
 describe('warm-up logs from the build', () => {
   it("the build's copies hold exactly the logs made afresh, as plain Uint8Array records shared as made", () => {
     const dist = resolve(import.meta.dirname, '..', 'dist', 'workers');
-    const jsonl = loadWarmupLogs(join(dist, 'warmup-jsonl.bin'), LOGS_PLAN);
-    const binary = loadWarmupLogs(join(dist, 'warmup-binary.bin'), LOGS_PLAN);
+    const jsonl = decodeWarmupLogs(readFileSync(join(dist, 'warmup-jsonl.bin')), LOGS_PLAN);
+    const binary = decodeWarmupLogs(readFileSync(join(dist, 'warmup-binary.bin')), LOGS_PLAN);
     expect(jsonl, 'dist/ is built by `npm test` (npm run build) before the tests run').not.toBeNull();
     expect(contents(jsonl as WarmupWork[])).toEqual(contents(jsonlWork()));
     expect(contents(binary as WarmupWork[])).toEqual(contents(binaryWork()));
@@ -32,25 +31,23 @@ describe('warm-up logs from the build', () => {
   });
 
   it('a copy made from another plan, cut short, with a byte changed, or missing is not used', () => {
-    const dir = mkdtempSync(join(tmpdir(), 'sp-warmup-logs-'));
-    try {
-      const file = join(dir, 'logs.bin');
-      writeWarmupLogs(file, jsonlWork(), LOGS_PLAN);
-      expect(contents(loadWarmupLogs(file, LOGS_PLAN) as WarmupWork[])).toEqual(contents(jsonlWork()));
-      expect(loadWarmupLogs(file, { ...LOGS_PLAN, maker: LOGS_PLAN.maker + 1 })).toBeNull();
-      const whole = readFileSync(file);
-      writeFileSync(file, whole.subarray(0, whole.length - 1));
-      expect(loadWarmupLogs(file, LOGS_PLAN)).toBeNull();
-      for (const at of [whole.length - 1, whole.length - 40_000]) {
-        const changed = Buffer.from(whole);
-        changed[at] = (changed[at] as number) ^ 0x20;
-        writeFileSync(file, changed);
-        expect(loadWarmupLogs(file, LOGS_PLAN)).toBeNull();
-      }
-      expect(loadWarmupLogs(join(dir, 'none.bin'), LOGS_PLAN)).toBeNull();
-    } finally {
-      rmSync(dir, { recursive: true, force: true });
+    const whole = encodeWarmupLogs(jsonlWork(), LOGS_PLAN);
+    expect(contents(decodeWarmupLogs(whole, LOGS_PLAN) as WarmupWork[])).toEqual(contents(jsonlWork()));
+    expect(decodeWarmupLogs(whole, { ...LOGS_PLAN, maker: LOGS_PLAN.maker + 1 })).toBeNull();
+    expect(decodeWarmupLogs(whole.subarray(0, whole.length - 1), LOGS_PLAN)).toBeNull();
+    for (const at of [whole.length - 1, whole.length - 40_000]) {
+      const changed = Buffer.from(whole);
+      changed[at] = (changed[at] as number) ^ 0x20;
+      expect(decodeWarmupLogs(changed, LOGS_PLAN)).toBeNull();
     }
+    expect(decodeWarmupLogs(undefined, LOGS_PLAN)).toBeNull();
+  });
+
+  it("the pool reads the build's copies for its workers, which check out", async () => {
+    const { readWarmupLogs } = await import('../src/main/worker-pool.js');
+    const logs = readWarmupLogs();
+    expect(contents(decodeWarmupLogs(logs.jsonl, LOGS_PLAN) as WarmupWork[])).toEqual(contents(jsonlWork()));
+    expect(contents(decodeWarmupLogs(logs.binary, LOGS_PLAN) as WarmupWork[])).toEqual(contents(binaryWork()));
   });
 
   it('the warm-up decodes the logs it is given, and makes them when given none', async () => {

@@ -3,7 +3,7 @@
  * threads), a long idle timeout so threads are never torn down between
  * pages, and a bounded queue so overload is refused instead of queued.
  */
-import { existsSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
 import { fileURLToPath } from 'node:url';
 import { Piscina } from 'piscina';
@@ -12,12 +12,14 @@ import { isolateStarted, startWorkersAtFullSize } from './young-generation.js';
 import { refusedFlags, workerExecArgv } from './worker-exec-argv.js';
 import type { BatchResult, CompressTask, SliceBatch, SliceResult, SliceTask } from '../workers/slice-protocol.js';
 import { SliceBatches } from './slice-batches.js';
+import { WARMUP_LOG_FILES } from '../workers/warmup-logs.js';
 import type { PagePool } from './page-pool.js';
 
 export type { PagePool } from './page-pool.js';
 
-/** Both src/main and dist/main sit two levels under the package root, so this resolves the built worker from either. */
-export const WORKER_FILE = fileURLToPath(new URL('../../dist/workers/page-task.js', import.meta.url));
+/** The built worker (from src/main/ under the tests as from dist/main/: dist/ is built first), and the build's files beside it. */
+const WORKER_FILE_URL = new URL('../../dist/workers/page-task.js', import.meta.url);
+export const WORKER_FILE = fileURLToPath(WORKER_FILE_URL);
 
 /** A worker's young generation bound, MB (resourceLimits). */
 export const WORKER_YOUNG_GENERATION_MB = 6;
@@ -45,6 +47,21 @@ export interface PageWorkerData {
   minCodedSection?: number;
   /** Shared with the pool: 0 not decided yet, 1 JSONL only, 2 binary too (decideBinaryWarmUp). */
   binaryWarmUp: Int32Array;
+  /** The build's copies of the JIT warm-up's logs (workers/warmup-logs.ts), as found; the worker checks them. */
+  warmupLogs?: { jsonl?: Uint8Array; binary?: Uint8Array };
+}
+
+/** The build's warm-up logs, read here because a page worker reads no file of its own (test/layering); a missing one is made by the worker. */
+export function readWarmupLogs(): { jsonl?: Uint8Array; binary?: Uint8Array } {
+  const logs: { jsonl?: Uint8Array; binary?: Uint8Array } = {};
+  for (const kind of ['jsonl', 'binary'] as const) {
+    try {
+      logs[kind] = readFileSync(new URL(WARMUP_LOG_FILES[kind], WORKER_FILE_URL));
+    } catch {
+      // Not built, or unreadable: the worker makes its logs.
+    }
+  }
+  return logs;
 }
 
 const UNDECIDED = 0;
@@ -90,7 +107,7 @@ export function createPagePool(opts: PoolOptions = {}): PagePool {
       maxThreads: threads,
       idleTimeout: 24 * 60 * 60 * 1000,
       maxQueue: opts.maxQueue ?? threads * 64,
-      workerData: { jitWarmUp: opts.jitWarmUp ?? true, ...(opts.jitBudgetMs === undefined ? {} : { jitBudgetMs: opts.jitBudgetMs }), ...(opts.minCodedSection === undefined ? {} : { minCodedSection: opts.minCodedSection }), binaryWarmUp: binaryAnswer } satisfies PageWorkerData,
+      workerData: { jitWarmUp: opts.jitWarmUp ?? true, ...(opts.jitBudgetMs === undefined ? {} : { jitBudgetMs: opts.jitBudgetMs }), ...(opts.minCodedSection === undefined ? {} : { minCodedSection: opts.minCodedSection }), binaryWarmUp: binaryAnswer, ...(opts.jitWarmUp === false ? {} : { warmupLogs: readWarmupLogs() }) } satisfies PageWorkerData,
       // A small young generation (semi-spaces of 2 MB: V8 takes a third of this each).
       // V8 grew a worker's to its limit during the JIT warm-up and never shrank it:
       // with 32 MB, 16 MB of empty young generation stayed resident in each idle

@@ -283,19 +283,19 @@ const BINARY_ANSWER_WAIT_MS = 2000;
 // pool says so (StoreOptions.warmUp.jit); never when this module is loaded outside a pool.
 // The warm-up's arena is then let go: idle, it held ~5 MB a worker, and a big first page needs a larger one anyway;
 // and its garbage is collected now, not when the old generation next reaches its limit (full-gc.ts).
-const started = workerData as { jitWarmUp?: boolean; jitBudgetMs?: number; binaryWarmUp?: Int32Array } | undefined;
+const started = workerData as { jitWarmUp?: boolean; jitBudgetMs?: number; binaryWarmUp?: Int32Array; warmupLogs?: { jsonl?: Uint8Array; binary?: Uint8Array } } | undefined;
 if (started?.jitWarmUp === true) {
   // Loaded only here: the warm-up's synthetic logs come from the generator and the writer's
   // encoders, modules a thread that never warms up (the main thread's small slices, the one-shot
   // `page` command's in-thread pool) has no use for.
-  const [{ warmUpJit, LOGS_PLAN }, { loadWarmupLogs, WARMUP_LOGS }] = await Promise.all([import('./jit-warmup.js'), import('./warmup-logs.js')]);
+  const [{ warmUpJit, LOGS_PLAN }, { decodeWarmupLogs }] = await Promise.all([import('./jit-warmup.js'), import('./warmup-logs.js')]);
   // Until V8 says the decode loop runs optimized code (optimization-status.ts), not a fixed number of rounds.
   // Then the small per-frame methods it calls without inlining (jit-warmup.ts warmUpHelpers).
   // The binary logs only when the store has binary sessions: the pool's answer (worker-pool.ts
   // decideBinaryWarmUp), looked at before each round, waited for once the JSONL rounds are
   // done, and taken as yes when none comes.
-  // Its logs from the build's copy when that checks out (warmup-logs.ts), else made there.
-  await warmUpJit(decodeInArena, () => tierOf(decodeSlice), started.jitBudgetMs, tierOf, (wait) => needsBinary(started.binaryWarmUp, wait), (kind) => loadWarmupLogs(WARMUP_LOGS[kind], LOGS_PLAN));
+  // Its logs from the build's copy, which the pool read, when that checks out (warmup-logs.ts), else made there.
+  await warmUpJit(decodeInArena, () => tierOf(decodeSlice), started.jitBudgetMs, tierOf, (wait) => needsBinary(started.binaryWarmUp, wait), (kind) => decodeWarmupLogs(started.warmupLogs?.[kind], LOGS_PLAN));
   dropArena();
   collectGarbage();
   heapCollected();

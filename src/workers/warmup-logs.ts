@@ -1,7 +1,9 @@
 /**
  * The page workers' synthetic warm-up logs (jit-warmup.ts jsonlWork, binaryWork) as bytes,
  * written once by `npm run build` (scripts/warmup-snapshot.mjs) beside this module in dist/,
- * so a starting worker reads ~0.3 MB instead of generating ~4,000 events and packing and
+ * read by the pool that starts the workers (main/worker-pool.ts) and handed to each in its
+ * workerData: a page worker reads no file of its own (test/layering). A worker decodes ~0.3 MB
+ * instead of generating ~4,000 events and packing and
  * encoding them. Making them cost each worker ~50-150 ms of a start's wall on two shared cores,
  * and V8's helper threads ~100 ms compiling the generator's and packer's code (pushEvent,
  * textBlock, run, ...), which no real page runs and the worker's closing collection threw away
@@ -19,8 +21,6 @@
  * bytes and each distinct record, in the header's order.
  */
 import { createHash } from 'node:crypto';
-import { readFileSync, renameSync, writeFileSync } from 'node:fs';
-import { fileURLToPath } from 'node:url';
 import { sliceTask, type SliceTask } from './slice-protocol.js';
 
 const VERSION = 1;
@@ -41,14 +41,11 @@ interface Header {
   works: { bytes: number; crcs: number[]; meta: number[]; tasks: { at: TaskFields; crcs: number; meta: number }[] }[];
 }
 
-/** Where `npm run build` writes each set of logs: beside this module in dist/. */
-export const WARMUP_LOGS = {
-  jsonl: fileURLToPath(new URL('./warmup-jsonl.bin', import.meta.url)),
-  binary: fileURLToPath(new URL('./warmup-binary.bin', import.meta.url)),
-} as const;
+/** The files `npm run build` writes each set of logs to, beside this module in dist/workers/ (the pool reads them there). */
+export const WARMUP_LOG_FILES = { jsonl: 'warmup-jsonl.bin', binary: 'warmup-binary.bin' } as const;
 
-/** Write `works`, made from `plan`, to `file` (whole or not at all: a temporary file renamed). */
-export function writeWarmupLogs(file: string, works: readonly WarmupWork[], plan: unknown): void {
+/** `works`, made from `plan`, as the bytes of a logs file (the build writes them whole: a temporary file renamed). */
+export function encodeWarmupLogs(works: readonly WarmupWork[], plan: unknown): Buffer {
   const parts: Buffer[] = [];
   const header: Header = { v: VERSION, plan, sha256: '', works: [] };
   for (const w of works) {
@@ -69,22 +66,18 @@ export function writeWarmupLogs(file: string, works: readonly WarmupWork[], plan
   const head = Buffer.from(JSON.stringify(header));
   const len = Buffer.alloc(4);
   len.writeUInt32LE(head.length);
-  writeFileSync(`${file}.tmp`, Buffer.concat([len, head, payload]));
-  renameSync(`${file}.tmp`, file);
+  return Buffer.concat([len, head, payload]);
 }
 
 /**
- * The logs in `file` when it holds them made from `plan`, whole and as its header's digest says;
- * else null (the caller makes them). Records come back as plain Uint8Arrays, as a structured
- * clone delivers a real task's, each its own copy; every task as `sliceTask` makes one.
+ * The logs in `file` (a logs file's bytes, undefined when the pool found none) when they were
+ * made from `plan`, whole and as their header's digest says; else null (the caller makes them).
+ * Records come back as plain Uint8Arrays, as a structured clone delivers a real task's, each its
+ * own copy; every task as `sliceTask` makes one.
  */
-export function loadWarmupLogs(file: string, plan: unknown): WarmupWork[] | null {
-  let bytes: Buffer;
-  try {
-    bytes = readFileSync(file);
-  } catch {
-    return null;
-  }
+export function decodeWarmupLogs(file: Uint8Array | undefined, plan: unknown): WarmupWork[] | null {
+  if (file === undefined) return null;
+  const bytes = Buffer.from(file.buffer, file.byteOffset, file.length);
   try {
     if (bytes.length < 4) return null;
     const end = 4 + bytes.readUInt32LE(0);
