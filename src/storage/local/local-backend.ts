@@ -330,12 +330,20 @@ export class LocalBackend implements StorageBackend {
     const tmp = join(dir, `.${basename(path)}.${process.pid}.${Date.now()}.tmp`);
     const fd = openSync(tmp, 'w');
     try {
-      writeAllAt(fd, data, 0);
-      await fsyncP(fd);
-    } finally {
-      closeSync(fd);
+      try {
+        writeAllAt(fd, data, 0);
+        await fsyncP(fd);
+      } finally {
+        closeSync(fd);
+      }
+      renameSync(tmp, path);
+    } catch (err) {
+      // A write that failed (a full disk: ENOSPC, EDQUOT, EFBIG) left the temp file with part of
+      // the data: one more for every failed metadata write, holding the space it took, as no one
+      // lists or removes these names.
+      rmSync(tmp, { force: true });
+      throw err;
     }
-    renameSync(tmp, path);
     await syncFolder(dir);
   }
 

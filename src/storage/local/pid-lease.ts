@@ -54,7 +54,16 @@ export async function takePidLease(path: string, what: string): Promise<Lease> {
   for (let attempt = 0; attempt < 3; attempt++) {
     try {
       const fh = await fsp.open(path, 'wx');
-      await fh.writeFile(lockText(process.pid, processStart(process.pid)));
+      try {
+        await fh.writeFile(lockText(process.pid, processStart(process.pid)));
+      } catch (err) {
+        // A full disk (ENOSPC): the lock is not taken. Its file is ours and empty or cut short:
+        // removed, and the handle closed (left open, one descriptor leaked at every refused
+        // append until the process ran out of them).
+        await fh.close().catch(() => undefined);
+        await fsp.rm(path, { force: true });
+        throw err;
+      }
       await fh.close();
       let released = false;
       return {
