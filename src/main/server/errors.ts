@@ -60,6 +60,7 @@ const STORAGE_FAILURE: Partial<Record<string, string>> = {
   EIO: 'input/output error',
   EMFILE: 'too many open files in this process',
   ENFILE: 'too many open files in the system',
+  ELOOP: 'a file or folder of the data directory is a symbolic link, which it does not write through',
 };
 
 /** 4xx statuses that have a code of their own (the rest are invalid_request). */
