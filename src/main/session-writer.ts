@@ -227,11 +227,12 @@ export class SessionWriter {
     } catch (err) {
       await log?.close().catch(() => undefined);
       await entries?.close().catch(() => undefined);
-      if (placed) {
+      if (placed && storage.kind === 'local') {
         // A create that failed while the process lives (a full disk: the entry sidecar or the
         // metadata could not be written) is taken back whole, as a crash's would be by the next
         // create of the id: until then the catalog listed a session that was never acknowledged,
-        // repair_required, and GET answered it.
+        // repair_required, and GET answered it. (Local files only: on S3 a create that could not
+        // publish may have been fenced by another writer, whose objects these keys may be now.)
         await storage.remove(paths.meta).catch(() => undefined);
         await storage.remove(paths.entries).catch(() => undefined);
         await storage.removeAll(paths.projections).catch(() => undefined);
@@ -371,15 +372,19 @@ export class SessionWriter {
     this.meta.nextSeq = fromSeq + events.length;
     this.meta.eventCount = this.meta.nextSeq;
     this.meta.frameCount += enc.frameCount;
-    // The append is durable now: its frames and entry lines are fsynced, and metadata that
-    // lags them is caught up from the entry sidecar by the next open (SPEC section 3), as after
-    // a crash here. So a metadata write that fails (a full disk) does not fail the append: it
-    // is answered as done, and the metadata is written again by the next append or the close.
-    // (Failing it told the client an append had not happened that had, and is served: its
-    // retry got seq_conflict.)
-    if (this.durable) await this.persistMeta().catch(() => {
-      this.dirty = true;
-    });
+    // On local files the append is durable now: its frames and entry lines are fsynced, and
+    // metadata that lags them is caught up from the entry sidecar by the next open (SPEC
+    // section 3), as after a crash here. So there a metadata write that fails (a full disk)
+    // does not fail the append: it is answered as done, and the metadata is written again by
+    // the next append or the close. (Failing it told the client an append had not happened that
+    // had, and is served: its retry got seq_conflict.) Not on S3: there the metadata's replace
+    // publishes the append (the manifest, s3/session-volume.ts), and a writer that cannot is
+    // cut off or fenced: its failure must fail the append.
+    if (this.durable && this.storage.kind === 'local') {
+      await this.persistMeta().catch(() => {
+        this.dirty = true;
+      });
+    } else if (this.durable) await this.persistMeta();
     else this.dirty = true;
     const snapshot = this.meta;
     for (const fn of this.listeners) {
