@@ -17,6 +17,7 @@ import { sessionPaths } from '../src/main/paths.js';
 import { decodeWholeLog } from '../src/main/reference-reader.js';
 import { SessionWriter } from '../src/main/session-writer.js';
 import { lockText, processStart } from '../src/storage/local/pid-lease.js';
+import { until } from './server-helpers.js';
 import { decodeFrame, type FrameEncoding } from '../src/streams/frame-codec.js';
 import { parseEntry } from '../src/streams/entry-codec.js';
 
@@ -348,6 +349,28 @@ describe('one writer per session', () => {
     expect(readFileSync(sessionPaths(dir, 'r').lock, 'utf8')).toBe(lockText(process.pid, processStart(process.pid)));
     await w.close();
     expect(checkSidecar(dir, 'r').events).toEqual([user(0)]);
+  });
+
+  it("takes over the lock of a killed writer its parent has not reaped (a zombie: kill(pid, 0) still answers)", async () => {
+    const dir = freshDir();
+    await (await SessionWriter.create(dir, 'z', {})).close();
+    // A child of a shell that then becomes a program that never waits: when it ends it stays a
+    // zombie for as long as that program runs (as under a container's first process that does not reap).
+    const parent = spawn('sh', ['-c', 'sleep 0.2 & echo $!; exec sleep 30'], { stdio: ['ignore', 'pipe', 'ignore'] });
+    try {
+      const pid = Number(await new Promise<string>((ok) => parent.stdout?.once('data', (d) => ok(String(d).trim()))));
+      const start = processStart(pid);
+      expect(start, 'this test needs /proc').not.toBeNull();
+      // The writer's lock, as that process would have written it.
+      writeFileSync(sessionPaths(dir, 'z').lock, lockText(pid, start));
+      await until('the child is a zombie', () => /^\d+ \(sleep\) Z /.test(readFileSync(`/proc/${pid}/stat`, 'utf8')));
+      const w = await SessionWriter.open(dir, 'z');
+      await w.append([user(0)]);
+      await w.close();
+      expect(checkSidecar(dir, 'z').events).toEqual([user(0)]);
+    } finally {
+      parent.kill('SIGKILL');
+    }
   });
 
   it('takes over a lock file cut short while being written', async () => {

@@ -177,6 +177,8 @@ export class SessionWriter {
     const lock = await storage.lease(paths.lock, `session ${id}`);
     let log: WritableFile | undefined;
     let entries: WritableFile | undefined;
+    /** The log was placed by this create, which has not been acknowledged yet. */
+    let placed = false;
     try {
       const takeOver = (await storage.stat(paths.events)) !== null;
       if (takeOver && (await findInterruptedCreate(paths, storage)) === null) throw new PagerError('session_exists', `session ${id} already exists`);
@@ -191,6 +193,7 @@ export class SessionWriter {
       try {
         // Under the session's lease: no one else creates this key meanwhile (the backend may clear a crashed create's leftovers).
         await storage.createExclusive(paths.events, enc.bytes);
+        placed = true;
       } catch (err) {
         if (isExists(err)) throw new PagerError('session_exists', `session ${id} already exists`);
         throw err;
@@ -217,12 +220,24 @@ export class SessionWriter {
         issues: opts.unfinished !== undefined ? [{ code: UNFINISHED_ISSUE, message: opts.unfinished }] : [],
       };
       await writeMeta(storage, paths.meta, meta);
+      placed = false;
       const crc = await CrcProjection.open(storage, paths, enc.bytes.length, true);
       await crc.append(enc.bytes, 0, enc.lengths);
       return new SessionWriter(storage, paths, meta, log, entries, lock, opts.durable ?? true, now, crc, await IndexProjection.create(storage, paths, enc.bytes.length));
     } catch (err) {
       await log?.close().catch(() => undefined);
       await entries?.close().catch(() => undefined);
+      if (placed && storage.kind === 'local') {
+        // A create that failed while the process lives (a full disk: the entry sidecar or the
+        // metadata could not be written) is taken back whole, as a crash's would be by the next
+        // create of the id: until then the catalog listed a session that was never acknowledged,
+        // repair_required, and GET answered it. (Local files only: on S3 a create that could not
+        // publish may have been fenced by another writer, whose objects these keys may be now.)
+        await storage.remove(paths.meta).catch(() => undefined);
+        await storage.remove(paths.entries).catch(() => undefined);
+        await storage.removeAll(paths.projections).catch(() => undefined);
+        await storage.remove(paths.events).catch(() => undefined);
+      }
       await lock.release();
       throw err;
     }
@@ -357,7 +372,19 @@ export class SessionWriter {
     this.meta.nextSeq = fromSeq + events.length;
     this.meta.eventCount = this.meta.nextSeq;
     this.meta.frameCount += enc.frameCount;
-    if (this.durable) await this.persistMeta();
+    // On local files the append is durable now: its frames and entry lines are fsynced, and
+    // metadata that lags them is caught up from the entry sidecar by the next open (SPEC
+    // section 3), as after a crash here. So there a metadata write that fails (a full disk)
+    // does not fail the append: it is answered as done, and the metadata is written again by
+    // the next append or the close. (Failing it told the client an append had not happened that
+    // had, and is served: its retry got seq_conflict.) Not on S3: there the metadata's replace
+    // publishes the append (the manifest, s3/session-volume.ts), and a writer that cannot is
+    // cut off or fenced: its failure must fail the append.
+    if (this.durable && this.storage.kind === 'local') {
+      await this.persistMeta().catch(() => {
+        this.dirty = true;
+      });
+    } else if (this.durable) await this.persistMeta();
     else this.dirty = true;
     const snapshot = this.meta;
     for (const fn of this.listeners) {

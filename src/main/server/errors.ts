@@ -31,6 +31,8 @@ export function toPagerError(err: unknown): PagerError {
   if (e.name === 'PagerError' && typeof e.code === 'string' && e.code in ERROR_STATUS) {
     return new PagerError(e.code as ErrorCode, message, (e.details ?? undefined) as Record<string, unknown> | undefined);
   }
+  const storage = typeof e.code === 'string' ? STORAGE_FAILURE[e.code] : undefined;
+  if (storage !== undefined) return new PagerError('internal', `the server's storage failed: ${storage} (${e.code as string}); this request was not carried out`, { errno: e.code });
   const status = typeof e.statusCode === 'number' ? e.statusCode : 500;
   if (e.code === 'FST_ERR_HANDLER_TIMEOUT') return new PagerError('overloaded', 'the request took too long; retry shortly');
   if (e.code === 'FST_ERR_CTP_BODY_TOO_LARGE' || status === 413) return new PagerError('payload_too_large', 'request body is larger than the limit');
@@ -43,6 +45,23 @@ export function toPagerError(err: unknown): PagerError {
   if (status >= 400 && status < 500) return new PagerError('invalid_request', message);
   return new PagerError('internal', 'internal error');
 }
+
+/**
+ * Failures of the data directory's file system, said as such (the SPEC's `internal`, 500):
+ * "internal error" alone left an operator nothing to act on when the disk was full. The
+ * system's own message is not passed on (it names the server's paths). An append or a create
+ * that fails so is taken back whole (session-writer.ts): nothing of it is acknowledged or served.
+ */
+const STORAGE_FAILURE: Partial<Record<string, string>> = {
+  ENOSPC: 'no space left on the device',
+  EDQUOT: 'disk quota exceeded',
+  EFBIG: 'file too large for the file system or the process limit',
+  EROFS: 'the file system is read-only',
+  EIO: 'input/output error',
+  EMFILE: 'too many open files in this process',
+  ENFILE: 'too many open files in the system',
+  ELOOP: 'a file or folder of the data directory is a symbolic link, which it does not write through',
+};
 
 /** 4xx statuses that have a code of their own (the rest are invalid_request). */
 const STATUS_CODE: Partial<Record<number, ErrorCode>> = {

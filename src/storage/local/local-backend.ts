@@ -8,8 +8,8 @@
  * libuv thread-pool round trip (~70 µs measured here; a binary search makes
  * ~20 reads a page). Only what waits for the disk (fsync) goes to the pool.
  */
-import { closeSync, fdatasync, fstatSync, ftruncateSync, linkSync, mkdirSync, openSync, readdirSync, readFileSync, readSync, renameSync, rmSync, statSync, writeSync, fsync, type Stats } from 'node:fs';
-import { basename, dirname, join, resolve } from 'node:path';
+import { closeSync, constants as fsConstants, fdatasync, fstatSync, ftruncateSync, linkSync, lstatSync, mkdirSync, openSync, readdirSync, readFileSync, readSync, renameSync, rmSync, statSync, writeSync, fsync, type Stats } from 'node:fs';
+import { basename, dirname, join, relative, resolve, sep } from 'node:path';
 import { promisify } from 'node:util';
 import type { Lease, ObjectStat, RandomReader, Replacement, StorageBackend, WorkerSource, WritableFile, WriteMode } from '../backend.js';
 import { takePidLease } from './pid-lease.js';
@@ -207,7 +207,20 @@ function isCreateTemp(n: string, name: string): boolean {
   return n.startsWith(prefix) && n.endsWith(CREATE_SUFFIX) && /^\d+\.\d+$/.test(n.slice(prefix.length, -CREATE_SUFFIX.length));
 }
 
-const FLAGS: Record<Exclude<WriteMode, 'existing-or-create'>, string> = { create: 'wx+', truncate: 'w+', existing: 'r+' };
+/**
+ * Files opened to be written never through a symbolic link (O_NOFOLLOW: ELOOP), nor in a folder
+ * under the data directory that is one (writablePath): a link planted in sessions/ (a log, an
+ * entry sidecar, a projection's folder) pointing outside the data directory had appends, and
+ * repair's cuts, written into the file it named (found by hand: a session whose log was a link
+ * was adopted by repair, then appended through). The data directory itself may be a link.
+ */
+const { O_CREAT, O_EXCL, O_NOFOLLOW, O_RDWR, O_TRUNC } = fsConstants;
+const FLAGS: Record<WriteMode, number> = {
+  create: O_CREAT | O_EXCL | O_RDWR | O_NOFOLLOW,
+  truncate: O_CREAT | O_TRUNC | O_RDWR | O_NOFOLLOW,
+  existing: O_RDWR | O_NOFOLLOW,
+  'existing-or-create': O_RDWR | O_NOFOLLOW,
+};
 
 export class LocalBackend implements StorageBackend {
   readonly kind = 'local';
@@ -278,21 +291,36 @@ export class LocalBackend implements StorageBackend {
   async openWritable(key: string, mode: WriteMode): Promise<WritableFile> {
     const path = this.path(key);
     if (mode !== 'existing') mkdirSync(dirname(path), { recursive: true });
+    this.refuseLinkedFolders(path);
     if (mode === 'existing-or-create') {
       // Not 'a+': on Linux positional writes to a file opened for appending go to its end.
       try {
-        return new LocalWritable(openSync(path, 'r+'), path, false);
+        return new LocalWritable(openSync(path, FLAGS.existing), path, false);
       } catch (err) {
         if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
       }
       try {
-        return new LocalWritable(openSync(path, 'wx+'), path, true);
+        return new LocalWritable(openSync(path, FLAGS.create), path, true);
       } catch (err) {
         if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
-        return new LocalWritable(openSync(path, 'r+'), path, false);
+        return new LocalWritable(openSync(path, FLAGS.existing), path, false);
       }
     }
     return new LocalWritable(openSync(path, FLAGS[mode]), path, mode !== 'existing');
+  }
+
+  /** ELOOP when a folder between the data directory and `path` is a symbolic link (see FLAGS). */
+  private refuseLinkedFolders(path: string): void {
+    if (this.root === null) return;
+    const rel = relative(this.root, dirname(path));
+    if (rel === '' || rel.startsWith('..')) return;
+    let dir = this.root;
+    for (const part of rel.split(sep)) {
+      dir = join(dir, part);
+      if (lstatSync(dir, { throwIfNoEntry: false })?.isSymbolicLink() === true) {
+        throw Object.assign(new Error(`ELOOP: a folder of the data directory is a symbolic link, not written through`), { code: 'ELOOP' });
+      }
+    }
   }
 
   /**
@@ -304,6 +332,7 @@ export class LocalBackend implements StorageBackend {
     const path = this.path(key);
     const dir = dirname(path);
     mkdirSync(dir, { recursive: true });
+    this.refuseLinkedFolders(path);
     const name = basename(path);
     // Temp files of crashed creates of this key: no one else creates it meanwhile (the caller's lease).
     for (const n of readdirSync(dir)) if (isCreateTemp(n, name)) rmSync(join(dir, n), { force: true });
@@ -327,15 +356,24 @@ export class LocalBackend implements StorageBackend {
     const path = this.path(key);
     const dir = dirname(path);
     mkdirSync(dir, { recursive: true });
+    this.refuseLinkedFolders(path);
     const tmp = join(dir, `.${basename(path)}.${process.pid}.${Date.now()}.tmp`);
     const fd = openSync(tmp, 'w');
     try {
-      writeAllAt(fd, data, 0);
-      await fsyncP(fd);
-    } finally {
-      closeSync(fd);
+      try {
+        writeAllAt(fd, data, 0);
+        await fsyncP(fd);
+      } finally {
+        closeSync(fd);
+      }
+      renameSync(tmp, path);
+    } catch (err) {
+      // A write that failed (a full disk: ENOSPC, EDQUOT, EFBIG) left the temp file with part of
+      // the data: one more for every failed metadata write, holding the space it took, as no one
+      // lists or removes these names.
+      rmSync(tmp, { force: true });
+      throw err;
     }
-    renameSync(tmp, path);
     await syncFolder(dir);
   }
 
@@ -343,14 +381,18 @@ export class LocalBackend implements StorageBackend {
     const path = this.path(key);
     const dir = dirname(path);
     mkdirSync(dir, { recursive: true });
+    this.refuseLinkedFolders(path);
     return new LocalReplacement(path, join(dir, `.${basename(path)}.${process.pid}.${Date.now()}-${++replacements}.tmp`), exclusive);
   }
 
   async remove(key: string): Promise<void> {
+    // (rm removes a link itself, never what it names; a linked folder on the way is refused.)
+    this.refuseLinkedFolders(this.path(key));
     rmSync(this.path(key), { force: true });
   }
 
   async removeAll(prefix: string): Promise<void> {
+    this.refuseLinkedFolders(this.path(prefix));
     rmSync(this.path(prefix), { recursive: true, force: true });
   }
 

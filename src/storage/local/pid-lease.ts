@@ -12,13 +12,29 @@ import { readFileSync, promises as fsp } from 'node:fs';
 import { PagerError } from '../../main/core/errors.js';
 import type { Lease } from '../backend.js';
 
-/** Whether process `pid` exists (EPERM: it does, owned by another user). */
+/**
+ * Whether process `pid` exists (EPERM: it does, owned by another user) and runs: a zombie (a
+ * killed writer its parent has not reaped, which a parent that never waits, as a shell that
+ * exec'd another program or a container's first process that does not reap, leaves for as long
+ * as it lives) answers kill(pid, 0) but holds nothing: its session was busy until the parent went.
+ */
 export function processAlive(pid: number): boolean {
   try {
     process.kill(pid, 0);
-    return true;
   } catch (err) {
     return (err as NodeJS.ErrnoException).code === 'EPERM';
+  }
+  return !zombie(pid);
+}
+
+/** Whether /proc says process `pid` has exited (state Z or X); false where /proc cannot tell. */
+function zombie(pid: number): boolean {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const state = stat.slice(stat.lastIndexOf(')') + 2, stat.lastIndexOf(')') + 3);
+    return state === 'Z' || state === 'X';
+  } catch {
+    return false;
   }
 }
 
@@ -54,7 +70,16 @@ export async function takePidLease(path: string, what: string): Promise<Lease> {
   for (let attempt = 0; attempt < 3; attempt++) {
     try {
       const fh = await fsp.open(path, 'wx');
-      await fh.writeFile(lockText(process.pid, processStart(process.pid)));
+      try {
+        await fh.writeFile(lockText(process.pid, processStart(process.pid)));
+      } catch (err) {
+        // A full disk (ENOSPC): the lock is not taken. Its file is ours and empty or cut short:
+        // removed, and the handle closed (left open, one descriptor leaked at every refused
+        // append until the process ran out of them).
+        await fh.close().catch(() => undefined);
+        await fsp.rm(path, { force: true });
+        throw err;
+      }
       await fh.close();
       let released = false;
       return {
