@@ -134,7 +134,7 @@ const mb = (n) => (n / 1e6).toFixed(2);
 const idMs = median(results.identity.map((x) => x.ms));
 
 // The page's events as raw JSONL (dsh's "raw events" figure), from the identity body.
-const { expandRecords } = await import(join(root, 'dist/main/core/chunk-codec.js'));
+const { expandRecords } = await import(join(root, 'dist/core/chunk-codec.js'));
 const page = JSON.parse(identityBody.toString('utf8'));
 const events = expandRecords(page.records);
 const rawBytes = events.reduce((a, e) => a + Buffer.byteLength(JSON.stringify(e)) + 1, 0);

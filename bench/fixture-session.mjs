@@ -15,7 +15,7 @@ const dist = (p) => new URL(`../dist/${p}`, import.meta.url).href;
 
 /** The fixtures' conversations, each as its list of logical events (rows expanded). */
 async function fixtureConversations() {
-  const { expandRow } = await import(dist('main/core/chunk-codec.js'));
+  const { expandRow } = await import(dist('core/chunk-codec.js'));
   const fixtures = join(root, 'test/fixtures/dsh');
   return readdirSync(fixtures)
     .filter((f) => f.endsWith('.jsonl'))

@@ -9,7 +9,7 @@
 //   node bench/format-decode.mjs [--data DIR] [--events N] [--rounds N] [--dist DIR]
 //
 // --dist: another build's dist/ (a before/after pair on the same sessions).
-import { openSync, readFileSync, readSync } from 'node:fs';
+import { existsSync, openSync, readFileSync, readSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { parseScriptArgs } from './args.mjs';
@@ -24,10 +24,12 @@ const { values } = parseScriptArgs(import.meta.url, {
   },
 });
 const dist = pathToFileURL(resolve(values.dist) + '/').href;
+// Builds before the pure core left src/main/ hold it at dist/main/core/.
+const core = existsSync(join(resolve(values.dist), 'core')) ? 'core/' : 'main/core/';
 const { openStore } = await import(dist + 'main/store.js');
 const { decodeSlice } = await import(dist + 'workers/page-task.js');
 const { sliceCrcRecords } = await import(dist + 'streams/frame-crc-file.js');
-const { NO_CLAIM } = await import(dist + 'main/core/frame-claim.js');
+const { NO_CLAIM } = await import(dist + core + 'frame-claim.js');
 const dataDir = values.data;
 const store = await openStore({ dataDir, workers: 1, pageCacheBytes: 0, warmUp: { jit: false, pagePath: false } });
 

@@ -14,10 +14,10 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 
 const dist = new URL('../dist/', import.meta.url);
-const { RunPacker, runToRecords, validateRecord } = await import(new URL('main/core/chunk-codec.js', dist).href);
-const { groupStart, isCountedMessage } = await import(new URL('main/core/page-rule.js', dist).href);
+const { RunPacker, runToRecords, validateRecord } = await import(new URL('core/chunk-codec.js', dist).href);
+const { groupStart, isCountedMessage } = await import(new URL('core/page-rule.js', dist).href);
 const { decodeFrame } = await import(new URL('streams/frame-codec.js', dist).href);
-const { isRowType } = await import(new URL('main/core/types.js', dist).href);
+const { isRowType } = await import(new URL('core/types.js', dist).href);
 
 export function openPeer(path, { readonly = false } = {}) {
   const db = new Database(path, readonly ? { readonly: true } : {});

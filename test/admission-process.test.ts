@@ -22,7 +22,7 @@ import { mkdir } from 'node:fs/promises';
 import { connect, type Socket } from 'node:net';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { SessionEvent } from '../src/main/core/types.js';
+import type { SessionEvent } from '../src/core/types.js';
 import { startServerProcess, type ServerProcess } from './helpers/server-process.js';
 import { rawRequest, tempStore, until, T0, type TempStore } from './server-helpers.js';
 

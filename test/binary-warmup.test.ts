@@ -20,7 +20,7 @@ import { warmUpJit } from '../src/workers/jit-warmup.js';
 import type { SliceTask } from '../src/workers/slice-protocol.js';
 import type { Tier } from '../src/workers/optimization-status.js';
 import { writeRandomLog } from './helpers/random-log.js';
-import type { SessionEvent } from '../src/main/core/types.js';
+import type { SessionEvent } from '../src/core/types.js';
 
 /** A short conversation: user message, streamed answer, final message. */
 function conversation(n: number): SessionEvent[] {

@@ -4,7 +4,7 @@
  */
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { ByteSink } from '../src/main/core/byte-sink.js';
+import { ByteSink } from '../src/core/byte-sink.js';
 
 type Op = { k: 'bytes'; v: Uint8Array; from: number; to: number } | { k: 'ascii'; v: string } | { k: 'text'; v: string } | { k: 'int'; v: number } | { k: 'byte'; v: number } | { k: 'clear' };
 

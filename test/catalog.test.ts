@@ -6,7 +6,7 @@ import { appendFileSync, mkdtempSync, rmSync, writeFileSync, readFileSync } from
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import type { SessionEvent } from '../src/main/core/types.js';
+import type { SessionEvent } from '../src/core/types.js';
 import { sessionPaths } from '../src/main/paths.js';
 import { catalogState, loadSessionState } from '../src/main/session-state.js';
 import { writeRandomLog } from './helpers/random-log.js';

@@ -15,9 +15,9 @@ import {
   validateRecord,
   validateRow,
   type PackedItem,
-} from '../src/main/core/chunk-codec.js';
-import { RecordError } from '../src/main/core/errors.js';
-import type { ChunkRow, PageRecord, SessionEvent, StorageRecord } from '../src/main/core/types.js';
+} from '../src/core/chunk-codec.js';
+import { RecordError } from '../src/core/errors.js';
+import type { ChunkRow, PageRecord, SessionEvent, StorageRecord } from '../src/core/types.js';
 import { eventStreamArb } from './helpers/random-log.js';
 
 const RUNS = { numRuns: 300 };

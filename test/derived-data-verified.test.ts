@@ -19,7 +19,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { crc32 } from 'node:zlib';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { Page, PageParams, SessionEvent } from '../src/main/core/types.js';
+import type { Page, PageParams, SessionEvent } from '../src/core/types.js';
 import { readWholeLog, referencePage } from '../src/main/reference-reader.js';
 import { openStore, type PagerStore } from '../src/main/store.js';
 import { writeRandomLog } from './helpers/random-log.js';

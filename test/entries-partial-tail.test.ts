@@ -15,7 +15,7 @@
  */
 import { appendFileSync, readFileSync, truncateSync, writeFileSync } from 'node:fs';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { expandRecords } from '../src/main/core/chunk-codec.js';
+import { expandRecords } from '../src/core/chunk-codec.js';
 import { diagnoseSession } from '../src/main/maintenance/doctor.js';
 import { planRepair } from '../src/main/maintenance/repair.js';
 import { sessionPaths, type SessionPaths } from '../src/main/paths.js';

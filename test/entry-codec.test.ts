@@ -11,7 +11,7 @@
  */
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import type { EntryLine } from '../src/main/core/types.js';
+import type { EntryLine } from '../src/core/types.js';
 import { ByteLineBlock, encodeEntry, parseEntry, parseEntryBytes } from '../src/streams/entry-codec.js';
 import { Rng } from '../src/main/gen/prng.js';
 

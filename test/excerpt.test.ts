@@ -5,7 +5,7 @@
  */
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { EXCERPT_CHARS, jsonErrorReason, quoteInput, quoteValue, safeLine, showToken } from '../src/main/core/excerpt.js';
+import { EXCERPT_CHARS, jsonErrorReason, quoteInput, quoteValue, safeLine, showToken } from '../src/core/excerpt.js';
 
 const UNSAFE = /[\p{Cc}\p{Cf}\p{Cs}\p{Co}\p{Cn}\p{Zl}\p{Zp}\uFFFD]/u;
 

@@ -25,7 +25,7 @@ import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSy
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { EntryLine, Page, PageParams, SessionEvent } from '../src/main/core/types.js';
+import type { EntryLine, Page, PageParams, SessionEvent } from '../src/core/types.js';
 import { readWholeLog, referencePage, type ReferenceLog } from '../src/main/reference-reader.js';
 import { writeRandomLog, type BatchSpec } from './helpers/random-log.js';
 import { get, prng, startFaultServer, type Prng } from './helpers/fault-server.js';

@@ -19,7 +19,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { crc32 } from 'node:zlib';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { EntryLine, Page, SessionEvent } from '../src/main/core/types.js';
+import type { EntryLine, Page, SessionEvent } from '../src/core/types.js';
 import { readWholeLog, referencePage, type ReferenceLog } from '../src/main/reference-reader.js';
 import { writeRandomLog } from './helpers/random-log.js';
 import { get, startFaultServer } from './helpers/fault-server.js';

@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { basename } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { expandRecords, packEvents } from '../src/main/core/chunk-codec.js';
+import { expandRecords, packEvents } from '../src/core/chunk-codec.js';
 import { decodeWholeLog, referencePage } from '../src/main/reference-reader.js';
 import { dshFixtures } from './helpers/fixtures.js';
 

@@ -9,7 +9,7 @@ import type { FastifyInstance } from 'fastify';
 import type { AddressInfo } from 'node:net';
 import { buildServer, type ServerOptions } from '../src/main/server/index.js';
 import { SessionWriter } from '../src/main/session-writer.js';
-import type { SessionEvent } from '../src/main/core/types.js';
+import type { SessionEvent } from '../src/core/types.js';
 import { makeEvents, openSse, seedSession, sleep, tempStore, until, type SseClient, type SseEvent, type TempStore } from './server-helpers.js';
 import { damageFrame } from './helpers/damage.js';
 

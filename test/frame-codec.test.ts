@@ -23,7 +23,7 @@ import {
 import { SCAN_BLOCK_BYTES, type ScanItem } from '../src/streams/frame-scanner.js';
 import { localFiles } from '../src/storage/local/local-backend.js';
 import { scanObject } from '../src/storage/scan.js';
-import { packBatch } from '../src/main/core/chunk-codec.js';
+import { packBatch } from '../src/core/chunk-codec.js';
 import { eventStreamArb } from './helpers/random-log.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'sp-frames-'));

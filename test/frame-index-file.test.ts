@@ -4,7 +4,7 @@
  * typed views or not (a misaligned block is copied first).
  */
 import { describe, expect, it } from 'vitest';
-import type { EntryLine } from '../src/main/core/types.js';
+import type { EntryLine } from '../src/core/types.js';
 import fc from 'fast-check';
 import { FrameIndexFile, INDEX_RECORD_BYTES, indexBackward, indexRecords } from '../src/streams/frame-index-file.js';
 

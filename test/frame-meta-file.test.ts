@@ -7,8 +7,8 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { encodeRecords } from '../src/streams/batch-encoder.js';
-import { packBatch } from '../src/main/core/chunk-codec.js';
-import type { SessionEvent } from '../src/main/core/types.js';
+import { packBatch } from '../src/core/chunk-codec.js';
+import type { SessionEvent } from '../src/core/types.js';
 import { chainCrcRecords, CRC_RECORD_BYTES, CrcCursor } from '../src/streams/frame-crc-file.js';
 import { META_CONTINUES, META_RECORD_BYTES, META_ROW, metaChainHolds, metaRecords } from '../src/streams/frame-meta-file.js';
 import { unpackMultiple } from 'msgpackr';

@@ -24,7 +24,7 @@ import { join, relative } from 'node:path';
 import { brotliCompressSync, brotliDecompressSync, constants as zc, deflateSync, gunzipSync, gzipSync, inflateSync } from 'node:zlib';
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ERROR_STATUS } from '../src/main/core/errors.js';
+import { ERROR_STATUS } from '../src/core/errors.js';
 import { readWholeLog, referencePage } from '../src/main/reference-reader.js';
 import { openStore } from '../src/main/store.js';
 import { rawExchange, rawRequestBytes, startServerProcess, type RawAnswer, type ServerProcess } from './helpers/server-process.js';

@@ -8,8 +8,8 @@
 import { existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { basename, join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { expandRecords } from '../src/main/core/chunk-codec.js';
-import type { SessionEvent } from '../src/main/core/types.js';
+import { expandRecords } from '../src/core/chunk-codec.js';
+import type { SessionEvent } from '../src/core/types.js';
 import { importSession } from '../src/main/maintenance/import.js';
 import { sessionPaths } from '../src/main/paths.js';
 import { decodeWholeLog, referencePage } from '../src/main/reference-reader.js';

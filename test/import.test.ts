@@ -6,7 +6,7 @@ import { reindexSession } from '../src/main/maintenance/reindex.js';
 import { decodeWholeLog, referencePage } from '../src/main/reference-reader.js';
 import { sessionPaths } from '../src/main/paths.js';
 import { loadSessionState } from '../src/main/session-state.js';
-import { emptySummary, foldEvent } from '../src/main/core/summary.js';
+import { emptySummary, foldEvent } from '../src/core/summary.js';
 import { DSH_DIR, dshFixtures, dshZstdFixtures } from './helpers/fixtures.js';
 import { eventsViaSidecar, readEntries, runCli, tempDataDir } from './helpers/maint.js';
 

@@ -14,7 +14,7 @@ import fc from 'fast-check';
 import { Packr } from 'msgpackr';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import type { FastifyInstance } from 'fastify';
-import { jsonNestingExceeds, MAX_NESTING_DEPTH, valueNestingExceeds } from '../src/main/core/nesting.js';
+import { jsonNestingExceeds, MAX_NESTING_DEPTH, valueNestingExceeds } from '../src/core/nesting.js';
 import { msgpackJsonFault } from '../src/streams/msgpack-check.js';
 import { BINARY_FRAME_VERSION, decodeFrame, encodeBinaryFrame } from '../src/streams/frame-codec.js';
 import { buildServer } from '../src/main/server/index.js';

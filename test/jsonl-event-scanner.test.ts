@@ -5,10 +5,10 @@
  */
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { packableChunk, validateEvent } from '../src/main/core/chunk-codec.js';
-import type { SessionEvent } from '../src/main/core/types.js';
+import { packableChunk, validateEvent } from '../src/core/chunk-codec.js';
+import type { SessionEvent } from '../src/core/types.js';
 import { scanJsonlEvent } from '../src/streams/jsonl-event-scanner.js';
-import { countedGroup } from '../src/main/core/page-rule.js';
+import { countedGroup } from '../src/core/page-rule.js';
 import { messageGroup } from '../src/streams/message-group.js';
 
 const typeArb = fc.constantFrom('user/message', 'assistant/message', 'user/messages', 'tool/result', 'assistant/chunk', 'text-chunks', 'session', '', 'vendor/x', 'a\\"b');

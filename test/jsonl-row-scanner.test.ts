@@ -19,10 +19,10 @@
  */
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { rowKey, rowMembers, validateRow } from '../src/main/core/chunk-codec.js';
-import type { ChunkRow } from '../src/main/core/types.js';
+import { rowKey, rowMembers, validateRow } from '../src/core/chunk-codec.js';
+import type { ChunkRow } from '../src/core/types.js';
 import { rowGaps, rowMemberBounds, scanJsonlRow, type RawRow } from '../src/streams/jsonl-row-scanner.js';
-import { decodeString } from '../src/main/core/json-bytes.js';
+import { decodeString } from '../src/core/json-bytes.js';
 import { Rng } from '../src/main/gen/prng.js';
 
 const MAX = Number.MAX_SAFE_INTEGER;

@@ -65,19 +65,19 @@ describe('layering (docs/architecture.md)', () => {
   });
 
   it('core/ is pure: no built-in with I/O, no package, and only core/ itself', () => {
-    expectExactly((m) => [...m.builtins.filter((b) => IO_BUILTINS.has(b)), ...m.packages, ...m.files.filter((f) => !f.startsWith('main/core/'))], [], under('main/core/'));
+    expectExactly((m) => [...m.builtins.filter((b) => IO_BUILTINS.has(b)), ...m.packages, ...m.files.filter((f) => !f.startsWith('core/'))], [], under('core/'));
   });
 
   it('streams/ holds pure byte formats: no built-in with I/O; only core/ and streams/', () => {
     expectExactly(
-      (m) => [...m.builtins.filter((b) => IO_BUILTINS.has(b)), ...m.files.filter((f) => !f.startsWith('main/core/') && !f.startsWith('streams/'))],
+      (m) => [...m.builtins.filter((b) => IO_BUILTINS.has(b)), ...m.files.filter((f) => !f.startsWith('core/') && !f.startsWith('streams/'))],
       [],
       under('streams/'),
     );
   });
 
   it('storage/ imports only core/, streams/ and storage/ (a backend knows no store, server or CLI)', () => {
-    expectExactly((m) => m.files.filter((f) => !f.startsWith('main/core/') && !f.startsWith('streams/') && !f.startsWith('storage/')), [], under('storage/'));
+    expectExactly((m) => m.files.filter((f) => !f.startsWith('core/') && !f.startsWith('streams/') && !f.startsWith('storage/')), [], under('storage/'));
   });
 
   it('only the storage backends touch the file system', () => {
@@ -113,6 +113,6 @@ describe('layering (docs/architecture.md)', () => {
   });
 
   it('the page workers import no store, server or CLI code', () => {
-    expectExactly((m) => m.files.filter((f) => f.startsWith('main/') && !f.startsWith('main/core/') && !['main/gen/session-batches.ts', 'main/gen/script.ts', 'main/gen/batcher.ts', 'main/gen/prng.ts', 'main/gen/shapes.ts', 'main/gen/vocab.ts'].includes(f)), [], under('workers/'));
+    expectExactly((m) => m.files.filter((f) => f.startsWith('main/') && !['main/gen/session-batches.ts', 'main/gen/script.ts', 'main/gen/batcher.ts', 'main/gen/prng.ts', 'main/gen/shapes.ts', 'main/gen/vocab.ts'].includes(f)), [], under('workers/'));
   });
 });

@@ -7,8 +7,8 @@
  */
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { countedGroup } from '../src/main/core/page-rule.js';
-import type { SessionEvent } from '../src/main/core/types.js';
+import { countedGroup } from '../src/core/page-rule.js';
+import type { SessionEvent } from '../src/core/types.js';
 import { messageGroup } from '../src/streams/message-group.js';
 
 /** A JSON number token in some form JSON allows. */

@@ -8,7 +8,7 @@
 import fc from 'fast-check';
 import { Packr } from 'msgpackr';
 import { describe, expect, it } from 'vitest';
-import { runToRow, type Run } from '../src/main/core/chunk-codec.js';
+import { runToRow, type Run } from '../src/core/chunk-codec.js';
 import { dshRow } from './helpers/dsh-row.js';
 import { binaryRow, readWriterRow, rowGapsBound, rowMembersBound, writeRowGaps, writeRowMembers } from '../src/streams/msgpack-row.js';
 

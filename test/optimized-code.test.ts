@@ -97,7 +97,7 @@ describe('optimized page-path code and object shapes', () => {
     // ("weak objects") in 5 of 6 starts, and the first real page compiled it again beside its plan.
     // As the store runs them (warmup/warm-up.ts, without the page-path session), in a fresh process.
     const code = `
-      const { planPage } = await import(${JSON.stringify(`${dist}/main/core/page-planner.js`)});
+      const { planPage } = await import(${JSON.stringify(`${dist}/core/page-planner.js`)});
       const { warmUpPlanner } = await import(${JSON.stringify(`${dist}/main/warmup/planner-warmup.js`)});
       const { tierOf } = await import(${JSON.stringify(`${dist}/workers/optimization-status.js`)});
       const { collectGarbage } = await import(${JSON.stringify(`${dist}/workers/full-gc.js`)});
@@ -154,7 +154,7 @@ describe('optimized page-path code and object shapes', () => {
       const { warmUpJit } = await import(${JSON.stringify(`${dist}/workers/jit-warmup.js`)});
       const { tierOf } = await import(${JSON.stringify(`${dist}/workers/optimization-status.js`)});
       const { CrcCursor } = await import(${JSON.stringify(`${dist}/streams/frame-crc-file.js`)});
-      const { ByteSink } = await import(${JSON.stringify(`${dist}/main/core/byte-sink.js`)});
+      const { ByteSink } = await import(${JSON.stringify(`${dist}/core/byte-sink.js`)});
       await warmUpJit(decodeInArena, () => tierOf(decodeSlice), 60_000, tierOf);
       const c = CrcCursor.prototype;
       const helpers = { metaTime0: c.metaTime0, metaDtSum: c.metaDtSum, metaDtStart: c.metaDtStart, metaDtEnd: c.metaDtEnd, metaCount: c.metaCount, sink: ByteSink.prototype.sink };

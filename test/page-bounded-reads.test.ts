@@ -8,7 +8,7 @@ import { mkdtempSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { SessionEvent } from '../src/main/core/types.js';
+import type { SessionEvent } from '../src/core/types.js';
 import { coveredBytes, readWholeLog, referencePage, type ReferenceLog } from '../src/main/reference-reader.js';
 import { openStore, type PagerStore } from '../src/main/store.js';
 import { ENTRY_BLOCK_BYTES, entryReadStats } from '../src/streams/entries-file.js';

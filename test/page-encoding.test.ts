@@ -12,7 +12,7 @@ import { brotliDecompressSync, gunzipSync } from 'node:zlib';
 import fc from 'fast-check';
 import { decompress as fzstdDecompress } from 'fzstd';
 import { describe, expect, it } from 'vitest';
-import { packEvents } from '../src/main/core/chunk-codec.js';
+import { packEvents } from '../src/core/chunk-codec.js';
 import { decodeWholeLog, referencePage } from '../src/main/reference-reader.js';
 import { compressBody, LARGE_BODY, levelFor, negotiate, PageEncoder, SMALL_BODY, type PageEncoding } from '../src/main/server/page-encoding.js';
 import { dshFixtures } from './helpers/fixtures.js';

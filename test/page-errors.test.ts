@@ -7,7 +7,7 @@ import { appendFileSync, mkdtempSync, readFileSync, renameSync, rmSync, truncate
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { SessionEvent } from '../src/main/core/types.js';
+import type { SessionEvent } from '../src/core/types.js';
 import { readWholeLog, referencePage } from '../src/main/reference-reader.js';
 import { openStore, type PagerStore } from '../src/main/store.js';
 import { writeRandomLog } from './helpers/random-log.js';

@@ -17,7 +17,7 @@ import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { SessionEvent } from '../src/main/core/types.js';
+import type { SessionEvent } from '../src/core/types.js';
 import { decodeAppendMessage, encodeAppendMessage, type AppendBus, type BusListener } from '../src/main/store/append-bus.js';
 import { checkRedisUrl, DEFAULT_REDIS_PREFIX, RedisAppendBus } from '../src/main/store/redis-bus.js';
 import { parseServeArgs } from '../src/main/cli/serve.js';

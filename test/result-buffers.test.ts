@@ -10,8 +10,8 @@
  */
 import { describe, expect, it } from 'vitest';
 import { parseSlice } from '../src/main/page-assembler.js';
-import { packBatch } from '../src/main/core/chunk-codec.js';
-import type { SessionEvent, StorageRecord } from '../src/main/core/types.js';
+import { packBatch } from '../src/core/chunk-codec.js';
+import type { SessionEvent, StorageRecord } from '../src/core/types.js';
 import { sessionBatches } from '../src/main/gen/session-batches.js';
 import { encodeFrame } from '../src/streams/frame-codec.js';
 import { warmupWork } from '../src/workers/jit-warmup.js';

@@ -16,7 +16,7 @@ import { sessionPaths, type SessionPaths } from '../src/main/paths.js';
 import { decodeWholeLog, referencePage, type ReferenceLog } from '../src/main/reference-reader.js';
 import { loadSessionState } from '../src/main/session-state.js';
 import { openStore, type PagerStore } from '../src/main/store.js';
-import type { EntryLine } from '../src/main/core/types.js';
+import type { EntryLine } from '../src/core/types.js';
 import { makeSession, readEntries, runCli, tempDataDir } from './helpers/maint.js';
 
 let data: { dir: string; cleanup: () => void };

@@ -18,9 +18,9 @@ import { decodeSegment, encodeSegment } from '../src/storage/s3/segment-file.js'
 import { parseS3Url } from '../src/storage/s3/store-url.js';
 import { checkSparse, pageRecords, SPARSE_OF, summarizeRecords, type SparseIndex } from '../src/storage/s3/sparse-index.js';
 import { INDEX_RECORD_BYTES, indexBackward, indexRecords } from '../src/streams/frame-index-file.js';
-import { planPage } from '../src/main/core/page-planner.js';
-import { resolvePageParams } from '../src/main/core/page-rule.js';
-import type { EntryLine } from '../src/main/core/types.js';
+import { planPage } from '../src/core/page-planner.js';
+import { resolvePageParams } from '../src/core/page-rule.js';
+import type { EntryLine } from '../src/core/types.js';
 
 describe('s3 store URL', () => {
   it('parses bucket and prefix, refuses what S3 or a path would not take', () => {

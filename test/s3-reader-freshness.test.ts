@@ -12,7 +12,7 @@
  *   backstop poll.
  */
 import { afterAll, describe, expect, it } from 'vitest';
-import type { SessionEvent } from '../src/main/core/types.js';
+import type { SessionEvent } from '../src/core/types.js';
 import { decodeWholeLog, referencePage } from '../src/main/reference-reader.js';
 import { openStore, type PagerStore } from '../src/main/store.js';
 import type { AppendBus } from '../src/main/store/append-bus.js';

@@ -7,7 +7,7 @@ import { request as httpRequest, type ClientRequest, type IncomingMessage } from
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import type { SessionEvent } from '../src/main/core/types.js';
+import type { SessionEvent } from '../src/core/types.js';
 import { openStore } from '../src/main/store.js';
 import type { Store } from '../src/main/store-types.js';
 

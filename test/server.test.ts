@@ -12,8 +12,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { FastifyInstance } from 'fastify';
 import { buildServer, type ServerOptions } from '../src/main/server/index.js';
 import { SessionWriter } from '../src/main/session-writer.js';
-import { expandRecords } from '../src/main/core/chunk-codec.js';
-import type { Page } from '../src/main/core/types.js';
+import { expandRecords } from '../src/core/chunk-codec.js';
+import type { Page } from '../src/core/types.js';
 import type { Store } from '../src/main/store-types.js';
 import { sessionPaths } from '../src/main/paths.js';
 import { burnCpu, makeEvents, seedSession, sleep, tempStore, until, type TempStore } from './server-helpers.js';
@@ -453,7 +453,7 @@ describe('overload', () => {
   });
 
   it('maps the store\'s own overloaded error to 503 with Retry-After', async () => {
-    const { PagerError } = await import('../src/main/core/errors.js');
+    const { PagerError } = await import('../src/core/errors.js');
     const full = wrap(ts.store, {
       pageBuffer: async () => {
         throw new PagerError('overloaded', 'page worker queue is full, retry shortly', { retryAfter: 3 });

@@ -13,8 +13,8 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { encodeRecords } from '../src/streams/batch-encoder.js';
-import { expandRecords, packBatch, packEvents, recordSpan, validateRecord } from '../src/main/core/chunk-codec.js';
-import { isRowType, type ChunkRow, type Page, type SessionEvent, type StorageRecord } from '../src/main/core/types.js';
+import { expandRecords, packBatch, packEvents, recordSpan, validateRecord } from '../src/core/chunk-codec.js';
+import { isRowType, type ChunkRow, type Page, type SessionEvent, type StorageRecord } from '../src/core/types.js';
 import { assemblePage, parseSlice, type ParsedSlice } from '../src/main/page-assembler.js';
 import { scanJsonlRow } from '../src/streams/jsonl-row-scanner.js';
 import { decodeInArena, decodeSlice } from '../src/workers/page-task.js';

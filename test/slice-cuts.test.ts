@@ -4,9 +4,9 @@
  */
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { planPage, SPLIT_EVERY, type BackwardEntrySource, type EntryLines, type FrameSpan } from '../src/main/core/page-planner.js';
-import { EVENT_BYTE_EXTRA, FRAME_COST_BYTES, sliceStarts } from '../src/main/core/slice-cuts.js';
-import type { EntryLine } from '../src/main/core/types.js';
+import { planPage, SPLIT_EVERY, type BackwardEntrySource, type EntryLines, type FrameSpan } from '../src/core/page-planner.js';
+import { EVENT_BYTE_EXTRA, FRAME_COST_BYTES, sliceStarts } from '../src/core/slice-cuts.js';
+import type { EntryLine } from '../src/core/types.js';
 
 /** A span of frames with the given lengths, a split candidate every `every` frames; the frames flagged in `events` are one-event frames (else rows). */
 function span(lengths: number[], every: number, events: boolean[] = []): FrameSpan {

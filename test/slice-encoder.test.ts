@@ -4,9 +4,9 @@
  * hand-formatted row had between its tokens, the events equal chunkEvent's.
  */
 import { describe, expect, it } from 'vitest';
-import { chunkEvent, type RunKey } from '../src/main/core/chunk-codec.js';
+import { chunkEvent, type RunKey } from '../src/core/chunk-codec.js';
 import { assemblePage, parseSlice } from '../src/main/page-assembler.js';
-import type { Page } from '../src/main/core/types.js';
+import type { Page } from '../src/core/types.js';
 import { scanJsonlRow } from '../src/streams/jsonl-row-scanner.js';
 import { SliceEncoder } from '../src/workers/slice-encoder.js';
 

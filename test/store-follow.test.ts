@@ -6,8 +6,8 @@
  * holds one bounded chunk, read from the log by seq.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { PagerError } from '../src/main/core/errors.js';
-import type { SessionEvent } from '../src/main/core/types.js';
+import { PagerError } from '../src/core/errors.js';
+import type { SessionEvent } from '../src/core/types.js';
 import { EventFollower, FOLLOW_CHUNK_EVENTS, type FollowSource } from '../src/main/event-follow.js';
 import { openStore, type PagerStore } from '../src/main/store.js';
 import { makeEvents, seedSession, sleep, tempStore, until, type TempStore } from './server-helpers.js';

@@ -5,7 +5,7 @@
  */
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { packableChunk, packBatch, packEvents } from '../src/main/core/chunk-codec.js';
+import { packableChunk, packBatch, packEvents } from '../src/core/chunk-codec.js';
 import { scanJsonlRow, type RawRow } from '../src/streams/jsonl-row-scanner.js';
 import { OTHER_LAYOUT, scanTrustedFrame, TRUSTED_EVENT, TRUSTED_ROW, trustedEventSeq, trustedRow } from '../src/streams/trusted-frame-scanner.js';
 import { eventStreamArb } from './helpers/random-log.js';

@@ -14,10 +14,10 @@ import { openStore } from '../src/main/store.js';
 import { preparePagePath, snapshotPagePath, warmUpLocalPages, warmUpPagePath, type WarmupStore } from '../src/main/warmup/page-path-warmup.js';
 import type { StorageBackend } from '../src/storage/backend.js';
 import { warmUpPlanner } from '../src/main/warmup/planner-warmup.js';
-import { planPage } from '../src/main/core/page-planner.js';
+import { planPage } from '../src/core/page-planner.js';
 import { objectsUnder } from '../src/main/warmup/session-snapshot.js';
 import type { Tier } from '../src/workers/optimization-status.js';
-import type { PageParams } from '../src/main/core/types.js';
+import type { PageParams } from '../src/core/types.js';
 import { deadSummary, lastCollection } from './helpers/gc-garbage.js';
 
 describe('store warm-up', () => {

@@ -7,7 +7,7 @@ import { describe, expect, it } from 'vitest';
 import { whole, WHOLE_BAD, WHOLE_READ, WHOLE_WRONG_SEQ, wholeFrame } from '../src/workers/whole-frame.js';
 import { SliceEncoder } from '../src/workers/slice-encoder.js';
 import { sliceTask } from '../src/workers/slice-protocol.js';
-import { frameClaim } from '../src/main/core/frame-claim.js';
+import { frameClaim } from '../src/core/frame-claim.js';
 
 // Hand-formatted (spaces the writer never writes): a frame the byte scanners leave to the full decode.
 const message = Buffer.from('{ "type": "user/message", "seq": 7, "time": 1, "data": { "content": [] }, "surfaceOp": "append" }\n');

@@ -12,7 +12,7 @@ import { tmpdir } from 'node:os';
 import { basename, join } from 'node:path';
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { PageParams, SessionEvent } from '../src/main/core/types.js';
+import type { PageParams, SessionEvent } from '../src/core/types.js';
 import { LARGE_BODY, type OutputCoding, type PageEncoding } from '../src/main/page-coding.js';
 import { openStore, type PagerStore } from '../src/main/store.js';
 import { decoders } from './helpers/decoders.js';

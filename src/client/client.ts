@@ -8,7 +8,7 @@
  * newest-first check each join (`continuity.ts`); `follow()` is a journal
  * reader (`follow.ts`).
  */
-import type { Page, SessionEvent, SessionHeader } from '../main/core/types.js';
+import type { Page, SessionEvent, SessionHeader } from '../core/types.js';
 import { ClientError, errorFromResponse } from './errors.js';
 import { Follower, type FollowOptions } from './follow.js';
 import { checkJoin } from './continuity.js';

@@ -4,7 +4,7 @@
  * stream is placed against what was already delivered (duplicates dropped,
  * gaps found so the caller can read the missing range).
  */
-import type { Page } from '../main/core/types.js';
+import type { Page } from '../core/types.js';
 import { ClientError } from './errors.js';
 
 /** Check that `older` (asked with `beforeSeq = newer.fromSeq`) joins `newer` exactly. */

@@ -14,9 +14,9 @@
  * - An SSE `id` that is not the event's seq, or an event that is not valid,
  *   is a protocol error: the follower stops with it rather than guess.
  */
-import type { Page, SessionEvent } from '../main/core/types.js';
-import { validateEvent } from '../main/core/chunk-codec.js';
-import { RecordError } from '../main/core/errors.js';
+import type { Page, SessionEvent } from '../core/types.js';
+import { validateEvent } from '../core/chunk-codec.js';
+import { RecordError } from '../core/errors.js';
 import { sleep } from './sleep.js';
 import { place } from './continuity.js';
 import { ClientError, errorFromResponse } from './errors.js';

@@ -8,5 +8,5 @@ export { ClientError, type ClientErrorCode, parseRetryAfter } from './errors.js'
 export { checkPage, type CheckedPage, type PageExpectation } from './page-check.js';
 export { checkJoin, place, type Placement } from './continuity.js';
 export { SseParser, type SseFrame } from './sse.js';
-export { expandRecords, packEvents } from '../main/core/chunk-codec.js';
-export type { ChunkRow, Page, PageRecord, SessionEvent, SessionHeader } from '../main/core/types.js';
+export { expandRecords, packEvents } from '../core/chunk-codec.js';
+export type { ChunkRow, Page, PageRecord, SessionEvent, SessionHeader } from '../core/types.js';

@@ -5,9 +5,9 @@
  * and the server share one definition of a valid row and of canonical
  * packing.
  */
-import { expandRow, packEvents, validateEvent, validateRow } from '../main/core/chunk-codec.js';
-import { RecordError } from '../main/core/errors.js';
-import type { Page, PageRecord, SessionEvent } from '../main/core/types.js';
+import { expandRow, packEvents, validateEvent, validateRow } from '../core/chunk-codec.js';
+import { RecordError } from '../core/errors.js';
+import type { Page, PageRecord, SessionEvent } from '../core/types.js';
 import { ClientError } from './errors.js';
 
 export interface CheckedPage {

@@ -12,9 +12,9 @@ import { assertDataDirExists } from './cli/data-dir.js';
 import { isRemoteStore } from './cli/store-flag.js';
 import { Interrupted } from './cli/interrupt.js';
 import { COMMANDS, loadAllCommands, loadCommand } from './cli/registry.js';
-import { isPagerError } from './core/errors.js';
+import { isPagerError } from '../core/errors.js';
 import { packageVersion } from './version.js';
-import { quoteInput, safeLine } from './core/excerpt.js';
+import { quoteInput, safeLine } from '../core/excerpt.js';
 
 export async function topLevelHelp(): Promise<string> {
   const cmds = await loadAllCommands();

@@ -13,7 +13,7 @@
  * - zstd: the pieces' frames, concatenated.
  */
 import { crc32 } from 'node:zlib';
-import { piecesToBuffer, type Piece } from './core/fragment-run.js';
+import { piecesToBuffer, type Piece } from '../core/fragment-run.js';
 import { gzipMember, type CodedPiece } from '../streams/gzip-members.js';
 import { codePiece } from '../workers/slice-compress.js';
 import { CODING_GZIP, CODING_NONE, CODING_ZSTD } from '../workers/slice-protocol.js';

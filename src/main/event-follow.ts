@@ -13,8 +13,8 @@
  * closes, or when its `signal` aborts; an error (`session_not_found`, a
  * session that needs repair, a corrupt frame) is thrown by `next()` and ends it.
  */
-import { PagerError } from './core/errors.js';
-import type { SessionEvent } from './core/types.js';
+import { PagerError } from '../core/errors.js';
+import type { SessionEvent } from '../core/types.js';
 
 export interface FollowOptions {
   /** First seq to yield (default: the session's next seq, i.e. only events appended from now on). At most the next seq. */

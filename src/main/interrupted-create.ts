@@ -14,7 +14,7 @@
 import type { StorageBackend } from '../storage/backend.js';
 import { localFiles } from '../storage/local/local-backend.js';
 import { decodeFrame, frameBounds } from '../streams/frame-codec.js';
-import type { SessionHeader } from './core/types.js';
+import type { SessionHeader } from '../core/types.js';
 import type { SessionPaths } from './paths.js';
 
 /** Largest log examined: a header frame longer than this is not taken for an interrupted create. */

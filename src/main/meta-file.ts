@@ -5,9 +5,9 @@
  */
 import type { StorageBackend } from '../storage/backend.js';
 import type { FrameEncoding } from '../streams/frame-codec.js';
-import type { SessionSummary } from './core/summary.js';
-import type { SessionHeader } from './core/types.js';
-import { quoteValue } from './core/excerpt.js';
+import type { SessionSummary } from '../core/summary.js';
+import type { SessionHeader } from '../core/types.js';
+import { quoteValue } from '../core/excerpt.js';
 
 export interface Fingerprint {
   size: number;

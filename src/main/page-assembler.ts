@@ -5,8 +5,8 @@
  * stay JSON fragments throughout (fragment-run.ts): a 400k-member run is
  * never parsed here.
  */
-import { continuesRun, type RunKey } from './core/chunk-codec.js';
-import { fragRecords, mergeInto, piecesToBuffer, RecordList, type FragRun, type Piece } from './core/fragment-run.js';
+import { continuesRun, type RunKey } from '../core/chunk-codec.js';
+import { fragRecords, mergeInto, piecesToBuffer, RecordList, type FragRun, type Piece } from '../core/fragment-run.js';
 import type { CodedPiece } from '../streams/gzip-members.js';
 import { RESULT_TRAILER_BYTES, type FragmentRunHeader, type SliceHeader } from '../workers/slice-protocol.js';
 

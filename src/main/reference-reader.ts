@@ -6,10 +6,10 @@
  * baseline of the benchmarks. Never used on a serving path.
  */
 import { promises as fsp } from 'node:fs';
-import { expandRow, packEvents, validateRecord } from './core/chunk-codec.js';
-import { groupStart, isCountedMessage, resolvePageParams } from './core/page-rule.js';
-import type { ChunkRow, Page, PageParams, SessionEvent, SessionHeader } from './core/types.js';
-import { isRowType } from './core/types.js';
+import { expandRow, packEvents, validateRecord } from '../core/chunk-codec.js';
+import { groupStart, isCountedMessage, resolvePageParams } from '../core/page-rule.js';
+import type { ChunkRow, Page, PageParams, SessionEvent, SessionHeader } from '../core/types.js';
+import { isRowType } from '../core/types.js';
 import { decodeFrame } from '../streams/frame-codec.js';
 
 export interface ReferenceFrame {

@@ -10,22 +10,22 @@ import { sessionKeys, type SessionKeys } from '../storage/layout.js';
 import { LocalBackend } from '../storage/local/local-backend.js';
 import { scanObject } from '../storage/scan.js';
 import { encodeBatch, encodeRecords } from '../streams/batch-encoder.js';
-import { validateEvent } from './core/chunk-codec.js';
-import { PagerError } from './core/errors.js';
-import { nestingMessage, valueNestingExceeds } from './core/nesting.js';
-import { emptySummary, foldEvent } from './core/summary.js';
-import type { SessionEvent, SessionHeader } from './core/types.js';
-import { isRowType } from './core/types.js';
+import { validateEvent } from '../core/chunk-codec.js';
+import { PagerError } from '../core/errors.js';
+import { nestingMessage, valueNestingExceeds } from '../core/nesting.js';
+import { emptySummary, foldEvent } from '../core/summary.js';
+import type { SessionEvent, SessionHeader } from '../core/types.js';
+import { isRowType } from '../core/types.js';
 import { CrcProjection } from './crc-projection.js';
 import { IndexProjection } from './index-projection.js';
 import { writeMeta, type SessionMeta } from './meta-file.js';
 import { findInterruptedCreate } from './interrupted-create.js';
 import { loadSessionState } from './session-state.js';
-import { validateRecord, recordSpan, expandRow } from './core/chunk-codec.js';
+import { validateRecord, recordSpan, expandRow } from '../core/chunk-codec.js';
 import { entryFor } from '../streams/batch-encoder.js';
 import { encodeEntry } from '../streams/entry-codec.js';
 import type { FrameEncoding } from '../streams/frame-codec.js';
-import type { ChunkRow, StorageRecord } from './core/types.js';
+import type { ChunkRow, StorageRecord } from '../core/types.js';
 
 export interface WriterOptions {
   /** fsync every append before acknowledging it (default true). `gen` turns it off and syncs once at close. */

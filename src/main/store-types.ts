@@ -2,11 +2,11 @@
  * The library API shared by the HTTP service, the CLI and the benchmarks
  * (`openStore(dataDir)`): one page path for all of them.
  */
-import type { Page, PageParams, SessionEvent, SessionHeaderInit } from './core/types.js';
+import type { Page, PageParams, SessionEvent, SessionHeaderInit } from '../core/types.js';
 import type { SessionStatus } from './session-state.js';
 import type { AppendResult } from './session-writer.js';
 import type { FrameEncoding } from '../streams/frame-codec.js';
-import type { TokenTotals } from './core/summary.js';
+import type { TokenTotals } from '../core/summary.js';
 import type { FollowOptions } from './event-follow.js';
 import type { AppendBusStats } from './store/append-bus.js';
 import type { OutputCoding, PageEncoding } from './page-coding.js';

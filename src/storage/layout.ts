@@ -4,7 +4,7 @@
  * relative to the store's root (a local data directory, a bucket prefix);
  * a backend maps them to its own names.
  */
-import { PagerError } from '../main/core/errors.js';
+import { PagerError } from '../core/errors.js';
 
 const ID_RE = /^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/;
 

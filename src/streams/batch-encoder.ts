@@ -3,10 +3,10 @@
  * lines, pure. Shared by the durable writer, `gen`, `import` and `reindex`,
  * so every path that writes a log frames and indexes it the same way.
  */
-import { countedGroup } from '../main/core/page-rule.js';
-import { packBatch, recordSpan } from '../main/core/chunk-codec.js';
-import { foldEvent, type SessionSummary } from '../main/core/summary.js';
-import type { EntryLine, SessionEvent, StorageRecord } from '../main/core/types.js';
+import { countedGroup } from '../core/page-rule.js';
+import { packBatch, recordSpan } from '../core/chunk-codec.js';
+import { foldEvent, type SessionSummary } from '../core/summary.js';
+import type { EntryLine, SessionEvent, StorageRecord } from '../core/types.js';
 import { encodeFrame, RECORD_SCHEMA, type FrameEncoding } from './frame-codec.js';
 import { encodeEntry } from './entry-codec.js';
 import { indexRecords } from './frame-index-file.js';

@@ -6,9 +6,9 @@
  * positional reader of the storage backend (a local file's are synchronous
  * page-cache reads: small, a few KiB or a 64 KiB block, ~20 a page).
  */
-import type { EntryLine } from '../main/core/types.js';
+import type { EntryLine } from '../core/types.js';
 import type { PositionalReader } from './positional-reader.js';
-import { keepShape } from '../main/core/shape-keeper.js';
+import { keepShape } from '../core/shape-keeper.js';
 import { ByteLineBlock, parseEntry, parseEntryBytes } from './entry-codec.js';
 
 export const ENTRY_BLOCK_BYTES = 64 * 1024;

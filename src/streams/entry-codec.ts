@@ -2,10 +2,10 @@
  * Entry-sidecar lines (SPEC section 3): one JSON line per frame, in file
  * order, carrying everything the page planner needs without payloads.
  */
-import type { EntryLine } from '../main/core/types.js';
-import { keepShape } from '../main/core/shape-keeper.js';
-import { quoteValue } from '../main/core/excerpt.js';
-import { after, lastInt, literal, plainStringClose, scanUint } from '../main/core/json-bytes.js';
+import type { EntryLine } from '../core/types.js';
+import { keepShape } from '../core/shape-keeper.js';
+import { quoteValue } from '../core/excerpt.js';
+import { after, lastInt, literal, plainStringClose, scanUint } from '../core/json-bytes.js';
 
 /** Encode with the fixed key order of the spec, newline-terminated. */
 export function encodeEntry(e: EntryLine): string {

@@ -17,12 +17,12 @@
  */
 import { crc32 } from 'node:zlib';
 import { Packr } from 'msgpackr';
-import { RecordError } from '../main/core/errors.js';
-import { validateRecord } from '../main/core/chunk-codec.js';
-import { jsonNestingExceeds, nestingMessage } from '../main/core/nesting.js';
+import { RecordError } from '../core/errors.js';
+import { validateRecord } from '../core/chunk-codec.js';
+import { jsonNestingExceeds, nestingMessage } from '../core/nesting.js';
 import { msgpackJsonFault } from './msgpack-check.js';
-import type { StorageRecord } from '../main/core/types.js';
-import { jsonErrorReason, safeLine } from '../main/core/excerpt.js';
+import type { StorageRecord } from '../core/types.js';
+import { jsonErrorReason, safeLine } from '../core/excerpt.js';
 
 export const BINARY_MAGIC = Buffer.from('SPF2', 'latin1');
 export const BINARY_HEADER_BYTES = 16;

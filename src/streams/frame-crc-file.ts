@@ -24,7 +24,7 @@
  * never change them. Deleting it loses nothing.
  */
 import { crc32 } from 'node:zlib';
-import { keepShape } from '../main/core/shape-keeper.js';
+import { keepShape } from '../core/shape-keeper.js';
 import type { PositionalReader, RangeRead } from './positional-reader.js';
 import { LITTLE_ENDIAN, projectionReadStats, readRecordsAt, u32 } from './record-file.js';
 import { META_CONTINUES, META_RECORD_BYTES, META_ROW, metaChainHolds } from './frame-meta-file.js';

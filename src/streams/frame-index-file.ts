@@ -14,10 +14,10 @@
  * only when it is whole and agrees with the session at both ends; anything
  * else plans from the JSONL sidecar, which stays the source of truth.
  */
-import type { BackwardEntrySource, EntryLines } from '../main/core/page-planner.js';
-import type { EntryLine } from '../main/core/types.js';
+import type { BackwardEntrySource, EntryLines } from '../core/page-planner.js';
+import type { EntryLine } from '../core/types.js';
 import { entryReadStats } from './entries-file.js';
-import { keepShape } from '../main/core/shape-keeper.js';
+import { keepShape } from '../core/shape-keeper.js';
 import { LITTLE_ENDIAN } from './record-file.js';
 import type { PositionalReader } from './positional-reader.js';
 

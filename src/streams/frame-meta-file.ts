@@ -32,7 +32,7 @@
  */
 import { crc32 } from 'node:zlib';
 import type { PositionalReader, RangeRead } from './positional-reader.js';
-import { sameRunKey, type RunKey } from '../main/core/chunk-codec.js';
+import { sameRunKey, type RunKey } from '../core/chunk-codec.js';
 import { readRecordsAt, u32 } from './record-file.js';
 import { scanTrustedFrame, TRUSTED_ROW, trustedRow } from './trusted-frame-scanner.js';
 import { binaryRow, readWriterRow } from './msgpack-row.js';

@@ -9,8 +9,8 @@
  * `assistant/chunk` events that may be deltas (those may join a packed run
  * and must be decoded); callers then take the full decode path.
  */
-import { has, hasEscape, lastInt, literal, plainStringClose, same, scanInt, skipWs, stringEnd, valueEnd, QUOTE, type Literal } from '../main/core/json-bytes.js';
-import { ROW_TYPES } from '../main/core/types.js';
+import { has, hasEscape, lastInt, literal, plainStringClose, same, scanInt, skipWs, stringEnd, valueEnd, QUOTE, type Literal } from '../core/json-bytes.js';
+import { ROW_TYPES } from '../core/types.js';
 import { isMessageTypeAt } from './message-group.js';
 
 export interface RawEvent {

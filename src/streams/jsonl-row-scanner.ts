@@ -10,8 +10,8 @@
  * returns null for anything else; callers then decode the frame the slow way
  * (JSON.parse + validateRow), which also produces the precise error message.
  */
-import type { RunKey } from '../main/core/chunk-codec.js';
-import { COLON, COMMA, decodeString, isWs, lastInt, LBRACE, LBRACK, literal, RBRACE, RBRACK, same, scanInt, skipWs, stringEnd, type Literal } from '../main/core/json-bytes.js';
+import type { RunKey } from '../core/chunk-codec.js';
+import { COLON, COMMA, decodeString, isWs, lastInt, LBRACE, LBRACK, literal, RBRACE, RBRACK, same, scanInt, skipWs, stringEnd, type Literal } from '../core/json-bytes.js';
 
 export interface RawRow {
   key: RunKey;

@@ -11,9 +11,9 @@
  * JSON.parse of each one that named a key was the largest cost the
  * verification added to a tail page (docs/benchmarks.md).
  */
-import { countedGroup } from '../main/core/page-rule.js';
-import type { SessionEvent } from '../main/core/types.js';
-import { COLON, COMMA, has, hasEscape, isWs, LBRACE, LBRACK, literal, MINUS, QUOTE, quoteEscaped, RBRACE, RBRACK, same, skipValidValue, skipWs, skipWsBack, stringStartBack, valueStartBack } from '../main/core/json-bytes.js';
+import { countedGroup } from '../core/page-rule.js';
+import type { SessionEvent } from '../core/types.js';
+import { COLON, COMMA, has, hasEscape, isWs, LBRACE, LBRACK, literal, MINUS, QUOTE, quoteEscaped, RBRACE, RBRACK, same, skipValidValue, skipWs, skipWsBack, stringStartBack, valueStartBack } from '../core/json-bytes.js';
 
 const USER = literal('user/message"');
 const ASSISTANT = literal('assistant/message"');

@@ -12,7 +12,7 @@
  * integers, NaN and infinite floats, map keys that are not strings, nesting
  * deeper than the limit, a truncated payload and bytes after its value.
  */
-import { MAX_NESTING_DEPTH } from '../main/core/nesting.js';
+import { MAX_NESTING_DEPTH } from '../core/nesting.js';
 
 const MAX_SAFE_HI = 0x1fffff; // a uint64 is safe iff its high 32 bits are at most this
 

@@ -29,7 +29,7 @@
  * order, no lone surrogates and no `__proto__`: frame-codec.ts
  * keepsVerbatimInMsgpack), so the checks cannot fail on them.
  */
-import { MAX_NESTING_DEPTH } from '../main/core/nesting.js';
+import { MAX_NESTING_DEPTH } from '../core/nesting.js';
 import { DataViewCache } from './data-view-cache.js';
 
 /** What msgpackToJson returns when the payload must take the full decode path. */

@@ -21,7 +21,7 @@
  * record the writer packed): what this does not recognize exactly it
  * declines (false), and the frame is read the general way.
  */
-import type { RunKey } from '../main/core/chunk-codec.js';
+import type { RunKey } from '../core/chunk-codec.js';
 import { escapeBits, writeEscaped, writeInt } from './msgpack-json.js';
 import { DataViewCache } from './data-view-cache.js';
 

@@ -26,9 +26,9 @@
  * (jsonl-row-scanner.ts, jsonl-event-scanner.ts), which read every frame
  * this one reads exactly as this one does (tested).
  */
-import type { RunKey } from '../main/core/chunk-codec.js';
+import type { RunKey } from '../core/chunk-codec.js';
 import { partialSumsSafe, type RawRow } from './jsonl-row-scanner.js';
-import { COMMA, decodeString, has, lastInt, literal as lit, MINUS, plainStringClose, RBRACE, RBRACK, scanInt, stringEnd, type Literal } from '../main/core/json-bytes.js';
+import { COMMA, decodeString, has, lastInt, literal as lit, MINUS, plainStringClose, RBRACE, RBRACK, scanInt, stringEnd, type Literal } from '../core/json-bytes.js';
 
 // The writer's literals (json-bytes.ts compares them four bytes per load).
 const TEXT = lit('{"type":"text-chunks","seq0":');

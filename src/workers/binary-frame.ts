@@ -21,13 +21,13 @@ import type { SliceTask } from './slice-protocol.js';
 import type { CrcCursor } from '../streams/frame-crc-file.js';
 import { BINARY_FRAME_VERSION, BINARY_HEADER_BYTES, MAX_FRAME_BYTES } from '../streams/frame-codec.js';
 import { binaryRow, continuedBinaryRow, readWriterRow, rowGapsBound, rowMembersBound, writeRowGaps, writeRowMembers } from '../streams/msgpack-row.js';
-import type { RunKey } from '../main/core/chunk-codec.js';
+import type { RunKey } from '../core/chunk-codec.js';
 import { jsonBytesBound, msgpackToJson, TRANSCODE_DECLINED } from '../streams/msgpack-json.js';
 import { scanJsonlRow } from '../streams/jsonl-row-scanner.js';
 import { scanJsonlEvent } from '../streams/jsonl-event-scanner.js';
 import { OTHER_LAYOUT, scanTrustedFrame, TRUSTED_EVENT, TRUSTED_ROW, trustedEventSeq, trustedRow } from '../streams/trusted-frame-scanner.js';
 import { isMessageTypeAt, mentionsGroupKeys, messageGroup } from '../streams/message-group.js';
-import { frameClaim } from '../main/core/frame-claim.js';
+import { frameClaim } from '../core/frame-claim.js';
 
 /** What binaryFrame did with the frame: read it (see `binary`), left it to the full decode, or found it holding another seq. */
 export const BINARY_READ = 0;

@@ -14,17 +14,17 @@
  * raised the process's peak RSS by 10-20 MB for no further gain.
  */
 import { encodeFrame } from '../streams/frame-codec.js';
-import { continuesRun, packBatch, sameRunKey, type RunKey } from '../main/core/chunk-codec.js';
+import { continuesRun, packBatch, sameRunKey, type RunKey } from '../core/chunk-codec.js';
 import { sessionBatches } from '../main/gen/session-batches.js';
 import { chainCrcRecords, CRC_RECORD_BYTES, CrcCursor } from '../streams/frame-crc-file.js';
-import { ByteSink } from '../main/core/byte-sink.js';
+import { ByteSink } from '../core/byte-sink.js';
 import { metaRecords } from '../streams/frame-meta-file.js';
 import { continuedBinaryRow, writeRowGaps, writeRowMembers } from '../streams/msgpack-row.js';
 import { SliceEncoder } from './slice-encoder.js';
 
 /** Events of the generated warm-up session: enough shapes, little memory. */
 const GEN_EVENTS = 2_000;
-import type { SessionEvent, StorageRecord } from '../main/core/types.js';
+import type { SessionEvent, StorageRecord } from '../core/types.js';
 import { sliceTask, type SliceTask } from './slice-protocol.js';
 import type { Tier } from './optimization-status.js';
 import type { WarmupWork } from './warmup-logs.js';

@@ -6,13 +6,13 @@
  * its end stay separate, as the assembler may merge them with neighbouring
  * slices. Used by the page worker; kept apart so tests can drive it.
  */
-import { continuesRun, MIN_PACKED_RUN, packableChunk, rowKey, rowMembers, type RunKey } from '../main/core/chunk-codec.js';
-import { ByteSink } from '../main/core/byte-sink.js';
-import { keepShape } from '../main/core/shape-keeper.js';
-import { PACKED_ROW_END, packedRowHead, packedRowMiddle } from '../main/core/fragment-run.js';
-import type { ChunkRow, SessionEvent } from '../main/core/types.js';
+import { continuesRun, MIN_PACKED_RUN, packableChunk, rowKey, rowMembers, type RunKey } from '../core/chunk-codec.js';
+import { ByteSink } from '../core/byte-sink.js';
+import { keepShape } from '../core/shape-keeper.js';
+import { PACKED_ROW_END, packedRowHead, packedRowMiddle } from '../core/fragment-run.js';
+import type { ChunkRow, SessionEvent } from '../core/types.js';
 import { rowGaps, rowMemberBounds, type RawRow } from '../streams/jsonl-row-scanner.js';
-import { isWs, stringEnd } from '../main/core/json-bytes.js';
+import { isWs, stringEnd } from '../core/json-bytes.js';
 import { RESULT_TRAILER_BYTES, type FragmentRunHeader, type SliceHeader } from './slice-protocol.js';
 
 const COMMA = 0x2c;

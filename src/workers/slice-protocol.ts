@@ -16,8 +16,8 @@
  * a copy into a buffer of their size (page-task.ts); the main thread hands
  * such buffers back with later tasks (`arena`) to be used again.
  */
-import type { RunKey } from '../main/core/chunk-codec.js';
-import { NO_CLAIM } from '../main/core/frame-claim.js';
+import type { RunKey } from '../core/chunk-codec.js';
+import { NO_CLAIM } from '../core/frame-claim.js';
 
 export interface SliceTask {
   /**

@@ -11,9 +11,9 @@
  * (docs/benchmarks.md, issue 13).
  */
 import { decodeRecordFrame } from '../streams/frame-codec.js';
-import { isRowType, type ChunkRow, type SessionEvent } from '../main/core/types.js';
-import { rowLength } from '../main/core/chunk-codec.js';
-import { frameClaim } from '../main/core/frame-claim.js';
+import { isRowType, type ChunkRow, type SessionEvent } from '../core/types.js';
+import { rowLength } from '../core/chunk-codec.js';
+import { frameClaim } from '../core/frame-claim.js';
 import { recordGroup } from '../streams/message-group.js';
 import type { SliceEncoder } from './slice-encoder.js';
 import type { SliceTask } from './slice-protocol.js';

@@ -3,7 +3,7 @@
  * a user message every fourth event, the rest text chunks of one block per
  * turn (packed into rows on pages, so a page exercises the codec).
  */
-import type { SessionEvent } from '../../src/main/core/types.js';
+import type { SessionEvent } from '../../src/core/types.js';
 
 export const chat = (from: number, n: number): SessionEvent[] =>
   Array.from({ length: n }, (_, i) => {

@@ -1,5 +1,5 @@
 /** Rows in the key order dsh writes them, which an import keeps (the writer's own order is runToRow's). */
-import type { ChunkRow, ToolRowData } from '../../src/main/core/types.js';
+import type { ChunkRow, ToolRowData } from '../../src/core/types.js';
 
 /** The row with a tool call's id and name after its gaps, as dsh orders them (other rows as they are). */
 export function dshRow(row: ChunkRow): ChunkRow {

@@ -5,9 +5,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { decodeFrame } from '../../src/streams/frame-codec.js';
 import { parseEntry } from '../../src/streams/entry-codec.js';
-import { expandRow, validateRecord } from '../../src/main/core/chunk-codec.js';
-import type { ChunkRow, EntryLine, SessionEvent } from '../../src/main/core/types.js';
-import { isRowType } from '../../src/main/core/types.js';
+import { expandRow, validateRecord } from '../../src/core/chunk-codec.js';
+import type { ChunkRow, EntryLine, SessionEvent } from '../../src/core/types.js';
+import { isRowType } from '../../src/core/types.js';
 import { main } from '../../src/main/cli.js';
 
 export function tempDataDir(prefix = 'sp-maint-'): { dir: string; cleanup: () => void } {

@@ -8,8 +8,8 @@
 import { readFileSync } from 'node:fs';
 import fc from 'fast-check';
 import { expect } from 'vitest';
-import { expandRecords, expandRow } from '../../src/main/core/chunk-codec.js';
-import type { ChunkRow, Page, PageParams, SessionEvent } from '../../src/main/core/types.js';
+import { expandRecords, expandRow } from '../../src/core/chunk-codec.js';
+import type { ChunkRow, Page, PageParams, SessionEvent } from '../../src/core/types.js';
 import { referencePage, type ReferenceLog } from '../../src/main/reference-reader.js';
 
 /** Anything that answers pages as the store does. */

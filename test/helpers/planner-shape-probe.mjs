@@ -2,7 +2,7 @@
 // planner on its warm-up's synthetic sidecar (both walks: JSONL lines and index records),
 // collects garbage once no plan is running, and reports whether planPage is still optimized.
 const dist = process.argv[2];
-const { planPage } = await import(`${dist}/main/core/page-planner.js`);
+const { planPage } = await import(`${dist}/core/page-planner.js`);
 const { warmUpPlanner } = await import(`${dist}/main/warmup/planner-warmup.js`);
 const optimized = () => (%GetOptimizationStatus(planPage) & 16) !== 0;
 // Compiled now, while --allow-natives-syntax is on: the warm-up asks V8 the same question through

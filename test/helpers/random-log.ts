@@ -23,7 +23,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import fc from 'fast-check';
-import type { SessionEvent } from '../../src/main/core/types.js';
+import type { SessionEvent } from '../../src/core/types.js';
 import { SessionWriter } from '../../src/main/session-writer.js';
 import type { StorageBackend } from '../../src/storage/backend.js';
 import type { FrameEncoding } from '../../src/streams/frame-codec.js';

@@ -21,7 +21,7 @@
  *   its successor opens the store, before any append.
  */
 import { afterAll, describe, expect, it } from 'vitest';
-import type { PageParams, SessionEvent } from '../../src/main/core/types.js';
+import type { PageParams, SessionEvent } from '../../src/core/types.js';
 import { decodeWholeLog, referencePage } from '../../src/main/reference-reader.js';
 import { openStore, type PagerStore } from '../../src/main/store.js';
 import type { StorageBackend } from '../../src/storage/backend.js';

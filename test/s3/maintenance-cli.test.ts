@@ -11,7 +11,7 @@ import { randomUUID } from 'node:crypto';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { expandRecords } from '../../src/main/core/chunk-codec.js';
+import { expandRecords } from '../../src/core/chunk-codec.js';
 import { sessionKeys } from '../../src/storage/layout.js';
 import { makeS3Backend, testS3Endpoint, testS3Store } from '../helpers/backends.js';
 import { chat } from '../helpers/chat-events.js';

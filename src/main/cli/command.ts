@@ -10,7 +10,7 @@
  */
 import { parseArgs } from 'node:util';
 import { CliError } from './common.js';
-import { quoteInput } from '../core/excerpt.js';
+import { quoteInput } from '../../core/excerpt.js';
 
 export type OptionType = 'string' | 'int' | 'boolean';
 

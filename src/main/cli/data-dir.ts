@@ -4,7 +4,7 @@
  * says so: a mistyped path is not "no sessions", and nothing is created.
  */
 import { localFiles } from '../../storage/local/local-backend.js';
-import { quoteInput } from '../core/excerpt.js';
+import { quoteInput } from '../../core/excerpt.js';
 import { CliError } from './common.js';
 
 export async function assertDataDirExists(dir: string): Promise<void> {

@@ -5,7 +5,7 @@
  * Exit codes: 0 every session ok; 3 the worst is degraded; 4 at least one
  * needs repair; 2 usage error; 1 other failure (e.g. unknown session).
  */
-import { PagerError } from '../core/errors.js';
+import { PagerError } from '../../core/errors.js';
 import type { StorageBackend } from '../../storage/backend.js';
 import { diagnose, sessionStored, type DoctorReport } from '../maintenance/doctor.js';
 import { assertSessionId } from '../paths.js';

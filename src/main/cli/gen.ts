@@ -8,7 +8,7 @@ import { DATA_DIR, defineCommand } from './command.js';
 import { CliError, Progress } from './common.js';
 import { withInterrupts } from './interrupt.js';
 import { STORE, withStorage } from './store-flag.js';
-import { quoteInput } from '../core/excerpt.js';
+import { quoteInput } from '../../core/excerpt.js';
 
 export const command = defineCommand({
   name: 'gen',

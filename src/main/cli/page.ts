@@ -3,7 +3,7 @@
  * stdout, through the same store path the HTTP service uses.
  */
 import { openStore, warmUpFromEnv } from '../store.js';
-import type { PageParams } from '../core/types.js';
+import type { PageParams } from '../../core/types.js';
 import { DATA_DIR, defineCommand } from './command.js';
 import { STORE, storageFromFlag } from './store-flag.js';
 

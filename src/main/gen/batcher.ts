@@ -6,7 +6,7 @@
  * streamed message is stored as many packed rows of tens of deltas each,
  * and non-streaming events travel in small batches.
  */
-import type { SessionEvent } from '../core/types.js';
+import type { SessionEvent } from '../../core/types.js';
 import type { Rng } from './prng.js';
 
 /** Events after which the host flushes immediately. */

@@ -10,7 +10,7 @@
  * against the remaining budget; the last answer of a turn absorbs any slack
  * too small for another turn, so the count always comes out exact.
  */
-import type { SessionEvent, SessionHeader } from '../core/types.js';
+import type { SessionEvent, SessionHeader } from '../../core/types.js';
 import { mixSeed, Rng } from './prng.js';
 import * as shape from './shapes.js';
 import { proseToken, sentence, TOOL_NAMES, toolArgPieces, toolOutput } from './vocab.js';

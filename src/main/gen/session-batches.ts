@@ -2,7 +2,7 @@
  * A synthetic session as append batches, lazily and without I/O: what
  * `generateSession` writes, and what the page workers' JIT warm-up decodes.
  */
-import type { SessionEvent } from '../core/types.js';
+import type { SessionEvent } from '../../core/types.js';
 import type { FrameEncoding } from '../../streams/frame-codec.js';
 import { windowBatches } from './batcher.js';
 import { Rng } from './prng.js';

@@ -23,11 +23,11 @@
  *   for a human; a good frame whose seq does not continue stops indexing
  *   there too (a tail for a human).
  */
-import { expandRow, recordSpan, validateRecord } from '../core/chunk-codec.js';
+import { expandRow, recordSpan, validateRecord } from '../../core/chunk-codec.js';
 import { entryFor } from '../../streams/batch-encoder.js';
-import { emptySummary, foldEvent, type SessionSummary } from '../core/summary.js';
-import type { ChunkRow, EntryLine, SessionEvent, SessionHeader, StorageRecord } from '../core/types.js';
-import { isRowType } from '../core/types.js';
+import { emptySummary, foldEvent, type SessionSummary } from '../../core/summary.js';
+import type { ChunkRow, EntryLine, SessionEvent, SessionHeader, StorageRecord } from '../../core/types.js';
+import { isRowType } from '../../core/types.js';
 import { RECORD_SCHEMA, type FaultReason, type FrameEncoding } from '../../streams/frame-codec.js';
 import { scanFrames } from '../../streams/frame-scanner.js';
 import { resync, type ResyncResult } from './resync.js';

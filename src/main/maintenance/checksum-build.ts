@@ -16,13 +16,13 @@
  * validated in full by every page, as before: the projection can make
  * pages faster, never different.
  */
-import { chunkEvent, packableChunk } from '../core/chunk-codec.js';
-import type { SessionEvent } from '../core/types.js';
+import { chunkEvent, packableChunk } from '../../core/chunk-codec.js';
+import type { SessionEvent } from '../../core/types.js';
 import { chainCrcRecords, CRC_RECORD_BYTES, type CrcLink } from '../../streams/frame-crc-file.js';
 import { metaRecords, type MetaLink } from '../../streams/frame-meta-file.js';
 import { decodeFrame, encodeFrame, type FrameEncoding } from '../../streams/frame-codec.js';
 import type { PositionalReader } from '../../streams/positional-reader.js';
-import { validateRecord } from '../core/chunk-codec.js';
+import { validateRecord } from '../../core/chunk-codec.js';
 
 /** The bytes the writer writes for a validated `record` in `encoding` (header or storage record). */
 export function writerFrame(record: unknown, encoding: FrameEncoding): Buffer {

@@ -3,11 +3,11 @@
  * scan of the log produces (`doctor --deep`, `repair`). Streams the sidecar
  * alongside the scan; holds one block of it at a time.
  */
-import type { EntryLine } from '../core/types.js';
+import type { EntryLine } from '../../core/types.js';
 import { parseEntry } from '../../streams/entry-codec.js';
 import { ObjectLineReader } from './io.js';
 import { isNotFound, type StorageBackend } from '../../storage/backend.js';
-import { quoteValue } from '../core/excerpt.js';
+import { quoteValue } from '../../core/excerpt.js';
 
 export interface SidecarComparison {
   /** The entry sidecar exists. */

@@ -5,9 +5,9 @@
  * throws for damage.
  */
 import { decodeFrame, frameBounds } from '../../streams/frame-codec.js';
-import type { SessionHeader } from '../core/types.js';
+import type { SessionHeader } from '../../core/types.js';
 import type { SessionPaths } from '../paths.js';
-import { quoteValue } from '../core/excerpt.js';
+import { quoteValue } from '../../core/excerpt.js';
 import { isNotFound, type ObjectStat, type RandomReader, type StorageBackend } from '../../storage/backend.js';
 import { localFiles } from '../../storage/local/local-backend.js';
 

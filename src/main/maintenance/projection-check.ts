@@ -15,7 +15,7 @@
  * the frame index and drops the others. Reads only.
  */
 import { crc32 } from 'node:zlib';
-import type { EntryLine } from '../core/types.js';
+import type { EntryLine } from '../../core/types.js';
 import { INDEX_FILE_NAME, INDEX_RECORD_BYTES, indexRecords } from '../../streams/frame-index-file.js';
 import { CRC_FILE_NAME, CRC_RECORD_BYTES } from '../../streams/frame-crc-file.js';
 import { META_FILE_NAME, META_RECORD_BYTES } from '../../streams/frame-meta-file.js';

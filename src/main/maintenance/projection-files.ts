@@ -18,7 +18,7 @@ import { CRC_FILE_NAME } from '../../streams/frame-crc-file.js';
 import { META_FILE_NAME } from '../../streams/frame-meta-file.js';
 import { INDEX_FILE_NAME, indexRecords } from '../../streams/frame-index-file.js';
 import type { FrameEncoding } from '../../streams/frame-codec.js';
-import type { EntryLine } from '../core/types.js';
+import type { EntryLine } from '../../core/types.js';
 import { ChecksumBuilder, feedLog } from './checksum-build.js';
 
 const FLUSH_BYTES = 1024 * 1024;

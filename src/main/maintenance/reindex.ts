@@ -13,7 +13,7 @@
  * `meta.issues`, session degraded), nothing of an invalid tail (`repair`
  * cuts it).
  */
-import { PagerError } from '../core/errors.js';
+import { PagerError } from '../../core/errors.js';
 import { encodeEntry, parseEntry } from '../../streams/entry-codec.js';
 import { localFiles } from '../../storage/local/local-backend.js';
 import type { Lease, StorageBackend } from '../../storage/backend.js';

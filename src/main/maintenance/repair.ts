@@ -19,7 +19,7 @@
  * - Nothing to do when none of that applies: a second run changes nothing
  *   and makes no second backup.
  */
-import { PagerError } from '../core/errors.js';
+import { PagerError } from '../../core/errors.js';
 import { localFiles } from '../../storage/local/local-backend.js';
 import type { Lease, StorageBackend } from '../../storage/backend.js';
 import { backupKey } from '../../storage/layout.js';

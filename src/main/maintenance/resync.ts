@@ -19,7 +19,7 @@
  * inside a damaged payload that merely look like a frame (a JSONL line
  * quoted in a binary frame's text) from being taken for one.
  */
-import { recordSpan, validateRecord } from '../core/chunk-codec.js';
+import { recordSpan, validateRecord } from '../../core/chunk-codec.js';
 import { BINARY_HEADER_BYTES, decodeFrame, MAX_FRAME_BYTES, type DecodedFrame } from '../../streams/frame-codec.js';
 import { IO_BLOCK_BYTES } from './io.js';
 

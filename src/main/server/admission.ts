@@ -30,7 +30,7 @@
  *   slot given back before any work was done records no in-flight time (a
  *   ~0 ms sample would lower the bound and shed the next burst early).
  */
-import { PagerError } from '../core/errors.js';
+import { PagerError } from '../../core/errors.js';
 
 export interface AdmissionOptions {
   /** Page requests in flight at once. */

@@ -7,7 +7,7 @@
  */
 import { createHash, timingSafeEqual } from 'node:crypto';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { PagerError } from '../core/errors.js';
+import { PagerError } from '../../core/errors.js';
 
 function digest(s: string): Buffer {
   return createHash('sha256').update(s, 'utf8').digest();

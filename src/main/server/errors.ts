@@ -9,7 +9,7 @@
  */
 import { STATUS_CODES } from 'node:http';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { ERROR_STATUS, PagerError, isPagerError, type ErrorCode } from '../core/errors.js';
+import { ERROR_STATUS, PagerError, isPagerError, type ErrorCode } from '../../core/errors.js';
 import type { ServerMetrics } from './metrics.js';
 import { globalPlugin } from './plugin.js';
 import type { RouteTable } from './route-table.js';

@@ -29,9 +29,9 @@
  */
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { ServerResponse } from 'node:http';
-import { PagerError } from '../core/errors.js';
+import { PagerError } from '../../core/errors.js';
 import { settled } from '../event-follow.js';
-import type { SessionEvent } from '../core/types.js';
+import type { SessionEvent } from '../../core/types.js';
 import type { Store } from '../store-types.js';
 import { toPagerError } from './errors.js';
 import type { ServerMetrics } from './metrics.js';

@@ -22,7 +22,7 @@ import { STATUS_CODES, type IncomingMessage, type Server } from 'node:http';
 import type { Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import { ERROR_STATUS, PagerError, type ErrorCode } from '../core/errors.js';
+import { ERROR_STATUS, PagerError, type ErrorCode } from '../../core/errors.js';
 import { drainUnreadBody } from './request-decoding.js';
 import { REQUEST_ID_HEADER, requestIdOf } from './request-id.js';
 

@@ -18,7 +18,7 @@
 import { constants as zc } from 'node:zlib';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { requireCjs } from './cjs.js';
-import { PagerError } from '../core/errors.js';
+import { PagerError } from '../../core/errors.js';
 import type { Store } from '../store-types.js';
 import { Admission } from './admission.js';
 import { addAuth, tokenChecker } from './auth.js';

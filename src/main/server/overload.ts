@@ -4,7 +4,7 @@
  * - the store's worker queue (pages and follow snapshots go through it);
  * - the event loop's own lag, sustained (LoadMonitor).
  */
-import { PagerError } from '../core/errors.js';
+import { PagerError } from '../../core/errors.js';
 import type { Store } from '../store-types.js';
 import type { Readiness } from './readiness.js';
 

@@ -24,7 +24,7 @@
 import { createHash } from 'node:crypto';
 import { createRequire } from 'node:module';
 import type { FastifyReply } from 'fastify';
-import type { ResolvedParams } from '../core/page-rule.js';
+import type { ResolvedParams } from '../../core/page-rule.js';
 import type { PageEncoding } from './page-encoding.js';
 
 /** Bump when the bytes of a page change for the same events (the package version is in the tag too). */

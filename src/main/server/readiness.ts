@@ -11,7 +11,7 @@
  * load balancers and orchestrators, not a gate.
  */
 import type { FastifyInstance } from 'fastify';
-import { PagerError } from '../core/errors.js';
+import { PagerError } from '../../core/errors.js';
 
 export type ReadinessState = 'warming' | 'ready' | 'failed';
 

@@ -18,7 +18,7 @@ import type { IncomingMessage } from 'node:http';
 import { PassThrough, type Readable, type Transform } from 'node:stream';
 import { createBrotliDecompress, createGunzip, createInflate } from 'node:zlib';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { PagerError } from '../core/errors.js';
+import { PagerError } from '../../core/errors.js';
 
 const DECODERS: Record<string, () => Transform> = {
   gzip: createGunzip,

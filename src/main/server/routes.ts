@@ -3,10 +3,10 @@
  * create, append. Registered inside the authenticated context.
  */
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { PagerError } from '../core/errors.js';
-import { MAX_NESTING_DEPTH, nestingMessage, valueNestingExceeds } from '../core/nesting.js';
-import { resolvePageParams } from '../core/page-rule.js';
-import type { PageParams, SessionEvent } from '../core/types.js';
+import { PagerError } from '../../core/errors.js';
+import { MAX_NESTING_DEPTH, nestingMessage, valueNestingExceeds } from '../../core/nesting.js';
+import { resolvePageParams } from '../../core/page-rule.js';
+import type { PageParams, SessionEvent } from '../../core/types.js';
 import { assertSessionId } from '../paths.js';
 import type { Store } from '../store-types.js';
 import type { Admission, Release } from './admission.js';

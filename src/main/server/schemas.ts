@@ -9,7 +9,7 @@
  * string into a number before validation, so `01`, `1e3`, `1.5`, `-1` and
  * repeated parameters stay invalid (SPEC section 5).
  */
-import { MAX_MAX_MESSAGES } from '../core/page-rule.js';
+import { MAX_MAX_MESSAGES } from '../../core/page-rule.js';
 
 /** SPEC section 3's id rule, `..` excluded, as one pattern. */
 export const SESSION_ID_PATTERN = '^(?!.*\\.\\.)[A-Za-z0-9][A-Za-z0-9._-]{0,127}$';

@@ -16,7 +16,7 @@
  *   and never filter.
  */
 import type { FastifyInstance, FastifyRequest, FastifySchema, RouteOptions } from 'fastify';
-import { PagerError } from '../core/errors.js';
+import { PagerError } from '../../core/errors.js';
 import { NO_QUERY } from './schemas.js';
 
 export const AJV_OPTIONS = {

@@ -14,7 +14,7 @@
  * another). This file holds the interface and the message format.
  */
 import { isValidSessionId } from '../../storage/layout.js';
-import { PagerError } from '../core/errors.js';
+import { PagerError } from '../../core/errors.js';
 
 /** A bus listener: a message's `nextSeq`, or `undefined` when messages may have been lost (a reconnection) and every session is to be looked at again. */
 export type BusListener = (nextSeq: number | undefined, at?: string) => void;

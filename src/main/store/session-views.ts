@@ -7,7 +7,7 @@
  */
 import type { StorageBackend } from '../../storage/backend.js';
 import { EVENTS_SUFFIX, INDEX, META_SUFFIX, SESSIONS, isValidSessionId, sessionKeys, type SessionKeys } from '../../storage/layout.js';
-import { PagerError } from '../core/errors.js';
+import { PagerError } from '../../core/errors.js';
 import type { SessionMeta } from '../meta-file.js';
 import { catalogState, loadSessionState, needsRepair, type SessionState, type SessionStatus, type StateProblem } from '../session-state.js';
 import type { CatalogEntry, PageVersion } from '../store-types.js';

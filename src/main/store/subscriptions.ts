@@ -4,7 +4,7 @@
  * listener's failure does not concern the others (nor the append, which is
  * durable already).
  */
-import type { SessionEvent } from '../core/types.js';
+import type { SessionEvent } from '../../core/types.js';
 import type { FollowListener } from '../store-types.js';
 
 export class Subscriptions {

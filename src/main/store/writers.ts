@@ -5,8 +5,8 @@
  */
 import type { StorageBackend } from '../../storage/backend.js';
 import type { FrameEncoding } from '../../streams/frame-codec.js';
-import { PagerError } from '../core/errors.js';
-import type { SessionEvent } from '../core/types.js';
+import { PagerError } from '../../core/errors.js';
+import type { SessionEvent } from '../../core/types.js';
 import type { SessionMeta } from '../meta-file.js';
 import { SessionWriter, type AppendResult } from '../session-writer.js';
 

@@ -16,7 +16,7 @@
  */
 import type { StorageBackend } from '../../storage/backend.js';
 import { MemoryBackend } from '../../storage/memory/memory-backend.js';
-import type { PageParams } from '../core/types.js';
+import type { PageParams } from '../../core/types.js';
 import { LocalBackend } from '../../storage/local/local-backend.js';
 import { loadSnapshot, SNAPSHOT_DIR, SNAPSHOT_PATH, snapshotDirFor, writeSnapshot, writeSnapshotDir } from './session-snapshot.js';
 

@@ -9,9 +9,9 @@ import { INDEX_RECORD_BYTES, indexBackward, indexRecords } from '../../streams/f
 import { BackwardEntries } from '../../streams/entries-file.js';
 import { ByteLineBlock, parseEntryBytes } from '../../streams/entry-codec.js';
 import { tierOf, type Tier } from '../../workers/optimization-status.js';
-import { planPage } from '../core/page-planner.js';
-import { resolvePageParams } from '../core/page-rule.js';
-import type { EntryLine } from '../core/types.js';
+import { planPage } from '../../core/page-planner.js';
+import { resolvePageParams } from '../../core/page-rule.js';
+import type { EntryLine } from '../../core/types.js';
 
 /**
  * The header frame's length: the frames after it lie past 2^31, so their

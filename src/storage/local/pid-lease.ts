@@ -9,7 +9,7 @@
  * that process lived (found by the crash suite's long mode).
  */
 import { readFileSync, promises as fsp } from 'node:fs';
-import { PagerError } from '../../main/core/errors.js';
+import { PagerError } from '../../core/errors.js';
 import type { Lease } from '../backend.js';
 
 /**

@@ -5,7 +5,7 @@
  * Page workers cannot see this memory: slices are read on the calling
  * thread and handed to them (`workerSource` null).
  */
-import { PagerError } from '../../main/core/errors.js';
+import { PagerError } from '../../core/errors.js';
 import { StorageError, type Lease, type ObjectStat, type RandomReader, type StorageBackend, type WritableFile, type WriteMode } from '../backend.js';
 
 /** One object: its bytes in a buffer that grows by doubling, and what a stat says. */

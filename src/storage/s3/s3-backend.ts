@@ -11,7 +11,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import { hostname } from 'node:os';
-import { PagerError } from '../../main/core/errors.js';
+import { PagerError } from '../../core/errors.js';
 import { INDEX, SESSIONS, isValidSessionId, parseBackupKey } from '../layout.js';
 import { StorageError, type Lease, type ObjectStat, type RandomReader, type StorageBackend, type WritableFile, type WriteMode } from '../backend.js';
 import { LocalBackend } from '../local/local-backend.js';

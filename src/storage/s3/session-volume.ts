@@ -11,7 +11,7 @@
  * PUT with If-None-Match fails), so it is told `session_busy` and never
  * interleaves.
  */
-import { PagerError } from '../../main/core/errors.js';
+import { PagerError } from '../../core/errors.js';
 import { StorageError, type ObjectStat, type WritableFile } from '../backend.js';
 import type { LocalBackend } from '../local/local-backend.js';
 import type { BlockCache, RangeFetch } from './block-cache.js';
@@ -25,7 +25,7 @@ import { pageRecords, SPARSE_OF, summarizeRecords, type SparseIndex } from './sp
 import { INDEX_RECORD_BYTES } from '../../streams/frame-index-file.js';
 import { CRC_FILE_NAME, CRC_RECORD_BYTES } from '../../streams/frame-crc-file.js';
 import { META_FILE_NAME, META_RECORD_BYTES } from '../../streams/frame-meta-file.js';
-import { DEFAULT_MAX_MESSAGES, MAX_MAX_MESSAGES } from '../../main/core/page-rule.js';
+import { DEFAULT_MAX_MESSAGES, MAX_MAX_MESSAGES } from '../../core/page-rule.js';
 
 export interface VolumeConfig {
   objects: ObjectStore;
