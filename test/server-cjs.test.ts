@@ -9,6 +9,7 @@ import { resolve } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { valueImportsOf } from './helpers/value-imports.js';
 import { requireCjs } from '../src/main/server/cjs.js';
+import { collectDefaultMetrics, prom } from '../src/main/server/prom.js';
 
 const SERVER = resolve(import.meta.dirname, '../src/main/server');
 const CJS_PACKAGES = /^(fastify|@fastify\/[\w-]+|prom-client)$/;
@@ -22,8 +23,24 @@ describe("the server's CommonJS packages", () => {
     const fastify = requireCjs('fastify') as typeof import('fastify');
     expect(typeof fastify.default).toBe('function');
     expect(typeof fastify.LogController).toBe('function');
-    for (const p of ['@fastify/compress', '@fastify/cors', '@fastify/swagger']) expect(typeof requireCjs(p)).toBe('function');
-    const prom = requireCjs('prom-client') as typeof import('prom-client');
-    expect([typeof prom.Registry, typeof prom.Counter, typeof prom.Gauge, typeof prom.Histogram, typeof prom.collectDefaultMetrics]).toEqual(Array(5).fill('function'));
+    for (const p of ['@fastify/compress', '@fastify/cors']) expect(typeof requireCjs(p)).toBe('function');
+    // @fastify/swagger's and prom-client's files the server requires by path (openapi.ts, prom.ts).
+    expect(typeof (requireCjs('@fastify/swagger/lib/util/add-hook.js') as { addHook: unknown }).addHook).toBe('function');
+    expect(typeof requireCjs('@fastify/swagger/lib/spec/openapi/index.js')).toBe('function');
+    expect([typeof prom.Registry, typeof prom.Counter, typeof prom.Gauge, typeof prom.Histogram]).toEqual(Array(4).fill('function'));
+  });
+
+  it("register the default metrics prom-client's own collectDefaultMetrics registers", async () => {
+    const index = requireCjs('prom-client') as typeof import('prom-client');
+    const ours = new prom.Registry();
+    collectDefaultMetrics(ours);
+    const theirs = new index.Registry();
+    index.collectDefaultMetrics({ register: theirs });
+    const shape = (r: import('prom-client').Registry) => r.getMetricsAsArray().map((m) => `${m.name} ${(m as unknown as { help: string }).help}`).sort();
+    expect(shape(ours)).toEqual(shape(theirs));
+    const text = await ours.metrics();
+    expect(text).toMatch(/^process_cpu_seconds_total \d/m);
+    expect(text).toMatch(/^process_cpu_user_seconds_total \d/m);
+    expect(text).toMatch(/^nodejs_eventloop_lag_seconds \d/m);
   });
 });

@@ -8,7 +8,7 @@
  */
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { Counter, Gauge, Histogram, Registry } from 'prom-client';
-import { requireCjs } from './cjs.js';
+import { collectDefaultMetrics, prom } from './prom.js';
 import type { PageBuffer, Store } from '../store-types.js';
 import type { LoadMonitor } from './overload.js';
 import type { Readiness } from './readiness.js';
@@ -16,9 +16,6 @@ import type { Admission } from './admission.js';
 import { globalPlugin } from './plugin.js';
 import { isWarmupRequest } from './route-warmup.js';
 import { lastAnswered } from './shape-keepers.js';
-
-// By require(), not import (cjs.ts says why).
-const prom = requireCjs('prom-client') as typeof import('prom-client');
 
 const P = 'session_pager_';
 
@@ -53,7 +50,8 @@ export class ServerMetrics {
     // prom-client's process and Node.js metrics under their standard names (process_*, nodejs_*),
     // so stock dashboards work; less the three gauges it names *_total, which are not counters
     // (promtool refuses them; nodejs_active_handles etc. carry the same numbers by type).
-    prom.collectDefaultMetrics({ register: this.registry });
+    // (prom.ts: loaded without prom-client's index, which loads @opentelemetry/api for exemplars.)
+    collectDefaultMetrics(this.registry);
     for (const name of ['nodejs_active_handles_total', 'nodejs_active_requests_total', 'nodejs_active_resources_total']) this.registry.removeSingleMetric(name);
     this.httpDuration = new prom.Histogram({
       name: `${P}http_request_duration_seconds`,
