@@ -97,6 +97,26 @@ describe('readiness', () => {
     expect(await stop(p)).toBe(0);
   });
 
+  it('is ready without loading yaml or @opentelemetry/api (issue 12); the OpenAPI document loads its generator when asked', async () => {
+    // Node prints every CommonJS file it loads under NODE_DEBUG=module (stderr).
+    const p = serve(['--data', ts.dir, '--port', '0', '--log-level', 'warn'], { NODE_DEBUG: 'module' });
+    const url = await until('the banner', () => /listening on (http:\/\/127\.0\.0\.1:\d+)/.exec(p.err())?.[1] ?? undefined, 30_000);
+    await until('ready', async () => (await rawRequest(`${url}/readyz`)).status === 200, 60_000, 100);
+    const loaded = (pkg: string) => p.err().includes(`/node_modules/${pkg}/`);
+    expect(loaded('fastify')).toBe(true); // the probe sees what it should
+    expect(loaded('yaml')).toBe(false);
+    expect(loaded('@opentelemetry/api')).toBe(false);
+    const metrics = (await rawRequest(`${url}/metrics`)).body.toString();
+    expect(metrics).toMatch(/^process_cpu_seconds_total [\d.e-]+$/m);
+    expect(metrics).toMatch(/^nodejs_heap_size_used_bytes \d+$/m);
+    const doc = await rawRequest(`${url}/v1/openapi.json`);
+    expect(doc.status).toBe(200);
+    expect(JSON.parse(doc.body.toString())).toMatchObject({ openapi: '3.1.0', paths: { '/v1/sessions/{id}/page': { get: {} } } });
+    expect(loaded('yaml')).toBe(true);
+    expect(loaded('@opentelemetry/api')).toBe(false);
+    expect(await stop(p)).toBe(0);
+  });
+
   it('fails at once on a port clash: one line on stderr, exit 1, no banner, no warm-up', async () => {
     const blocker: Server = createServer();
     await new Promise<void>((r) => blocker.listen(0, '127.0.0.1', r));

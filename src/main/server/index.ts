@@ -183,7 +183,7 @@ export function buildServer(store: Store, options: ServerOptions = {}): FastifyI
 
   // Compiling the route schemas stalls the event loop at start-up; that is no reason to shed
   // the first requests: forget the stall. (The OpenAPI document is built at its first request,
-  // not here: openapi.ts.) (Registered last, so its onReady runs after @fastify/swagger's.)
+  // not here: openapi.ts.)
   app.register(async (last) => {
     last.addHook('onReady', async () => {
       monitor.reset();

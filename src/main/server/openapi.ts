@@ -16,8 +16,48 @@ import { requireCjs } from './cjs.js';
 import { HEALTH_SCHEMA, METRICS_SCHEMA, OPENAPI_SCHEMA } from './schemas.js';
 import { packageVersion } from '../version.js';
 
-// By require(), not import (cjs.ts says why).
-const swagger = requireCjs('@fastify/swagger') as typeof import('@fastify/swagger').default;
+/**
+ * @fastify/swagger's dynamic mode (its lib/mode/dynamic.js, same defaults)
+ * with the document's generator loaded at the first `app.swagger()` call, not
+ * when the server is built: the generator requires `yaml` at load (72
+ * CommonJS files, for a YAML output the server never serves), which a fresh
+ * `serve` loaded on its main thread before it could be ready (issue 12). The
+ * route collection (onRoute, the shared schemas at onReady) is the package's
+ * own, on the root app as the package (a skip-override plugin) puts it.
+ * @fastify/swagger is pinned (package.json) and its files are required by
+ * path (by require(), cjs.ts says why); test/openapi.test.ts checks the
+ * document.
+ */
+type SwaggerOptions = import('@fastify/swagger').FastifyDynamicSwaggerOptions;
+type SwaggerFn = (opts?: { yaml?: boolean }) => unknown;
+type AddHook = (app: FastifyInstance, opts: Record<string, unknown>) => { routes: unknown[]; Ref: unknown };
+type Generator = (opts: Record<string, unknown>, cache: { object: unknown; string: unknown }, routes: unknown[], ref: unknown) => SwaggerFn;
+
+function addSwagger(app: FastifyInstance, options: SwaggerOptions): void {
+  const opts: Record<string, unknown> = {
+    exposeRoute: false,
+    hiddenTag: 'X-HIDDEN',
+    hideUntagged: false,
+    stripBasePath: true,
+    openapi: null,
+    swagger: {},
+    transform: null,
+    transformObject: null,
+    decorator: 'swagger',
+    convertConstToEnum: true,
+    ...options,
+  };
+  const { addHook } = requireCjs('@fastify/swagger/lib/util/add-hook.js') as { addHook: AddHook };
+  const { routes, Ref } = addHook(app, opts);
+  const cache = { object: null, string: null };
+  let generate: SwaggerFn | undefined;
+  // Always an OpenAPI document here (the package takes a Swagger 2 one when `openapi` is null).
+  const document: SwaggerFn = (o) => {
+    generate ??= (requireCjs('@fastify/swagger/lib/spec/openapi/index.js') as Generator)(opts, cache, routes, Ref);
+    return generate(o);
+  };
+  app.decorate('swagger', document as FastifyInstance['swagger']);
+}
 
 export const OPENAPI_PATH = '/v1/openapi.json';
 
@@ -38,10 +78,10 @@ function describeServiceRoute(route: RouteOptions): void {
   route.schema = { ...doc, ...(route.schema ?? {}) };
 }
 
-/** Register @fastify/swagger on the root app, before the routes. */
+/** Add the OpenAPI route collection on the root app, before the routes. */
 export function addOpenApi(app: FastifyInstance): void {
   app.addHook('onRoute', describeServiceRoute);
-  app.register(swagger, {
+  addSwagger(app, {
     openapi: {
       openapi: '3.1.0',
       info: {
