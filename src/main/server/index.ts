@@ -28,6 +28,7 @@ import { fastShedder, installFastShed } from './fast-shed.js';
 import { clientErrorHandler, frameworkErrors, refuseConnect } from './framework-errors.js';
 import { addRequestDecoding } from './request-decoding.js';
 import { genReqId, REQUEST_ID_HEADER } from './request-id.js';
+import { addResponseCompression } from './response-compression.js';
 import { RouteTable } from './route-table.js';
 import { SHARED_SCHEMAS } from './schemas.js';
 import { addValidation, AJV_OPTIONS } from './validation.js';
@@ -40,7 +41,6 @@ import { readinessRoutes } from './readiness.js';
 import { routes } from './routes.js';
 
 // By require(), not import (cjs.ts says why).
-const compress = requireCjs('@fastify/compress') as typeof import('@fastify/compress').default;
 const { default: Fastify, LogController } = requireCjs('fastify') as typeof import('fastify');
 
 export type { ServerOptions } from './options.js';
@@ -159,12 +159,10 @@ export function buildServer(store: Store, options: ServerOptions = {}): FastifyI
     if (closing) reply.header('connection', 'close');
     done(null, payload);
   });
-  // Before @fastify/compress: request bodies are decoded by request-decoding.ts, not by it.
   addRequestDecoding(app, { bodyLimit: o.bodyLimit, drainLimit: o.bodyLimit });
-  app.register(compress, {
-    global: true,
+  // Every route but those that code their own bodies (response-compression.ts).
+  addResponseCompression(app, {
     threshold: o.compression.threshold,
-    encodings: ['br', 'gzip'],
     brotliOptions: { params: { [zc.BROTLI_PARAM_QUALITY]: o.compression.brotliQuality, [zc.BROTLI_PARAM_MODE]: zc.BROTLI_MODE_TEXT } },
     zlibOptions: { level: o.compression.gzipLevel },
   });

@@ -3,8 +3,9 @@
  * the store's page cache are the same Buffer request after request, so each
  * compressed form is computed once (off the event loop: zlib and the zstd
  * binding both run on the libuv thread pool) and lives exactly as long as the
- * body it was made from (a WeakMap keyed by it). @fastify/compress leaves a
- * response that already carries a Content-Encoding alone.
+ * body it was made from (a WeakMap keyed by it). The routes' response
+ * compression (response-compression.ts) leaves a response that already
+ * carries a Content-Encoding alone.
  *
  * `compressBody` is a pure function of (bytes, coding, level) so it can move
  * into the page workers later (issue 12: compression per slice).

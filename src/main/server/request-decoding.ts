@@ -1,9 +1,9 @@
 /**
  * Request bodies sent with a `Content-Encoding` (gzip, x-gzip, deflate, br,
- * identity, or several in order) are decoded here, not by
- * @fastify/compress, whose decoder destroys the request (and with it the
- * socket) on a decode error: a bad body larger than one packet got no
- * answer at all, only a reset connection.
+ * identity, or several in order) are decoded here. @fastify/compress (which
+ * the server used until issue 12's start-up work) destroyed the request (and
+ * with it the socket) on a decode error: a bad body larger than one packet
+ * got no answer at all, only a reset connection.
  *
  * Here a decode error never touches the request stream: the decoders are
  * unpiped, the rest of the body is read and discarded (up to `drainLimit`
@@ -125,8 +125,7 @@ function decodedBody(body: Readable, codings: string[], o: RequestDecodingOption
 }
 
 /**
- * Install the decoding on `app` (the root, before @fastify/compress is
- * registered, so its per-route decoding is switched off first).
+ * Install the decoding on `app` (the root).
  *
  * Also: an answer given before the body was read (401, 404, 405, 415, a
  * declared 413 under the drain limit...) waits until the client has sent
@@ -139,9 +138,6 @@ export function addRequestDecoding(app: FastifyInstance, o: RequestDecodingOptio
     const raw = request.raw;
     if (raw.complete || raw.destroyed || !hasBody(raw)) return done(null, payload);
     drainUnreadBody(raw, o.drainLimit).then(() => done(null, payload), done);
-  });
-  app.addHook('onRoute', (route) => {
-    (route as { decompress?: unknown }).decompress = false;
   });
   app.addHook('preParsing', (request: FastifyRequest, reply: FastifyReply, payload: Readable, done: (err: Error | null, payload?: Readable) => void) => {
     const header = request.headers['content-encoding'];

@@ -97,7 +97,7 @@ export async function routes(app: FastifyInstance, o: RoutesOptions): Promise<vo
   };
 
   // Params, query strings and bodies are validated by the route schemas (schemas.ts, validation.ts).
-  // The catalog takes the page's coding path (zstd > gzip > br), not @fastify/compress's (br, gzip only).
+  // The catalog takes the page's coding path (zstd > gzip > br), not the other routes' (br, gzip only: response-compression.ts).
   app.get('/v1/sessions', { onRequest: shedLoop, compress: false, schema: CATALOG_SCHEMA }, async (request: FastifyRequest, reply: FastifyReply) => {
     // Serialized by the route's response schema, as fastify would; the bytes are then coded like a page's.
     const serialize = reply.getSerializationFunction('200', 'application/json');
