@@ -97,7 +97,7 @@ describe('readiness', () => {
     expect(await stop(p)).toBe(0);
   });
 
-  it('is ready without loading yaml or @opentelemetry/api (issue 12); the OpenAPI document loads its generator when asked', async () => {
+  it('is ready without loading yaml, @opentelemetry/api or readable-stream (issue 12); the OpenAPI document loads its generator when asked', async () => {
     // Node prints every CommonJS file it loads under NODE_DEBUG=module (stderr).
     const p = serve(['--data', ts.dir, '--port', '0', '--log-level', 'warn'], { NODE_DEBUG: 'module' });
     const url = await until('the banner', () => /listening on (http:\/\/127\.0\.0\.1:\d+)/.exec(p.err())?.[1] ?? undefined, 30_000);
@@ -106,6 +106,7 @@ describe('readiness', () => {
     expect(loaded('fastify')).toBe(true); // the probe sees what it should
     expect(loaded('yaml')).toBe(false);
     expect(loaded('@opentelemetry/api')).toBe(false);
+    expect(loaded('readable-stream')).toBe(false);
     const metrics = (await rawRequest(`${url}/metrics`)).body.toString();
     expect(metrics).toMatch(/^process_cpu_seconds_total [\d.e-]+$/m);
     expect(metrics).toMatch(/^nodejs_heap_size_used_bytes \d+$/m);
