@@ -16,15 +16,13 @@
  * `compress: false` (its route option or `config.compress`). Request bodies
  * are decoded by request-decoding.ts, as they were.
  */
-import { createRequire } from 'node:module';
 import { brotliCompress, createBrotliCompress, createGzip, gzip, type BrotliOptions, type ZlibOptions } from 'node:zlib';
 import { pipeline, type Readable } from 'node:stream';
 import type { FastifyInstance, FastifyReply, FastifyRequest, RouteOptions } from 'fastify';
 import { requireCjs } from './cjs.js';
 
-// @fastify/compress's own dependencies, resolved from where it stands (its versions, however hoisted).
-const fromCompress = createRequire(requireCjs.resolve('@fastify/compress'));
-const negotiator = fromCompress('@fastify/accept-negotiator') as { negotiate(header: string, supported: string[]): string | null };
+// The parts @fastify/compress chose with, as direct dependencies (their versions pinned to the ones it used).
+const negotiator = requireCjs('@fastify/accept-negotiator') as { negotiate(header: string, supported: string[]): string | null };
 
 type Encoding = 'br' | 'gzip';
 const ENCODINGS: Encoding[] = ['br', 'gzip'];
@@ -42,7 +40,7 @@ let mimeDb: Record<string, { compressible?: boolean }> | undefined;
 
 function compressible(type: string): boolean {
   if (COMPRESSIBLE.test(type)) return true;
-  mimeDb ??= fromCompress('mime-db') as Record<string, { compressible?: boolean }>;
+  mimeDb ??= requireCjs('mime-db') as Record<string, { compressible?: boolean }>;
   return mimeDb[type.split(';', 1)[0]!.trim().toLowerCase()]?.compressible === true;
 }
 
