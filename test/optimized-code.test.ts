@@ -90,23 +90,23 @@ describe('optimized page-path code and object shapes', () => {
     expect(out.split('\n').filter((l) => /compiling method .*<JSFunction syntheticSidecar .*\(target TURBOFAN\), mode/.test(l))).toEqual([]);
   }, 60_000);
 
-  it("the planner's warm-up ends with planPage optimized, and its code survives the collection that ends the store's warm-up", () => {
+  it("the planner's warm-up ends with its walk (walkPage) optimized, and its code survives the collection that ends the store's warm-up", () => {
     // Traced in real `serve` starts: the warm-up's last walk (over the three-frame sidecar its kept
     // instances are left holding) deoptimized planPage ("wrong map") right after the rounds had it
     // optimized; compiled again from that feedback, it was discarded at the store's closing collection
     // ("weak objects") in 5 of 6 starts, and the first real page compiled it again beside its plan.
     // As the store runs them (warmup/warm-up.ts, without the page-path session), in a fresh process.
     const code = `
-      const { planPage } = await import(${JSON.stringify(`${dist}/core/page-planner.js`)});
+      const { walkPage } = await import(${JSON.stringify(`${dist}/core/page-planner.js`)});
       const { warmUpPlanner } = await import(${JSON.stringify(`${dist}/main/warmup/planner-warmup.js`)});
       const { tierOf } = await import(${JSON.stringify(`${dist}/workers/optimization-status.js`)});
       const { collectGarbage } = await import(${JSON.stringify(`${dist}/workers/full-gc.js`)});
       await warmUpPlanner(30, true);
       await warmUpPlanner();
-      for (let i = 0; i < 2500 && tierOf(planPage) === 'compiling'; i++) await new Promise((r) => setTimeout(r, 2));
-      const warmed = tierOf(planPage);
+      for (let i = 0; i < 2500 && tierOf(walkPage) === 'compiling'; i++) await new Promise((r) => setTimeout(r, 2));
+      const warmed = tierOf(walkPage);
       collectGarbage();
-      process.stdout.write(JSON.stringify({ warmed, afterGc: tierOf(planPage) }));`;
+      process.stdout.write(JSON.stringify({ warmed, afterGc: tierOf(walkPage) }));`;
     for (let run = 0; run < 2; run++) {
       const out = execFileSync(process.execPath, ['--input-type=module', '-e', code], { encoding: 'utf8' });
       expect(JSON.parse(out)).toEqual({ warmed: 'optimized', afterGc: 'optimized' });
@@ -135,8 +135,8 @@ describe('optimized page-path code and object shapes', () => {
         }
         expect(traced, out.slice(-2000)).not.toBe('');
         // Precondition: the warm-up optimized it (else nothing could be discarded).
-        expect(traced).toMatch(/completed optimizing 0x[0-9a-f]+ <JSFunction planPage /);
-        expect(traced.match(/SharedFunctionInfo planPage>\) \(opt id \d+\) for deoptimization[^\n]*/g) ?? []).toEqual([]);
+        expect(traced).toMatch(/completed optimizing 0x[0-9a-f]+ <JSFunction walkPage /);
+        expect(traced.match(/SharedFunctionInfo walkPage>\) \(opt id \d+\) for deoptimization[^\n]*/g) ?? []).toEqual([]);
       } finally {
         child.kill('SIGTERM');
         await exited;

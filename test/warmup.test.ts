@@ -14,7 +14,7 @@ import { openStore } from '../src/main/store.js';
 import { preparePagePath, snapshotPagePath, warmUpLocalPages, warmUpPagePath, type WarmupStore } from '../src/main/warmup/page-path-warmup.js';
 import type { StorageBackend } from '../src/storage/backend.js';
 import { warmUpPlanner } from '../src/main/warmup/planner-warmup.js';
-import { planPage } from '../src/core/page-planner.js';
+import { walkPage } from '../src/core/page-planner.js';
 import { objectsUnder } from '../src/main/warmup/session-snapshot.js';
 import type { Tier } from '../src/workers/optimization-status.js';
 import type { PageParams } from '../src/core/types.js';
@@ -320,17 +320,17 @@ describe('store warm-up', () => {
     expect(await warmUpPlanner(12, false, () => 'not-optimized')).toBe(12);
   }, 60_000);
 
-  it("the planner's pass after the page path's asks V8 about planPage only (the rounds inline `fields` into it and seldom compile it on its own)", async () => {
+  it("the planner's pass after the page path's asks V8 about its walk only (walkPage: the rounds inline `fields` into it and seldom compile it on its own)", async () => {
     // Traced in real starts: watching `fields` too, that pass ran all its 30 rounds (~70 ms of the
-    // main thread on the path to ready) with planPage optimized after 1-2 (docs/benchmarks.md).
+    // main thread on the path to ready) with the walk optimized after 1-2 (docs/benchmarks.md).
     const asked = new Set<unknown>();
     const tier = (f: unknown): Tier => {
       asked.add(f);
-      return f === planPage ? 'optimized' : 'not-optimized';
+      return f === walkPage ? 'optimized' : 'not-optimized';
     };
     // Three rounds (its feedback over both walks and every page shape), then optimized.
     expect(await warmUpPlanner(12, false, tier, true)).toBe(3);
-    expect([...asked]).toEqual([planPage]);
+    expect([...asked]).toEqual([walkPage]);
     // A pass without the page path (warm-up.ts) waits for both.
     expect(await warmUpPlanner(12, false, tier)).toBe(12);
   }, 60_000);

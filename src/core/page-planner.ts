@@ -220,9 +220,26 @@ class Walker {
   }
 }
 
-export async function planPage(p: ResolvedParams, source: BackwardEntrySource): Promise<PagePlan> {
-  const end = p.end;
-  if (end <= 0) return { throughSeq: p.throughSeq, fromSeq: 0, toSeq: 0, hasMore: false, span: null };
+/**
+ * The page's plan. The walk itself is walkPage, which takes the parameters
+ * as numbers: V8 gives the objects resolvePageParams makes more than one
+ * map over a process's life (small-integer seqs in the warm-up's first
+ * pages, heap numbers once seqs are read from files), and the first real
+ * page's walk, optimized for the warm-up's, deoptimized at its entry on its
+ * parameters' map ("wrong map") and walked its ~15,000 lines unoptimized
+ * (docs/benchmarks.md, "same (tenth session)"). Here such a check costs
+ * nothing to redo.
+ */
+export function planPage(p: ResolvedParams, source: BackwardEntrySource): Promise<PagePlan> {
+  return walkPage(p.throughSeq, p.end, p.maxMessages, p.maxBytes ?? NO_MAX_BYTES, source);
+}
+
+/** walkPage's `maxBytes` when the page has no byte bound. */
+const NO_MAX_BYTES = -1;
+
+/** planPage's walk; `maxBytes` NO_MAX_BYTES: no byte bound. */
+export async function walkPage(throughSeq: number, end: number, maxMessages: number, maxBytes: number, source: BackwardEntrySource): Promise<PagePlan> {
+  if (end <= 0) return { throughSeq, fromSeq: 0, toSeq: 0, hasMore: false, span: null };
   const w = new Walker(source);
   let cut = end;
   let counted = 0;
@@ -233,15 +250,15 @@ export async function planPage(p: ResolvedParams, source: BackwardEntrySource): 
     if (g < 0) continue;
     if (g < cut) cut = g;
     counted++;
-    if (counted >= p.maxMessages) {
+    if (counted >= maxMessages) {
       stopped = true;
       break;
     }
-    if (p.maxBytes !== undefined) {
+    if (maxBytes !== NO_MAX_BYTES) {
       // Stored bytes of the frames covering [cut, end): they are contiguous.
       await w.loadDownTo(cut);
       const last = w.last as EntryLine;
-      if (last.offset + last.length - w.low().offset > p.maxBytes) {
+      if (last.offset + last.length - w.low().offset > maxBytes) {
         stopped = true;
         break;
       }
@@ -249,7 +266,7 @@ export async function planPage(p: ResolvedParams, source: BackwardEntrySource): 
   }
   if (!stopped) cut = 0;
   await w.loadDownTo(cut);
-  return { throughSeq: p.throughSeq, fromSeq: cut, toSeq: end, hasMore: cut > 0, span: w.finish() };
+  return { throughSeq, fromSeq: cut, toSeq: end, hasMore: cut > 0, span: w.finish() };
 }
 
 /**

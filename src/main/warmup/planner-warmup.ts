@@ -9,7 +9,7 @@ import { INDEX_RECORD_BYTES, indexBackward, indexRecords } from '../../streams/f
 import { BackwardEntries } from '../../streams/entries-file.js';
 import { ByteLineBlock, parseEntryBytes } from '../../streams/entry-codec.js';
 import { tierOf, type Tier } from '../../workers/optimization-status.js';
-import { planPage } from '../../core/page-planner.js';
+import { planPage, walkPage } from '../../core/page-planner.js';
 import { resolvePageParams } from '../../core/page-rule.js';
 import type { EntryLine } from '../../core/types.js';
 
@@ -74,8 +74,8 @@ async function planOver(kept: ReturnType<typeof syntheticSidecar>, first: number
   }
 }
 
-/** The planner's hot functions: the walk (its loop is in planPage) and what it asks of each sidecar line. */
-const WATCHED = [planPage, ByteLineBlock.prototype.fields] as const;
+/** The planner's hot functions: the walk (its loop is in walkPage, under planPage) and what it asks of each sidecar line. */
+const WATCHED = [walkPage, ByteLineBlock.prototype.fields] as const;
 /**
  * What the pass after the page path's pages watches: planPage only. The rounds compile planPage
  * with `fields` inlined into it, so `fields` alone is seldom compiled: watched, such a pass ran all
@@ -83,7 +83,7 @@ const WATCHED = [planPage, ByteLineBlock.prototype.fields] as const;
  * (docs/benchmarks.md, "start, second round"). It is now the only pass of a page-path warm-up
  * (the one before the pages was thrown away by them: "ready (tenth session)").
  */
-const WATCHED_AGAIN = [planPage] as const;
+const WATCHED_AGAIN = [walkPage] as const;
 /** Rounds before asking V8 (the first ones gather feedback over both walks and every page shape). */
 const MIN_ROUNDS = 3;
 /** Wall time the rounds and the waits for the compiles may take, at most (a heavily loaded machine still gets ready). */
