@@ -128,6 +128,53 @@ describe('page bodies in a store', () => {
   });
 });
 
+describe('pages written whole by their worker', () => {
+  // A small page of one slice is written whole into its worker's result, and its body is a view
+  // of that buffer (page-service.ts, SliceTask.pageHead): the buffer is the page's from then on.
+  let ts: TempStore;
+  let whole: PagerStore;
+  let assembled: PagerStore;
+  beforeAll(async () => {
+    ts = await tempStore(1);
+    await seedSession(ts.store, 'w', 4000, 250);
+    // Slices of ~4 KiB of decode cost: pages of 40 messages are cut in two at 1 in flight, and
+    // are one slice with more pages in flight than workers. The second store pools every body,
+    // so none of its pages is written whole: every one is assembled, as before.
+    whole = await openStore({ dataDir: ts.dir, workers: 2, pageCacheBytes: 0, splitCost: 4096 });
+    assembled = await openStore({ dataDir: ts.dir, workers: 2, pageCacheBytes: 0, splitCost: 4096, bodyPool: { minBytes: 1 } });
+  });
+  afterAll(async () => {
+    await whole?.close();
+    await assembled?.close();
+    await ts?.cleanup();
+  });
+
+  const seqs = Array.from({ length: 24 }, (_, i) => 300 + i * 151);
+  const at = (throughSeq: number) => ({ throughSeq, maxMessages: 40 });
+  /** The page's result buffer holds the header and trailer after the page: the page is its first bytes. */
+  const writtenWhole = (p: PageBuffer) => p.body.byteOffset === 0 && p.body.buffer.byteLength > p.body.length;
+
+  it('are the bytes of the same page assembled from two slices, and keep them while later pages are built', async () => {
+    const alone = await whole.pageBuffer('w', at(1000));
+    expect(writtenWhole(alone)).toBe(false); // two slices, assembled
+    const first = await Promise.all(seqs.map((s) => whole.pageBuffer('w', at(s))));
+    expect(first.every(writtenWhole)).toBe(true);
+    expect(new Set(first.map((p) => p.body.buffer)).size).toBe(first.length);
+    const copies = first.map((p) => Buffer.from(p.body));
+    // More pages at once, the first ones' callers done with theirs.
+    for (const p of first) p.release?.();
+    const later = await Promise.all(seqs.map((s) => whole.pageBuffer('w', at(s + 75))));
+    expect(later.every(writtenWhole)).toBe(true);
+    for (const p of later) expect(first.some((f) => f.body.buffer === p.body.buffer)).toBe(false);
+    for (const [i, p] of first.entries()) expect(p.body.equals(copies[i] as Buffer)).toBe(true);
+    // The same bytes as the assembled pages, one at a time (two slices each) and at once.
+    for (const [i, s] of seqs.entries()) expect((await assembled.pageBuffer('w', at(s))).body.equals(copies[i] as Buffer)).toBe(true);
+    const together = await Promise.all(seqs.map((s) => assembled.pageBuffer('w', at(s + 75))));
+    // (Its bodies come from the pool: buffers with room beyond the body, so writtenWhole cannot tell them.)
+    for (const [i, p] of together.entries()) expect(p.body.equals((later[i] as PageBuffer).body)).toBe(true);
+  });
+});
+
 describe('the page route', () => {
   let ts: TempStore;
   beforeAll(async () => {
