@@ -13,7 +13,7 @@ import { PageCache } from '../src/main/page-cache.js';
 import { buildServer } from '../src/main/server/index.js';
 import { openStore, type PagerStore } from '../src/main/store.js';
 import type { PageBuffer, Store } from '../src/main/store-types.js';
-import { seedSession, sleep, tempStore, until, type TempStore } from './server-helpers.js';
+import { makeEvents, seedSession, sleep, tempStore, until, type TempStore } from './server-helpers.js';
 
 describe('BodyPool', () => {
   it('takes a released buffer for a body of about its size, and only once its last holder released it', () => {
@@ -137,6 +137,10 @@ describe('pages written whole by their worker', () => {
   beforeAll(async () => {
     ts = await tempStore(1);
     await seedSession(ts.store, 'w', 4000, 250);
+    // A session that begins with an answer's chunks: its first pages begin with a run (the run a
+    // worker writing the page whole settles first, where an assembler closes the head run).
+    await ts.store.create('h', { title: 'h' });
+    await ts.store.append('h', makeEvents(1, 600).map((e) => ({ ...e, seq: e.seq - 1 })));
     // Slices of ~4 KiB of decode cost: pages of 40 messages are cut in two at 1 in flight, and
     // are one slice with more pages in flight than workers. The second store pools every body,
     // so none of its pages is written whole: every one is assembled, as before.
@@ -172,6 +176,17 @@ describe('pages written whole by their worker', () => {
     const together = await Promise.all(seqs.map((s) => assembled.pageBuffer('w', at(s + 75))));
     // (Its bodies come from the pool: buffers with room beyond the body, so writtenWhole cannot tell them.)
     for (const [i, p] of together.entries()) expect(p.body.equals((later[i] as PageBuffer).body)).toBe(true);
+  });
+
+  it('begin with a run as the assembled pages do', async () => {
+    const first = Array.from({ length: 24 }, (_, i) => ({ throughSeq: 150 + i * 17, maxMessages: 200 }));
+    const pages = await Promise.all(first.map((q) => whole.pageBuffer('h', q)));
+    for (const [i, p] of pages.entries()) {
+      expect(writtenWhole(p)).toBe(true);
+      expect(p.fromSeq).toBe(0);
+      expect(p.body.includes('"records":[{"chunks"')).toBe(true);
+      expect(p.body.equals((await assembled.pageBuffer('h', first[i])).body)).toBe(true);
+    }
   });
 });
 
