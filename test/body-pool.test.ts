@@ -13,7 +13,7 @@ import { PageCache } from '../src/main/page-cache.js';
 import { buildServer } from '../src/main/server/index.js';
 import { openStore, type PagerStore } from '../src/main/store.js';
 import type { PageBuffer, Store } from '../src/main/store-types.js';
-import { seedSession, sleep, tempStore, until, type TempStore } from './server-helpers.js';
+import { makeEvents, seedSession, sleep, tempStore, until, type TempStore } from './server-helpers.js';
 
 describe('BodyPool', () => {
   it('takes a released buffer for a body of about its size, and only once its last holder released it', () => {
@@ -125,6 +125,68 @@ describe('page bodies in a store', () => {
     expect(hit.body).toBe(tail.body);
     expect(hit.body.equals(tailBytes)).toBe(true);
     hit.release?.();
+  });
+});
+
+describe('pages written whole by their worker', () => {
+  // A small page of one slice is written whole into its worker's result, and its body is a view
+  // of that buffer (page-service.ts, SliceTask.pageHead): the buffer is the page's from then on.
+  let ts: TempStore;
+  let whole: PagerStore;
+  let assembled: PagerStore;
+  beforeAll(async () => {
+    ts = await tempStore(1);
+    await seedSession(ts.store, 'w', 4000, 250);
+    // A session that begins with an answer's chunks: its first pages begin with a run (the run a
+    // worker writing the page whole settles first, where an assembler closes the head run).
+    await ts.store.create('h', { title: 'h' });
+    await ts.store.append('h', makeEvents(1, 600).map((e) => ({ ...e, seq: e.seq - 1 })));
+    // Slices of ~4 KiB of decode cost: pages of 40 messages are cut in two at 1 in flight, and
+    // are one slice with more pages in flight than workers. The second store pools every body,
+    // so none of its pages is written whole: every one is assembled, as before.
+    whole = await openStore({ dataDir: ts.dir, workers: 2, pageCacheBytes: 0, splitCost: 4096 });
+    assembled = await openStore({ dataDir: ts.dir, workers: 2, pageCacheBytes: 0, splitCost: 4096, bodyPool: { minBytes: 1 } });
+  });
+  afterAll(async () => {
+    await whole?.close();
+    await assembled?.close();
+    await ts?.cleanup();
+  });
+
+  const seqs = Array.from({ length: 24 }, (_, i) => 300 + i * 151);
+  const at = (throughSeq: number) => ({ throughSeq, maxMessages: 40 });
+  /** The page's result buffer holds the header and trailer after the page: the page is its first bytes. */
+  const writtenWhole = (p: PageBuffer) => p.body.byteOffset === 0 && p.body.buffer.byteLength > p.body.length;
+
+  it('are the bytes of the same page assembled from two slices, and keep them while later pages are built', async () => {
+    const alone = await whole.pageBuffer('w', at(1000));
+    expect(writtenWhole(alone)).toBe(false); // two slices, assembled
+    const first = await Promise.all(seqs.map((s) => whole.pageBuffer('w', at(s))));
+    expect(first.every(writtenWhole)).toBe(true);
+    expect(new Set(first.map((p) => p.body.buffer)).size).toBe(first.length);
+    const copies = first.map((p) => Buffer.from(p.body));
+    // More pages at once, the first ones' callers done with theirs.
+    for (const p of first) p.release?.();
+    const later = await Promise.all(seqs.map((s) => whole.pageBuffer('w', at(s + 75))));
+    expect(later.every(writtenWhole)).toBe(true);
+    for (const p of later) expect(first.some((f) => f.body.buffer === p.body.buffer)).toBe(false);
+    for (const [i, p] of first.entries()) expect(p.body.equals(copies[i] as Buffer)).toBe(true);
+    // The same bytes as the assembled pages, one at a time (two slices each) and at once.
+    for (const [i, s] of seqs.entries()) expect((await assembled.pageBuffer('w', at(s))).body.equals(copies[i] as Buffer)).toBe(true);
+    const together = await Promise.all(seqs.map((s) => assembled.pageBuffer('w', at(s + 75))));
+    // (Its bodies come from the pool: buffers with room beyond the body, so writtenWhole cannot tell them.)
+    for (const [i, p] of together.entries()) expect(p.body.equals((later[i] as PageBuffer).body)).toBe(true);
+  });
+
+  it('begin with a run as the assembled pages do', async () => {
+    const first = Array.from({ length: 24 }, (_, i) => ({ throughSeq: 150 + i * 17, maxMessages: 200 }));
+    const pages = await Promise.all(first.map((q) => whole.pageBuffer('h', q)));
+    for (const [i, p] of pages.entries()) {
+      expect(writtenWhole(p)).toBe(true);
+      expect(p.fromSeq).toBe(0);
+      expect(p.body.includes('"records":[{"chunks"')).toBe(true);
+      expect(p.body.equals((await assembled.pageBuffer('h', first[i])).body)).toBe(true);
+    }
   });
 });
 

@@ -24,6 +24,8 @@ export interface ParsedSlice {
   /** Sections the worker compressed (workers/slice-compress.ts), by the section's view (as it appears among the page's pieces). */
   coded: Map<Uint8Array, CodedPiece> | null;
   codeMs: number;
+  /** The whole page, when the slice was asked for it (SliceTask.pageHead): a view into `buffer`, which is then the page's. */
+  page: Uint8Array | null;
 }
 
 function key(h: FragmentRunHeader): RunKey {
@@ -55,7 +57,7 @@ export function parseSlice(ab: ArrayBuffer): ParsedSlice {
   const body = section(header.bodyAt, header.bodyBytes);
   const head = run(header.head);
   const tail = run(header.tail);
-  return { head, whole: header.whole, body, tail, frames: header.frames, bytesRead: header.bytesRead, readMs: header.readMs, decodeMs: header.decodeMs, buffer: ab, coded, codeMs: header.codeMs ?? 0 };
+  return { head, whole: header.whole, body, tail, frames: header.frames, bytesRead: header.bytesRead, readMs: header.readMs, decodeMs: header.decodeMs, buffer: ab, coded, codeMs: header.codeMs ?? 0, page: header.pageBytes === undefined ? null : bytes.subarray(0, header.pageBytes) };
 }
 
 export interface PageEnvelope {
@@ -104,6 +106,10 @@ export function assemblePieces(env: PageEnvelope, slices: readonly ParsedSlice[]
     }
   }
   flush();
-  const head = `{"sessionId":${JSON.stringify(env.sessionId)},"throughSeq":${env.throughSeq},"fromSeq":${env.fromSeq},"toSeq":${env.toSeq},"hasMore":${env.hasMore},"records":[`;
-  return [head, ...records.pieces, ']}'];
+  return [pageHead(env), ...records.pieces, ']}'];
+}
+
+/** The page's JSON up to its records array (a worker writing a one-slice page whole begins with it too). */
+export function pageHead(env: PageEnvelope): string {
+  return `{"sessionId":${JSON.stringify(env.sessionId)},"throughSeq":${env.throughSeq},"fromSeq":${env.fromSeq},"toSeq":${env.toSeq},"hasMore":${env.hasMore},"records":[`;
 }

@@ -147,7 +147,7 @@ const MAGIC0 = 0x53; // 'S' of SPF2
 
 /** `resultArena`: the buffer `into` was placed in, when the result may be that buffer itself (see arenaFor). */
 export function decodeSlice(task: SliceTask, bytes: Buffer, readMs = 0, into: EncoderSinks = newEncoderSinks(), resultArena: Buffer | null = null, out: ArrayBuffer | null = null): SliceResult {
-  const enc = new SliceEncoder(into);
+  const enc = new SliceEncoder(into, task.pageHead);
   enc.bytesRead = bytes.length;
   const crcs = new CrcCursor(task.crcs, bytes, task.start, task.meta);
   // The block of the previous frame when it was a trusted row (or a delta event read as one):

@@ -16,6 +16,8 @@ import { isWs, stringEnd } from '../core/json-bytes.js';
 import { RESULT_TRAILER_BYTES, type FragmentRunHeader, type SliceHeader } from './slice-protocol.js';
 
 const COMMA = 0x2c;
+/** The end of a page's JSON (after its records array). */
+const PAGE_END = new Uint8Array([0x5d, 0x7d]);
 
 /** A run being built: its key and extent; gaps and members live in the encoder's sinks. */
 interface OpenRun extends RunKey {
@@ -127,7 +129,16 @@ export class SliceEncoder {
    * memory costs a page fault per 4 KB on first touch, several ms for a large
    * slice); they are cleared here and nothing refers to them after finish().
    */
-  constructor(sinks: EncoderSinks = newEncoderSinks()) {
+  /**
+   * `pageHead`: non-empty when the slice is the whole page (SliceTask.pageHead): no run is kept
+   * apart for an assembler (the first settles into the body like any other, the last at finish),
+   * and the result holds the page itself, this text, the records and `]}`.
+   */
+  constructor(
+    sinks: EncoderSinks = newEncoderSinks(),
+    private readonly pageHead = '',
+  ) {
+    this.started = pageHead !== '';
     this.body = sinks.body;
     this.dt = sinks.dt;
     this.members = sinks.members;
@@ -298,6 +309,7 @@ export class SliceEncoder {
    * after its warm-up.)
    */
   finish(readMs = 0, arena: Buffer | null = null, out: ArrayBuffer | null = null): ArrayBuffer {
+    if (this.pageHead !== '') return this.finishPage(readMs, out);
     let tail: EdgeRun | null = this.open === null ? null : { run: this.open, dt: this.dt, members: this.members };
     this.open = null;
     let whole = false;
@@ -335,6 +347,28 @@ export class SliceEncoder {
       }
     }
     return this.finishCopy(sections, headerFor(false), out);
+  }
+
+  /**
+   * A whole page's result: the last run settled into the body (the first already was: `started`),
+   * then the page's bytes (envelope head, records, `]}`) from the buffer's start, the header
+   * naming the records as the body section and the page's length, and the trailer.
+   */
+  private finishPage(readMs: number, out: ArrayBuffer | null): ArrayBuffer {
+    this.settle();
+    const headBytes = Buffer.byteLength(this.pageHead, 'utf8');
+    const pageBytes = headBytes + this.body.length + PAGE_END.length;
+    const h: SliceHeader = { head: null, whole: false, bodyAt: headBytes, bodyBytes: this.body.length, tail: null, frames: this.frames, bytesRead: this.bytesRead, readMs, decodeMs: performance.now() - this.startedAt, pageBytes };
+    const headerBytes = Buffer.from(JSON.stringify(h), 'utf8');
+    const total = pageBytes + headerBytes.length + RESULT_TRAILER_BYTES;
+    const buf = out !== null && out.byteLength >= total ? Buffer.from(out) : Buffer.allocUnsafeSlow(total);
+    buf.write(this.pageHead, 0, 'utf8');
+    buf.set(this.body.view(), headBytes);
+    buf.set(PAGE_END, headBytes + this.body.length);
+    buf.set(headerBytes, pageBytes);
+    buf.writeUInt32LE(pageBytes, buf.length - RESULT_TRAILER_BYTES);
+    buf.writeUInt32LE(headerBytes.length, buf.length - 4);
+    return buf.buffer as ArrayBuffer;
   }
 
   /**

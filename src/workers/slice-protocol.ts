@@ -59,6 +59,13 @@ export interface SliceTask {
    */
   coding: number;
   level: number;
+  /**
+   * Non-empty when this slice is the whole page (one slice, no output coding, not in place):
+   * the page's envelope up to its records array (page-assembler.ts pageHead). The worker then
+   * settles the edge runs itself and writes the page whole into the result, this text first and
+   * `]}` last, so the main thread hands out a view of the result instead of assembling a copy.
+   */
+  pageHead: string;
 }
 
 /** Output codings of a slice task (numbers: the task keeps one shape, see decodeTask). */
@@ -73,7 +80,7 @@ export const CODING_ZSTD = 2;
  * say) deoptimized it at the start of the first large page.
  */
 export function sliceTask(source: string, session: string, start: number, end: number, firstSeq: number, endSeq: number, fromSeq: number, toSeq: number): SliceTask {
-  return { source, session, start, end, firstSeq, endSeq, fromSeq, toSeq, crcs: undefined, meta: undefined, bytes: undefined, arena: undefined, inPlace: false, digest: NO_CLAIM, coding: CODING_NONE, level: 0 };
+  return { source, session, start, end, firstSeq, endSeq, fromSeq, toSeq, crcs: undefined, meta: undefined, bytes: undefined, arena: undefined, inPlace: false, digest: NO_CLAIM, coding: CODING_NONE, level: 0, pageHead: '' };
 }
 
 /**
@@ -96,6 +103,7 @@ export function decodeTask(t: SliceTask): SliceTask {
   c.digest = t.digest;
   c.coding = t.coding;
   c.level = t.level;
+  c.pageHead = t.pageHead;
   return c;
 }
 
@@ -132,6 +140,8 @@ export interface SliceHeader {
   /** Sections the worker compressed in the task's coding (slice-compress.ts), and the milliseconds it took. */
   coded?: CodedSectionHeader[];
   codeMs?: number;
+  /** A whole-page task's result (SliceTask.pageHead): the page's bytes, from the buffer's start. */
+  pageBytes?: number;
 }
 
 /** A compressed section: the identity section at `of` (`length` bytes, CRC-32 `crc` for gzip), coded at `at` (`bytes` bytes). */

@@ -43,7 +43,8 @@ export class BodyPool {
   fresh = 0;
 
   constructor(
-    private readonly minBytes = BODY_POOL_MIN_BYTES,
+    /** Bodies from this many bytes come from the pool (page-service.ts writes smaller pages whole in their worker's result). */
+    readonly minBytes = BODY_POOL_MIN_BYTES,
     idleMs = 2000,
   ) {
     // Idle: no body released for idleMs (each release starts the wait again).

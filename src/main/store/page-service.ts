@@ -24,7 +24,7 @@ import { checkPlan, checkRange } from '../../core/plan-check.js';
 import { crcKey, metaKey } from '../crc-projection.js';
 import { IndexTrust } from '../index-trust.js';
 import { indexKey } from '../index-projection.js';
-import { assemblePage, assemblePieces, parseSlice, type ParsedSlice } from '../page-assembler.js';
+import { assemblePage, assemblePieces, pageHead, parseSlice, type ParsedSlice } from '../page-assembler.js';
 import { PageCache } from '../page-cache.js';
 import { DecodeBudget } from './decode-budget.js';
 import { KeptReaders } from './kept-readers.js';
@@ -45,6 +45,13 @@ type IndexedPlan = PagePlan & { fromIndex?: boolean; lastRecord?: number };
 const MIN_COMPRESS_PIECE = 256 * 1024;
 /** Event reads (follow) of at most this many stored bytes are decoded on the calling thread, not the pool. */
 const DECODE_HERE_BYTES = 64 * 1024;
+/**
+ * While more pages are being built than there are workers, a span of at most this decode cost
+ * (core/slice-cuts.ts: a typical 50-message page is ~1.6 M) is one slice: every worker has a page
+ * of its own, so a second slice shortens no page and costs a task, a result buffer and the
+ * assembler's merge (docs/benchmarks.md, "proof, second round (tenth session)").
+ */
+const ONE_SLICE_UNDER_LOAD_COST = 4 * 1024 * 1024;
 
 /**
  * The worker's decoder, loaded on this thread the first time a follower's
@@ -195,7 +202,9 @@ export class PageService {
   private slices(session: string, span: FrameSpan | null, fromSeq: number, toSeq: number): SliceTask[] {
     if (span === null) return [];
     const { last } = span;
-    const cuts = sliceStarts(span, Math.max(1, Math.min(this.threads, Math.ceil(decodeCost(span.count, span.bytes) / this.splitCost))));
+    const cost = decodeCost(span.count, span.bytes);
+    const loaded = this.inFlight > this.threads && cost <= ONE_SLICE_UNDER_LOAD_COST;
+    const cuts = sliceStarts(span, loaded ? 1 : Math.max(1, Math.min(this.threads, Math.ceil(cost / this.splitCost))));
     const end = last.offset + last.length;
     const endSeq = last.seq + last.count;
     // What the plan claims of each slice's frames, for the worker to check (core/frame-claim.ts).
@@ -317,6 +326,8 @@ export class PageService {
   private recycle(slices: readonly ParsedSlice[]): void {
     for (const s of slices) {
       const b = s.buffer;
+      // A page written whole by its worker: the buffer is that page's body now.
+      if (s.page !== null) continue;
       if (b.byteLength < this.inPlaceBytes || this.spares.length >= this.threads) continue;
       if (this.spares.reduce((a, x) => a + x.byteLength, b.byteLength) > SPARE_MAX_TOTAL_BYTES) continue;
       this.spares.push(b);
@@ -384,6 +395,11 @@ export class PageService {
         t.coding = wc;
         t.level = level(p);
       }
+      // One slice, not compressed, of fewer stored bytes than a pooled body (a page's JSON is about
+      // its stored size): its worker writes the page whole (SliceTask.pageHead), and the body is a
+      // view of the result instead of a copy. Larger pages keep their reused memory (body-pool.ts).
+      const only = tasks.length === 1 ? (tasks[0] as SliceTask) : null;
+      if (only !== null && wc === 0 && only.end - only.start < Math.min(this.inPlaceBytes, this.bodies.minBytes)) only.pageHead = pageHead({ sessionId: id, throughSeq: p.throughSeq, fromSeq: p.fromSeq, toSeq: p.toSeq, hasMore: p.hasMore });
       return this.decode(id, view, await this.withChecksums(view, tasks, p.span?.count ?? 0, p.lastRecord), p.fromIndex !== true);
     };
     // Room for this page's results among the pages being built (decode-budget.ts): held until it is assembled.
@@ -392,6 +408,7 @@ export class PageService {
     let t2: number;
     let body: Buffer;
     let encoded: PageBuffer['encoded'];
+    let pagePieces: ReturnType<typeof assemblePieces> | null = null;
     try {
       try {
         slices = await decodePlan(plan);
@@ -404,16 +421,23 @@ export class PageService {
         slices = await decodePlan(plan);
       }
       t2 = performance.now();
-      const pieces = assemblePieces({ sessionId: id, throughSeq: plan.throughSeq, fromSeq: plan.fromSeq, toSeq: plan.toSeq, hasMore: plan.hasMore }, slices);
-      const w = new PieceWriter(pieces);
-      // Held once, by this page's caller (release below).
-      body = this.bodies.take(w.byteLength);
-      w.writeTo(body, 0);
-      if (encoding === 'gzip' || encoding === 'zstd') {
+      const whole = slices.length === 1 ? (slices[0] as ParsedSlice).page : null;
+      if (whole !== null) {
+        // Written whole by its worker: the result buffer is the body (recycle leaves it alone), no copy.
+        body = Buffer.from(whole.buffer, whole.byteOffset, whole.byteLength);
+      } else {
+        const pieces = assemblePieces({ sessionId: id, throughSeq: plan.throughSeq, fromSeq: plan.fromSeq, toSeq: plan.toSeq, hasMore: plan.hasMore }, slices);
+        const w = new PieceWriter(pieces);
+        // Held once, by this page's caller (release below).
+        body = this.bodies.take(w.byteLength);
+        w.writeTo(body, 0);
+        pagePieces = pieces;
+      }
+      if ((encoding === 'gzip' || encoding === 'zstd') && pagePieces !== null) {
         // Joined before the result buffers go back to the workers: the coded pieces are views into them.
         const coded = new Map<Uint8Array, CodedPiece>();
         for (const s of slices) for (const [k, v] of s.coded ?? []) coded.set(k, v);
-        encoded = { encoding, body: codedPage(pieces, coded, encoding, level(plan)) };
+        encoded = { encoding, body: codedPage(pagePieces, coded, encoding, level(plan)) };
       }
       this.recycle(slices);
     } finally {
