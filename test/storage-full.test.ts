@@ -121,9 +121,10 @@ describe('a full disk', () => {
       expect(await onDisk()).toBe(0);
       backend.full = false;
       // Before: stale until the next append or the close (readers caught it up each time they read).
-      for (let i = 0; i < 200 && (await onDisk()) !== 2; i++) await new Promise((r) => setTimeout(r, META_RETRY_MIN_MS / 10));
-      expect(await onDisk()).toBe(2);
+      // (The file is renamed into place before the write returns, which syncs its folder: wait for the writer's word.)
+      for (let i = 0; i < 200 && w.metadataBehind !== null; i++) await new Promise((r) => setTimeout(r, META_RETRY_MIN_MS / 10));
       expect(w.metadataBehind).toBe(null);
+      expect(await onDisk()).toBe(2);
     } finally {
       await w.close();
     }
