@@ -30,6 +30,7 @@
  *        [--sessions 40] [--session-events 10000] [--hold 1000] [--hold-jitter 0.5] [--warmup 10] [--settle 1] [--rounds 1]
  *        [--server-node-args='--cpu-prof --cpu-prof-dir=DIR'] [--root OTHER_CHECKOUT] [--burst]
  *        [--ignore-client node|autocannon] [--client-threads N] [--launch command|node] [--phases]
+ *        [--server-autogroup]
  *
  * Scenarios: `tail` asks the newest page of a session whose last answer is
  * a long streamed one (the tail page covers it: ~1 MB, built once, then
@@ -54,7 +55,9 @@
  * of admission's, those shed at once and those that waited out the queue
  * bound), other statuses and errors, the server's CPU and this process's over
  * the run's own seconds, per thread from /proc (cores: the load generator
- * shares the machine; the server's main thread apart), the event-loop delay of
+ * shares the machine; the server's main thread apart) and the goodput per
+ * CPU-second the server got (2xx over its threads' CPU time: what it serves
+ * with the cores it won, beside the raw 2xx/s), the event-loop delay of
  * this process and of the server (a latency this process times includes its
  * own loop's delay), the server's RSS and peak RSS from the OS
  * (/proc/<pid>/status VmRSS, VmHWM), the machine's 1-minute load average at
@@ -127,6 +130,10 @@ const { values } = parseScriptArgs(import.meta.url, {
     // How the server is started: as a command (the launcher's settings for `serve` apply), or `node bin/...` (they do not).
     // Default: as a command; `node` when --server-node-args is given (flags such as --cpu-prof are refused in NODE_OPTIONS).
     launch: { type: 'string' },
+    // The server in an autogroup of its own (a new session: setsid), of the same weight as the load
+    // generator's: the kernel then shares the cores between the two groups evenly when both want
+    // them, instead of thread by thread within one group (docs/decisions.md). Default: off, as before.
+    'server-autogroup': { type: 'boolean', default: false },
     // Attach: each attach's time split by who adds it, the load generator or the server (loadtest/attach-phases.mjs).
     phases: { type: 'boolean', default: false },
     // How often the gate and the server's loop delay are read from /metrics during a run, ms (0: never).
@@ -279,7 +286,7 @@ try {
   const nodeOptions = [process.env.NODE_OPTIONS ?? '', values.launch === 'command' ? values['server-node-args'] : '', serverEnv.NODE_OPTIONS ?? '', probe].filter(Boolean).join(' ');
   const command = values.launch === 'command' ? join(values.root ?? ROOT, 'bin/session-pager.js') : process.execPath;
   const commandArgs = values.launch === 'command' ? args.slice(1) : [...values['server-node-args'].split(' ').filter(Boolean), ...args];
-  server = spawn(command, commandArgs, { cwd: values.root ?? ROOT, env: { ...process.env, SESSION_PAGER_TOKEN: token, ...serverEnv, ...(nodeOptions ? { NODE_OPTIONS: nodeOptions } : {}), ...(values.phases ? { SESSION_PAGER_PROBE_OUT: probeOut } : {}) }, stdio: ['ignore', 'pipe', 'pipe'] });
+  server = spawn(command, commandArgs, { cwd: values.root ?? ROOT, env: { ...process.env, SESSION_PAGER_TOKEN: token, ...serverEnv, ...(nodeOptions ? { NODE_OPTIONS: nodeOptions } : {}), ...(values.phases ? { SESSION_PAGER_PROBE_OUT: probeOut } : {}) }, stdio: ['ignore', 'pipe', 'pipe'], detached: values['server-autogroup'] });
   // The banner (stderr) names the port; stdout carries only log lines.
   let err = '';
   server.stderr.on('data', (d) => (err += d));
@@ -300,6 +307,7 @@ try {
     if (r?.status === 200) break;
     await new Promise((res) => setTimeout(res, 100));
   }
+  if (values['server-autogroup']) out.serverAutogroup = readFileSync(`/proc/${server.pid}/autogroup`, 'utf8').trim();
   const headers = { authorization: `Bearer ${token}`, ...(values.encoding !== 'identity' ? { 'accept-encoding': values.encoding } : {}) };
   const last = long === undefined ? 0 : long.events - 1;
   const pick = () => targets[Math.floor(Math.random() * targets.length)];
@@ -536,6 +544,11 @@ try {
       r.metricsScrapes = after.scrapes - before.scrapes;
       r.metricsScrapeMs = Math.round((after.scrapeSeconds - before.scrapeSeconds) * 10000) / 10;
       r.serverCpu = Math.round((r.serverMainCpu + r.serverRestCpu) * 100) / 100;
+      // The server's goodput per CPU-second it got (2xx over the run's seconds, over the cores its
+      // threads used in the same seconds): what it serves with the CPU it is given, whatever share
+      // of the two cores it won against the load generator and the others' work (docs/decisions.md).
+      r.serverCpuSeconds = Math.round((r.serverMainCpu + r.serverRestCpu) * r.windowSeconds * 1000) / 1000;
+      r.goodputPerCpuSecond = r.serverCpuSeconds > 0 ? Math.round(r.ok / r.serverCpuSeconds) : null;
       // The server's own p99 (upper bound of the histogram bucket that holds it), ms.
       {
         const n = after.count - before.count;
@@ -606,6 +619,18 @@ try {
     l.laterHalfShare = l.laterHalfGoodput === null || laterCapacity === 0 ? null : r2(l.laterHalfGoodput / laterCapacity);
     l.firstHalfShare = l.firstHalfGoodput === null || firstCapacity === 0 ? null : r2(l.firstHalfGoodput / firstCapacity);
   }
+  // Per server CPU-second, pooled over the rounds (a level's 2xx over the CPU-seconds its server got),
+  // and as a share of the best level's: beside the raw goodput and its shares, not instead of them.
+  for (const l of out.levels) {
+    const rs = out.runs.filter((r) => r.connections === l.connections && r.mode === l.mode && r.serverCpuSeconds > 0);
+    const cpu = rs.reduce((a, r) => a + r.serverCpuSeconds, 0);
+    l.goodputPerCpuSecond = cpu > 0 ? Math.round(rs.reduce((a, r) => a + r.ok, 0) / cpu) : null;
+    l.goodputsPerCpuSecond = rs.map((r) => r.goodputPerCpuSecond);
+    l.serverCores = r2(median(rs.map((r) => r.serverCpu)));
+  }
+  const cpuCapacity = Math.max(...out.levels.map((l) => l.goodputPerCpuSecond ?? 0));
+  out.cpuCapacity = cpuCapacity;
+  for (const l of out.levels) l.cpuShare = l.goodputPerCpuSecond === null || cpuCapacity === 0 ? null : r2(l.goodputPerCpuSecond / cpuCapacity);
   const pooledCapacity = Math.max(...out.levels.map((l) => l.pooledGoodput));
   out.pooledCapacity = pooledCapacity;
   for (const l of out.levels) l.pooledShare = Math.round((l.pooledGoodput / pooledCapacity) * 100) / 100;
@@ -649,7 +674,7 @@ try {
     }
   }
   log(`capacity (best goodput${rounds > 1 ? `, median of ${rounds} rounds` : ''}): ${capacity}/s; unloaded p99 (${unloaded?.connections} conn): ${out.unloadedP99} ms`);
-  for (const l of out.levels) log(`  ${String(l.connections).padStart(4)} ${l.mode.padEnd(7)} goodput ${Math.round(l.share * 100)}% of capacity (pooled over rounds: ${l.pooledGoodput}/s, ${Math.round(l.pooledShare * 100)}% of the best level's ${pooledCapacity}/s)${rounds > 1 ? ` (runs ${l.goodputs.join(', ')}/s; paired with the ${capLevel}-connection runs of the same round: mean ${l.pairedShare}, lowest ${l.pairedShareMin})` : ''}, p99 ${l.p99Ratio ?? '-'}x unloaded (pooled over rounds ${l.p99Pooled} ms, ${l.p99PooledRatio ?? '-'}x), ${l.p99VsCapacity ?? '-'}x at capacity (${l.capacityConnections ?? '-'} conns); server's own p99 <= ${l.serverP99Ms} ms, load generator's loop delay p99 ${l.clientLoopDelayP99} ms at ${l.clientMainCpu} of a core; by second: 2xx ${l.goodputBySecond.join(' ')}, 503 ${l.shedBySecond.join(' ')}; first half ${Math.round((l.firstHalfShare ?? 0) * 100)}%, later half ${Math.round((l.laterHalfShare ?? 0) * 100)}% of the best level's${l.settleGoodput !== null ? `; its settle seconds (not counted) ${l.settleGoodput} 2xx/s, ${Math.round((l.settleGoodput / pooledCapacity) * 100)}% of the best level's measured` : ''}`);
+  for (const l of out.levels) log(`  ${String(l.connections).padStart(4)} ${l.mode.padEnd(7)} goodput ${Math.round(l.share * 100)}% of capacity (pooled over rounds: ${l.pooledGoodput}/s, ${Math.round(l.pooledShare * 100)}% of the best level's ${pooledCapacity}/s)${rounds > 1 ? ` (runs ${l.goodputs.join(', ')}/s; paired with the ${capLevel}-connection runs of the same round: mean ${l.pairedShare}, lowest ${l.pairedShareMin})` : ''}, p99 ${l.p99Ratio ?? '-'}x unloaded (pooled over rounds ${l.p99Pooled} ms, ${l.p99PooledRatio ?? '-'}x), ${l.p99VsCapacity ?? '-'}x at capacity (${l.capacityConnections ?? '-'} conns); server's own p99 <= ${l.serverP99Ms} ms, load generator's loop delay p99 ${l.clientLoopDelayP99} ms at ${l.clientMainCpu} of a core; by second: 2xx ${l.goodputBySecond.join(' ')}, 503 ${l.shedBySecond.join(' ')}; per server CPU-second ${l.goodputPerCpuSecond} 2xx (${Math.round((l.cpuShare ?? 0) * 100)}% of the best level's ${cpuCapacity}; runs ${l.goodputsPerCpuSecond.join(', ')}; the server at ${l.serverCores} cores); first half ${Math.round((l.firstHalfShare ?? 0) * 100)}%, later half ${Math.round((l.laterHalfShare ?? 0) * 100)}% of the best level's${l.settleGoodput !== null ? `; its settle seconds (not counted) ${l.settleGoodput} 2xx/s, ${Math.round((l.settleGoodput / pooledCapacity) * 100)}% of the best level's measured` : ''}`);
   if (values.json) process.stdout.write(JSON.stringify(out) + '\n');
 } finally {
   if (server && server.exitCode === null) {

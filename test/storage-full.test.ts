@@ -9,11 +9,13 @@
  * limit (`ulimit -f 0`: every write fails with EFBIG, as on a full disk).
  */
 import { execFileSync } from 'node:child_process';
-import { existsSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { SessionWriter } from '../src/main/session-writer.js';
+import { META_RETRY_MIN_MS, SessionWriter } from '../src/main/session-writer.js';
+import { CATCH_UP_MAX_BYTES } from '../src/main/session-state.js';
+import { readMeta } from '../src/main/meta-file.js';
 import { openStore } from '../src/main/store.js';
 import { toPagerError } from '../src/main/server/errors.js';
 import { LocalBackend } from '../src/storage/local/local-backend.js';
@@ -62,6 +64,96 @@ describe('a full disk', () => {
     backend.full = false;
     expect(await w.append([ev(3)])).toMatchObject({ nextSeq: 4 });
     await w.close();
+  });
+
+  it('while the metadata cannot be written, appends are acknowledged only as far as readers can catch it up: the session never reads repair_required', async () => {
+    const backend = new FullForMetadata(dir);
+    const store = await openStore({ storage: backend, workers: 1, warmUp: { jit: false, pagePath: false } });
+    try {
+      await store.create('s', {});
+      backend.full = true;
+      // 4 MiB a batch: the sidecar on storage falls behind by that much each time.
+      const big = (seq: number) => ({ type: 'custom/x', seq, time: 1700000000000 + seq, data: { s: 'x'.repeat(1024 * 1024) } });
+      const batch = (from: number) => [0, 1, 2, 3].map((i) => big(from + i));
+      let next = 0;
+      let refused: unknown = null;
+      for (let i = 0; i < 2 + CATCH_UP_MAX_BYTES / (4 * 1024 * 1024) && refused === null; i++) {
+        try {
+          next = (await store.append('s', batch(next))).nextSeq;
+        } catch (err) {
+          refused = err;
+        }
+      }
+      // What this process and any other say of it: servable, every acknowledged event.
+      // Before: past 64 MiB behind, repair_required ("over the catch-up bound; run reindex")
+      // in the catalog and GET /v1/sessions/:id, while appends went on being acknowledged.
+      const info = await store.info('s');
+      expect({ status: info.status, nextSeq: info.nextSeq, metaStale: info.metaStale }).toEqual({ status: 'ok', nextSeq: next, metaStale: true });
+      expect((await store.list()).map((x) => [x.status, x.nextSeq])).toEqual([['ok', next]]);
+      // The append that would have taken it past the bound is refused as a full disk, nothing of it written.
+      expect(refused).toMatchObject({ code: 'ENOSPC' });
+      expect(next).toBeGreaterThan(0);
+      const log = statSync(join(dir, 'sessions', 's.events')).size;
+      await expect(store.append('s', batch(next))).rejects.toMatchObject({ code: 'ENOSPC' });
+      expect(statSync(join(dir, 'sessions', 's.events')).size).toBe(log);
+      // Space again: the next append writes the metadata first, and goes through.
+      backend.full = false;
+      expect(await store.append('s', batch(next))).toMatchObject({ fromSeq: next, nextSeq: next + 4 });
+      const meta = await readMeta(backend, 'sessions/index/s.index.json');
+      expect(typeof meta === 'string' ? meta : meta.nextSeq).toBe(next + 4);
+    } finally {
+      backend.full = false;
+      await store.close();
+    }
+  }, 120_000);
+
+  it('a metadata write that failed is made again on its own once space is back, with no append to carry it', async () => {
+    const backend = new FullForMetadata(dir);
+    const w = await SessionWriter.create(backend, 's', header);
+    try {
+      backend.full = true;
+      await w.append([ev(0), ev(1)]);
+      expect(w.metadataBehind).toMatchObject({ cause: expect.stringContaining('ENOSPC') });
+      const onDisk = async () => {
+        const m = await readMeta(backend, 'sessions/index/s.index.json');
+        return typeof m === 'string' ? m : m.nextSeq;
+      };
+      expect(await onDisk()).toBe(0);
+      backend.full = false;
+      // Before: stale until the next append or the close (readers caught it up each time they read).
+      // (The file is renamed into place before the write returns, which syncs its folder: wait for the writer's word.)
+      for (let i = 0; i < 200 && w.metadataBehind !== null; i++) await new Promise((r) => setTimeout(r, META_RETRY_MIN_MS / 10));
+      expect(w.metadataBehind).toBe(null);
+      expect(await onDisk()).toBe(2);
+    } finally {
+      await w.close();
+    }
+  });
+
+  it('an idle writer whose metadata cannot be written closes without taking the process down, its lock released', async () => {
+    const backend = new FullForMetadata(dir);
+    const store = await openStore({ storage: backend, workers: 1, writerIdleMs: 50, warmUp: { jit: false, pagePath: false } });
+    const rejections: unknown[] = [];
+    const onRejection = (e: unknown) => rejections.push(e);
+    process.on('unhandledRejection', onRejection);
+    try {
+      await store.create('s', {});
+      backend.full = true;
+      expect(await store.append('s', [ev(0)])).toMatchObject({ nextSeq: 1 });
+      // The idle close writes the metadata, which fails. Before: an unhandled rejection (the
+      // serve process exits on it) from the idle timer's close.
+      for (let i = 0; i < 100 && existsSync(join(dir, 'sessions', 's.lock')); i++) await new Promise((r) => setTimeout(r, 20));
+      expect(existsSync(join(dir, 'sessions', 's.lock'))).toBe(false);
+      await new Promise((r) => setImmediate(r));
+      expect(rejections).toEqual([]);
+      expect(await store.info('s')).toMatchObject({ status: 'ok', nextSeq: 1 });
+      backend.full = false;
+      expect(await store.append('s', [ev(1)])).toMatchObject({ nextSeq: 2 });
+    } finally {
+      process.off('unhandledRejection', onRejection);
+      backend.full = false;
+      await store.close();
+    }
   });
 
   it('a create whose metadata cannot be written leaves nothing: not listed, the id free', async () => {

@@ -20,7 +20,7 @@ import { CrcProjection } from './crc-projection.js';
 import { IndexProjection } from './index-projection.js';
 import { writeMeta, type SessionMeta } from './meta-file.js';
 import { findInterruptedCreate } from './interrupted-create.js';
-import { loadSessionState } from './session-state.js';
+import { CATCH_UP_MAX_BYTES, loadSessionState } from './session-state.js';
 import { validateRecord, recordSpan, expandRow } from '../core/chunk-codec.js';
 import { entryFor } from '../streams/batch-encoder.js';
 import { encodeEntry } from '../streams/entry-codec.js';
@@ -58,6 +58,10 @@ export interface AppendResult {
   frames: number;
   bytes: number;
 }
+
+/** First wait before a failed metadata write is tried again on its own, ms; doubled per failure up to META_RETRY_MAX_MS. */
+export const META_RETRY_MIN_MS = 500;
+export const META_RETRY_MAX_MS = 30_000;
 
 export type AppendListener = (events: readonly SessionEvent[], meta: SessionMeta) => void;
 
@@ -126,6 +130,17 @@ export class SessionWriter {
   private listeners = new Set<AppendListener>();
   private closed = false;
   private dirty = false;
+  /**
+   * Where the metadata sidecar on storage says the indexed log and the entry sidecar end.
+   * Behind `meta` only while a metadata write failed (a full disk) after an append was
+   * durable: readers then catch it up from the entry sidecar, which they do up to
+   * CATCH_UP_MAX_BYTES (session-state.ts), so appends never take it further behind than that.
+   */
+  private persisted: { indexedLength: number; entriesLength: number };
+  /** The last metadata write's failure while `persisted` lags, and when it is tried again. */
+  private metaFailure: Error | null = null;
+  private retryTimer: NodeJS.Timeout | null = null;
+  private retryMs = META_RETRY_MIN_MS;
 
   private constructor(
     readonly storage: StorageBackend,
@@ -139,7 +154,9 @@ export class SessionWriter {
     private readonly now: () => number,
     private readonly crc: CrcProjection,
     private readonly idx: IndexProjection,
-  ) {}
+  ) {
+    this.persisted = { indexedLength: meta.indexedLength, entriesLength: meta.entriesLength };
+  }
 
   get id(): string {
     return this.paths.id;
@@ -334,8 +351,43 @@ export class SessionWriter {
     const st = await this.log.stat();
     this.meta.fingerprint = { size: st.size, mtimeMs: st.mtimeMs };
     this.meta.updatedAt = this.now();
+    const { indexedLength, entriesLength } = this.meta;
     await writeMeta(this.storage, this.paths.meta, this.meta);
+    this.persisted = { indexedLength, entriesLength };
     this.dirty = false;
+    this.metaFailure = null;
+    this.retryMs = META_RETRY_MIN_MS;
+    if (this.retryTimer !== null) clearTimeout(this.retryTimer);
+    this.retryTimer = null;
+  }
+
+  /**
+   * A metadata write failed after an append was durable (local files only): the sidecar on
+   * storage is stale. Readers catch it up, but each of them reads the tail it lags by, and
+   * only up to a bound; so it is written again by the next append, the close, and, when no
+   * append comes, on a timer of its own (backing off while the storage still refuses), so a
+   * session that takes no more appends once space is back does not stay stale.
+   */
+  private metaWriteFailed(err: unknown): void {
+    this.dirty = true;
+    this.metaFailure = err instanceof Error ? err : new Error(String(err));
+    if (this.retryTimer !== null || this.closed) return;
+    this.retryTimer = setTimeout(() => {
+      this.retryTimer = null;
+      const run = this.queue.then(async () => {
+        if (this.closed || this.metaFailure === null) return;
+        await this.persistMeta().catch((e: unknown) => this.metaWriteFailed(e));
+      });
+      this.queue = run.catch(() => undefined);
+    }, this.retryMs);
+    this.retryTimer.unref();
+    this.retryMs = Math.min(this.retryMs * 2, META_RETRY_MAX_MS);
+  }
+
+  /** Whether the metadata sidecar on storage lags the appends acknowledged (a write of it failed), and why. */
+  get metadataBehind(): { indexedBytes: number; entriesBytes: number; cause: string } | null {
+    if (this.metaFailure === null) return null;
+    return { indexedBytes: this.meta.indexedLength - this.persisted.indexedLength, entriesBytes: this.meta.entriesLength - this.persisted.entriesLength, cause: this.metaFailure.message };
   }
 
   /**
@@ -353,6 +405,15 @@ export class SessionWriter {
     const events = checkBatch(input, this.meta.nextSeq);
     const fromSeq = this.meta.nextSeq;
     const enc = encodeBatch(events, this.meta.indexedLength, this.meta.format);
+    if (this.metaFailure !== null && this.wouldOutrunCatchUp(enc.bytes.length, Buffer.byteLength(enc.entries))) {
+      // The sidecar on storage would lag past what readers catch up (they would call the session
+      // repair_required, "run reindex"): it must be written first, and if it still cannot be,
+      // the append is refused before anything of it is written, as on a full disk.
+      await this.persistMeta().catch((err: unknown) => {
+        this.metaWriteFailed(err);
+        throw err;
+      });
+    }
     try {
       await writeAll(this.log, enc.bytes, this.meta.indexedLength);
       if (this.durable) await this.log.sync();
@@ -381,9 +442,7 @@ export class SessionWriter {
     // publishes the append (the manifest, s3/session-volume.ts), and a writer that cannot is
     // cut off or fenced: its failure must fail the append.
     if (this.durable && this.storage.kind === 'local') {
-      await this.persistMeta().catch(() => {
-        this.dirty = true;
-      });
+      await this.persistMeta().catch((err: unknown) => this.metaWriteFailed(err));
     } else if (this.durable) await this.persistMeta();
     else this.dirty = true;
     const snapshot = this.meta;
@@ -395,6 +454,14 @@ export class SessionWriter {
       }
     }
     return { fromSeq, toSeq: this.meta.nextSeq, nextSeq: this.meta.nextSeq, frames: enc.frameCount, bytes: enc.bytes.length };
+  }
+
+  /** Whether an append of these sizes would leave the sidecar on storage behind by more than readers catch up. */
+  private wouldOutrunCatchUp(logBytes: number, entryBytes: number): boolean {
+    return (
+      this.meta.indexedLength + logBytes - this.persisted.indexedLength > CATCH_UP_MAX_BYTES ||
+      this.meta.entriesLength + entryBytes - this.persisted.entriesLength > CATCH_UP_MAX_BYTES
+    );
   }
 
   /** The session is complete: drop the `unfinished` note (written with the metadata at close). */
@@ -410,11 +477,17 @@ export class SessionWriter {
     if (this.closed) return;
     await this.queue;
     this.closed = true;
+    if (this.retryTimer !== null) clearTimeout(this.retryTimer);
+    this.retryTimer = null;
     try {
       if (this.dirty) {
         await this.log.sync();
         await this.entries.sync();
-        await this.persistMeta();
+        if (this.metaFailure === null) await this.persistMeta();
+        // Only durable appends on local files leave it stale (appendNow), within what readers
+        // catch up: the close is not failed for it (an idle writer's close is no one's request),
+        // the next open writes it.
+        else await this.persistMeta().catch(() => undefined);
       }
     } finally {
       await this.crc.close();

@@ -35,7 +35,9 @@ export class SessionWriters {
 
   private touch(id: string): void {
     clearTimeout(this.idleTimers.get(id));
-    const t = setTimeout(() => void this.closeOne(id), this.idleMs);
+    // No one awaits an idle close: a failure of it must not become an unhandled rejection (the
+    // process's end). The writer's lock is released whatever failed (SessionWriter.close).
+    const t = setTimeout(() => void this.closeOne(id).catch(() => undefined), this.idleMs);
     t.unref();
     this.idleTimers.set(id, t);
   }
