@@ -74,3 +74,8 @@ export function keyValueList(text) {
       }),
   );
 }
+
+/** The median of a list of numbers (the upper middle of an even list): every bench reports medians of alternating runs. */
+export function median(xs) {
+  return [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
+}

@@ -20,7 +20,7 @@ import { spawn } from 'node:child_process';
 import http from 'node:http';
 import { join, resolve } from 'node:path';
 import { loadavg } from 'node:os';
-import { parseScriptArgs } from './args.mjs';
+import { median, parseScriptArgs } from './args.mjs';
 import { freePort, getOnce } from './servers.mjs';
 
 const { values } = parseScriptArgs(import.meta.url, {
@@ -34,7 +34,6 @@ const { values } = parseScriptArgs(import.meta.url, {
 const roots = values.roots === '' ? [resolve(new URL('..', import.meta.url).pathname)] : values.roots.split(',').map((r) => resolve(r));
 const runs = Number(values.runs);
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
-const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 
 /** One GET on a fresh connection: ms to the headers and to the last byte. */
 function timedGet(port, path) {

@@ -21,7 +21,7 @@ import { request } from 'node:http';
 import { loadavg } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { parseScriptArgs } from './args.mjs';
+import { median, parseScriptArgs } from './args.mjs';
 import { performance } from 'node:perf_hooks';
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), '..');
@@ -114,7 +114,6 @@ async function overHttp(format, root) {
   }
 }
 
-const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 const fmt = (x, d = 1) => (x === undefined || Number.isNaN(x) ? '–' : x.toFixed(d));
 const byRoot = new Map(roots.map((r) => [r, Object.fromEntries(formats.map((f) => [f, { proc: [], http: [] }]))]));
 const load = [loadavg()[0]];

@@ -12,7 +12,7 @@
 import { existsSync, openSync, readFileSync, readSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
-import { parseScriptArgs } from './args.mjs';
+import { median, parseScriptArgs } from './args.mjs';
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 const { values } = parseScriptArgs(import.meta.url, {
@@ -65,7 +65,6 @@ for (let r = 0; r < Number(values.rounds); r++) {
   }
 }
 await store.close();
-const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 // The first third of the rounds warm the JIT up: medians of the rest.
 const settled = (f, k) => median(res[f].slice(Math.floor(res[f].length / 3)).map((x) => x[k]));
 const line = (f) => `${f}: ${slices[f].frames} frames, ${slices[f].bytes.length} bytes; decode CPU ${settled(f, 'cpu').toFixed(1)} ms, wall ${settled(f, 'wall').toFixed(1)} ms`;

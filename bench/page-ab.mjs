@@ -14,7 +14,7 @@
 import { spawnSync } from 'node:child_process';
 import { loadavg } from 'node:os';
 import { join, resolve } from 'node:path';
-import { parseScriptArgs } from './args.mjs';
+import { median, parseScriptArgs } from './args.mjs';
 
 const { values } = parseScriptArgs(import.meta.url, {
   options: {
@@ -43,7 +43,6 @@ function measure(build, mode, id, params, extra) {
   return JSON.parse(r.stdout.trim().split('\n').pop());
 }
 
-const median = (xs) => [...xs].sort((p, q) => p - q)[Math.floor(xs.length / 2)];
 const load = [loadavg()[0]];
 const got = builds.map(() => ({ cold: [], warm: [], typical: [] }));
 const pairs = { cold: [], warm: [], typical: [] };

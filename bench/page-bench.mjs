@@ -17,7 +17,7 @@ import { existsSync } from 'node:fs';
 import { cpus, totalmem } from 'node:os';
 import { fileURLToPath } from 'node:url';
 import { dirname, join, resolve } from 'node:path';
-import { parseScriptArgs } from './args.mjs';
+import { median, parseScriptArgs } from './args.mjs';
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 const { values } = parseScriptArgs(import.meta.url, {
@@ -68,7 +68,6 @@ function measure(mode, id, params = {}, extra = {}) {
   return JSON.parse(r.stdout.trim().split('\n').pop());
 }
 
-const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 const fmt = (x, d = 1) => (x === undefined ? '–' : x.toFixed(d));
 
 const tail = { maxMessages: 50 };

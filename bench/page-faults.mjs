@@ -19,7 +19,7 @@ import { readdirSync, readFileSync } from 'node:fs';
 import { loadavg } from 'node:os';
 import { resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
-import { parseScriptArgs } from './args.mjs';
+import { keyValueList, median, parseScriptArgs } from './args.mjs';
 
 if (process.argv[2] === '--child') {
   const [, , , build, dataDir, id, pagesArg, workers, release] = process.argv;
@@ -76,13 +76,11 @@ const { values } = parseScriptArgs(import.meta.url, {
   },
 });
 if (!values.a) throw new Error('--a is required');
-const envOf = (s) => Object.fromEntries(s.split(',').filter(Boolean).map((kv) => [kv.slice(0, kv.indexOf('=')), kv.slice(kv.indexOf('=') + 1)]));
-const builds = [{ dir: resolve(values.a), env: { ...envOf(values.env), ...envOf(values['env-a']) } }];
-if (values.b) builds.push({ dir: resolve(values.b), env: { ...envOf(values.env), ...envOf(values['env-b']) } });
+const builds = [{ dir: resolve(values.a), env: { ...keyValueList(values.env), ...keyValueList(values['env-a']) } }];
+if (values.b) builds.push({ dir: resolve(values.b), env: { ...keyValueList(values.env), ...keyValueList(values['env-b']) } });
 const runs = Number(values.runs);
 const nPages = Number(values.pages);
 
-const median = (xs) => [...xs].sort((p, q) => p - q)[Math.floor(xs.length / 2)];
 const load = [loadavg()[0]];
 const got = builds.map(() => []);
 for (let i = 0; i < runs; i++) {

@@ -16,7 +16,7 @@
 // full or --no-plots run of peer-bench writes them).
 import { spawnSync } from 'node:child_process';
 import { join, resolve } from 'node:path';
-import { parseScriptArgs } from './args.mjs';
+import { keyValueList, parseScriptArgs } from './args.mjs';
 
 const { values: a } = parseScriptArgs(import.meta.url, {
   options: {
@@ -34,8 +34,7 @@ const { values: a } = parseScriptArgs(import.meta.url, {
   },
 });
 if (a.a === undefined) throw new Error('--a DIR (a built checkout) is required');
-const envOf = (s) => Object.fromEntries(s.split(',').filter(Boolean).map((kv) => [kv.slice(0, kv.indexOf('=')), kv.slice(kv.indexOf('=') + 1)]));
-const builds = { A: { dir: resolve(a.a), env: envOf(a['a-env']) }, B: { dir: resolve(a.b), env: envOf(a['b-env']) } };
+const builds = { A: { dir: resolve(a.a), env: keyValueList(a['a-env']) }, B: { dir: resolve(a.b), env: keyValueList(a['b-env']) } };
 /** This checkout: its scripts run the load, the counting and the peer. */
 const peerDir = resolve(new URL('..', import.meta.url).pathname);
 const log = (s) => process.stderr.write(`${s}\n`);

@@ -23,7 +23,7 @@
 // Run measurements at normal priority, one at a time (BRIEF: bench.lock).
 import { readdirSync, readFileSync } from 'node:fs';
 import { loadavg } from 'node:os';
-import { parseScriptArgs } from './args.mjs';
+import { median, parseScriptArgs } from './args.mjs';
 import { getOnce, launchServe } from './servers.mjs';
 
 const { values } = parseScriptArgs(import.meta.url, {
@@ -43,7 +43,6 @@ const cpuMs = (stat) => {
   const f = stat.split(') ')[1].split(' ');
   return (Number(f[11]) + Number(f[12])) * 10;
 };
-const median = (xs) => [...xs].sort((p, q) => p - q)[Math.floor(xs.length / 2)];
 
 // Pages from the middle of bench-typical: fixed seqs (its ~1M events), the same every start.
 const TYPICAL_SEQS = [231_000, 517_000, 702_000];

@@ -33,7 +33,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import { cpus, loadavg, totalmem } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { parseScriptArgs } from './args.mjs';
+import { median, parseScriptArgs } from './args.mjs';
 import { freePort, getOnce } from './servers.mjs';
 import { rssByMapping } from './smaps.mjs';
 
@@ -74,7 +74,6 @@ const statusMB = (pid, key) => Number(readFileSync(`/proc/${pid}/status`, 'utf8'
 
 
 const get = getOnce;
-const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 /** RSS (MB) of the malloc heaps: the main thread's [heap] and the large anonymous mappings (the threads' arenas, with V8's large objects and stacks). */
 function mallocMB(pid) {
   const m = rssByMapping(pid);

@@ -13,7 +13,7 @@
 import { readFileSync } from 'node:fs';
 import { loadavg } from 'node:os';
 import { resolve } from 'node:path';
-import { parseScriptArgs } from './args.mjs';
+import { keyValueList, median, parseScriptArgs } from './args.mjs';
 import { getOnce, launchServe } from './servers.mjs';
 
 const { values } = parseScriptArgs(import.meta.url, {
@@ -33,10 +33,9 @@ const { values } = parseScriptArgs(import.meta.url, {
   },
 });
 if (!values.a || !values.b) throw new Error('--a and --b are required');
-const envOf = (s) => Object.fromEntries(s.split(',').filter(Boolean).map((kv) => [kv.slice(0, kv.indexOf('=')), kv.slice(kv.indexOf('=') + 1)]));
 const builds = [
-  { dir: resolve(values.a), env: { ...envOf(values.env), ...envOf(values['env-a']) } },
-  { dir: resolve(values.b), env: { ...envOf(values.env), ...envOf(values['env-b']) } },
+  { dir: resolve(values.a), env: { ...keyValueList(values.env), ...keyValueList(values['env-a']) } },
+  { dir: resolve(values.b), env: { ...keyValueList(values.env), ...keyValueList(values['env-b']) } },
 ];
 const nPages = Number(values.pages);
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
@@ -75,8 +74,8 @@ for (let i = 0; i < Number(values.rounds); i++) {
   for (const k of i % 2 === 0 ? [0, 1] : [1, 0]) got[k].push(await round(builds[k]));
   load.push(loadavg()[0]);
 }
-const median = (xs) => [...xs].sort((p, q) => p - q)[Math.floor(xs.length / 2)];
-const f = (x, d = 1) => x.toFixed(d);
+// '–' where a part has no pages (fewer --pages than the part's first).
+const f = (x, d = 1) => (x === undefined ? '–' : x.toFixed(d));
 const lines = [`${values.rounds} fresh servers per build, alternating, ${nPages} pinned ${values.id} pages each (step ${values.step}, maxMessages ${values['max-messages']}); load average (1 min) ${f(Math.min(...load))}-${f(Math.max(...load))}.`, ''];
 lines.push('| build | page bytes | ms per page, median (pages 1 / 2-4 / 5-12) | faults per page, median (pages 1 / 2-4 / 5-12) | idle RSS MB before / after (medians) | peak RSS MB (median) |');
 lines.push('|---|---|---|---|---|---|');
