@@ -166,7 +166,7 @@ describe('a page has one body however it is cut', () => {
         const params: PageParams = before % 3 === 0 ? { maxMessages } : { throughSeq, beforeSeq: (before % (throughSeq + 1)) + 1, maxMessages };
         for (const id of ids) await expectOneBody(id, params, events);
       }),
-      { numRuns: 10, endOnFailure: true },
+      { numRuns: 20, endOnFailure: true },
     );
   }, 480_000);
 });
