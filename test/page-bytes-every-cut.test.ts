@@ -6,8 +6,9 @@
  * slices at any splitCost, written whole by its one worker (alone, or under
  * load: more pages in flight than workers), assembled from one slice, decoded
  * on the calling thread (inline pool) or partly there (small-slice pool),
- * served from the prepared-page cache, and decoded back from the gzip and
- * zstd forms. On hand-formatted logs (`\u` escapes, `\/`, Python-style
+ * served from the prepared-page cache, read through a backend the workers
+ * cannot reach (memory: the bytes travel with the tasks), and decoded back
+ * from the gzip and zstd forms. On hand-formatted logs (`\u` escapes, `\/`, Python-style
  * separators) whose short runs (1-2 members, written as events) fall inside
  * slices and at their edges, stored as JSONL lines kept byte for byte, as
  * binary frames, and both in one log.
@@ -24,6 +25,7 @@ import { importSession } from '../src/main/maintenance/import.js';
 import type { OutputCoding } from '../src/main/page-coding.js';
 import { readWholeLog, referencePage } from '../src/main/reference-reader.js';
 import { openStore, type PagerStore } from '../src/main/store.js';
+import { MemoryBackend } from '../src/storage/memory/memory-backend.js';
 import type { StoreOptions } from '../src/main/store/options.js';
 import type { PageBuffer } from '../src/main/store-types.js';
 import { handFormattedLog, handFormattedLogArb } from './helpers/hand-formatted-log.js';
@@ -50,11 +52,14 @@ const ZSTD: OutputCoding = { encoding: 'zstd', levels: { gzipLevel: 6, brotliQua
 
 let dir: string;
 const stores = new Map<string, PagerStore>();
+/** The same sessions on a backend the workers cannot read: each slice's bytes travel with its task. */
+const memory = new MemoryBackend();
 
 beforeAll(async () => {
   dir = mkdtempSync(join(tmpdir(), 'sp-bytes-'));
   mkdirSync(join(dir, 'in'));
   for (const [name, opts] of Object.entries(CUTS)) stores.set(name, await openStore({ dataDir: dir, ...opts }));
+  stores.set('memory backend, three workers, splitCost 1', await openStore({ storage: memory, ...quiet, workers: 3, splitCost: 1 }));
   // Small slices go inline only after the page path's warm-up (small-slice-pool.ts).
   await stores.get('small slices on the main thread')?.warmUp();
 }, 120_000);
@@ -72,22 +77,24 @@ async function importAll(items: Parameters<typeof handFormattedLog>[0], id: stri
   const { text, events } = handFormattedLog(items, id);
   const file = join(dir, 'in', `${id}.jsonl`);
   writeFileSync(file, text);
-  const r = await importSession(dir, file, { id });
-  expect(r.verbatim).toBe(true);
-  await importSession(dir, file, { id: `${id}-bin`, format: 'binary' });
   // Half the log as JSONL lines, the rest appended as binary frames by the writer.
   const lines = text.split('\n').filter(Boolean);
   const half = Math.floor(lines.length / 2);
   const headPart = join(dir, 'in', `${id}-mix.jsonl`);
   writeFileSync(headPart, `${lines.slice(0, half).join('\n')}\n`);
-  await importSession(dir, headPart, { id: `${id}-mix` });
-  const writer = await openStore({ dataDir: dir, workers: 1, warmUp: { jit: false, pagePath: false }, format: 'binary' });
-  try {
-    const nextSeq = await writer.nextSeq(`${id}-mix`);
-    const rest = events.slice(nextSeq);
-    for (let at = 0; at < rest.length; at += 7) await writer.append(`${id}-mix`, rest.slice(at, at + 7));
-  } finally {
-    await writer.close();
+  for (const target of [dir, memory]) {
+    const r = await importSession(target, file, { id });
+    expect(r.verbatim).toBe(true);
+    await importSession(target, file, { id: `${id}-bin`, format: 'binary' });
+    await importSession(target, headPart, { id: `${id}-mix` });
+    const writer = await openStore({ ...(target === dir ? { dataDir: dir } : { storage: memory }), workers: 1, warmUp: { jit: false, pagePath: false }, format: 'binary' });
+    try {
+      const nextSeq = await writer.nextSeq(`${id}-mix`);
+      const rest = events.slice(nextSeq);
+      for (let at = 0; at < rest.length; at += 7) await writer.append(`${id}-mix`, rest.slice(at, at + 7));
+    } finally {
+      await writer.close();
+    }
   }
   return { ids: [id, `${id}-bin`, `${id}-mix`], events };
 }
