@@ -8,15 +8,15 @@
  * on the calling thread (inline pool) or partly there (small-slice pool),
  * served from the prepared-page cache, read through a backend the workers
  * cannot reach (memory: the bytes travel with the tasks), and decoded back
- * from the gzip and zstd forms. On hand-formatted logs (`\u` escapes, `\/`, Python-style
- * separators) whose short runs (1-2 members, written as events) fall inside
- * slices and at their edges, stored as JSONL lines kept byte for byte, as
- * binary frames, and both in one log.
+ * from the gzip, zstd and br forms. On hand-formatted logs (`\u` escapes,
+ * `\/`, Python-style separators) whose short runs (1-2 members, written as
+ * events) fall inside slices and at their edges, stored as JSONL lines kept
+ * byte for byte, as binary frames, and both in one log.
  */
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { gunzipSync } from 'node:zlib';
+import { brotliDecompressSync, gunzipSync } from 'node:zlib';
 import { decompress as fzstdDecompress } from 'fzstd';
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -49,6 +49,7 @@ const CUTS: Record<string, StoreOptions> = {
 
 const GZIP: OutputCoding = { encoding: 'gzip', levels: { gzipLevel: 6, brotliQuality: 4 } };
 const ZSTD: OutputCoding = { encoding: 'zstd', levels: { gzipLevel: 6, brotliQuality: 4, zstdLevel: 3 } };
+const BR: OutputCoding = { encoding: 'br', levels: { gzipLevel: 6, brotliQuality: 4 } };
 
 let dir: string;
 const stores = new Map<string, PagerStore>();
@@ -101,7 +102,7 @@ async function importAll(items: Parameters<typeof handFormattedLog>[0], id: stri
 
 /**
  * The page `params` of session `id` from every store: one body, byte for byte (also under load,
- * from the cache, and decoded from its gzip and zstd forms), deep-equal to the reference reader's.
+ * from the cache, and decoded from its gzip, zstd and br forms), deep-equal to the reference reader's.
  */
 async function expectOneBody(id: string, params: PageParams, events: readonly SessionEvent[]): Promise<void> {
   const log = await readWholeLog(join(dir, 'sessions', `${id}.events`));
@@ -137,6 +138,8 @@ async function expectOneBody(id: string, params: PageParams, events: readonly Se
     bodies.set(`${name}, gzip`, gunzipSync(gz.encoded?.body as Buffer));
     const zs = await (s as PagerStore).pageBuffer(id, params, undefined, ZSTD);
     bodies.set(`${name}, zstd`, Buffer.from(fzstdDecompress(zs.encoded?.body as Buffer)));
+    const br = await (s as PagerStore).pageBuffer(id, params, undefined, BR);
+    bodies.set(`${name}, br`, brotliDecompressSync(br.encoded?.body as Buffer));
   }
   const reference = bodies.get('one worker, written whole') as Buffer;
   expect(JSON.parse(reference.toString('utf8'))).toEqual(referencePage(log, id, params));
