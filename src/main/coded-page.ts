@@ -17,7 +17,7 @@ import { piecesToBuffer, type Piece } from '../core/fragment-run.js';
 import { gzipMember, type CodedPiece } from '../streams/gzip-members.js';
 import { codePiece } from '../workers/slice-compress.js';
 import { CODING_GZIP, CODING_NONE, CODING_ZSTD } from '../workers/slice-protocol.js';
-import type { PageEncoding } from './page-coding.js';
+import type { CodedForm, PageEncoding } from './page-coding.js';
 
 /** The worker's number for a coding the workers compress in; CODING_NONE for the others (brotli). */
 export function workerCoding(encoding: PageEncoding): number {
@@ -53,7 +53,7 @@ export function codeHere(bytes: Buffer, encoding: 'gzip' | 'zstd', level: number
  * The page body of `pieces` in `encoding`, using the workers' coded forms
  * (`coded`, by piece identity) and compressing the rest here at `level`.
  */
-export function codedPage(pieces: readonly Piece[], coded: ReadonlyMap<Uint8Array, CodedPiece>, encoding: 'gzip' | 'zstd', level: number): Buffer {
+export function codedPage(pieces: readonly Piece[], coded: ReadonlyMap<Uint8Array, CodedPiece>, encoding: 'gzip' | 'zstd', level: number): CodedForm {
   const parts: CodedPiece[] = [];
   let plain: Piece[] = [];
   const flush = () => {
@@ -71,5 +71,10 @@ export function codedPage(pieces: readonly Piece[], coded: ReadonlyMap<Uint8Arra
     }
   }
   flush();
-  return joinCodedPieces(parts, encoding);
+  return codedForm(parts, encoding, level);
+}
+
+/** Coded pieces joined, named by what made them: their level and identity lengths (the coded tag's parameters). */
+export function codedForm(parts: readonly CodedPiece[], encoding: 'gzip' | 'zstd', level: number): CodedForm {
+  return { encoding, body: joinCodedPieces(parts, encoding), level, pieces: parts.map((p) => p.length) };
 }

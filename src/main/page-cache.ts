@@ -15,13 +15,13 @@
  * a 64 MiB cache of one-off typical pages cost every page ~0.2 ms (fresh,
  * unreused memory for each body, see docs/benchmarks.md).
  */
-import type { PageEncoding } from './page-coding.js';
+import type { CodedForm } from './page-coding.js';
 import type { PageBuffer } from './store-types.js';
 
 /** A page's bytes in the cache: its body and every compressed form kept with it. */
 function pageBytes(page: PageBuffer): number {
   let n = page.body.length;
-  for (const f of page.forms?.values() ?? []) n += f.length;
+  for (const f of page.forms?.values() ?? []) n += f.body.length;
   return n;
 }
 
@@ -79,13 +79,14 @@ export class PageCache {
   }
 
   /** A compressed form of the page kept under `key` (when that is still `page`), counted in the budget. */
-  addForm(key: string, page: PageBuffer, encoding: PageEncoding, form: Buffer): void {
+  addForm(key: string, page: PageBuffer, form: CodedForm): void {
     const e = this.entries.get(key);
-    if (e === undefined || e.page !== page || page.forms?.has(encoding) === true) return;
-    if (e.bytes + form.length > this.maxEntryBytes) return;
-    (page.forms ??= new Map()).set(encoding, form);
-    e.bytes += form.length;
-    this.bytes += form.length;
+    if (e === undefined || e.page !== page || page.forms?.has(form.encoding) === true) return;
+    const n = form.body.length;
+    if (e.bytes + n > this.maxEntryBytes) return;
+    (page.forms ??= new Map()).set(form.encoding, form);
+    e.bytes += n;
+    this.bytes += n;
     this.evict();
   }
 

@@ -32,6 +32,24 @@ export interface CompressionLevels {
   zstdLevel?: number;
 }
 
+/**
+ * A body in a coding, with what determines its bytes besides the identity
+ * bytes: the level and how it was cut (docs/decisions.md "Coded tags name
+ * their cuts"). The coded tag is a digest of these (page-caching.ts), so one
+ * tag is one byte sequence even though two builds may cut differently.
+ */
+export interface CodedForm {
+  encoding: PageEncoding;
+  body: Buffer;
+  level: number;
+  /**
+   * The identity length of each compressed piece, in body order (pieces
+   * compressed apart and joined: coded-page.ts); null: one stream made by
+   * compressBody (brotli, and bodies no worker compressed).
+   */
+  pieces: readonly number[] | null;
+}
+
 /** Bodies up to this size get the configured levels: compressing them costs little next to the request. */
 export const SMALL_BODY = 256 * 1024;
 /** Above this, the fastest levels: a multi-megabyte page must not cost several times its own build. */

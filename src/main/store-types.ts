@@ -9,7 +9,7 @@ import type { FrameEncoding } from '../streams/frame-codec.js';
 import type { TokenTotals } from '../core/summary.js';
 import type { FollowOptions } from './event-follow.js';
 import type { AppendBusStats } from './store/append-bus.js';
-import type { OutputCoding, PageEncoding } from './page-coding.js';
+import type { CodedForm, OutputCoding, PageEncoding } from './page-coding.js';
 
 export interface CatalogEntry {
   id: string;
@@ -54,9 +54,9 @@ export interface PageBuffer {
   /** Where the time went when the page was built (absent on a prepared-page cache hit). */
   timing?: PageTiming;
   /** Compressed forms of `body` kept with it in the prepared-page cache (page-cache.ts); owned by the cache. */
-  forms?: Map<PageEncoding, Buffer>;
+  forms?: Map<PageEncoding, CodedForm>;
   /** The body in the coding it was asked in (pageBuffer's `coding`), when one was. */
-  encoded?: { encoding: PageEncoding; body: Buffer };
+  encoded?: CodedForm;
   /**
    * The caller is done with `body` (nothing reads it any more: its socket write has finished):
    * the store may build a later page into the same memory. Optional; once per page returned

@@ -15,17 +15,28 @@
  *
  * Tags are strong and differ per content coding (RFC 9110 8.8.3: a strong
  * validator is unique across representations; the zstd, gzip and br forms
- * are other representations): `"<digest>"` identity, `"<digest>-zstd"`,
- * `"<digest>-gzip"`, `"<digest>-br"`. The coding of a page depends only on Accept-Encoding
- * (never on its size), so the selected representation's tag is known
- * before the page is, and If-None-Match is compared with it (weak
- * comparison, as RFC 9110 13.1.2 says for If-None-Match).
+ * are other representations): `"<digest>"` identity, and for a coded form
+ * `"<digest>-<coding>.<params>"` (`-zstd`, `-gzip`, `-br`), where `params`
+ * is 6 hex digits of a digest of what makes the coded bytes besides the
+ * identity bytes: the level and the identity length of each compressed piece
+ * (gzip and zstd are compressed in pieces at the cuts a build made, and
+ * two builds may cut differently). One tag is so always one byte sequence
+ * (docs/decisions.md "Coded tags name their cuts"). The coded tag is known
+ * once the page is built; the identity digest is known before.
+ *
+ * If-None-Match is compared weakly (RFC 9110 13.1.2) and by identity bytes:
+ * a listed tag of the same digest, whatever coding suffix it carries,
+ * answers 304 before anything is built, so a client loses no 304 when
+ * another server (or a rebuilt page) cut the coded form differently. The
+ * 304 carries the listed tag that matched (the one of the coding asked for
+ * when there is one): the representation the client holds, which a cache
+ * picks by it to freshen (RFC 9111 4.3.4).
  */
 import { createHash } from 'node:crypto';
 import { createRequire } from 'node:module';
 import type { FastifyReply } from 'fastify';
 import type { ResolvedParams } from '../../core/page-rule.js';
-import type { PageEncoding } from './page-encoding.js';
+import type { CodedForm, PageEncoding } from '../page-coding.js';
 
 /** Bump when the bytes of a page change for the same events (the package version is in the tag too). */
 const PAGE_BYTES_REVISION = 2;
@@ -57,21 +68,50 @@ export function bodyDigest(body: Buffer): string {
   return createHash('sha256').update(CODE).update('\0').update(body).digest('base64url').slice(0, 27);
 }
 
-export function etagFor(digest: string, encoding: PageEncoding | null): string {
-  return `"${digest}${encoding === null ? '' : `-${encoding}`}"`;
+/** The coded tag's parameters: 6 hex digits naming the level and the pieces' identity lengths (one stream: `w`). */
+export function formParams(form: CodedForm): string {
+  const cuts = form.pieces === null ? 'w' : form.pieces.join(',');
+  return createHash('sha256').update(`${form.level}\0${cuts}`).digest('hex').slice(0, 6);
 }
 
-/** RFC 9110 13.1.2: If-None-Match holds `*` or a list of tags; weak comparison. */
-export function noneMatch(header: string | string[] | undefined, etag: string): boolean {
-  if (header === undefined) return false;
+/** The tag of the identity body (`form` null) or of a coded form of it. */
+export function etagFor(digest: string, form: CodedForm | null): string {
+  return `"${digest}${form === null ? '' : `-${form.encoding}.${formParams(form)}`}"`;
+}
+
+const CODED_SUFFIX = /^-(?:zstd|gzip|br)(?:\.[0-9a-f]{6})?$/;
+
+/**
+ * RFC 9110 13.1.2: If-None-Match holds `*` or a list of tags; weak comparison,
+ * by identity bytes. The listed tag that names the page `digest` (identity or
+ * any coded form of it; the one of `encoding` first), `*`, or null.
+ */
+export function noneMatch(header: string | string[] | undefined, digest: string, encoding: PageEncoding | null): string | null {
+  if (header === undefined) return null;
   const value = Array.isArray(header) ? header.join(',') : header;
-  if (value.trim() === '*') return true;
-  const want = etag.startsWith('W/') ? etag.slice(2) : etag;
-  for (const m of value.matchAll(/(?:W\/)?"[^"]*"/g)) {
-    const t = m[0].startsWith('W/') ? m[0].slice(2) : m[0];
-    if (t === want) return true;
+  if (value.trim() === '*') return '*';
+  let found: string | null = null;
+  for (const m of value.matchAll(/(?:W\/)?"([^"]*)"/g)) {
+    const opaque = m[1] as string;
+    if (!opaque.startsWith(digest)) continue;
+    const rest = opaque.slice(digest.length);
+    if (rest !== '' && !CODED_SUFFIX.test(rest)) continue;
+    const tag = `"${opaque}"`;
+    // The client's copy in the coding asked for, if it holds that one.
+    if ((encoding === null && rest === '') || (encoding !== null && rest.startsWith(`-${encoding}`))) return tag;
+    found ??= tag;
   }
-  return false;
+  return found;
+}
+
+/**
+ * The tag of a 304 for the listed tag `matched` (noneMatch): that tag, the
+ * client's own. For `*`, the identity tag; a coded form's tag is not known
+ * until it is built, and a 304 to `*` builds nothing, so none is sent then.
+ */
+export function notModifiedTag(matched: string, digest: string, encoding: PageEncoding | null): string | null {
+  if (matched !== '*') return matched;
+  return encoding === null ? etagFor(digest, null) : null;
 }
 
 /** Add a field name to Vary, keeping what is there (CORS adds Origin). */
@@ -87,8 +127,8 @@ export function addVary(reply: FastifyReply, field: string): void {
 }
 
 /** The caching headers of a page response (200 or 304). */
-export function setPageCaching(reply: FastifyReply, etag: string, pinned: boolean): void {
-  reply.header('etag', etag);
+export function setPageCaching(reply: FastifyReply, etag: string | null, pinned: boolean): void {
+  if (etag !== null) reply.header('etag', etag);
   reply.header('cache-control', pinned ? IMMUTABLE : REVALIDATE);
   addVary(reply, 'Accept-Encoding');
 }

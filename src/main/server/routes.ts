@@ -15,8 +15,8 @@ import { parseLastEventId } from './follow.js';
 import type { ServerMetrics } from './metrics.js';
 import type { ResolvedOptions } from './options.js';
 import { checkLoop, checkPool, holdShed, type OverloadPolicy, type ShedPacer } from './overload.js';
-import { addVary, bodyDigest, etagFor, noneMatch, pageDigest, setPageCaching } from './page-caching.js';
-import { negotiate, PageEncoder } from './page-encoding.js';
+import { addVary, bodyDigest, etagFor, noneMatch, notModifiedTag, pageDigest, setPageCaching } from './page-caching.js';
+import { levelFor, negotiate, PageEncoder } from './page-encoding.js';
 import { isWarmupRequest } from './route-warmup.js';
 import { APPEND_SCHEMA, CATALOG_SCHEMA, CREATE_SCHEMA, FOLLOW_SCHEMA, INFO_SCHEMA, PAGE_SCHEMA } from './schemas.js';
 
@@ -130,11 +130,11 @@ export async function routes(app: FastifyInstance, o: RoutesOptions): Promise<vo
     if (version !== undefined && version.servable) {
       const r = resolvePageParams(params, version.nextSeq - 1);
       asked = { throughSeq: r.throughSeq, digest: pageDigest(id, version.incarnation, r) };
-      const etag = etagFor(asked.digest, encoding);
-      if (noneMatch(request.headers['if-none-match'], etag)) {
-        // Not built, not read: the client's copy is this very representation.
+      const matched = noneMatch(request.headers['if-none-match'], asked.digest, encoding);
+      if (matched !== null) {
+        // Not built, not read: the client holds these identity bytes (in some coding: weak comparison).
         if (!isWarmupRequest(request)) metrics.notModified.inc({ route: '/v1/sessions/:id/page' });
-        setPageCaching(reply, etag, pinned);
+        setPageCaching(reply, notModifiedTag(matched, asked.digest, encoding), pinned);
         return reply.code(304).send();
       }
     }
@@ -152,20 +152,29 @@ export async function routes(app: FastifyInstance, o: RoutesOptions): Promise<vo
     // The tag of what was built: an append since the check above moved an unpinned cut.
     const digest =
       version === undefined ? bodyDigest(pb.body) : asked !== null && asked.throughSeq === pb.throughSeq ? asked.digest : pageDigest(id, version.incarnation, resolvePageParams(params, pb.throughSeq));
-    const etag = etagFor(digest, encoding);
-    if (version === undefined && noneMatch(request.headers['if-none-match'], etag)) {
-      metrics.notModified.inc({ route: '/v1/sessions/:id/page' });
-      setPageCaching(reply, etag, pinned);
-      return reply.code(304).send();
+    if (version === undefined) {
+      const matched = noneMatch(request.headers['if-none-match'], digest, encoding);
+      if (matched !== null) {
+        metrics.notModified.inc({ route: '/v1/sessions/:id/page' });
+        setPageCaching(reply, notModifiedTag(matched, digest, encoding), pinned);
+        return reply.code(304).send();
+      }
     }
-    setPageCaching(reply, etag, pinned);
-    // The prepared body goes out as it is; never re-serialized. Compressed forms are
-    // kept with the prepared page, so a cached page is compressed once, not per request.
-    reply.type('application/json; charset=utf-8');
-    if (encoding === null) return reply.send(pb.body);
-    const compressed = pb.encoded?.encoding === encoding ? pb.encoded.body : await encoder.encode(pb.body, encoding);
+    // Compressed forms are kept with the prepared page, so a cached page is compressed once, not
+    // per request. A store that gave none: in one stream here, at the level for the body's length.
+    const form =
+      encoding === null
+        ? null
+        : pb.encoded?.encoding === encoding
+          ? pb.encoded
+          : { encoding, body: await encoder.encode(pb.body, encoding), level: levelFor(encoding, pb.body.length, o.opts.compression), pieces: null };
     if (reply.sent) return reply;
-    return reply.header('content-encoding', encoding).send(compressed);
+    // The coded tag names the form's level and cuts (page-caching.ts): one tag, one byte sequence.
+    setPageCaching(reply, etagFor(digest, form), pinned);
+    // The prepared body goes out as it is; never re-serialized.
+    reply.type('application/json; charset=utf-8');
+    if (form === null) return reply.send(pb.body);
+    return reply.header('content-encoding', form.encoding).send(form.body);
   });
 
   app.get('/v1/sessions/:id/follow', { onRequest: admitPage, exposeHeadRoute: false, schema: FOLLOW_SCHEMA }, async (request: FastifyRequest, reply: FastifyReply) => {

@@ -32,8 +32,8 @@ import type { PageBuffer, PageVersion } from '../store-types.js';
 import { runCompress, runSlice, type PagePool } from '../worker-pool.js';
 import { PieceWriter } from '../../core/fragment-run.js';
 import { BodyPool } from './body-pool.js';
-import { codedPage, joinCodedPieces, workerCoding } from '../coded-page.js';
-import { compressBody, levelFor, type OutputCoding, type PageEncoding } from '../page-coding.js';
+import { codedForm, codedPage, workerCoding } from '../coded-page.js';
+import { compressBody, levelFor, type CodedForm, type OutputCoding, type PageEncoding } from '../page-coding.js';
 import type { CodedPiece } from '../../streams/gzip-members.js';
 import type { RangeRead } from '../../streams/positional-reader.js';
 import type { SessionView, SessionViews } from './session-views.js';
@@ -341,13 +341,21 @@ export class PageService {
    * libuv pool).
    */
   async encodeBody(body: Buffer, coding: OutputCoding): Promise<Buffer> {
-    const level = levelFor(coding.encoding, body.length, coding.levels);
+    return (await this.encodeForm(body, coding, body.length)).body;
+  }
+
+  /**
+   * `encodeBody`, at the level for `levelBytes` (a page's stored bytes, as a fresh build
+   * picks it: docs/decisions.md "Coded tags name their cuts"), with what made its bytes.
+   */
+  private async encodeForm(body: Buffer, coding: OutputCoding, levelBytes: number): Promise<CodedForm> {
+    const level = levelFor(coding.encoding, levelBytes, coding.levels);
     const encoding = coding.encoding;
-    if (encoding === 'br') return compressBody(body, 'br', level);
+    if (encoding === 'br') return { encoding, body: await compressBody(body, 'br', level), level, pieces: null };
     const n = Math.max(1, Math.min(this.threads, Math.floor(body.length / MIN_COMPRESS_PIECE)));
     const cuts = Array.from({ length: n + 1 }, (_, i) => Math.round((body.length * i) / n));
     const parts: CodedPiece[] = await Promise.all(cuts.slice(0, -1).map((a, i) => runCompress(this.pool, body.subarray(a, cuts[i + 1]), workerCoding(encoding), level)));
-    return joinCodedPieces(parts, encoding);
+    return codedForm(parts, encoding, level);
   }
 
   /** The page as asked: `coding` adds its body in that coding (`encoded`), from the cache when it holds that form. */
@@ -375,10 +383,10 @@ export class PageService {
       let form = hit.forms?.get(coding.encoding);
       if (form === undefined) {
         // Prepared in another coding (or none): compressed now, on the pool, and kept with it.
-        form = await this.encodeBody(hit.body, coding);
-        this.pageCache.addForm(key as string, hit, coding.encoding, form);
+        form = await this.encodeForm(hit.body, coding, hit.frameBytes);
+        this.pageCache.addForm(key as string, hit, form);
       }
-      return this.handOut(hit, { encoding: coding.encoding, body: form });
+      return this.handOut(hit, form);
     }
     const t0 = performance.now();
     let plan = await this.planResolved(view, r, true, hint);
@@ -437,7 +445,7 @@ export class PageService {
         // Joined before the result buffers go back to the workers: the coded pieces are views into them.
         const coded = new Map<Uint8Array, CodedPiece>();
         for (const s of slices) for (const [k, v] of s.coded ?? []) coded.set(k, v);
-        encoded = { encoding, body: codedPage(pagePieces, coded, encoding, level(plan)) };
+        encoded = codedPage(pagePieces, coded, encoding, level(plan));
       }
       this.recycle(slices);
     } finally {
@@ -445,7 +453,7 @@ export class PageService {
     }
     const env = { sessionId: id, throughSeq: plan.throughSeq, fromSeq: plan.fromSeq, toSeq: plan.toSeq, hasMore: plan.hasMore };
     // brotli: in one piece, after the page is built.
-    if (encoding === 'br') encoded = { encoding, body: await compressBody(body, 'br', level(plan)) };
+    if (encoding === 'br') encoded = { encoding, body: await compressBody(body, 'br', level(plan)), level: level(plan), pieces: null };
     this.pagesServed++;
     const t3 = performance.now();
     const logBytesRead = slices.reduce((a, s) => a + s.bytesRead, 0);
@@ -457,7 +465,7 @@ export class PageService {
     if (key !== null) {
       // A cached page was not built by the request that gets it: no timing.
       const { timing: _built, release: _caller, ...prepared } = page;
-      if (encoded !== undefined) prepared.forms = new Map([[encoded.encoding, encoded.body]]);
+      if (encoded !== undefined) prepared.forms = new Map([[encoded.encoding, encoded]]);
       // The cache's hold, taken before it may evict (and so release) anything.
       this.bodies.hold(body);
       if (!this.pageCache.set(key, prepared, r.throughSeq === view.nextSeq - 1 && r.end === r.throughSeq + 1)) this.bodies.release(body);
