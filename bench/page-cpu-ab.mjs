@@ -7,7 +7,10 @@
 // a figure the machine's load moves much less than the wall time. Medians
 // per build and their B/A ratios as markdown.
 //
-//   node bench/page-cpu-ab.mjs --a DIR --b DIR [--data DIR] [--runs N]
+//   node bench/page-cpu-ab.mjs --a DIR --b DIR [--data DIR] [--runs N] [--coding zstd|gzip|br]
+//
+// --coding: each page built in that coding (as the page route asks it, at the
+// default levels): the workers compress gzip and zstd slice by slice.
 //
 // DIR: a built checkout; the data dir is bench/page-bench.mjs's.
 import { spawnSync } from 'node:child_process';
@@ -18,16 +21,18 @@ import { fileURLToPath } from 'node:url';
 import { median, parseScriptArgs } from './args.mjs';
 
 if (process.argv[2] === '--child') {
-  const [, , , build, data] = process.argv;
+  const [, , , build, data, encoding] = process.argv;
+  // The page route's default levels (options.ts); none: identity.
+  const coding = encoding === 'none' ? undefined : { encoding, levels: { gzipLevel: 6, brotliQuality: 4, zstdLevel: 6 } };
   const { openStore } = await import(`${build}/dist/main/store.js`);
   const store = await openStore({ dataDir: data, workers: 2, pageCacheBytes: 0 });
   await store.warmUp();
   const cpu = () => Object.fromEntries(readdirSync('/proc/self/task').map((t) => [t, Number(readFileSync(`/proc/self/task/${t}/schedstat`, 'utf8').split(' ')[0])]));
   const measure = async (n, warm, next) => {
-    for (let i = 0; i < warm; i++) (await store.pageBuffer(...next())).release?.();
+    for (let i = 0; i < warm; i++) (await store.pageBuffer(...next(), undefined, coding)).release?.();
     const c0 = cpu();
     const w0 = performance.now();
-    for (let i = 0; i < n; i++) (await store.pageBuffer(...next())).release?.();
+    for (let i = 0; i < n; i++) (await store.pageBuffer(...next(), undefined, coding)).release?.();
     const wall = performance.now() - w0;
     const c1 = cpu();
     let all = 0;
@@ -51,6 +56,7 @@ const { values } = parseScriptArgs(import.meta.url, {
     b: { type: 'string' },
     data: { type: 'string', default: '/tmp/session-pager-bench' },
     runs: { type: 'string', default: '6' },
+    coding: { type: 'string', default: 'none' },
   },
 });
 if (!values.a || !values.b) throw new Error('--a and --b are required');
@@ -60,13 +66,13 @@ const load = [loadavg()[0]];
 const got = builds.map(() => []);
 for (let i = 0; i < runs; i++) {
   for (const k of i % 2 === 0 ? [0, 1] : [1, 0]) {
-    const r = spawnSync(process.execPath, [fileURLToPath(import.meta.url), '--child', builds[k], values.data], { encoding: 'utf8' });
+    const r = spawnSync(process.execPath, [fileURLToPath(import.meta.url), '--child', builds[k], values.data, values.coding], { encoding: 'utf8' });
     if (r.status !== 0) throw new Error(`${builds[k]} failed: ${r.stderr}`);
     got[k].push(JSON.parse(r.stdout.trim().split('\n').pop()));
   }
   load.push(loadavg()[0]);
 }
-const lines = [`A = ${builds[0]}, B = ${builds[1]}; ${runs} alternating fresh processes per build; load average (1 min) ${Math.min(...load).toFixed(1)}-${Math.max(...load).toFixed(1)}.`, ''];
+const lines = [`A = ${builds[0]}, B = ${builds[1]}; ${runs} alternating fresh processes per build; coding ${values.coding}; load average (1 min) ${Math.min(...load).toFixed(1)}-${Math.max(...load).toFixed(1)}.`, ''];
 lines.push('| figure (per page) | A median | B median | B / A |', '|---|---|---|---|');
 for (const page of ['tail', 'typical']) {
   for (const [key, name] of [['wallMs', 'wall ms'], ['mainCpuMs', 'main thread CPU ms'], ['allCpuMs', 'all threads CPU ms']]) {
