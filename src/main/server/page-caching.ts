@@ -70,9 +70,17 @@ export function bodyDigest(body: Buffer): string {
 
 /** The coded tag's parameters: 6 hex digits naming the level and the pieces' identity lengths (one stream: `w`). */
 export function formParams(form: CodedForm): string {
-  const cuts = form.pieces === null ? 'w' : form.pieces.join(',');
-  return createHash('sha256').update(`${form.level}\0${cuts}`).digest('hex').slice(0, 6);
+  let p = formParamsMemo.get(form);
+  if (p === undefined) {
+    const cuts = form.pieces === null ? 'w' : form.pieces.join(',');
+    p = createHash('sha256').update(`${form.level}\0${cuts}`).digest('hex').slice(0, 6);
+    formParamsMemo.set(form, p);
+  }
+  return p;
 }
+
+/** A cached page hands out the same form object request after request: hashed once. */
+const formParamsMemo = new WeakMap<CodedForm, string>();
 
 /** The tag of the identity body (`form` null) or of a coded form of it. */
 export function etagFor(digest: string, form: CodedForm | null): string {
