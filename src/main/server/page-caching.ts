@@ -3,9 +3,10 @@
  *
  * A page's bytes are a function of the session's events up to its cut, its
  * resolved parameters (throughSeq, end, maxMessages, maxBytes), the log it
- * was read from and the code that wrote it. The entity tag is a digest of
+ * was read from and the code that wrote it. The page's digest is a digest of
  * exactly that, so it is known before the page is built: `If-None-Match`
- * answers 304 without planning, reading or decoding anything.
+ * (compared by that digest, below) answers 304 without planning, reading or
+ * decoding anything.
  *
  * - pinned (`throughSeq` in the query): `Cache-Control: private,
  *   max-age=31536000, immutable` (the events up to a committed seq never change);

@@ -121,7 +121,7 @@ export async function routes(app: FastifyInstance, o: RoutesOptions): Promise<vo
     const id = sessionId(request);
     // Ranges that depend on the session (throughSeq past the last committed seq) are checked by the store.
     const params = pageParams(request.query as Record<string, unknown>);
-    // The coding depends on Accept-Encoding alone (not on the page's size): the tag is known before the page.
+    // The coding depends on Accept-Encoding alone (not on the page's size); the digest If-None-Match is compared with is known before the page.
     const encoding = negotiate(request.headers['accept-encoding']);
     const pinned = params.throughSeq !== undefined;
     const version = store.pageVersion === undefined ? undefined : await store.pageVersion(id, params.throughSeq);
