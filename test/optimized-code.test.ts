@@ -41,6 +41,14 @@ describe('optimized page-path code and object shapes', () => {
     expect(JSON.parse(out)).toEqual({ warmed: all, afterTask: all });
   }, 60_000);
 
+  it("a worker's JIT warm-up leaves the per-frame readers optimized: the first real page does not compile them beside its decode", () => {
+    // The rounds stop once the decode loop is optimized; keysGroup (the message group walk the claim check
+    // runs on every message), isMessageTypeAt and scanTrustedFrame were then compiled during a fresh process's
+    // first tail page in 4 of 6 traced processes (--trace-opt), a third thread's CPU beside the two workers.
+    const out = execFileSync(process.execPath, [resolve(here, 'helpers/frame-readers-probe.mjs'), dist], { encoding: 'utf8' });
+    expect(JSON.parse(out)).toEqual({ scanTrustedFrame: 'optimized', isMessageTypeAt: 'optimized', keysGroup: 'optimized' });
+  }, 60_000);
+
   it('the planner stays optimized across a garbage collection between pages', () => {
     const out = execFileSync(process.execPath, ['--allow-natives-syntax', '--expose-gc', '--no-concurrent-recompilation', resolve(here, 'helpers/planner-shape-probe.mjs'), dist], { encoding: 'utf8' });
     expect(JSON.parse(out)).toEqual({ warmed: true, afterGc: true });

@@ -21,6 +21,8 @@ import { ByteSink } from '../core/byte-sink.js';
 import { metaRecords } from '../streams/frame-meta-file.js';
 import { continuedBinaryRow, writeRowGaps, writeRowMembers } from '../streams/msgpack-row.js';
 import { SliceEncoder } from './slice-encoder.js';
+import { scanTrustedFrame } from '../streams/trusted-frame-scanner.js';
+import { GROUP_READERS, isMessageTypeAt, messageGroup } from '../streams/message-group.js';
 
 /** Events of the generated warm-up session: enough shapes, little memory. */
 const GEN_EVENTS = 2_000;
@@ -299,7 +301,10 @@ export async function warmUpJit(
   };
   let rounds = await roundsUntilOptimized(work, decode, tier, budgetMs, join);
   // (A caller that gave the loop a wall-time bound of its own gives the helpers the same.)
-  if (tierOfHelper !== undefined) await warmUpHelpers(jsonl[0] as { bytes: Buffer; tasks: SliceTask[] }, tierOfHelper, budgetMs ?? HELPER_BUDGET_MS);
+  if (tierOfHelper !== undefined) {
+    await warmUpHelpers(jsonl[0] as { bytes: Buffer; tasks: SliceTask[] }, tierOfHelper, budgetMs ?? HELPER_BUDGET_MS);
+    await warmUpFrameReaders((jsonl[0] as { bytes: Buffer }).bytes, tierOfHelper, budgetMs ?? HELPER_BUDGET_MS);
+  }
   if (!withBinary) {
     // Told only now, or not at all: asked (and waited for) once.
     if (binary(true) !== true) return rounds;
@@ -378,6 +383,53 @@ export async function warmUpBinaryRows(decode: (task: SliceTask, bytes: Buffer) 
  * after its loop was optimized (docs/benchmarks.md, "ready (tenth session)").
  */
 const compiledOrCompiling = (t: Tier | null) => t === 'optimized' || t === 'compiling';
+
+/** Passes over the JSONL log's frames between two looks at the frame readers' tiers. */
+const FRAME_READER_PASSES = 4;
+
+/**
+ * The per-frame readers the decode loop calls without inlining them: the
+ * trusted layout's scanner (scanTrustedFrame: every frame that does not
+ * continue the previous one's row, and through it the row, delta and tool
+ * identity readers), the message type check and the message group walk
+ * (messageGroup's keysGroup: every message of a page, for the plan's claim,
+ * core/frame-claim.ts). The rounds stop once the loop is optimized, and a
+ * tail page's messages are few but long, so in 4 of 6 traced fresh
+ * processes V8 compiled keysGroup, isMessageTypeAt or scanTrustedFrame
+ * during the first real page (`--trace-opt`), on a helper thread beside
+ * the two workers' decode: ~6 ms of a third thread's CPU on a two-core
+ * machine, the cold tail page's gap to 60c6f60 (docs/benchmarks.md, "same
+ * (eleventh session)"). Called here over the JSONL log's own frames (each
+ * a writer's frame, as a page's trusted frames are) until V8 says each is
+ * optimized or being compiled, within `budgetMs`. Returns whether all are.
+ */
+export async function warmUpFrameReaders(bytes: Buffer, tierOf: (f: (...args: never[]) => unknown) => Tier | null, budgetMs = HELPER_BUDGET_MS): Promise<boolean> {
+  const starts: number[] = [];
+  for (let at = 0; at < bytes.length; ) {
+    const nl = bytes.indexOf(0x0a, at);
+    if (nl < 0) break;
+    if (bytes[at] === 0x7b) starts.push(at, nl);
+    at = nl + 1;
+  }
+  const readers = [scanTrustedFrame, isMessageTypeAt, ...GROUP_READERS] as ((...args: never[]) => unknown)[];
+  const t0 = performance.now();
+  for (;;) {
+    for (let p = 0; p < FRAME_READER_PASSES; p++) {
+      for (let k = 0; k < starts.length; k += 2) {
+        const start = starts[k] as number;
+        const end = starts[k + 1] as number;
+        scanTrustedFrame(bytes, start, end);
+        // (Seqs past 2^31, as the decode loop's are: SEQ_BASE.)
+        if (isMessageTypeAt(bytes, start + 9)) messageGroup(bytes, start, end, SEQ_BASE + k, true);
+      }
+    }
+    const tiers = readers.map((f) => tierOf(f));
+    if (tiers.some((x) => x === null)) return false;
+    if (tiers.every(compiledOrCompiling)) return true;
+    if (performance.now() - t0 > budgetMs) return false;
+    if (tiers.includes('compiling')) await pause(2);
+  }
+}
 
 /** Calls of each helper between two looks at its tier, and the wall-time bound of the whole. */
 const HELPER_CALLS = 2_000;
