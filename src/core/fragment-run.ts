@@ -8,7 +8,9 @@
  * when a run is shorter than MIN_PACKED_RUN), without ever materializing one
  * JS string per member.
  */
-import { chunkEvent, MIN_PACKED_RUN, rowTypeOf, type RunKey } from './chunk-codec.js';
+import { ByteSink } from './byte-sink.js';
+import { MIN_PACKED_RUN, rowTypeOf, type RunKey } from './chunk-codec.js';
+import { isWs, stringEnd } from './json-bytes.js';
 
 /** A JSON fragment: bytes, or a string to be UTF-8 encoded at output. */
 export type Piece = Uint8Array | string;
@@ -51,10 +53,6 @@ function joined(pieces: Piece[], out: Piece[]): void {
   });
 }
 
-function pieceText(p: Piece): string {
-  return typeof p === 'string' ? p : Buffer.from(p.buffer, p.byteOffset, p.byteLength).toString('utf8');
-}
-
 /** A packed row record up to its gap list: `{"chunks":{…,"data":{…,"dt":[`. */
 export function packedRowHead(run: RunKey & { seq0: number; time0: number }): string {
   let pre = `{"chunks":{"type":"${rowTypeOf(run.kind)}","seq0":${run.seq0},"time0":${run.time0},"data":{"turn":${run.turn},"step":${run.step},"index":${run.index}`;
@@ -72,21 +70,59 @@ export function packedRowMiddle(kind: RunKey['kind']): string {
 
 export const PACKED_ROW_END = ']}}}';
 
+/** A settled run as the short-run writer needs it. */
+export type ShortRun = RunKey & { seq0: number; time0: number; n: number };
+
+const COMMA_BYTE = 0x2c;
+
 /**
- * A settled run too short to pack (fewer than MIN_PACKED_RUN members) as
- * comma-joined event records, from its comma-joined gaps and member tokens.
- * Parsing them is cheap: there are at most two.
+ * A settled run of one or two members (fewer than MIN_PACKED_RUN) as event
+ * records in chunkEvent's layout, written as bytes, each member token copied
+ * as it was stored (a typical page holds dozens; parsing and re-serializing
+ * them was a tenth of its decode). `dt`: its one gap (two members), `members`:
+ * its comma-joined tokens (a hand-formatted row may have whitespace around
+ * the comma). The one writer of short runs: the worker's encoder calls it
+ * for a run inside a slice, the assembler for a run at a slice's edge, so a
+ * page's bytes do not depend on where it was cut (its strong ETag names only
+ * its parameters; docs/decisions.md, "A page's bytes do not depend on how it
+ * was cut").
  */
-export function shortRunRecords(run: RunKey & { seq0: number; time0: number }, dtJson: string, membersJson: string): string {
-  const dt = JSON.parse(`[${dtJson}]`) as number[];
-  const members = JSON.parse(`[${membersJson}]`) as string[];
-  const out: string[] = [];
-  let time = run.time0;
-  for (let k = 0; k < members.length; k++) {
-    if (k > 0) time += dt[k - 1] as number;
-    out.push(JSON.stringify({ event: chunkEvent(run, run.seq0 + k, time, members[k] as string) }));
+export function writeShortRun(body: ByteSink, run: ShortRun, dt: ByteSink, members: ByteSink): void {
+  const m = members.buf;
+  const len = members.length;
+  // Two members: the first token ends at its closing quote; the second starts after the comma.
+  const firstEnd = run.n === 2 ? stringEnd(m, 0, len) : len;
+  let second = firstEnd;
+  while (second < len && m[second] !== COMMA_BYTE) second++;
+  second++;
+  while (second < len && isWs(m[second] as number)) second++;
+  const gap = run.n === 2 ? Number(dt.toString()) : 0;
+  const prefix = shortRunChunkPrefix(run);
+  for (let k = 0; k < run.n; k++) {
+    if (k > 0) body.byte(COMMA_BYTE);
+    body.ascii(`{"event":{"type":"assistant/chunk","seq":${run.seq0 + k},"time":${run.time0 + (k > 0 ? gap : 0)},"data":{"turn":${run.turn},"step":${run.step},"chunk":`);
+    body.text(prefix);
+    if (k === 0) body.bytes(m, 0, firstEnd);
+    else body.bytes(m, second, len);
+    body.ascii('}}}}');
   }
-  return out.join(',');
+}
+
+/** A delta chunk object up to its member value: `{"type":"…-delta","index":I,` then the member's key, as chunkEvent lays it out. */
+function shortRunChunkPrefix(run: RunKey): string {
+  if (run.kind !== 'tool') return `{"type":"${run.kind}-delta","index":${run.index},"text":`;
+  let p = `{"type":"tool-call-delta","index":${run.index},"id":${JSON.stringify(run.id)}`;
+  if (run.name !== undefined) p += `,"name":${JSON.stringify(run.name)}`;
+  return `${p},"argumentsDelta":`;
+}
+
+/** Comma-joined pieces into a sink. */
+function joinedInto(pieces: readonly Piece[], out: ByteSink): void {
+  pieces.forEach((p, i) => {
+    if (i > 0) out.byte(COMMA_BYTE);
+    if (typeof p === 'string') out.text(p);
+    else out.bytes(p, 0, p.byteLength);
+  });
 }
 
 /** The page records of a settled run, as output pieces (concatenate, no separators added). */
@@ -99,7 +135,14 @@ export function fragRecords(run: FragRun): Piece[] {
     out.push(PACKED_ROW_END);
     return out;
   }
-  return [shortRunRecords(run, run.dt.map(pieceText).join(','), run.members.map(pieceText).join(','))];
+  // The worker's own writer (writeShortRun), from the run's gaps and member tokens joined as a worker joins them.
+  const dt = new ByteSink(16);
+  joinedInto(run.dt, dt);
+  const members = new ByteSink();
+  joinedInto(run.members, members);
+  const out = new ByteSink();
+  writeShortRun(out, run, dt, members);
+  return [out.view()];
 }
 
 /** Adjacent string pieces joined into one (one UTF-8 encode instead of many small ones). */

@@ -9,10 +9,9 @@
 import { continuesRun, MIN_PACKED_RUN, packableChunk, rowKey, rowMembers, type RunKey } from '../core/chunk-codec.js';
 import { ByteSink } from '../core/byte-sink.js';
 import { keepShape } from '../core/shape-keeper.js';
-import { PACKED_ROW_END, packedRowHead, packedRowMiddle } from '../core/fragment-run.js';
+import { PACKED_ROW_END, packedRowHead, packedRowMiddle, writeShortRun } from '../core/fragment-run.js';
 import type { ChunkRow, SessionEvent } from '../core/types.js';
 import { rowGaps, rowMemberBounds, type RawRow } from '../streams/jsonl-row-scanner.js';
-import { isWs, stringEnd } from '../core/json-bytes.js';
 import { RESULT_TRAILER_BYTES, type FragmentRunHeader, type SliceHeader } from './slice-protocol.js';
 
 const COMMA = 0x2c;
@@ -57,42 +56,6 @@ export interface EncoderSinks {
 
 export function newEncoderSinks(): EncoderSinks {
   return { body: new ByteSink(), dt: new ByteSink(), members: new ByteSink(), headDt: new ByteSink(), headMembers: new ByteSink() };
-}
-
-/**
- * A settled run of one or two members as event records, written as bytes:
- * the layout of chunkEvent, with each member token copied as it was read
- * (a typical page holds dozens of these; parsing and re-serializing them
- * was a tenth of its decode).
- */
-function writeShortRun(body: ByteSink, run: OpenRun, dt: ByteSink, members: ByteSink): void {
-  const m = members.buf;
-  const len = members.length;
-  // Two members: the first token ends at its closing quote; the second starts after the comma
-  // (tokens copied from a hand-formatted row may have whitespace around it). The one gap is an integer.
-  const firstEnd = run.n === 2 ? stringEnd(m, 0, len) : len;
-  let second = firstEnd;
-  while (second < len && m[second] !== COMMA) second++;
-  second++;
-  while (second < len && isWs(m[second] as number)) second++;
-  const gap = run.n === 2 ? Number(dt.toString()) : 0;
-  const prefix = shortRunChunkPrefix(run);
-  for (let k = 0; k < run.n; k++) {
-    if (k > 0) body.byte(COMMA);
-    body.ascii(`{"event":{"type":"assistant/chunk","seq":${run.seq0 + k},"time":${run.time0 + (k > 0 ? gap : 0)},"data":{"turn":${run.turn},"step":${run.step},"chunk":`);
-    body.text(prefix);
-    if (k === 0) body.bytes(m, 0, firstEnd);
-    else body.bytes(m, second, len);
-    body.ascii('}}}}');
-  }
-}
-
-/** A delta chunk object up to its member value: `{"type":"…-delta","index":I,` then the member's key, as chunkEvent lays it out. */
-function shortRunChunkPrefix(run: OpenRun): string {
-  if (run.kind !== 'tool') return `{"type":"${run.kind}-delta","index":${run.index},"text":`;
-  let p = `{"type":"tool-call-delta","index":${run.index},"id":${JSON.stringify(run.id)}`;
-  if (run.name !== undefined) p += `,"name":${JSON.stringify(run.name)}`;
-  return `${p},"argumentsDelta":`;
 }
 
 function header(e: EdgeRun, at: Map<ByteSink, number>): FragmentRunHeader {

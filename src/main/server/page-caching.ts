@@ -28,7 +28,7 @@ import type { ResolvedParams } from '../../core/page-rule.js';
 import type { PageEncoding } from './page-encoding.js';
 
 /** Bump when the bytes of a page change for the same events (the package version is in the tag too). */
-const PAGE_BYTES_REVISION = 1;
+const PAGE_BYTES_REVISION = 2;
 
 function packageVersion(): string {
   try {
