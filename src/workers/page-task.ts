@@ -26,7 +26,7 @@ import { ARENA_HEADER_ROOM, newEncoderSinks, SliceEncoder, type EncoderSinks } f
 import type { ByteSink } from '../core/byte-sink.js';
 import { collectGarbage } from './full-gc.js';
 import { collectWhenGrown, heapCollected } from './heap-bound.js';
-import { tierOf } from './optimization-status.js';
+import { optimizeOnNextCall, tierOf } from './optimization-status.js';
 import { CODING_NONE, decodeTask, type BatchResult, type CompressTask, type SliceBatch, type SliceFault, type SliceResult, type SliceTask } from './slice-protocol.js';
 import { codeBytes, codeSlice } from './slice-compress.js';
 import { addClaim, frameClaim, NO_CLAIM } from '../core/frame-claim.js';
@@ -295,7 +295,7 @@ if (started?.jitWarmUp === true) {
   // decideBinaryWarmUp), looked at before each round, waited for once the JSONL rounds are
   // done, and taken as yes when none comes.
   // Its logs from the build's copy, which the pool read, when that checks out (warmup-logs.ts), else made there.
-  await warmUpJit(decodeInArena, () => tierOf(decodeSlice), started.jitBudgetMs, tierOf, (wait) => needsBinary(started.binaryWarmUp, wait), (kind) => decodeWarmupLogs(started.warmupLogs?.[kind], LOGS_PLAN));
+  await warmUpJit(decodeInArena, () => tierOf(decodeSlice), started.jitBudgetMs, tierOf, (wait) => needsBinary(started.binaryWarmUp, wait), (kind) => decodeWarmupLogs(started.warmupLogs?.[kind], LOGS_PLAN), () => optimizeOnNextCall(decodeSlice), optimizeOnNextCall);
   dropArena();
   collectGarbage();
   heapCollected();
