@@ -18,7 +18,7 @@
 import type { StorageBackend } from '../../storage/backend.js';
 import { runSlice, type PagePool } from '../worker-pool.js';
 import { sliceTask } from '../../workers/slice-protocol.js';
-import { preparePagePath, warmUpLocalPages, warmUpPagePath, type WarmupStore } from './page-path-warmup.js';
+import { preparePagePath, warmUpInlineDecoder, warmUpLocalPages, warmUpPagePath, type InlineDecoder, type WarmupStore } from './page-path-warmup.js';
 import { holdYoungGeneration, releaseYoungGeneration } from '../young-generation.js';
 import { warmUpPlanner } from './planner-warmup.js';
 import { collectGarbage } from '../../workers/full-gc.js';
@@ -29,6 +29,12 @@ export interface WarmUpPlan {
   pagePath: boolean;
   /** A store over `storage` (the warm-up's in-memory one) that borrows `pool`. */
   openStore: (storage: StorageBackend) => Promise<WarmupStore>;
+  /**
+   * The main thread's decoder for small slices, warmed while this thread waits for the workers
+   * (page-path-warmup.ts warmUpInlineDecoder): `open` gives a store over a backend that decodes
+   * on this thread.
+   */
+  inline?: { open: (storage: StorageBackend) => Promise<WarmupStore>; decoder: InlineDecoder; progress: { pages: number } };
   /** Run last, before the closing collection (the main thread's small-slice decoder is loaded here: its loading's garbage is collected too). */
   finish?: () => Promise<void>;
 }
@@ -63,8 +69,20 @@ async function warmUp(plan: WarmUpPlan): Promise<void> {
   // rounds, waiting for compiles queued behind the workers' on the helper threads, were
   // 80-300 ms of this thread on the path to ready; docs/benchmarks.md, "ready (tenth session)".)
   if (!plan.pagePath) await warmUpPlanner(30);
+  // While the workers warm up, this thread's own decoder for small slices (it has nothing else to
+  // do until they are done; it stops at the page where they are).
+  let waiting = true;
+  const inline =
+    plan.pagePath && plan.inline !== undefined
+      ? warmUpInlineDecoder(plan.inline.open, plan.inline.decoder, () => waiting, plan.inline.progress).catch((err: unknown) => {
+          process.emitWarning(`inline decoder warm-up skipped: ${(err as Error).message}`, 'SessionPagerWarning');
+          return false;
+        })
+      : null;
   // Workers that cannot start fail the warm-up (serve then stops and says why).
   const started = await threads;
+  waiting = false;
+  await inline;
   if (started !== null) throw started.err;
   if (prepared === null) return;
   const session = await prepared;
