@@ -47,6 +47,8 @@ export class SmallSlicePool implements PagePool {
     private readonly maxInlineBytes: number,
     /** Whether the page asking is the only work in sight (see above); asked per slice. */
     private readonly alone: () => boolean = () => true,
+    /** V8's answer for this thread's decode loop (tests give their own; default: page-task.ts decoderTier, once prepared). */
+    private readonly tierOf: (() => Tier | null) | null = null,
   ) {}
 
   get options(): PagePool['options'] {
@@ -83,7 +85,7 @@ export class SmallSlicePool implements PagePool {
   async prepare(): Promise<void> {
     const m = await import('../workers/page-task.js');
     this.task ??= m.runPageTask;
-    this.tier = m.decoderTier;
+    this.tier = this.tierOf ?? m.decoderTier;
   }
 
   /**
@@ -98,8 +100,8 @@ export class SmallSlicePool implements PagePool {
     return t === null || t === 'optimized';
   }
 
-  /** Whether small slices may be decoded here: see `decoderWarm`, and MAX_DEFERRED. */
-  private warmed = false;
+  /** Whether small slices may be decoded here: see `decoderWarm`, and MAX_DEFERRED; from the start unless `awaitWarmDecoder` is called. */
+  private warmed = true;
   private deferred = 0;
 
   /**
@@ -109,6 +111,11 @@ export class SmallSlicePool implements PagePool {
    * idle time to optimize it (a client asking page after page from ready on), they come here
    * anyway: a settled page decoded here is ~1 ms faster than on a worker.
    */
+  /** The store warms this thread's decoder up (store.ts warmUp): until it is optimized, small slices go to the workers (decodeHere). */
+  awaitWarmDecoder(): void {
+    this.warmed = false;
+  }
+
   private decodeHere(): boolean {
     if (this.warmed) return true;
     if (this.decoderWarm || ++this.deferred > MAX_DEFERRED) this.warmed = true;

@@ -265,6 +265,7 @@ export class PagerStore implements Store {
     // This thread's decoder for small slices, warmed while the workers warm up (and after, while idle).
     const small = this.pagePathWarmUp && this.pool instanceof SmallSlicePool ? this.pool : null;
     const inline = small === null ? undefined : await this.inlineWarmUp();
+    if (inline !== undefined) small?.awaitWarmDecoder();
     await warmUpStore({
       pool: this.pool,
       threads: this.threads,
@@ -281,8 +282,10 @@ export class PagerStore implements Store {
   }
 
   /** What the main thread's decoder warm-up needs (warmup/page-path-warmup.ts warmUpInlineDecoder): stores that decode on this thread, V8's answer for its loop. */
-  private async inlineWarmUp(): Promise<InlineWarmUp> {
-    const [{ decoderTier, optimizeDecoder, widenTaskShape }, { warmUpInlineDecoder }] = await Promise.all([import('../workers/page-task.js'), import('./warmup/page-path-warmup.js')]);
+  private async inlineWarmUp(): Promise<InlineWarmUp | undefined> {
+    const [{ decoderTier, optimizeDecoder, widenTaskShape }, { warmUpInlineDecoder, canWarmUpInline }] = await Promise.all([import('../workers/page-task.js'), import('./warmup/page-path-warmup.js')]);
+    // Without the build's copy of the session (run from src/), nothing to warm it on: as before, small slices decoded here cold.
+    if (!(await canWarmUpInline())) return undefined;
     return {
       run: warmUpInlineDecoder,
       // The real store's settings (the small slices' tasks as its page service makes them), no cache.

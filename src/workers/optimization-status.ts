@@ -41,6 +41,7 @@ const STARTED_WITH_NATIVES = process.execArgv.some((a) => /^--allow[-_]natives[-
 
 let status: ((f: unknown) => number) | null | undefined;
 let optimizer: ((f: unknown) => unknown) | null | undefined;
+let concurrentOptimizer: ((f: unknown) => unknown) | null | undefined;
 
 /** A function whose body is `body` (a `%` call on its argument `f`), parsed with the flag set; null when it cannot be. */
 function nativeFunction(body: string, probe: (fn: (f: unknown) => unknown) => void): ((f: unknown) => unknown) | null {
@@ -74,22 +75,28 @@ function statusFunction(): ((f: unknown) => number) | null {
  * replacement, which leaves the function itself unoptimized), and a start
  * waited for those rounds (docs/benchmarks.md, "ready (eleventh session)").
  * The feedback is the same either way: the rounds repeat one log.
+ * `concurrent`: compiled on a V8 helper thread, set off by the next call (for
+ * the main thread, which has requests to serve meanwhile), not on this one.
  */
-export function optimizeOnNextCall(f: (...args: never[]) => unknown): boolean {
-  if (optimizer === undefined) {
+export function optimizeOnNextCall(f: (...args: never[]) => unknown, concurrent = false): boolean {
+  let fn = concurrent ? concurrentOptimizer : optimizer;
+  if (fn === undefined) {
     // Probed on a throwaway function of its own (called once, so it has feedback to optimize from).
-    optimizer = nativeFunction('%OptimizeFunctionOnNextCall(f);', (fn) => {
+    fn = nativeFunction(`%OptimizeFunctionOnNextCall(f${concurrent ? ', "concurrent"' : ''});`, (made) => {
       const probe = (x: number) => x + 1;
       probe(1);
-      fn(probe);
+      made(probe);
     });
+    if (concurrent) concurrentOptimizer = fn;
+    else optimizer = fn;
   }
-  if (optimizer === null) return false;
+  if (fn === null) return false;
   try {
-    optimizer(f);
+    fn(f);
     return true;
   } catch {
-    optimizer = null;
+    if (concurrent) concurrentOptimizer = null;
+    else optimizer = null;
     return false;
   }
 }

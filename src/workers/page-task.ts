@@ -330,7 +330,7 @@ export function widenTaskShape(): void {
   }
 }
 
-export const optimizeDecoder = (): boolean => optimizeOnNextCall(decodeSlice);
+export const optimizeDecoder = (): boolean => optimizeOnNextCall(decodeSlice, true);
 
 /** One task, the result not yet marked to be moved (the in-thread pool's entry: main/inline-pool.ts). */
 export function runPageTask(task: SliceTask | CompressTask): SliceResult {

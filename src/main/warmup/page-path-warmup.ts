@@ -134,8 +134,13 @@ function inlinePages(events: number): PageParams[] {
   return out;
 }
 
-/** Pages over inlinePages before V8 is asked to optimize the loop (two rounds: the first gathers its feedback over every page shape). */
-const INLINE_MIN_ROUNDS = 2;
+/** Whether the main thread's decoder can be warmed up here (the build's copy of the session is there, made from this plan). */
+export async function canWarmUpInline(dir: string = SNAPSHOT_DIR): Promise<boolean> {
+  return snapshotDirFor(dir, SESSION);
+}
+
+/** Rounds over inlinePages before V8 is asked to optimize the loop (one gathers its feedback over every page shape). */
+const INLINE_MIN_ROUNDS = 1;
 /** Rounds at most (a loop that V8 keeps deoptimizing is left to the workers: small-slice-pool.ts). */
 const INLINE_MAX_ROUNDS = 40;
 
@@ -168,10 +173,17 @@ export async function warmUpInlineDecoder(
   const store = await open(new LocalBackend(dir));
   try {
     while (progress.pages < INLINE_MAX_ROUNDS * pages.length && go() && !done()) {
+      // (On a helper thread: this thread goes on with its pages, or its requests, meanwhile.)
       if (progress.pages >= INLINE_MIN_ROUNDS * pages.length && decoder.tier() === 'not-optimized') decoder.optimize();
       await store.pageBuffer(SESSION.id, pages[progress.pages % pages.length] as PageParams);
       progress.pages++;
+      // A turn of the event loop between pages: a local page resolves without one, and the
+      // workers' answers (what `go` waits for) or a request would wait for the whole warm-up.
+      await new Promise<void>((resolve) => setImmediate(resolve));
     }
+    // Stopped before V8 was asked, with the feedback of a round gathered: asked now, and its
+    // compile set off by one short page (else it would start at the first real page).
+    if (progress.pages >= INLINE_MIN_ROUNDS * pages.length && decoder.tier() === 'not-optimized' && decoder.optimize()) await store.pageBuffer(SESSION.id, pages[0] as PageParams);
   } finally {
     await store.close();
   }
