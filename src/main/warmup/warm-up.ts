@@ -69,8 +69,8 @@ async function warmUp(plan: WarmUpPlan): Promise<void> {
   // rounds, waiting for compiles queued behind the workers' on the helper threads, were
   // 80-300 ms of this thread on the path to ready; docs/benchmarks.md, "ready (tenth session)".)
   if (!plan.pagePath) await warmUpPlanner(30);
-  // While the workers warm up, this thread's own decoder for small slices (it has nothing else to
-  // do until they are done; it stops at the page where they are).
+  // While the workers warm up and then serve the page-path pages, this thread's own decoder for
+  // small slices (it mostly waits for them meanwhile; it stops at the page where they are done).
   let waiting = true;
   const inline =
     plan.pagePath && plan.inline !== undefined
@@ -81,20 +81,26 @@ async function warmUp(plan: WarmUpPlan): Promise<void> {
       : null;
   // Workers that cannot start fail the warm-up (serve then stops and says why).
   const started = await threads;
-  waiting = false;
-  await inline;
-  if (started !== null) throw started.err;
-  if (prepared === null) return;
+  if (started !== null || prepared === null) {
+    waiting = false;
+    await inline;
+    if (started !== null) throw started.err;
+    return;
+  }
   const session = await prepared;
   try {
     if ('err' in session) throw session.err;
     await warmUpPagePath(plan.openStore, session.storage);
+    waiting = false;
     // And the local backend's code, read only from the build's copy of the session.
     await warmUpLocalPages(plan.openStore);
   } catch (err) {
     // Only an optimization: serve without it (first pages slower), but say so.
     process.emitWarning(`page-path warm-up skipped: ${(err as Error).message}`, 'SessionPagerWarning');
+  } finally {
+    waiting = false;
   }
+  await inline;
   // After the real entries, which generalized some of the planner's object shapes (code
   // optimized before them was discarded): optimized now for every shape, before the first
   // real page. planPage only (planner-warmup.ts WATCHED_AGAIN).
