@@ -80,7 +80,9 @@ describe('optimized page-path code and object shapes', () => {
       const out = execFileSync(process.execPath, [resolve(here, 'helpers/warmup-trace-probe.mjs'), dist, dataDir], { encoding: 'utf8', maxBuffer: 1 << 28 });
       // Matched in the whole text, not by line: V8 prints from every thread at once, and a line of one
       // thread's trace is now and then cut by another's.
-      const optimized = out.match(/<JSFunction decodeSlice \(sfi = 0x[0-9a-f]+\)> \(target TURBOFAN\)\]/g) ?? [];
+      // One per worker whose loop was compiled: by V8's own marking (concurrent: "completed optimizing")
+      // or at the warm-up's request (on the worker's thread: "completed compiling"), told apart by function.
+      const optimized = [...new Set([...out.matchAll(/completed (?:optimizing|compiling) 0x[0-9a-f]+ <JSFunction decodeSlice \(sfi = (0x[0-9a-f]+)\)> \(target TURBOFAN\)/g)].map((m) => m[1]))];
       const discarded = out.match(/SharedFunctionInfo decodeSlice>\) \(opt id \d+\) for deoptimization[^\n]*/g) ?? [];
       // Precondition: both workers' warm-ups optimized the loop (else nothing could be discarded).
       expect(optimized.length, out.split('\n').filter((l) => l.includes('decodeSlice')).join('\n')).toBeGreaterThanOrEqual(2);
