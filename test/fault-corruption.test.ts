@@ -405,40 +405,76 @@ describe('corruption fault suite (real server process)', () => {
       const format = (Object.keys(FORMATS) as (keyof typeof FORMATS)[])[n % 3] as keyof typeof FORMATS;
       const p = await makeSession(`r${n}-${format}`, format);
       const fault = randomFault(p, r);
-      const what = `seed ${SEED + 1} repair ${n}: ${fault.kind} of ${p.id}`;
-      writeFileSync(fault.file, fault.apply(p.files.get(fault.file) as Buffer));
-      for (const cmd of ['repair', 'reindex']) {
-        const run = spawnSync(process.execPath, [BIN, cmd, p.id, '--data', dir], { encoding: 'utf8', timeout: 60_000 });
-        expect(run.status === null ? 'killed' : 'ran', `${what}: ${cmd} ${run.stderr}`).toBe('ran');
-        expect(run.stderr, `${what}: ${cmd} one line at most`).not.toMatch(/\n.*\n/);
-      }
-      figures.repairs++;
-      // Seqs of the frames the fault touched (or cut away): only pages covering them may fail.
-      const [lo, hi] = fault.logRange ?? [Infinity, Infinity];
-      const damaged = p.entries.filter((e) => e.offset < hi && e.offset + e.length > lo);
-      // A damaged header frame leaves nothing servable (repair cannot fix it).
-      const headerHit = damaged.some((e) => e.offset === 0);
-      const hit = (from: number, to: number) => headerHit || damaged.some((e) => e.seq < to && e.seq + Math.max(1, e.count) > from);
-      const now = await readWholeLog(join(dir, 'sessions', `${p.id}.events`)).catch(() => null);
-      // Every seq in the long mode, every third in CI (each page holds a message and what it groups).
-      for (let s = n % 3; s < p.log.events.length; s += LONG ? 1 : 3) {
-        const params = { throughSeq: s, maxMessages: 1 };
-        const want = referencePage(p.log, p.id, params);
-        const a = await get(server.url, `/v1/sessions/${p.id}/page${query(params)}`);
-        figures.repairPages++;
-        if (!hit(want.fromSeq, want.toSeq)) {
-          expect(a.status, `${what}: page through ${s} covers no damaged frame: ${a.text}`).toBe(200);
-          expect(a.body, `${what}: page through ${s}`).toEqual(want);
-          continue;
-        }
-        // Covering a damaged frame: refused, or (a JSONL frame whose change still parses,
-        // indexed again by reindex as it now is) the page of the log as it now stands.
-        expect(a.status, `${what}: page through ${s}: ${a.text}`).toBeLessThan(500);
-        if (a.status === 200 && JSON.stringify(a.body) !== JSON.stringify(want)) {
-          expect(now, what).not.toBeNull();
-          expect(a.body, `${what}: page through ${s}`).toEqual(referencePage(now as ReferenceLog, p.id, { ...params, throughSeq: (a.body as Page).throughSeq }));
+      await repairAndCheck(p, fault, `seed ${SEED + 1} repair ${n}: ${fault.kind} of ${p.id}`, n % 3);
+    }
+  }, 600_000);
+
+  it(`the matrix repaired: a bit flipped in every header field of a middle frame of the log, ${LONG ? 'JSONL, binary and mixed sessions, each of the first 8 bytes of each field' : 'a mixed session'}: after repair and reindex every valid frame is still served`, async () => {
+    const r = prng(SEED + 3);
+    const cells = new Set<string>();
+    for (const format of LONG ? (['jsonl', 'binary', 'mixed'] as const) : (['mixed'] as const)) {
+      // The cells and their widths from one session; each case damages a fresh one (ids of one length, so the same offsets).
+      const shape = await makeSession(`m000-${format}`, format);
+      const logCells = (q: Pristine) => fieldCells(q).filter((c) => c.file.endsWith('.events') && c.cell.startsWith('log:') && !c.cell.includes('header'));
+      // The middle record's field (first, middle, last: the middle one has valid frames on both sides).
+      const middle = (c: Cell) => (c.at[1] ?? c.at[0]) as [number, number, EntryLine | undefined];
+      let n = 0;
+      for (const c of logCells(shape)) {
+        const [from, to] = middle(c);
+        for (const k of LONG ? Array.from({ length: Math.min(8, to - from) }, (_, i) => i) : [r.int(to - from)]) {
+          const p = await makeSession(`m${String(++n).padStart(3, '0')}-${format}`, format);
+          const mine = logCells(p).find((x) => x.cell === c.cell);
+          expect(mine, c.cell).toBeDefined();
+          const at = (middle(mine as Cell)[0] as number) + k;
+          const file = (mine as Cell).file;
+          const fault: Fault = { file, kind: `field:${c.cell}`, logRange: [at, at + 1], apply: flipBit(at, r) };
+          await repairAndCheck(p, fault, `seed ${SEED + 3} matrix repair ${c.cell} byte ${k} of ${p.id}`, n % 3);
+          cells.add(`${format} ${c.cell}`);
         }
       }
     }
-  }, 600_000);
+    // Both frame formats' header fields were damaged and repaired.
+    for (const want of ['log:spf2:length', 'log:spf2:crc', 'log:spf2:magic', 'log:jsonl-frame:seq', 'log:jsonl-frame:type']) expect([...cells].some((c) => c.endsWith(want)), want).toBe(true);
+  }, 1_800_000);
 });
+
+/**
+ * Damage `p` with `fault`, run `repair` and `reindex` as the CLI, then ask pages (one seq in
+ * three from `phase` in CI, every seq in the long mode): every page that covers no damaged frame
+ * is the reference page (repair never drops a valid frame); one that does is refused, or the
+ * page of the log as it now stands (a JSONL frame whose change still parses, indexed again).
+ */
+async function repairAndCheck(p: Pristine, fault: Fault, what: string, phase: number): Promise<void> {
+  writeFileSync(fault.file, fault.apply(p.files.get(fault.file) as Buffer));
+  for (const cmd of ['repair', 'reindex']) {
+    const run = spawnSync(process.execPath, [BIN, cmd, p.id, '--data', dir], { encoding: 'utf8', timeout: 60_000 });
+    expect(run.status === null ? 'killed' : 'ran', `${what}: ${cmd} ${run.stderr}`).toBe('ran');
+    expect(run.stderr, `${what}: ${cmd} one line at most`).not.toMatch(/\n.*\n/);
+  }
+  figures.repairs++;
+  // Seqs of the frames the fault touched (or cut away): only pages covering them may fail.
+  const [lo, hi] = fault.logRange ?? [Infinity, Infinity];
+  const damaged = p.entries.filter((e) => e.offset < hi && e.offset + e.length > lo);
+  // A damaged header frame leaves nothing servable (repair cannot fix it).
+  const headerHit = damaged.some((e) => e.offset === 0);
+  const hit = (from: number, to: number) => headerHit || damaged.some((e) => e.seq < to && e.seq + Math.max(1, e.count) > from);
+  const now = await readWholeLog(join(dir, 'sessions', `${p.id}.events`)).catch(() => null);
+  // Every seq in the long mode, every third in CI (each page holds a message and what it groups).
+  for (let s = phase; s < p.log.events.length; s += LONG ? 1 : 3) {
+    const params = { throughSeq: s, maxMessages: 1 };
+    const want = referencePage(p.log, p.id, params);
+    const a = await get(server.url, `/v1/sessions/${p.id}/page${query(params)}`);
+    figures.repairPages++;
+    if (!hit(want.fromSeq, want.toSeq)) {
+      expect(a.status, `${what}: page through ${s} covers no damaged frame: ${a.text}`).toBe(200);
+      expect(a.body, `${what}: page through ${s}`).toEqual(want);
+      continue;
+    }
+    expect(a.status, `${what}: page through ${s}: ${a.text}`).toBeLessThan(500);
+    if (a.status === 200 && JSON.stringify(a.body) !== JSON.stringify(want)) {
+      expect(now, what).not.toBeNull();
+      expect(a.body, `${what}: page through ${s}`).toEqual(referencePage(now as ReferenceLog, p.id, { ...params, throughSeq: (a.body as Page).throughSeq }));
+    }
+  }
+}
+
