@@ -203,9 +203,12 @@ export class PageService {
     if (span === null) return [];
     const { last } = span;
     const cost = decodeCost(span.count, span.bytes);
-    const loaded = this.inFlight > this.threads && cost <= ONE_SLICE_UNDER_LOAD_COST;
-    const cuts = sliceStarts(span, loaded ? 1 : Math.max(1, Math.min(this.threads, Math.ceil(cost / this.splitCost))));
     const end = last.offset + last.length;
+    const loaded = this.inFlight > this.threads && cost <= ONE_SLICE_UNDER_LOAD_COST;
+    // A page the pool would decode on this thread (a lone small page: small-slice-pool.ts) is one
+    // slice: cut, its slices would run one after the other here, then be assembled and copied.
+    const inline = span.bytes <= (this.pool.inlineBytes?.(this.source) ?? 0);
+    const cuts = sliceStarts(span, loaded || inline ? 1 : Math.max(1, Math.min(this.threads, Math.ceil(cost / this.splitCost))));
     const endSeq = last.seq + last.count;
     // What the plan claims of each slice's frames, for the worker to check (core/frame-claim.ts).
     const digests = sliceDigests(span, cuts);
@@ -291,6 +294,7 @@ export class PageService {
       const spare = this.spares.pop();
       if (spare !== undefined) t.arena = spare;
     }
+    if (tasks.length === 1) return [await runSlice(this.pool, tasks[0] as SliceTask, true)];
     return Promise.all(tasks.map((t) => runSlice(this.pool, t)));
   }
 
