@@ -46,10 +46,12 @@ const MIN_COMPRESS_PIECE = 256 * 1024;
 /** Event reads (follow) of at most this many stored bytes are decoded on the calling thread, not the pool. */
 const DECODE_HERE_BYTES = 64 * 1024;
 /**
- * While more pages are being built than there are workers, a span of at most this decode cost
- * (core/slice-cuts.ts: a typical 50-message page is ~1.6 M) is one slice: every worker has a page
- * of its own, so a second slice shortens no page and costs a task, a result buffer and the
- * assembler's merge (docs/benchmarks.md, "proof, second round (tenth session)").
+ * While at least as many pages are being built as there are workers, a span of at most this
+ * decode cost (core/slice-cuts.ts: a typical 50-message page is ~1.6 M) is one slice: every worker
+ * has a page of its own, so a second slice shortens no page and costs a task, a result buffer and
+ * the assembler's merge (docs/benchmarks.md, "proof, second round (tenth session)"; from "as many"
+ * rather than "more" since its third round: over HTTP at 16 connections the store often holds just
+ * two pages, the others being read or written, and those were still cut and assembled).
  */
 const ONE_SLICE_UNDER_LOAD_COST = 4 * 1024 * 1024;
 
@@ -204,7 +206,7 @@ export class PageService {
     const { last } = span;
     const cost = decodeCost(span.count, span.bytes);
     const end = last.offset + last.length;
-    const loaded = this.inFlight > this.threads && cost <= ONE_SLICE_UNDER_LOAD_COST;
+    const loaded = this.inFlight >= this.threads && cost <= ONE_SLICE_UNDER_LOAD_COST;
     // A page the pool would decode on this thread (a lone small page: small-slice-pool.ts) is one
     // slice: cut, its slices would run one after the other here, then be assembled and copied.
     const inline = span.bytes <= (this.pool.inlineBytes?.(this.source) ?? 0);
