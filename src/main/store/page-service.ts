@@ -401,11 +401,14 @@ export class PageService {
         t.coding = wc;
         t.level = level(p);
       }
-      // One slice, not compressed, of fewer stored bytes than a pooled body (a page's JSON is about
-      // its stored size): its worker writes the page whole (SliceTask.pageHead), and the body is a
-      // view of the result instead of a copy. Larger pages keep their reused memory (body-pool.ts).
+      // One slice, not compressed, under the in-place size: its worker writes the page whole
+      // (SliceTask.pageHead), and the body is a view of the result instead of a copy. Such a result
+      // is a fresh buffer of its own either way (page-task.ts copies a slice under the in-place
+      // size out of its arena), so a pooled body for it (body-pool.ts, from 256 KiB) only added a
+      // second buffer, the assembly and a copy. Larger slices return their arena (inPlace), which
+      // goes back to the workers (recycle), and keep their pooled body.
       const only = tasks.length === 1 ? (tasks[0] as SliceTask) : null;
-      if (only !== null && wc === 0 && only.end - only.start < Math.min(this.inPlaceBytes, this.bodies.minBytes)) only.pageHead = pageHead({ sessionId: id, throughSeq: p.throughSeq, fromSeq: p.fromSeq, toSeq: p.toSeq, hasMore: p.hasMore });
+      if (only !== null && wc === 0 && only.end - only.start < this.inPlaceBytes) only.pageHead = pageHead({ sessionId: id, throughSeq: p.throughSeq, fromSeq: p.fromSeq, toSeq: p.toSeq, hasMore: p.hasMore });
       return this.decode(id, view, await this.withChecksums(view, tasks, p.span?.count ?? 0, p.lastRecord), p.fromIndex !== true);
     };
     // Room for this page's results among the pages being built (decode-budget.ts): held until it is assembled.
