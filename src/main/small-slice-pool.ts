@@ -130,12 +130,16 @@ export class SmallSlicePool implements PagePool {
     return this.outstanding > 0 ? 0 : performance.now() - this.lastRun;
   }
 
-  run(task: SliceTask | CompressTask, opts: { transferList?: ArrayBuffer[] }): Promise<SliceResult> {
+  run(task: SliceTask | CompressTask, opts: { transferList?: ArrayBuffer[]; wholePage?: boolean }): Promise<SliceResult> {
     this.lastRun = performance.now();
+    // A page's only slice may be as large as the slices of a lone page cut for the workers would be
+    // together: those would all be decoded here too, one after the other (inlineBytes).
+    const max = opts.wholePage === true ? this.wholePageBytes : this.maxInlineBytes;
+    const poolOpts = opts.transferList === undefined ? {} : { transferList: opts.transferList };
     // Only while the workers are idle: under concurrent load the main thread is what limits
     // throughput, and a decode here would take its time from the other requests.
-    if (this.task === null || this.outstanding > 0 || 'compress' in task || task.end - task.start > this.maxInlineBytes || !(task.bytes !== undefined || task.source.startsWith('file:')) || !this.alone()) return this.onPool(task, opts);
-    if (!this.decodeHere()) return this.onPool(task, opts);
+    if (this.task === null || this.outstanding > 0 || 'compress' in task || task.end - task.start > max || !(task.bytes !== undefined || task.source.startsWith('file:')) || !this.alone()) return this.onPool(task, poolOpts);
+    if (!this.decodeHere()) return this.onPool(task, poolOpts);
     try {
       const r = this.task(task);
       this.inline++;
@@ -143,6 +147,17 @@ export class SmallSlicePool implements PagePool {
     } catch (err) {
       return Promise.reject(err as Error);
     }
+  }
+
+  /** What a lone page's slices cut for the workers (one per thread, each under maxInlineBytes) would put on this thread at most. */
+  private get wholePageBytes(): number {
+    return this.maxInlineBytes * this.pool.options.maxThreads;
+  }
+
+  /** The largest page run() would now take inline as one slice read from `source` (PagePool.inlineBytes). */
+  inlineBytes(source: string): number {
+    // Not while the decoder here is still cold (decodeHere): such a page goes to the workers, cut.
+    return this.task !== null && this.outstanding === 0 && source.startsWith('file:') && this.alone() && (this.warmed || this.decoderWarm) ? this.wholePageBytes : 0;
   }
 
   close(): Promise<void> {
