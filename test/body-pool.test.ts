@@ -77,11 +77,12 @@ describe('page bodies in a store', () => {
   beforeAll(async () => {
     ts = await tempStore(1);
     await seedSession(ts.store, 'c', 1200, 300);
-    // Every body pooled (the default starts at 256 KiB), and kept however slow a loaded machine
-    // is between pages; one store without the prepared-page cache.
+    // Every body pooled (the default starts at 256 KiB) and none written whole by its worker (only
+    // slices under the in-place size are: 1 byte), and kept however slow a loaded machine is
+    // between pages; one store without the prepared-page cache.
     const bodyPool = { minBytes: 1, idleMs: 600_000 };
-    cached = await openStore({ dataDir: ts.dir, workers: 1, bodyPool });
-    uncached = await openStore({ dataDir: ts.dir, workers: 1, bodyPool, pageCacheBytes: 0 });
+    cached = await openStore({ dataDir: ts.dir, workers: 1, bodyPool, inPlaceBytes: 1 });
+    uncached = await openStore({ dataDir: ts.dir, workers: 1, bodyPool, inPlaceBytes: 1, pageCacheBytes: 0 });
   });
   afterAll(async () => {
     await cached?.close();
@@ -142,10 +143,11 @@ describe('pages written whole by their worker', () => {
     await ts.store.create('h', { title: 'h' });
     await ts.store.append('h', makeEvents(1, 600).map((e) => ({ ...e, seq: e.seq - 1 })));
     // Slices of ~4 KiB of decode cost: pages of 40 messages are cut in two at 1 in flight, and
-    // are one slice with more pages in flight than workers. The second store pools every body,
-    // so none of its pages is written whole: every one is assembled, as before.
+    // are one slice with as many pages in flight as workers. The second store writes no page
+    // whole (only slices under its in-place size are; 1 byte: none) and pools every body: every
+    // one of its pages is assembled, as before.
     whole = await openStore({ dataDir: ts.dir, workers: 2, pageCacheBytes: 0, splitCost: 4096 });
-    assembled = await openStore({ dataDir: ts.dir, workers: 2, pageCacheBytes: 0, splitCost: 4096, bodyPool: { minBytes: 1 } });
+    assembled = await openStore({ dataDir: ts.dir, workers: 2, pageCacheBytes: 0, splitCost: 4096, inPlaceBytes: 1, bodyPool: { minBytes: 1 } });
   });
   afterAll(async () => {
     await whole?.close();

@@ -56,6 +56,41 @@ describe('small slices decoded on the main thread', () => {
     expect(together.every((p) => p.body.length > 0)).toBe(true);
   });
 
+  it('a lone page is one slice, decoded here and written whole, up to what its cut slices would put here together', async () => {
+    // Slices of ~4 KiB of decode cost: every page here would be cut in two for the workers.
+    const cut = await openStore({ dataDir: dir, workers: 2, pageCacheBytes: 0, splitCost: 4096, inlineSliceBytes: 0 });
+    const asks = [{ maxMessages: 40 }, { throughSeq: 1200, maxMessages: 40 }, { throughSeq: 2100, maxMessages: 60 }];
+    const reference = [];
+    for (const q of asks) reference.push(await cut.pageBuffer('s', q));
+    await cut.close();
+    // A slice bound over half the largest page's stored bytes: each page is more than one slice's
+    // worth for some, but not more than what its two cut slices (each under the bound) would be.
+    const largest = Math.max(...reference.map((p) => p.frameBytes));
+    const bound = Math.ceil(largest * 0.6);
+    const lone = await openStore({ dataDir: dir, workers: 2, pageCacheBytes: 0, splitCost: 4096, inlineSliceBytes: bound });
+    const inlineOf = () => (lone as unknown as { pool: { inline: number } }).pool.inline;
+    try {
+      await lone.warmUp();
+      for (const [i, q] of asks.entries()) {
+        const n = inlineOf();
+        const page = await lone.pageBuffer('s', q);
+        // One slice (cut, both halves would have been decoded here: two), written whole by the
+        // task code into its result, of which the body is the first bytes.
+        expect(inlineOf()).toBe(n + 1);
+        expect(page.body.byteOffset === 0 && page.body.buffer.byteLength > page.body.length).toBe(true);
+        expect(page.body.equals(reference[i]!.body)).toBe(true);
+      }
+      expect(reference.some((p) => p.frameBytes > bound)).toBe(true);
+      // Not alone: cut for the workers as before, none of it here.
+      const n = inlineOf();
+      const together = await Promise.all(asks.map((q) => lone.pageBuffer('s', q)));
+      expect(inlineOf()).toBe(n);
+      for (const [i, p] of together.entries()) expect(p.body.equals(reference[i]!.body)).toBe(true);
+    } finally {
+      await lone.close();
+    }
+  }, 120_000);
+
   it('the server tells the store how many clients are connected', async () => {
     const app = buildServer(store, { logger: false });
     await app.listen({ port: 0, host: '127.0.0.1' });

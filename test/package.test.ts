@@ -64,8 +64,16 @@ describe('npm pack', () => {
     // Made by `npm run build` from src's code, not compiled from a file of its own: the page-path
     // warm-up's session (src/main/warmup/session-snapshot.ts), which serve loads instead of generating it,
     // the same session as a data directory, which the warm-up reads through the local backend, and
-    // the page workers' JIT warm-up logs (src/workers/warmup-logs.ts), which the pool hands them.
-    const built = ['dist/main/warmup/page-path-session.bin', 'dist/main/warmup/page-path-data/plan.json', 'dist/main/warmup/page-path-data/sessions/warmup.events', 'dist/workers/warmup-jsonl.bin', 'dist/workers/warmup-binary.bin'];
+    // the page workers' JIT warm-up logs (src/workers/warmup-logs.ts), which the pool hands them,
+    // and the routes' validators as code (src/main/server/route-validators.ts), which serve uses instead of ajv.
+    const built = [
+      'dist/main/warmup/page-path-session.bin',
+      'dist/main/warmup/page-path-data/plan.json',
+      'dist/main/warmup/page-path-data/sessions/warmup.events',
+      'dist/workers/warmup-jsonl.bin',
+      'dist/workers/warmup-binary.bin',
+      'dist/main/server/route-validators.cjs',
+    ];
     const builtDir = 'dist/main/warmup/page-path-data/';
     expect(packed).toEqual(expect.arrayContaining(built));
     const stray = packed.filter((p) => p.startsWith('dist/') && !built.includes(p) && !p.startsWith(builtDir)).filter((p) => {

@@ -95,3 +95,47 @@ describe('small slices on the calling thread', () => {
     expect(pool.ran).toBe(1);
   });
 });
+
+describe("small slices while the calling thread's decoder warms up", () => {
+  it('go to the workers until V8 says the decoder is optimized (at most 32 of them), then stay here', async () => {
+    let tier: 'optimized' | 'compiling' | 'not-optimized' = 'not-optimized';
+    const { pool, finish } = fakePool();
+    const p = new SmallSlicePool(pool, 4096, () => true, () => tier);
+    await p.prepare();
+    p.awaitWarmDecoder();
+    for (let k = 0; k < 3; k++) {
+      const r = p.run(small(), {});
+      finish();
+      await r;
+    }
+    expect([pool.ran, p.inline]).toEqual([3, 0]);
+    tier = 'optimized';
+    await p.run(small(), {});
+    expect([pool.ran, p.inline]).toEqual([3, 1]);
+    // Deoptimized by a real page later: V8 compiles it again from the pages decoded here.
+    tier = 'not-optimized';
+    await p.run(small(), {});
+    expect([pool.ran, p.inline]).toEqual([3, 2]);
+  });
+
+  it('come here after 32 sent to the workers without the decoder optimized (a client that never pauses)', async () => {
+    const { pool, finish } = fakePool();
+    const p = new SmallSlicePool(pool, 4096, () => true, () => 'not-optimized');
+    await p.prepare();
+    p.awaitWarmDecoder();
+    for (let k = 0; k < 40; k++) {
+      const r = p.run(small(), {});
+      finish();
+      await r;
+    }
+    expect([pool.ran, p.inline]).toEqual([32, 8]);
+  });
+
+  it('come here at once when the store does not warm the decoder up', async () => {
+    const { pool } = fakePool();
+    const p = new SmallSlicePool(pool, 4096, () => true, () => 'not-optimized');
+    await p.prepare();
+    await p.run(small(), {});
+    expect([pool.ran, p.inline]).toEqual([0, 1]);
+  });
+});

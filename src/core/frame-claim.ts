@@ -17,7 +17,12 @@
  */
 
 const f64 = new Float64Array(1);
-const u32 = new Uint32Array(f64.buffer);
+// The words as signed 32-bit integers: every use below (^, Math.imul) takes its operands as int32s
+// anyway, so the hash is the same bits, but a word of 2^31 or more read as unsigned is a heap number,
+// and code optimized on values whose words never were (a small log's offsets, an all-zero low word)
+// deoptimized on the first real page ("lost precision": the main thread's decoder, warmed on the
+// build's small session, docs/benchmarks.md "ready (eleventh session)").
+const w32 = new Int32Array(f64.buffer);
 
 function fmix(h: number): number {
   h ^= h >>> 16;
@@ -30,11 +35,11 @@ function fmix(h: number): number {
 /** The hash of one frame's claim: its first seq, its offset in the log, its group start (-1: not a counted message). */
 export function frameClaim(seq: number, offset: number, group: number): number {
   f64[0] = seq;
-  let h = fmix((u32[0] as number) ^ Math.imul(u32[1] as number, 0x9e3779b1));
+  let h = fmix((w32[0] as number) ^ Math.imul(w32[1] as number, 0x9e3779b1));
   f64[0] = offset;
-  h = fmix(h ^ (u32[0] as number) ^ Math.imul(u32[1] as number, 0x27d4eb2f));
+  h = fmix(h ^ (w32[0] as number) ^ Math.imul(w32[1] as number, 0x27d4eb2f));
   f64[0] = group;
-  h = fmix(h ^ (u32[0] as number) ^ Math.imul(u32[1] as number, 0x165667b1));
+  h = fmix(h ^ (w32[0] as number) ^ Math.imul(w32[1] as number, 0x165667b1));
   return h >>> 0;
 }
 

@@ -17,6 +17,14 @@ export interface PagePool {
   readonly utilization: number;
   readonly completed: number;
   readonly threads: readonly { readonly threadId: number }[];
-  run(task: SliceTask | CompressTask, opts: { transferList?: ArrayBuffer[] }): Promise<SliceResult>;
+  /** `wholePage`: the task is its page's only slice (small-slice-pool.ts takes such a slice inline up to inlineBytes()). */
+  run(task: SliceTask | CompressTask, opts: { transferList?: ArrayBuffer[]; wholePage?: boolean }): Promise<SliceResult>;
+  /**
+   * The stored bytes up to which a page whose slices are read from `source`, asked now, would be
+   * decoded on the calling thread as one slice (small-slice-pool.ts); 0 or absent: none. A page
+   * that fits is not cut: cut, its slices would run one after the other on this thread (each is
+   * under the per-slice bound), and cutting costs their assembly and a copy.
+   */
+  inlineBytes?(source: string): number;
   close(): Promise<void>;
 }

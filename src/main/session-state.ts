@@ -199,15 +199,52 @@ async function catchUp(storage: StorageBackend, paths: SessionPaths, entries: En
   return caught;
 }
 
+/**
+ * Stale metadata caught up by earlier reads, one per session, so the next
+ * read catches up only the entries written since (the catalog reads a stale
+ * session again whenever its files change, and a full catch-up reads up to
+ * CATCH_UP_MAX_BYTES of tail each time). What is kept is used only while
+ * the metadata sidecar on storage, the log's and the entry sidecar's
+ * incarnations are those it was caught up under, and only when the entry
+ * line ending where it ended still agrees with it: the same checks a
+ * metadata sidecar written at that point would get, so a kept catch-up is
+ * trusted exactly as far as a fresh metadata sidecar is (its frames are
+ * checked again by the pages that read them).
+ */
+export class CatchUpMemo {
+  private readonly kept = new Map<string, { base: string; caught: SessionMeta }>();
+
+  constructor(private readonly max = 256) {}
+
+  get(key: string, base: string): SessionMeta | undefined {
+    const k = this.kept.get(key);
+    return k !== undefined && k.base === base ? k.caught : undefined;
+  }
+
+  set(key: string, base: string, caught: SessionMeta): void {
+    this.kept.delete(key);
+    this.kept.set(key, { base, caught });
+    if (this.kept.size > this.max) this.kept.delete(this.kept.keys().next().value as string);
+  }
+
+  delete(key: string): void {
+    this.kept.delete(key);
+  }
+
+  get size(): number {
+    return this.kept.size;
+  }
+}
+
 /** What a create cut by a crash left of this session, if that is all there is (interrupted-create.ts). */
 export function interruptedCreate(paths: SessionPaths, storage: StorageBackend = localFiles): Promise<InterruptedCreate | null> {
   return findInterruptedCreate(paths, storage);
 }
 
-async function statLog(storage: StorageBackend, key: string): Promise<{ size: number; mtimeMs: number } | StateProblem> {
+async function statLog(storage: StorageBackend, key: string): Promise<{ size: number; mtimeMs: number; incarnation: string } | StateProblem> {
   try {
     const st = await storage.stat(key);
-    return st === null ? { code: 'log_missing', message: 'log file is missing' } : { size: st.size, mtimeMs: st.mtimeMs };
+    return st === null ? { code: 'log_missing', message: 'log file is missing' } : { size: st.size, mtimeMs: st.mtimeMs, incarnation: st.incarnation };
   } catch (err) {
     return { code: 'log_unreadable', message: `log file unreadable: ${(err as Error).message}` };
   }
@@ -216,10 +253,14 @@ async function statLog(storage: StorageBackend, key: string): Promise<{ size: nu
 /** Problems an append in flight can show to one read (it writes the log, then the entry lines, then the metadata). */
 const APPEND_RACE = new Set(['entries_past_log', 'entries_partial_line']);
 
-/** `paths`: the session's keys in `storage` (default: paths of local files). */
-export async function loadSessionState(paths: SessionPaths, storage: StorageBackend = localFiles): Promise<SessionState> {
+/**
+ * `paths`: the session's keys in `storage` (default: paths of local files).
+ * `memo`: where stale metadata caught up by this caller's earlier reads is
+ * kept (CatchUpMemo), so a catch-up reads only what is new.
+ */
+export async function loadSessionState(paths: SessionPaths, storage: StorageBackend = localFiles, memo?: CatchUpMemo): Promise<SessionState> {
   for (let attempt = 0; ; attempt++) {
-    const s = await loadSessionStateOnce(paths, storage);
+    const s = await loadSessionStateOnce(paths, storage, memo);
     if (attempt >= 3) return s;
     if (s.status !== 'repair_required') {
       // A partial entry line is also what a write in flight shows for a moment: read again once the sidecar moved on.
@@ -238,7 +279,19 @@ export async function loadSessionState(paths: SessionPaths, storage: StorageBack
   }
 }
 
-async function loadSessionStateOnce(paths: SessionPaths, storage: StorageBackend): Promise<SessionState> {
+/** Whether the entry line ending at byte `m.entriesLength` is the one that ends `m`'s indexed log. */
+async function lineEndsMeta(entries: EntriesFile, m: SessionMeta): Promise<boolean> {
+  let boundary: LocatedEntry | null;
+  try {
+    boundary = await entries.lineEndingAt(m.entriesLength);
+  } catch (err) {
+    if (err instanceof EntryFormatError) return false;
+    throw err;
+  }
+  return boundary !== null && boundary.entry.offset + boundary.entry.length === m.indexedLength && boundary.entry.seq + boundary.entry.count === m.nextSeq;
+}
+
+async function loadSessionStateOnce(paths: SessionPaths, storage: StorageBackend, memo: CatchUpMemo | undefined): Promise<SessionState> {
   const st = await statLog(storage, paths.events);
   if ('code' in st) return needsRepair(paths, st, null);
   const { size: logSize, mtimeMs: logMtimeMs } = st;
@@ -317,14 +370,7 @@ async function loadSessionStateOnce(paths: SessionPaths, storage: StorageBackend
         );
       }
       // Where the metadata's sidecar ended must be a line boundary agreeing with the metadata.
-      let boundary: LocatedEntry | null;
-      try {
-        boundary = await entries.lineEndingAt(meta.entriesLength);
-      } catch (err) {
-        if (err instanceof EntryFormatError) boundary = null;
-        else throw err;
-      }
-      if (boundary === null || boundary.entry.offset + boundary.entry.length !== meta.indexedLength || boundary.entry.seq + boundary.entry.count !== meta.nextSeq) {
+      if (!(await lineEndsMeta(entries, meta))) {
         return broken({ code: 'meta_mismatch', message: `metadata's end of the entry sidecar (byte ${meta.entriesLength}) is not the line that ends its indexed log (${meta.indexedLength} bytes, next seq ${meta.nextSeq})` }, meta);
       }
       if (indexedLength - meta.indexedLength > CATCH_UP_MAX_BYTES || entries.size - meta.entriesLength > CATCH_UP_MAX_BYTES) {
@@ -333,11 +379,23 @@ async function loadSessionStateOnce(paths: SessionPaths, storage: StorageBackend
           meta,
         );
       }
-      const caught = await catchUp(storage, paths, entries, meta);
-      if ('code' in caught) return broken(caught, meta);
+      // Start from an earlier read's catch-up when it still holds (CatchUpMemo), else from the metadata.
+      let base = '';
+      let from = meta;
+      if (memo !== undefined) {
+        base = `${st.incarnation}|${(await storage.stat(paths.entries))?.incarnation ?? '-'}|${JSON.stringify(meta)}`;
+        const kept = memo.get(paths.events, base);
+        if (kept !== undefined && kept.entriesLength <= entries.size && kept.indexedLength <= indexedLength && kept.nextSeq <= nextSeq && (await lineEndsMeta(entries, kept))) from = kept;
+      }
+      const caught = await catchUp(storage, paths, entries, from);
+      if ('code' in caught) {
+        memo?.delete(paths.events);
+        return broken(caught, meta);
+      }
+      memo?.set(paths.events, base, caught);
       meta = caught;
       metaStale = true;
-    }
+    } else memo?.delete(paths.events);
 
     // Fingerprint: when the log is not as the metadata last saw it, prove the last indexed frame is still there.
     const fingerprintFresh = !metaStale && meta.fingerprint.size === logSize && meta.fingerprint.mtimeMs === logMtimeMs;

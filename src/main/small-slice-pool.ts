@@ -28,8 +28,12 @@
  */
 import type { CompressTask, SliceResult, SliceTask } from '../workers/slice-protocol.js';
 import type { PagePool } from './page-pool.js';
+import type { Tier } from '../workers/optimization-status.js';
 
 type RunTask = (task: SliceTask | CompressTask) => SliceResult;
+
+/** Small slices sent to the workers while this thread's decoder is not yet optimized, at most (decodeHere). */
+const MAX_DEFERRED = 32;
 
 export class SmallSlicePool implements PagePool {
   /** The decoder, once `prepare` loaded it: slices go inline from then on. */
@@ -43,6 +47,8 @@ export class SmallSlicePool implements PagePool {
     private readonly maxInlineBytes: number,
     /** Whether the page asking is the only work in sight (see above); asked per slice. */
     private readonly alone: () => boolean = () => true,
+    /** V8's answer for this thread's decode loop (tests give their own; default: page-task.ts decoderTier, once prepared). */
+    private readonly tierOf: (() => Tier | null) | null = null,
   ) {}
 
   get options(): PagePool['options'] {
@@ -72,15 +78,68 @@ export class SmallSlicePool implements PagePool {
     return p;
   }
 
-  /** Load the decoder on this thread: small slices are decoded here from now on (see above). */
+  /** V8's answer for this thread's decode loop (page-task.ts decoderTier), once loaded. */
+  private tier: () => Tier | null = () => null;
+
+  /** Load the decoder on this thread: small slices are decoded here from now on (see above), once it runs optimized. */
   async prepare(): Promise<void> {
-    this.task ??= (await import('../workers/page-task.js')).runPageTask;
+    const m = await import('../workers/page-task.js');
+    this.task ??= m.runPageTask;
+    this.tier = this.tierOf ?? m.decoderTier;
   }
 
-  run(task: SliceTask | CompressTask, opts: { transferList?: ArrayBuffer[] }): Promise<SliceResult> {
+  /**
+   * Whether this thread's decode loop runs optimized code (or V8 cannot say). Until it does, a
+   * small slice goes to the workers, whose loop the warm-up optimized: decoded here cold, the
+   * typical pages asked right at ready took ~3x a settled one's time (docs/benchmarks.md, "ready,
+   * second round (tenth session)"); on a worker, ~1.5-2x. The store's warm-up warms this one up
+   * (warmup/page-path-warmup.ts warmUpInlineDecoder), before ready and after it while idle.
+   */
+  get decoderWarm(): boolean {
+    const t = this.tier();
+    return t === null || t === 'optimized';
+  }
+
+  /** Whether small slices may be decoded here: see `decoderWarm`, and MAX_DEFERRED; from the start unless `awaitWarmDecoder` is called. */
+  private warmed = true;
+  private deferred = 0;
+
+  /**
+   * Once optimized, small slices stay here even if the loop deoptimizes on a real page (V8 then
+   * compiles it again from the real pages, with their feedback added, as it did before this
+   * gate). And after MAX_DEFERRED slices sent to the workers without the warm-up having found the
+   * idle time to optimize it (a client asking page after page from ready on), they come here
+   * anyway: a settled page decoded here is ~1 ms faster than on a worker.
+   */
+  /** The store warms this thread's decoder up (store.ts warmUp): until it is optimized, small slices go to the workers (decodeHere). */
+  awaitWarmDecoder(): void {
+    this.warmed = false;
+  }
+
+  private decodeHere(): boolean {
+    if (this.warmed) return true;
+    if (this.decoderWarm || ++this.deferred > MAX_DEFERRED) this.warmed = true;
+    return this.warmed;
+  }
+
+  /** When a slice was last asked for (performance.now()). */
+  private lastRun = 0;
+
+  /** How long no slice has been asked for or been on the workers, ms (0 while one is). */
+  idleMs(): number {
+    return this.outstanding > 0 ? 0 : performance.now() - this.lastRun;
+  }
+
+  run(task: SliceTask | CompressTask, opts: { transferList?: ArrayBuffer[]; wholePage?: boolean }): Promise<SliceResult> {
+    this.lastRun = performance.now();
+    // A page's only slice may be as large as the slices of a lone page cut for the workers would be
+    // together: those would all be decoded here too, one after the other (inlineBytes).
+    const max = opts.wholePage === true ? this.wholePageBytes : this.maxInlineBytes;
+    const poolOpts = opts.transferList === undefined ? {} : { transferList: opts.transferList };
     // Only while the workers are idle: under concurrent load the main thread is what limits
     // throughput, and a decode here would take its time from the other requests.
-    if (this.task === null || this.outstanding > 0 || 'compress' in task || task.end - task.start > this.maxInlineBytes || !(task.bytes !== undefined || task.source.startsWith('file:')) || !this.alone()) return this.onPool(task, opts);
+    if (this.task === null || this.outstanding > 0 || 'compress' in task || task.end - task.start > max || !(task.bytes !== undefined || task.source.startsWith('file:')) || !this.alone()) return this.onPool(task, poolOpts);
+    if (!this.decodeHere()) return this.onPool(task, poolOpts);
     try {
       const r = this.task(task);
       this.inline++;
@@ -88,6 +147,17 @@ export class SmallSlicePool implements PagePool {
     } catch (err) {
       return Promise.reject(err as Error);
     }
+  }
+
+  /** What a lone page's slices cut for the workers (one per thread, each under maxInlineBytes) would put on this thread at most. */
+  private get wholePageBytes(): number {
+    return this.maxInlineBytes * this.pool.options.maxThreads;
+  }
+
+  /** The largest page run() would now take inline as one slice read from `source` (PagePool.inlineBytes). */
+  inlineBytes(source: string): number {
+    // Not while the decoder here is still cold (decodeHere): such a page goes to the workers, cut.
+    return this.task !== null && this.outstanding === 0 && source.startsWith('file:') && this.alone() && (this.warmed || this.decoderWarm) ? this.wholePageBytes : 0;
   }
 
   close(): Promise<void> {

@@ -27,6 +27,19 @@ import { SessionWriters } from './store/writers.js';
 import { decideBinaryWarmUp, type PagePool } from './worker-pool.js';
 import { startPagePool } from './store/start-pool.js';
 import { SmallSlicePool } from './small-slice-pool.js';
+import type { InlineDecoder, WarmupStore, warmUpInlineDecoder } from './warmup/page-path-warmup.js';
+
+/** The main thread's decoder warm-up after ready: only after this long without a page, ms, and for at most this long after ready. */
+const INLINE_IDLE_MS = 25;
+const INLINE_IDLE_FOR_MS = 60_000;
+
+interface InlineWarmUp {
+  open: (storage: StorageBackend) => Promise<WarmupStore>;
+  decoder: InlineDecoder;
+  progress: { pages: number };
+  /** page-path-warmup.ts warmUpInlineDecoder, loaded with the warm-up. */
+  run: typeof warmUpInlineDecoder;
+}
 import { InlinePool } from './inline-pool.js';
 import type { OutputCoding } from './page-coding.js';
 import { ChangeWatchers, DEFAULT_WATCH_POLL_MS } from '../storage/local/change-watch.js';
@@ -249,10 +262,15 @@ export class PagerStore implements Store {
     const opts = { splitCost: this.splitCost, pageCacheBytes: 0, inPlaceBytes: 64 * 1024 };
     // Loaded when asked for: a process that never warms up (`session-pager page`) does not load the generator.
     const { warmUpStore } = await import('./warmup/warm-up.js');
+    // This thread's decoder for small slices, warmed while the workers warm up (and after, while idle).
+    const small = this.pagePathWarmUp && this.pool instanceof SmallSlicePool ? this.pool : null;
+    const inline = small === null ? undefined : await this.inlineWarmUp();
+    if (inline !== undefined) small?.awaitWarmDecoder();
     await warmUpStore({
       pool: this.pool,
       threads: this.threads,
       pagePath: this.pagePathWarmUp,
+      ...(inline === undefined ? {} : { inline }),
       openStore: async (storage) => new PagerStore({ ...opts, storage }, this.pool),
       // Then small slices may go inline: the decoder is loaded here now, not on a request (small-slice-pool.ts).
       // After the page-path warm-up, whose slices are for the workers' decode to be optimized.
@@ -260,6 +278,39 @@ export class PagerStore implements Store {
         if (this.pagePathWarmUp && this.pool instanceof SmallSlicePool) await this.pool.prepare();
       },
     });
+    if (small !== null && inline !== undefined && !small.decoderWarm) this.warmInlineWhenIdle(small, inline);
+  }
+
+  /** What the main thread's decoder warm-up needs (warmup/page-path-warmup.ts warmUpInlineDecoder): stores that decode on this thread, V8's answer for its loop. */
+  private async inlineWarmUp(): Promise<InlineWarmUp | undefined> {
+    const [{ decoderTier, optimizeDecoder, widenTaskShape }, { warmUpInlineDecoder, canWarmUpInline }] = await Promise.all([import('../workers/page-task.js'), import('./warmup/page-path-warmup.js')]);
+    // Without the build's copy of the session (run from src/), nothing to warm it on: as before, small slices decoded here cold.
+    if (!(await canWarmUpInline())) return undefined;
+    return {
+      run: warmUpInlineDecoder,
+      // The real store's settings (the small slices' tasks as its page service makes them), no cache.
+      open: async (storage) => new PagerStore({ storage, pageCacheBytes: 0, splitCost: this.splitCost }, new InlinePool()),
+      decoder: { tier: decoderTier, optimize: optimizeDecoder, widen: widenTaskShape },
+      progress: { pages: 0 },
+    };
+  }
+
+  /**
+   * The decoder warm-up continued after ready, a page at a time, only while no page has been
+   * asked for INLINE_IDLE_MS, for at most INLINE_IDLE_FOR_MS: until it is optimized, small
+   * slices go to the workers (small-slice-pool.ts), which serves them but costs the round trip.
+   */
+  private warmInlineWhenIdle(small: SmallSlicePool, inline: InlineWarmUp): void {
+    const until = performance.now() + INLINE_IDLE_FOR_MS;
+    const idle = () => !this.closed && performance.now() < until && this.pages.inFlight === 0 && small.idleMs() >= INLINE_IDLE_MS;
+    const tick = (): void => {
+      if (this.closed || small.decoderWarm || performance.now() >= until) return;
+      const turn = idle() ? inline.run(inline.open, inline.decoder, idle, inline.progress).catch(() => true) : Promise.resolve(false);
+      void turn.then((warm) => {
+        if (!warm) setTimeout(tick, INLINE_IDLE_MS).unref();
+      });
+    };
+    setTimeout(tick, INLINE_IDLE_MS).unref();
   }
 
   /**

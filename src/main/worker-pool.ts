@@ -159,14 +159,14 @@ export function poolOnline(pool: PagePool): Promise<void> {
 }
 
 /** Run one slice; a full queue becomes `overloaded`. */
-export async function runSlice(pool: PagePool, task: SliceTask): Promise<SliceResult> {
+export async function runSlice(pool: PagePool, task: SliceTask, wholePage = false): Promise<SliceResult> {
   // A handed-back arena and the task's own record copies are moved, not copied (the task is
   // not used again: a retried page builds new tasks).
   const transferList: ArrayBuffer[] = [];
   if (task.arena !== undefined) transferList.push(task.arena);
   for (const r of [task.crcs, task.meta, task.bytes]) if (r !== undefined && r.byteOffset === 0 && r.byteLength === r.buffer.byteLength) transferList.push(r.buffer as ArrayBuffer);
   try {
-    return await pool.run(task, transferList.length === 0 ? {} : { transferList });
+    return await pool.run(task, transferList.length === 0 ? (wholePage ? { wholePage } : {}) : wholePage ? { transferList, wholePage } : { transferList });
   } catch (err) {
     if (err instanceof Error && /queue is at limit/i.test(err.message)) {
       throw new PagerError('overloaded', 'page worker queue is full, retry shortly', { retryAfter: 1 });

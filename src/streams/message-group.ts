@@ -243,3 +243,10 @@ export function messageGroup(b: Uint8Array, start: number, end: number, seq: num
   const g = keysGroup(b, start, end, seq);
   return g === UNSURE ? parsedGroup(b, start, end) : g;
 }
+
+/**
+ * The functions messageGroup runs that V8 compiles on their own (not
+ * inlined): the workers' JIT warm-up calls messageGroup until these are
+ * optimized (workers/jit-warmup.ts warmUpFrameReaders).
+ */
+export const GROUP_READERS: readonly ((...args: never[]) => unknown)[] = [keysGroup];

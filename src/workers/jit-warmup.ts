@@ -21,6 +21,8 @@ import { ByteSink } from '../core/byte-sink.js';
 import { metaRecords } from '../streams/frame-meta-file.js';
 import { continuedBinaryRow, writeRowGaps, writeRowMembers } from '../streams/msgpack-row.js';
 import { SliceEncoder } from './slice-encoder.js';
+import { scanTrustedFrame } from '../streams/trusted-frame-scanner.js';
+import { GROUP_READERS, isMessageTypeAt, messageGroup } from '../streams/message-group.js';
 
 /** Events of the generated warm-up session: enough shapes, little memory. */
 const GEN_EVENTS = 2_000;
@@ -281,6 +283,8 @@ export async function warmUpJit(
   tierOfHelper?: (f: (...args: never[]) => unknown) => Tier | null,
   binary: (wait: boolean) => boolean | null = () => true,
   built: (kind: 'jsonl' | 'binary') => WarmupWork[] | null = () => null,
+  optimize: () => boolean = () => false,
+  optimizeHelper: (f: (...args: never[]) => unknown) => boolean = () => false,
 ): Promise<number> {
   generalizeKeyChecks();
   // The build's copy of the logs when it is there and checks out (warmup-logs.ts), else made here.
@@ -297,15 +301,18 @@ export async function warmUpJit(
     work.push(...binaryLogs());
     return true;
   };
-  let rounds = await roundsUntilOptimized(work, decode, tier, budgetMs, join);
+  let rounds = await roundsUntilOptimized(work, decode, tier, budgetMs, join, optimize);
   // (A caller that gave the loop a wall-time bound of its own gives the helpers the same.)
-  if (tierOfHelper !== undefined) await warmUpHelpers(jsonl[0] as { bytes: Buffer; tasks: SliceTask[] }, tierOfHelper, budgetMs ?? HELPER_BUDGET_MS);
+  if (tierOfHelper !== undefined) {
+    await warmUpHelpers(jsonl[0] as { bytes: Buffer; tasks: SliceTask[] }, tierOfHelper, budgetMs ?? HELPER_BUDGET_MS, optimizeHelper);
+    await warmUpFrameReaders((jsonl[0] as { bytes: Buffer }).bytes, tierOfHelper, budgetMs ?? HELPER_BUDGET_MS, optimizeHelper);
+  }
   if (!withBinary) {
     // Told only now, or not at all: asked (and waited for) once.
     if (binary(true) !== true) return rounds;
-    rounds += await roundsUntilOptimized(binaryLogs(), decode, tier, budgetMs);
+    rounds += await roundsUntilOptimized(binaryLogs(), decode, tier, budgetMs, undefined, optimize);
   }
-  if (tierOfHelper !== undefined) await warmUpBinaryRows(decode, tierOfHelper, budgetMs ?? HELPER_BUDGET_MS);
+  if (tierOfHelper !== undefined) await warmUpBinaryRows(decode, tierOfHelper, budgetMs ?? HELPER_BUDGET_MS, optimizeHelper);
   return rounds;
 }
 
@@ -313,9 +320,19 @@ export async function warmUpJit(
  * Rounds over `work` until V8 says the loop is optimized (or the fixed rounds without an
  * answer), within the budget. `beforeRound` may add to `work` (and says so): the loop is then
  * asked about only after MIN_ROUNDS more, so code compiled from the feedback before is not
- * taken for the end (its first new frame deoptimizes it).
+ * taken for the end (its first new frame deoptimizes it). `optimize`: asks V8 to optimize the
+ * loop at its next call (optimization-status.ts optimizeOnNextCall), used once those rounds have
+ * run and V8 has not marked it itself: the next round then runs optimized code, instead of up to
+ * 16 more rounds of the same log waiting for V8's own marking (30-60 ms each at start-up).
  */
-async function roundsUntilOptimized(work: { bytes: Buffer; tasks: SliceTask[] }[], decode: (task: SliceTask, bytes: Buffer) => unknown, tier: () => Tier | null, budgetMs: number | undefined, beforeRound: () => boolean = () => false): Promise<number> {
+async function roundsUntilOptimized(
+  work: { bytes: Buffer; tasks: SliceTask[] }[],
+  decode: (task: SliceTask, bytes: Buffer) => unknown,
+  tier: () => Tier | null,
+  budgetMs: number | undefined,
+  beforeRound: () => boolean = () => false,
+  optimize: () => boolean = () => false,
+): Promise<number> {
   const t0 = performance.now();
   let guided = tier() !== null;
   const budget = budgetMs ?? (guided ? GUIDED_BUDGET_MS : BUDGET_MS);
@@ -332,6 +349,8 @@ async function roundsUntilOptimized(work: { bytes: Buffer; tasks: SliceTask[] }[
         continue;
       }
       guided = t !== null;
+      // Not marked by V8 yet: asked for now (compiled at the next round's first call).
+      if (guided) optimize();
     }
     for (const w of work) for (const t of w.tasks) decode(t, w.bytes);
     rounds++;
@@ -356,7 +375,12 @@ const MAX_BINARY_DECODES = 40;
  * its decode 2-3x JSONL's (docs/benchmarks.md, "Issue 12, binary rows'
  * members and gaps by table"). Returns whether all are optimized (or their compiles under way).
  */
-export async function warmUpBinaryRows(decode: (task: SliceTask, bytes: Buffer) => unknown, tierOf: (f: (...args: never[]) => unknown) => Tier | null, budgetMs = HELPER_BUDGET_MS): Promise<boolean> {
+export async function warmUpBinaryRows(
+  decode: (task: SliceTask, bytes: Buffer) => unknown,
+  tierOf: (f: (...args: never[]) => unknown) => Tier | null,
+  budgetMs = HELPER_BUDGET_MS,
+  optimize: (f: (...args: never[]) => unknown) => boolean = () => false,
+): Promise<boolean> {
   const w = binaryRowWork();
   const helpers = [continuedBinaryRow, SliceEncoder.prototype.wholeRow, CrcCursor.prototype.continuingRow, ByteSink.prototype.reserve, writeRowMembers, writeRowGaps] as ((...args: never[]) => unknown)[];
   const t0 = performance.now();
@@ -366,9 +390,22 @@ export async function warmUpBinaryRows(decode: (task: SliceTask, bytes: Buffer) 
     if (tiers.some((x) => x === null)) return false;
     if (tiers.every(compiledOrCompiling)) return true;
     if (performance.now() - t0 > budgetMs) return false;
+    askForCompiles(helpers, tiers, optimize);
     if (tiers.includes('compiling')) await pause(2);
   }
   return false;
+}
+
+/**
+ * After a first look: the helpers V8 has not marked yet are asked to be optimized at their
+ * next call (optimization-status.ts optimizeOnNextCall), so the next calls compile them, from
+ * the feedback of the calls so far, instead of more looks until V8 marks them (35-130 ms of a
+ * worker's start, traced: docs/benchmarks.md, "ready (eleventh session)").
+ */
+function askForCompiles(helpers: readonly ((...args: never[]) => unknown)[], tiers: readonly (Tier | null)[], optimize: (f: (...args: never[]) => unknown) => boolean): void {
+  helpers.forEach((f, i) => {
+    if (tiers[i] === 'not-optimized') optimize(f);
+  });
 }
 
 /**
@@ -378,6 +415,59 @@ export async function warmUpBinaryRows(decode: (task: SliceTask, bytes: Buffer) 
  * after its loop was optimized (docs/benchmarks.md, "ready (tenth session)").
  */
 const compiledOrCompiling = (t: Tier | null) => t === 'optimized' || t === 'compiling';
+
+/** Passes over the JSONL log's frames between two looks at the frame readers' tiers. */
+const FRAME_READER_PASSES = 4;
+
+/**
+ * The per-frame readers the decode loop calls without inlining them: the
+ * trusted layout's scanner (scanTrustedFrame: every frame that does not
+ * continue the previous one's row, and through it the row, delta and tool
+ * identity readers), the message type check and the message group walk
+ * (messageGroup's keysGroup: every message of a page, for the plan's claim,
+ * core/frame-claim.ts). The rounds stop once the loop is optimized, and a
+ * tail page's messages are few but long, so in 4 of 6 traced fresh
+ * processes V8 compiled keysGroup, isMessageTypeAt or scanTrustedFrame
+ * during the first real page (`--trace-opt`), on a helper thread beside
+ * the two workers' decode: ~6 ms of a third thread's CPU on a two-core
+ * machine, the cold tail page's gap to 60c6f60 (docs/benchmarks.md, "same
+ * (eleventh session)"). Called here over the JSONL log's own frames (each
+ * a writer's frame, as a page's trusted frames are) until V8 says each is
+ * optimized or being compiled, within `budgetMs`. Returns whether all are.
+ */
+export async function warmUpFrameReaders(
+  bytes: Buffer,
+  tierOf: (f: (...args: never[]) => unknown) => Tier | null,
+  budgetMs = HELPER_BUDGET_MS,
+  optimize: (f: (...args: never[]) => unknown) => boolean = () => false,
+): Promise<boolean> {
+  const starts: number[] = [];
+  for (let at = 0; at < bytes.length; ) {
+    const nl = bytes.indexOf(0x0a, at);
+    if (nl < 0) break;
+    if (bytes[at] === 0x7b) starts.push(at, nl);
+    at = nl + 1;
+  }
+  const readers = [scanTrustedFrame, isMessageTypeAt, ...GROUP_READERS] as ((...args: never[]) => unknown)[];
+  const t0 = performance.now();
+  for (;;) {
+    for (let p = 0; p < FRAME_READER_PASSES; p++) {
+      for (let k = 0; k < starts.length; k += 2) {
+        const start = starts[k] as number;
+        const end = starts[k + 1] as number;
+        scanTrustedFrame(bytes, start, end);
+        // (Seqs past 2^31, as the decode loop's are: SEQ_BASE.)
+        if (isMessageTypeAt(bytes, start + 9)) messageGroup(bytes, start, end, SEQ_BASE + k, true);
+      }
+    }
+    const tiers = readers.map((f) => tierOf(f));
+    if (tiers.some((x) => x === null)) return false;
+    if (tiers.every(compiledOrCompiling)) return true;
+    if (performance.now() - t0 > budgetMs) return false;
+    askForCompiles(readers, tiers, optimize);
+    if (tiers.includes('compiling')) await pause(2);
+  }
+}
 
 /** Calls of each helper between two looks at its tier, and the wall-time bound of the whole. */
 const HELPER_CALLS = 2_000;
@@ -396,7 +486,12 @@ const HELPER_BUDGET_MS = 200;
  * real tasks pass), until V8 says each is optimized or being compiled, within
  * HELPER_BUDGET_MS. Returns whether all are.
  */
-export async function warmUpHelpers(w: { bytes: Buffer; tasks: SliceTask[] }, tierOf: (f: (...args: never[]) => unknown) => Tier | null, budgetMs = HELPER_BUDGET_MS): Promise<boolean> {
+export async function warmUpHelpers(
+  w: { bytes: Buffer; tasks: SliceTask[] },
+  tierOf: (f: (...args: never[]) => unknown) => Tier | null,
+  budgetMs = HELPER_BUDGET_MS,
+  optimize: (f: (...args: never[]) => unknown) => boolean = () => false,
+): Promise<boolean> {
   const t = w.tasks.find((x) => x.crcs !== undefined && x.meta !== undefined) as SliceTask;
   const cursor = new CrcCursor(t.crcs, w.bytes, t.start, t.meta);
   const frames = Math.max(1, (t.crcs as Uint8Array).length / CRC_RECORD_BYTES);
@@ -429,6 +524,7 @@ export async function warmUpHelpers(w: { bytes: Buffer; tasks: SliceTask[] }, ti
     if (tiers.some((x) => x === null)) return false;
     if (tiers.every(compiledOrCompiling)) return true;
     if (performance.now() - t0 > budgetMs) return false;
+    askForCompiles(helpers, tiers, optimize);
     if (tiers.includes('compiling')) await pause(2);
   }
 }

@@ -40,14 +40,17 @@ const TRIES = 8;
 const STARTED_WITH_NATIVES = process.execArgv.some((a) => /^--allow[-_]natives[-_]syntax$/.test(a));
 
 let status: ((f: unknown) => number) | null | undefined;
+let optimizer: ((f: unknown) => unknown) | null | undefined;
+let concurrentOptimizer: ((f: unknown) => unknown) | null | undefined;
 
-function statusFunction(): ((f: unknown) => number) | null {
+/** A function whose body is `body` (a `%` call on its argument `f`), parsed with the flag set; null when it cannot be. */
+function nativeFunction(body: string, probe: (fn: (f: unknown) => unknown) => void): ((f: unknown) => unknown) | null {
   for (let i = 0; i < TRIES; i++) {
     setFlagsFromString('--allow-natives-syntax');
     try {
-      const fn = new Function('f', 'return %GetOptimizationStatus(f);') as (f: unknown) => number;
+      const fn = new Function('f', body) as (f: unknown) => unknown;
       // Called once now, while the flag is set: a function body is compiled at its first call.
-      fn(fn);
+      probe(fn);
       return fn;
     } catch {
       // Parsed while another thread had the flag cleared: try again.
@@ -56,6 +59,46 @@ function statusFunction(): ((f: unknown) => number) | null {
     }
   }
   return null;
+}
+
+function statusFunction(): ((f: unknown) => number) | null {
+  return nativeFunction('return %GetOptimizationStatus(f);', (fn) => fn(fn)) as ((f: unknown) => number) | null;
+}
+
+/**
+ * Ask V8 to optimize `f` at its next call (%OptimizeFunctionOnNextCall), on
+ * the calling thread, from the feedback its calls so far gathered; false
+ * when this V8 cannot be asked. For a warm-up that has already run `f` over
+ * every shape it will meet: V8's own marking waits for a number of profiler
+ * ticks that a large loop called once per task reaches after anything from
+ * 2 to 16 rounds of the same work (or compiles only its loop for on-stack
+ * replacement, which leaves the function itself unoptimized), and a start
+ * waited for those rounds (docs/benchmarks.md, "ready (eleventh session)").
+ * The feedback is the same either way: the rounds repeat one log.
+ * `concurrent`: compiled on a V8 helper thread, set off by the next call (for
+ * the main thread, which has requests to serve meanwhile), not on this one.
+ */
+export function optimizeOnNextCall(f: (...args: never[]) => unknown, concurrent = false): boolean {
+  let fn = concurrent ? concurrentOptimizer : optimizer;
+  if (fn === undefined) {
+    // Probed on a throwaway function of its own (called once, so it has feedback to optimize from).
+    fn = nativeFunction(`%OptimizeFunctionOnNextCall(f${concurrent ? ', "concurrent"' : ''});`, (made) => {
+      const probe = (x: number) => x + 1;
+      probe(1);
+      made(probe);
+    });
+    if (concurrent) concurrentOptimizer = fn;
+    else optimizer = fn;
+  }
+  if (fn === null) return false;
+  try {
+    fn(f);
+    return true;
+  } catch {
+    if (concurrent) concurrentOptimizer = null;
+    else optimizer = null;
+    return false;
+  }
 }
 
 /** Where `f` is in V8's tiers; null when this V8 cannot say. */

@@ -26,8 +26,8 @@ import { ARENA_HEADER_ROOM, newEncoderSinks, SliceEncoder, type EncoderSinks } f
 import type { ByteSink } from '../core/byte-sink.js';
 import { collectGarbage } from './full-gc.js';
 import { collectWhenGrown, heapCollected } from './heap-bound.js';
-import { tierOf } from './optimization-status.js';
-import { CODING_NONE, decodeTask, type BatchResult, type CompressTask, type SliceBatch, type SliceFault, type SliceResult, type SliceTask } from './slice-protocol.js';
+import { optimizeOnNextCall, tierOf, type Tier } from './optimization-status.js';
+import { CODING_NONE, decodeTask, sliceTask, type BatchResult, type CompressTask, type SliceBatch, type SliceFault, type SliceResult, type SliceTask } from './slice-protocol.js';
 import { codeBytes, codeSlice } from './slice-compress.js';
 import { addClaim, frameClaim, NO_CLAIM } from '../core/frame-claim.js';
 import { isMessageTypeAt, messageGroup } from '../streams/message-group.js';
@@ -295,11 +295,42 @@ if (started?.jitWarmUp === true) {
   // decideBinaryWarmUp), looked at before each round, waited for once the JSONL rounds are
   // done, and taken as yes when none comes.
   // Its logs from the build's copy, which the pool read, when that checks out (warmup-logs.ts), else made there.
-  await warmUpJit(decodeInArena, () => tierOf(decodeSlice), started.jitBudgetMs, tierOf, (wait) => needsBinary(started.binaryWarmUp, wait), (kind) => decodeWarmupLogs(started.warmupLogs?.[kind], LOGS_PLAN));
+  await warmUpJit(decodeInArena, () => tierOf(decodeSlice), started.jitBudgetMs, tierOf, (wait) => needsBinary(started.binaryWarmUp, wait), (kind) => decodeWarmupLogs(started.warmupLogs?.[kind], LOGS_PLAN), () => optimizeOnNextCall(decodeSlice), optimizeOnNextCall);
   dropArena();
   collectGarbage();
   heapCollected();
 }
+
+/**
+ * Where this thread's decode loop is in V8's tiers (optimization-status.ts), for the main thread's
+ * small slices (main/small-slice-pool.ts: decoded there only once it runs optimized); and a request
+ * to V8 to optimize it at its next call (the main thread's decoder warm-up: warmup/page-path-warmup.ts).
+ */
+export const decoderTier = (): Tier | null => tierOf(decodeSlice);
+
+/**
+ * The task shape's fields as wide as any real task makes them, before this thread's loop is
+ * optimized: seqs, offsets and claim digests past 2^31 (heap numbers, as a large log's are read
+ * from its frame index), records as Buffers and as plain Uint8Arrays or none, with and without a
+ * page head. Traced: the main thread's loop, warmed on the build's small session (small integers
+ * only), deoptimized on the first real typical page at its first read of the task ("wrong map":
+ * a field of the task's shape had widened, and with it its map). The workers' warm-up does the
+ * same with its synthetic logs' bases (jit-warmup.ts SEQ_BASE).
+ */
+export function widenTaskShape(): void {
+  const b = Buffer.alloc(16);
+  for (const [crcs, head] of [[b, ''], [new Uint8Array(16), 'x'], [undefined, '']] as const) {
+    const t = sliceTask('file:', 'x', 2 ** 33, 2 ** 33 + 1, 2 ** 32, 2 ** 32 + 1, 2 ** 32, 2 ** 32 + 1);
+    t.crcs = crcs;
+    t.meta = crcs;
+    t.digest = 2 ** 31 + 3;
+    t.inPlace = head === '';
+    t.pageHead = head;
+    decodeTask(t);
+  }
+}
+
+export const optimizeDecoder = (): boolean => optimizeOnNextCall(decodeSlice, true);
 
 /** One task, the result not yet marked to be moved (the in-thread pool's entry: main/inline-pool.ts). */
 export function runPageTask(task: SliceTask | CompressTask): SliceResult {

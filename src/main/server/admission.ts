@@ -184,6 +184,14 @@ export class Admission {
    * response is done), or rejects with `overloaded`; or with the signal's
    * reason once `signal` aborts while the request waits (the client left).
    */
+  /**
+   * acquire()'s immediate case without a promise: a release function when a slot is free and
+   * nobody waits, else null (the caller then asks acquire(), which queues or sheds).
+   */
+  tryAcquire(): Release | null {
+    return this.inFlight < this.o.maxInFlight && this.queued === 0 ? this.admit() : null;
+  }
+
   acquire(signal?: AbortSignal): Promise<Release> {
     if (signal?.aborted === true) return Promise.reject(signal.reason);
     if (this.inFlight < this.o.maxInFlight && this.queued === 0) return Promise.resolve(this.admit());

@@ -16,7 +16,7 @@
  * and then the store (its worker pool and writers).
  */
 import { constants as zc } from 'node:zlib';
-import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { FastifyInstance, FastifyReply, FastifyRequest, FastifyServerOptions } from 'fastify';
 import { requireCjs } from './cjs.js';
 import { PagerError } from '../../core/errors.js';
 import type { Store } from '../store-types.js';
@@ -32,6 +32,7 @@ import { addResponseCompression } from './response-compression.js';
 import { RouteTable } from './route-table.js';
 import { SHARED_SCHEMAS } from './schemas.js';
 import { addValidation, AJV_OPTIONS } from './validation.js';
+import { precompiledValidators } from './route-validators.js';
 import { FollowHub } from './follow.js';
 import { ServerMetrics, metricsPlugin, metricsRoute } from './metrics.js';
 import { addOpenApi, openapiRoute } from './openapi.js';
@@ -87,6 +88,9 @@ export function buildServer(store: Store, options: ServerOptions = {}): FastifyI
     // An over-long id is an invalid id (400, param named), not a router error; the URL limit bounds it.
     routerOptions: { maxParamLength: o.maxUrlLength },
     ajv: AJV_OPTIONS,
+    // Validators compiled by the build, not ajv at start (route-validators.ts); replies are
+    // serialized with JSON.stringify (validation.ts), so fast-json-stringify's compiler is not loaded either.
+    schemaController: { compilersFactory: { buildValidator: o.buildValidator ?? precompiledValidators(), buildSerializer: () => () => (data: unknown) => JSON.stringify(data) } } as unknown as FastifyServerOptions['schemaController'],
     ...(o.serverFactory !== undefined ? { serverFactory: o.serverFactory } : {}),
   });
   addValidation(app);

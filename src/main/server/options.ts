@@ -3,6 +3,7 @@
  * enforces is here, so `serve`, the tests and the load test tune the same
  * knobs.
  */
+import type { BuildValidator } from './route-validators.js';
 import type { FastifyServerOptions } from 'fastify';
 import { Readiness } from './readiness.js';
 
@@ -95,6 +96,8 @@ export interface ServerOptions {
    * The caller then closes that server; `app.listen()` is not used.
    */
   serverFactory?: FastifyServerOptions['serverFactory'];
+  /** How route schemas become validators (default: the build's precompiled ones, else ajv's: route-validators.ts); the build's script records them through it. */
+  buildValidator?: BuildValidator;
 }
 
 export interface ResolvedFollowOptions extends Required<FollowOptions> {}
@@ -121,6 +124,7 @@ export interface ResolvedOptions {
   readiness: Readiness;
   corsOrigin: string | null;
   serverFactory: FastifyServerOptions['serverFactory'] | undefined;
+  buildValidator: BuildValidator | undefined;
 }
 
 /**
@@ -190,5 +194,6 @@ export function resolveOptions(o: ServerOptions = {}): ResolvedOptions {
     readiness: o.readiness ?? new Readiness(true),
     corsOrigin: o.corsOrigin ? o.corsOrigin : null,
     serverFactory: o.serverFactory,
+    buildValidator: o.buildValidator,
   };
 }

@@ -64,7 +64,32 @@ export async function routes(app: FastifyInstance, o: RoutesOptions): Promise<vo
   const pacer = o.pacer;
   // Pages are admitted by what the server can finish; the slot is held until the response is done
   // (a follow's until its snapshot is written: the stream after it costs no page).
-  const admitPage = async (request: FastifyRequest, reply: FastifyReply) => {
+  const admitted = (request: FastifyRequest, reply: FastifyReply, release: Release) => {
+    releases.set(request, release);
+    // Released when the response is done (onResponse below), or the connection closed before.
+    reply.raw.once('close', () => release());
+  };
+  // The common case (nothing to shed, a slot free) is taken synchronously, callback style: no
+  // promise, no async frame, no signal (fastify makes the request's AbortSignal on first use).
+  const admitPage = (request: FastifyRequest, reply: FastifyReply, done: (err?: Error) => void) => {
+    const admission = o.admission;
+    if (admission !== null && !request.raw.destroyed) {
+      let free = true;
+      try {
+        shedPool();
+      } catch {
+        free = false; // shed below, with its hold
+      }
+      const release = free ? admission.tryAcquire() : null;
+      if (release !== null) {
+        pacer.admitted(request.raw.socket);
+        admitted(request, reply, release);
+        return done();
+      }
+    }
+    admitOrShed(request, reply).then(() => done(), done);
+  };
+  const admitOrShed = async (request: FastifyRequest, reply: FastifyReply) => {
     if (o.admission === null) return hold(shedPool);
     const admission = o.admission;
     const conn = request.raw.socket;
@@ -85,9 +110,7 @@ export async function routes(app: FastifyInstance, o: RoutesOptions): Promise<vo
       release(true);
       request.signal.throwIfAborted();
     }
-    releases.set(request, release);
-    // Released when the response is done (onResponse below), or the connection closed before.
-    reply.raw.once('close', () => release());
+    admitted(request, reply, release);
   };
   const releases = new WeakMap<FastifyRequest, Release>();
   const releasePage = (request: FastifyRequest) => releases.get(request)?.();

@@ -46,10 +46,12 @@ const MIN_COMPRESS_PIECE = 256 * 1024;
 /** Event reads (follow) of at most this many stored bytes are decoded on the calling thread, not the pool. */
 const DECODE_HERE_BYTES = 64 * 1024;
 /**
- * While more pages are being built than there are workers, a span of at most this decode cost
- * (core/slice-cuts.ts: a typical 50-message page is ~1.6 M) is one slice: every worker has a page
- * of its own, so a second slice shortens no page and costs a task, a result buffer and the
- * assembler's merge (docs/benchmarks.md, "proof, second round (tenth session)").
+ * While at least as many pages are being built as there are workers, a span of at most this
+ * decode cost (core/slice-cuts.ts: a typical 50-message page is ~1.6 M) is one slice: every worker
+ * has a page of its own, so a second slice shortens no page and costs a task, a result buffer and
+ * the assembler's merge (docs/benchmarks.md, "proof, second round (tenth session)"; from "as many"
+ * rather than "more" since its third round: over HTTP at 16 connections the store often holds just
+ * two pages, the others being read or written, and those were still cut and assembled).
  */
 const ONE_SLICE_UNDER_LOAD_COST = 4 * 1024 * 1024;
 
@@ -203,9 +205,12 @@ export class PageService {
     if (span === null) return [];
     const { last } = span;
     const cost = decodeCost(span.count, span.bytes);
-    const loaded = this.inFlight > this.threads && cost <= ONE_SLICE_UNDER_LOAD_COST;
-    const cuts = sliceStarts(span, loaded ? 1 : Math.max(1, Math.min(this.threads, Math.ceil(cost / this.splitCost))));
     const end = last.offset + last.length;
+    const loaded = this.inFlight >= this.threads && cost <= ONE_SLICE_UNDER_LOAD_COST;
+    // A page the pool would decode on this thread (a lone small page: small-slice-pool.ts) is one
+    // slice: cut, its slices would run one after the other here, then be assembled and copied.
+    const inline = span.bytes <= (this.pool.inlineBytes?.(this.source) ?? 0);
+    const cuts = sliceStarts(span, loaded || inline ? 1 : Math.max(1, Math.min(this.threads, Math.ceil(cost / this.splitCost))));
     const endSeq = last.seq + last.count;
     // What the plan claims of each slice's frames, for the worker to check (core/frame-claim.ts).
     const digests = sliceDigests(span, cuts);
@@ -291,6 +296,7 @@ export class PageService {
       const spare = this.spares.pop();
       if (spare !== undefined) t.arena = spare;
     }
+    if (tasks.length === 1) return [await runSlice(this.pool, tasks[0] as SliceTask, true)];
     return Promise.all(tasks.map((t) => runSlice(this.pool, t)));
   }
 
@@ -403,11 +409,14 @@ export class PageService {
         t.coding = wc;
         t.level = level(p);
       }
-      // One slice, not compressed, of fewer stored bytes than a pooled body (a page's JSON is about
-      // its stored size): its worker writes the page whole (SliceTask.pageHead), and the body is a
-      // view of the result instead of a copy. Larger pages keep their reused memory (body-pool.ts).
+      // One slice, not compressed, under the in-place size: its worker writes the page whole
+      // (SliceTask.pageHead), and the body is a view of the result instead of a copy. Such a result
+      // is a fresh buffer of its own either way (page-task.ts copies a slice under the in-place
+      // size out of its arena), so a pooled body for it (body-pool.ts, from 256 KiB) only added a
+      // second buffer, the assembly and a copy. Larger slices return their arena (inPlace), which
+      // goes back to the workers (recycle), and keep their pooled body.
       const only = tasks.length === 1 ? (tasks[0] as SliceTask) : null;
-      if (only !== null && wc === 0 && only.end - only.start < Math.min(this.inPlaceBytes, this.bodies.minBytes)) only.pageHead = pageHead({ sessionId: id, throughSeq: p.throughSeq, fromSeq: p.fromSeq, toSeq: p.toSeq, hasMore: p.hasMore });
+      if (only !== null && wc === 0 && only.end - only.start < this.inPlaceBytes) only.pageHead = pageHead({ sessionId: id, throughSeq: p.throughSeq, fromSeq: p.fromSeq, toSeq: p.toSeq, hasMore: p.hasMore });
       return this.decode(id, view, await this.withChecksums(view, tasks, p.span?.count ?? 0, p.lastRecord), p.fromIndex !== true);
     };
     // Room for this page's results among the pages being built (decode-budget.ts): held until it is assembled.

@@ -9,7 +9,7 @@ import type { StorageBackend } from '../../storage/backend.js';
 import { EVENTS_SUFFIX, INDEX, META_SUFFIX, SESSIONS, isValidSessionId, sessionKeys, type SessionKeys } from '../../storage/layout.js';
 import { PagerError } from '../../core/errors.js';
 import type { SessionMeta } from '../meta-file.js';
-import { catalogState, loadSessionState, needsRepair, type SessionState, type SessionStatus, type StateProblem } from '../session-state.js';
+import { CatchUpMemo, catalogState, loadSessionState, needsRepair, type SessionState, type SessionStatus, type StateProblem } from '../session-state.js';
 import type { CatalogEntry, PageVersion } from '../store-types.js';
 
 /** What the page path needs to know of a session, from bounded reads only. */
@@ -52,6 +52,8 @@ export class SessionViews {
   private readonly damage = new Map<string, StateProblem[]>();
   /** The view each PageVersion was answered from, so the page asked with it is built from that view (pageView). */
   private readonly versionViews = new WeakMap<PageVersion, SessionView>();
+  /** Stale metadata caught up by earlier loads: the next load of such a session reads only what is new. */
+  readonly catchUps = new CatchUpMemo();
   hits = 0;
   misses = 0;
 
@@ -77,7 +79,7 @@ export class SessionViews {
       return { state: cached.state, stamp: s, incarnation };
     }
     this.misses++;
-    const state = await loadSessionState(paths, this.storage);
+    const state = await loadSessionState(paths, this.storage, this.catchUps);
     // Stamp again: if an object moved while we read, do not cache a mixed view.
     if ((await stamp(this.storage, paths)).stamp !== s) return { state, stamp: '' };
     this.views.set(paths.id, { stamp: s, state });

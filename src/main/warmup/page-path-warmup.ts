@@ -118,3 +118,74 @@ export async function warmUpLocalPages(open: (storage: StorageBackend) => Promis
   }
   return true;
 }
+
+/** This thread's decode loop as the main thread's small slices run it (workers/page-task.ts decoderTier, optimizeDecoder). */
+export interface InlineDecoder {
+  tier(): 'optimized' | 'compiling' | 'not-optimized' | null;
+  optimize(): boolean;
+  /** Widen the task shape's fields first (page-task.ts widenTaskShape). */
+  widen(): void;
+}
+
+/** Pages of the build's session in the shapes a client's first pages have: short and 50-message pages across it, and its tail. */
+function inlinePages(events: number): PageParams[] {
+  const out: PageParams[] = [{ maxMessages: 3 }, { maxMessages: 50, maxBytes: 60_000 }];
+  for (let k = 1; k <= 6; k++) out.push({ throughSeq: Math.floor((events * k) / 24), maxMessages: k % 2 === 0 ? 50 : 20 });
+  return out;
+}
+
+/** Whether the main thread's decoder can be warmed up here (the build's copy of the session is there, made from this plan). */
+export async function canWarmUpInline(dir: string = SNAPSHOT_DIR): Promise<boolean> {
+  return snapshotDirFor(dir, SESSION);
+}
+
+/** Rounds over inlinePages before V8 is asked to optimize the loop (one gathers its feedback over every page shape). */
+const INLINE_MIN_ROUNDS = 1;
+/** Rounds at most (a loop that V8 keeps deoptimizing is left to the workers: small-slice-pool.ts). */
+const INLINE_MAX_ROUNDS = 40;
+
+/**
+ * Warm the main thread's decoder (small slices are decoded there: small-slice-pool.ts) on the
+ * build's copy of the session, read through the local backend by a store whose pool decodes on
+ * this thread (`open`): tasks of the very shapes a real small slice has (the page service's own,
+ * with records read from the projections as Buffers), which the workers' synthetic tasks are not
+ * (decoded here, those had the first real inline page deoptimize the loop: docs/benchmarks.md,
+ * "ready (tenth session)"). One page at a time, while `go()` says this thread has nothing better
+ * to do, until V8 says the loop runs optimized code; once INLINE_MIN_ROUNDS rounds of pages have
+ * been decoded (`progress` counts them across calls) V8 is asked to optimize it
+ * (optimization-status.ts optimizeOnNextCall). Returns whether the loop is optimized; false also
+ * when `dir` holds no session made from this plan.
+ */
+export async function warmUpInlineDecoder(
+  open: (storage: StorageBackend) => Promise<WarmupStore>,
+  decoder: InlineDecoder,
+  go: () => boolean,
+  progress: { pages: number } = { pages: 0 },
+  dir: string = SNAPSHOT_DIR,
+): Promise<boolean> {
+  const done = () => {
+    const t = decoder.tier();
+    return t === null || t === 'optimized';
+  };
+  if (done() || !go() || !(await snapshotDirFor(dir, SESSION))) return done();
+  const pages = inlinePages(SESSION.events - SESSION.tailEvents);
+  if (progress.pages === 0) decoder.widen();
+  const store = await open(new LocalBackend(dir));
+  try {
+    while (progress.pages < INLINE_MAX_ROUNDS * pages.length && go() && !done()) {
+      // (On a helper thread: this thread goes on with its pages, or its requests, meanwhile.)
+      if (progress.pages >= INLINE_MIN_ROUNDS * pages.length && decoder.tier() === 'not-optimized') decoder.optimize();
+      await store.pageBuffer(SESSION.id, pages[progress.pages % pages.length] as PageParams);
+      progress.pages++;
+      // A turn of the event loop between pages: a local page resolves without one, and the
+      // workers' answers (what `go` waits for) or a request would wait for the whole warm-up.
+      await new Promise<void>((resolve) => setImmediate(resolve));
+    }
+    // Stopped before V8 was asked, with the feedback of a round gathered: asked now, and its
+    // compile set off by one short page (else it would start at the first real page).
+    if (progress.pages >= INLINE_MIN_ROUNDS * pages.length && decoder.tier() === 'not-optimized' && decoder.optimize()) await store.pageBuffer(SESSION.id, pages[0] as PageParams);
+  } finally {
+    await store.close();
+  }
+  return done();
+}

@@ -8,7 +8,7 @@ import { encodeEntry } from '../../streams/entry-codec.js';
 import { INDEX_RECORD_BYTES, indexBackward, indexRecords } from '../../streams/frame-index-file.js';
 import { BackwardEntries } from '../../streams/entries-file.js';
 import { ByteLineBlock, parseEntryBytes } from '../../streams/entry-codec.js';
-import { tierOf, type Tier } from '../../workers/optimization-status.js';
+import { optimizeOnNextCall, tierOf, type Tier } from '../../workers/optimization-status.js';
 import { planPage, walkPage } from '../../core/page-planner.js';
 import { resolvePageParams } from '../../core/page-rule.js';
 import type { EntryLine } from '../../core/types.js';
@@ -102,7 +102,13 @@ const pause = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve,
  * at build time, the planner's rounds guided by V8"). Without V8's answer,
  * the fixed rounds as before.
  */
-async function planUntilOptimized(kept: ReturnType<typeof syntheticSidecar>, rounds: number, tier: (f: (...args: never[]) => unknown) => Tier | null, again: boolean): Promise<number> {
+async function planUntilOptimized(
+  kept: ReturnType<typeof syntheticSidecar>,
+  rounds: number,
+  tier: (f: (...args: never[]) => unknown) => Tier | null,
+  again: boolean,
+  optimize: (f: (...args: never[]) => unknown) => boolean,
+): Promise<number> {
   const t0 = performance.now();
   const watched = again ? WATCHED_AGAIN : WATCHED;
   let r = 0;
@@ -114,6 +120,13 @@ async function planUntilOptimized(kept: ReturnType<typeof syntheticSidecar>, rou
         await pause(2);
         continue;
       }
+      // Not marked by V8 after the rounds that gathered its feedback: asked for now, compiled at
+      // the next round's call on this thread, instead of rounds until V8 marks it itself (the
+      // pass after the page path's pages was 65-77 ms of this thread on the path to ready,
+      // traced; docs/benchmarks.md, "ready (eleventh session)").
+      watched.forEach((f, i) => {
+        if (tiers[i] === 'not-optimized') optimize(f as (...args: never[]) => unknown);
+      });
     }
     await planOver(kept, r, 1);
     r++;
@@ -161,11 +174,17 @@ function keepLineShapes(): void {
  * Returns the rounds run over the large sidecar; `tier`: V8's answer (a test's stand-in).
  * `again`: the pass after the page path's pages, about planPage only (WATCHED_AGAIN).
  */
-export async function warmUpPlanner(rounds = 30, keep = false, tier: (f: (...args: never[]) => unknown) => Tier | null = tierOf, again = false): Promise<number> {
+export async function warmUpPlanner(
+  rounds = 30,
+  keep = false,
+  tier: (f: (...args: never[]) => unknown) => Tier | null = tierOf,
+  again = false,
+  optimize: (f: (...args: never[]) => unknown) => boolean = tier === tierOf ? optimizeOnNextCall : () => false,
+): Promise<number> {
   tiny ??= syntheticSidecar(3);
   const kept = sidecar ?? syntheticSidecar(FRAMES);
   sidecar = keep ? kept : null;
-  const ran = await planUntilOptimized(kept, rounds, tier, again);
+  const ran = await planUntilOptimized(kept, rounds, tier, again, optimize);
   keepLineShapes();
   // The planner's kept instances (core/shape-keeper.ts) hold the last reader's closure, and
   // with it this sidecar, until the first real plan: leave them holding a tiny one instead.

@@ -18,7 +18,7 @@
 import type { StorageBackend } from '../../storage/backend.js';
 import { runSlice, type PagePool } from '../worker-pool.js';
 import { sliceTask } from '../../workers/slice-protocol.js';
-import { preparePagePath, warmUpLocalPages, warmUpPagePath, type WarmupStore } from './page-path-warmup.js';
+import { preparePagePath, warmUpInlineDecoder, warmUpLocalPages, warmUpPagePath, type InlineDecoder, type WarmupStore } from './page-path-warmup.js';
 import { holdYoungGeneration, releaseYoungGeneration } from '../young-generation.js';
 import { warmUpPlanner } from './planner-warmup.js';
 import { collectGarbage } from '../../workers/full-gc.js';
@@ -29,6 +29,12 @@ export interface WarmUpPlan {
   pagePath: boolean;
   /** A store over `storage` (the warm-up's in-memory one) that borrows `pool`. */
   openStore: (storage: StorageBackend) => Promise<WarmupStore>;
+  /**
+   * The main thread's decoder for small slices, warmed while this thread waits for the workers
+   * (page-path-warmup.ts warmUpInlineDecoder): `open` gives a store over a backend that decodes
+   * on this thread.
+   */
+  inline?: { open: (storage: StorageBackend) => Promise<WarmupStore>; decoder: InlineDecoder; progress: { pages: number } };
   /** Run last, before the closing collection (the main thread's small-slice decoder is loaded here: its loading's garbage is collected too). */
   finish?: () => Promise<void>;
 }
@@ -63,20 +69,38 @@ async function warmUp(plan: WarmUpPlan): Promise<void> {
   // rounds, waiting for compiles queued behind the workers' on the helper threads, were
   // 80-300 ms of this thread on the path to ready; docs/benchmarks.md, "ready (tenth session)".)
   if (!plan.pagePath) await warmUpPlanner(30);
+  // While the workers warm up and then serve the page-path pages, this thread's own decoder for
+  // small slices (it mostly waits for them meanwhile; it stops at the page where they are done).
+  let waiting = true;
+  const inline =
+    plan.pagePath && plan.inline !== undefined
+      ? warmUpInlineDecoder(plan.inline.open, plan.inline.decoder, () => waiting, plan.inline.progress).catch((err: unknown) => {
+          process.emitWarning(`inline decoder warm-up skipped: ${(err as Error).message}`, 'SessionPagerWarning');
+          return false;
+        })
+      : null;
   // Workers that cannot start fail the warm-up (serve then stops and says why).
   const started = await threads;
-  if (started !== null) throw started.err;
-  if (prepared === null) return;
+  if (started !== null || prepared === null) {
+    waiting = false;
+    await inline;
+    if (started !== null) throw started.err;
+    return;
+  }
   const session = await prepared;
   try {
     if ('err' in session) throw session.err;
     await warmUpPagePath(plan.openStore, session.storage);
+    waiting = false;
     // And the local backend's code, read only from the build's copy of the session.
     await warmUpLocalPages(plan.openStore);
   } catch (err) {
     // Only an optimization: serve without it (first pages slower), but say so.
     process.emitWarning(`page-path warm-up skipped: ${(err as Error).message}`, 'SessionPagerWarning');
+  } finally {
+    waiting = false;
   }
+  await inline;
   // After the real entries, which generalized some of the planner's object shapes (code
   // optimized before them was discarded): optimized now for every shape, before the first
   // real page. planPage only (planner-warmup.ts WATCHED_AGAIN).
