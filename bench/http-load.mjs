@@ -52,10 +52,13 @@ const inst = autocannon({
   requests: [{ setupRequest: (req) => ({ ...req, method: 'GET', path: pathOf() }) }],
 });
 inst.on('response', (_c, status) => (byStatus[status] = (byStatus[status] ?? 0) + 1));
+const cpu0 = process.cpuUsage();
 const r = await inst;
+const cpu = process.cpuUsage(cpu0);
 const ok = byStatus[200] ?? 0;
 process.stdout.write(
   `${JSON.stringify({
+    generator: 'autocannon',
     connections: Number(values.connections),
     seconds: Number(values.seconds),
     requests: r.requests.total,
@@ -68,5 +71,8 @@ process.stdout.write(
     errors: r.errors,
     timeouts: r.timeouts,
     bytes: r.throughput.total,
+    // This process's CPU over the lane, a request (autocannon runs in it): what the generator takes from a shared machine.
+    generatorCpuMsPerRequest: r.requests.total === 0 ? NaN : Math.round(((cpu.user + cpu.system) / 1000 / r.requests.total) * 1000) / 1000,
+    generatorSysMsPerRequest: r.requests.total === 0 ? NaN : Math.round((cpu.system / 1000 / r.requests.total) * 1000) / 1000,
   })}\n`,
 );
