@@ -109,7 +109,7 @@ try {
     process.stdout.write(`${JSON.stringify({ cpuMsPerRequestByThread: byName })}\n`);
   }
   process.stdout.write(
-    `${JSON.stringify({ server: a.server + (a['incremental-marking'] ? ' (incremental marking)' : ''), generator: a.generator + (a.pin ? ' (pinned)' : ''), connections: Number(a.connections), okPerSec: round(r.okPerSec), p50: r.p50, p99: r.p99, non2xx: r.requests - (r.byStatus[200] ?? 0), mainCpuMsPerRequest: round(main / r.requests), allCpuMsPerRequest: round(all / r.requests), generatorCpuMsPerRequest: r.generatorCpuMsPerRequest, generatorSysMsPerRequest: r.generatorSysMsPerRequest, checked: r.checked ?? 0, peakRssMB: Math.round(srv.peakRssMB()) })}\n`,
+    `${JSON.stringify({ server: a.server + (a['incremental-marking'] ? ' (incremental marking)' : ''), generator: a.generator + (a.pin ? ' (pinned)' : ''), connections: Number(a.connections), okPerSec: round(r.okPerSec), p50: r.p50, p99: r.p99, requests: r.requests, non2xx: r.requests - (r.byStatus[200] ?? 0), mainCpuMsPerRequest: round(main / r.requests), allCpuMsPerRequest: round(all / r.requests), generatorCpuMsPerRequest: r.generatorCpuMsPerRequest, generatorSysMsPerRequest: r.generatorSysMsPerRequest, checked: r.checked ?? 0, generatorLaneMonotonicUs: r.laneMonotonicUs, peakRssMB: Math.round(srv.peakRssMB()) })}\n`,
   );
 } finally {
   await srv.stop();

@@ -216,12 +216,14 @@ const sockets = new Set();
 const readBuffer = Buffer.allocUnsafe(256 * 1024);
 
 const cpu0 = process.cpuUsage();
+const lane0 = process.hrtime.bigint(); // CLOCK_MONOTONIC, the clock of a --cpu-prof profile's timestamps
 const started = performance.now();
 for (let c = 0; c < connections; c++) connection();
 await new Promise((r) => setTimeout(r, seconds * 1000));
 running = false;
 const elapsed = (performance.now() - started) / 1000;
 const cpu = process.cpuUsage(cpu0);
+const lane1 = process.hrtime.bigint();
 for (const s of sockets) s.destroy();
 
 // --- after the lane: the figures, then the sampled bodies against the oracle -------
@@ -263,6 +265,8 @@ process.stdout.write(
     // Of which in the kernel (the loopback socket's receive copies, mostly).
     generatorSysMsPerRequest: requests === 0 ? NaN : Math.round((cpu.system / 1000 / requests) * 1000) / 1000,
     checked,
+    // The lane's window in µs of CLOCK_MONOTONIC: a CPU profile of this process (--cpu-prof) cut to it.
+    laneMonotonicUs: [Number(lane0 / 1000n), Number(lane1 / 1000n)],
   })}\n`,
 );
 process.exit(0);
