@@ -75,12 +75,12 @@ const OLDER = ['--scenario', 'older', '--max-messages', '3', '--events', '100000
  */
 const RANDOM = ['--scenario', 'random', '--max-messages', '50', '--sessions', '20', '--session-events', '5000'];
 
-function measure(workload: string[], extraEnv: Record<string, string> = {}, modes = 'ignore,honour'): Promise<{ runs: Run[] }> {
+function measure(workload: string[], extraEnv: Record<string, string> = {}, modes = 'ignore,honour', settle = 0): Promise<{ runs: Run[] }> {
   return new Promise((resolvePromise, reject) => {
     const serverEnv = Object.entries(extraEnv)
       .map(([k, v]) => `${k}=${v}`)
       .join(',');
-    const args = [SCRIPT, '--json', ...workload, '--workers', String(WORKERS), '--connections', '4,256', '--modes', modes, '--duration', '3', '--warmup', '2', '--settle', '0'];
+    const args = [SCRIPT, '--json', ...workload, '--workers', String(WORKERS), '--connections', '4,256', '--modes', modes, '--duration', '3', '--warmup', '2', '--settle', String(settle)];
     if (serverEnv) args.push('--server-env', serverEnv);
     const child = spawn(process.execPath, args, { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
     let out = '';
@@ -151,7 +151,13 @@ describe('overload (real server process, clients ignoring or honouring Retry-Aft
     // A gate of one page and no queue, so the run sheds however the CPU is shared: with the default
     // gate, a CI run whose load generator got less CPU than the server shed nothing (12-03).
     const gateOfOne = { SESSION_PAGER_MAX_IN_FLIGHT: '1', SESSION_PAGER_MAX_QUEUE: '0' };
-    const { runs } = await measure(RANDOM, { SESSION_PAGER_SHED_DELAY_MS: '2500', ...gateOfOne }, 'ignore');
+    // One settle second before the measured 3 s (load, not measured: the window is still 3 s). Without
+    // it the clients counted a 503 only if the server shed it in the run's first ~0.5 s (held 2.5 s,
+    // counted until the end + 50 ms): the fresh 256 connections' first burst, which a starved machine
+    // (load 13-15, this suite at nice 19) delivered later than that: the server counted 255 shed at
+    // once and the clients none (proof, 12-03 second round; docs/benchmarks.md). With it the burst's
+    // 503s arrive within the window.
+    const { runs } = await measure(RANDOM, { SESSION_PAGER_SHED_DELAY_MS: '2500', ...gateOfOne }, 'ignore', 1);
     const high = runs.find((r) => r.connections === 256);
     expect(high?.shed).toBeGreaterThan(0);
     for (const r of runs) {
