@@ -449,8 +449,7 @@ export async function warmUpJsonlRows(
     if (tiers.every((t, i) => compiledOrCompiling(t) || asked.has(writers[i] as (...args: never[]) => unknown))) return true;
     if (n >= MAX_JSONL_DECODES || performance.now() - t0 > budgetMs) return false;
     // (Its feedback is the rounds' own: every row frame of the log called it.)
-    askForCompiles(writers, tiers, optimize);
-    writers.forEach((f, i) => tiers[i] === 'not-optimized' && asked.add(f));
+    writers.forEach((f, i) => tiers[i] === 'not-optimized' && optimize(f) && asked.add(f));
     if (tiers.includes('compiling')) await pause(2);
     for (let k = 0; k < JSONL_DECODES_PER_LOOK; k++, n++) decode(task, w.bytes);
   }
