@@ -50,6 +50,7 @@ export const MIN_PAGES_PER_CPU_SHARE = 0.5;
 interface Run {
   connections: number;
   mode: string;
+  ok?: number;
   goodput: number;
   p99: number | null;
   shed: number;
