@@ -10,10 +10,9 @@
 //        --connections N --seconds S [--accept-encoding E]
 import { readFileSync } from 'node:fs';
 import { parseScriptArgs } from './args.mjs';
+import { pageDraw, pagePath } from './page-draw.mjs';
 import autocannon from 'autocannon';
 
-const dist = new URL('../dist/', import.meta.url);
-const { mulberry32 } = await import(new URL('main/gen/prng.js', dist).href);
 const { values } = parseScriptArgs(import.meta.url, {
   options: {
     url: { type: 'string' },
@@ -27,21 +26,8 @@ const { values } = parseScriptArgs(import.meta.url, {
   },
 });
 const pages = JSON.parse(readFileSync(values.pages, 'utf8')); // [{ id, params }]
-const rand = mulberry32(Number(values.seed));
-// The sessions of the list and each one's last seq (pinned cut of the random pages).
-const lastSeq = new Map();
-for (const p of pages) lastSeq.set(p.id, Math.max(lastSeq.get(p.id) ?? -1, p.params.throughSeq ?? -1));
-const ids = [...lastSeq.keys()];
-let i = 0;
-const pathOf = () => {
-  if (!values.random) {
-    const p = pages[i++ % pages.length];
-    return `/v1/sessions/${encodeURIComponent(p.id)}/page?${new URLSearchParams(Object.entries(p.params).map(([k, v]) => [k, String(v)]))}`;
-  }
-  const id = ids[Math.floor(rand() * ids.length)];
-  const last = lastSeq.get(id);
-  return `/v1/sessions/${encodeURIComponent(id)}/page?throughSeq=${last}&beforeSeq=${1 + Math.floor(rand() * (last + 1))}&maxMessages=50`;
-};
+const nextPage = pageDraw(pages, { seed: values.seed, random: values.random });
+const pathOf = () => pagePath(nextPage());
 const byStatus = {};
 const inst = autocannon({
   url: values.url,

@@ -25,9 +25,8 @@
 import net from 'node:net';
 import { readFileSync } from 'node:fs';
 import { parseScriptArgs } from './args.mjs';
+import { pageDraw, pagePath } from './page-draw.mjs';
 
-const dist = new URL('../dist/', import.meta.url);
-const { mulberry32 } = await import(new URL('main/gen/prng.js', dist).href);
 const { values } = parseScriptArgs(import.meta.url, {
   options: {
     url: { type: 'string' },
@@ -50,23 +49,14 @@ const { hostname, port } = new URL(values.url);
 
 // --- the requests, built before the lane ------------------------------------
 const pages = JSON.parse(readFileSync(values.pages, 'utf8')); // [{ id, params }]
-const rand = mulberry32(Number(values.seed));
-const lastSeq = new Map();
-for (const p of pages) lastSeq.set(p.id, Math.max(lastSeq.get(p.id) ?? -1, p.params.throughSeq ?? -1));
-const ids = [...lastSeq.keys()];
-/** The i-th page asked, drawn as http-load.mjs draws it. */
-const pageAt = (i) => {
-  if (!values.random) return pages[i % pages.length];
-  const id = ids[Math.floor(rand() * ids.length)];
-  const last = lastSeq.get(id);
-  return { id, params: { throughSeq: last, beforeSeq: 1 + Math.floor(rand() * (last + 1)), maxMessages: 50 } };
-};
+/** The pages asked, in order, drawn as http-load.mjs draws them (page-draw.mjs). */
+const nextPage = pageDraw(pages, { seed: values.seed, random: values.random });
 const head = `Host: ${hostname}:${port}\r\nAuthorization: Bearer ${values.token}\r\nAccept-Encoding: ${values['accept-encoding']}\r\n\r\n`;
 // Enough distinct requests that a lane never cycles back to its first pages (a cache could hold them):
 // 5,000 a second is over three times the fastest lane seen on this machine.
 const count = values.random ? Math.min(1 << 18, Math.max(4096, seconds * 5000)) : pages.length;
-const asks = Array.from({ length: count }, (_, i) => pageAt(i));
-const wire = asks.map(({ id, params }) => Buffer.from(`GET /v1/sessions/${encodeURIComponent(id)}/page?${new URLSearchParams(Object.entries(params).map(([k, v]) => [k, String(v)]))} HTTP/1.1\r\n${head}`, 'latin1'));
+const asks = Array.from({ length: count }, () => nextPage());
+const wire = asks.map((page) => Buffer.from(`GET ${pagePath(page)} HTTP/1.1\r\n${head}`, 'latin1'));
 
 // --- the lane ------------------------------------------------------------------
 const CRLF2 = Buffer.from('\r\n\r\n');
