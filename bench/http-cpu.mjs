@@ -10,6 +10,10 @@
 //   node bench/http-cpu.mjs [--server pager|peer] [--connections 1] [--seconds 6] [--warm 4]
 //        [--data /tmp/sp-peer-bench] [--workload many|typical] [--incremental-marking] [--perf FILE [--perf-all]]
 //        [--server-node-args='--cpu-prof --cpu-prof-dir=DIR'] [--checkout DIR] [--by-thread]
+//        [--accept-encoding 'gzip, deflate, br, zstd']
+//
+// --accept-encoding: the header every request sends (default identity); a browser's is
+// 'gzip, deflate, br, zstd', which the server answers in zstd.
 //
 // --checkout DIR serves from another built checkout (bench/peer-ab.mjs's A/B), this script's load and counting.
 //
@@ -39,6 +43,7 @@ const { values: a } = parseScriptArgs(import.meta.url, {
     checkout: { type: 'string' },
     // Also print the CPU ms a request of each kind of thread (by its name in /proc: node main, workers, libuv, V8's helpers).
     'by-thread': { type: 'boolean', default: false },
+    'accept-encoding': { type: 'string', default: 'identity' },
   },
 });
 const root = new URL('..', import.meta.url).pathname;
@@ -52,7 +57,7 @@ const srv =
     ? await startService(linkedDataDir(a.data, ids, dir), token, { nodeArgs, env: a['incremental-marking'] ? { SESSION_PAGER_INCREMENTAL_MARKING: '1' } : {}, ...(a.checkout === undefined ? {} : { checkout: a.checkout }) })
     : await startPeer(join(a.data, `peer-${a.workload}.db`), token, { nodeArgs });
 const load = (c, s) => {
-  const r = spawnSync(process.execPath, [join(root, 'bench/http-load.mjs'), '--url', srv.url, '--token', token, '--pages', pagesFile, '--random', '--connections', c, '--seconds', s], { encoding: 'utf8' });
+  const r = spawnSync(process.execPath, [join(root, 'bench/http-load.mjs'), '--url', srv.url, '--token', token, '--pages', pagesFile, '--random', '--connections', c, '--seconds', s, '--accept-encoding', a['accept-encoding']], { encoding: 'utf8' });
   if (r.status !== 0) throw new Error(`http-load failed: ${r.stderr}`);
   return JSON.parse(r.stdout.trim().split('\n').pop());
 };
@@ -87,7 +92,7 @@ try {
     process.stdout.write(`${JSON.stringify({ cpuMsPerRequestByThread: byName })}\n`);
   }
   process.stdout.write(
-    `${JSON.stringify({ server: a.server + (a['incremental-marking'] ? ' (incremental marking)' : ''), connections: Number(a.connections), okPerSec: round(r.okPerSec), p50: r.p50, p99: r.p99, non2xx: r.requests - (r.byStatus[200] ?? 0), mainCpuMsPerRequest: round(main / r.requests), allCpuMsPerRequest: round(all / r.requests), peakRssMB: Math.round(srv.peakRssMB()) })}\n`,
+    `${JSON.stringify({ server: a.server + (a['incremental-marking'] ? ' (incremental marking)' : ''), connections: Number(a.connections), acceptEncoding: a['accept-encoding'], okPerSec: round(r.okPerSec), p50: r.p50, p99: r.p99, non2xx: r.requests - (r.byStatus[200] ?? 0), mainCpuMsPerRequest: round(main / r.requests), allCpuMsPerRequest: round(all / r.requests), peakRssMB: Math.round(srv.peakRssMB()) })}\n`,
   );
 } finally {
   await srv.stop();
