@@ -10,12 +10,21 @@
 //   node bench/http-cpu.mjs [--server pager|peer] [--connections 1] [--seconds 6] [--warm 4]
 //        [--data /tmp/sp-peer-bench] [--workload many|typical] [--incremental-marking] [--perf FILE [--perf-all]]
 //        [--server-node-args='--cpu-prof --cpu-prof-dir=DIR'] [--checkout DIR] [--by-thread]
+//        [--generator lean|autocannon] [--pin] [--generator-node-args='--cpu-prof --cpu-prof-dir=DIR']
 //        [--accept-encoding 'gzip, deflate, br, zstd']
 //
 // --accept-encoding: the header every request sends (default identity); a browser's is
-// 'gzip, deflate, br, zstd', which the server answers in zstd.
+// 'gzip, deflate, br, zstd', which the server answers in zstd. The lean lane's body check
+// compares identity bodies: it is left out for another coding.
 //
 // --checkout DIR serves from another built checkout (bench/peer-ab.mjs's A/B), this script's load and counting.
+//
+// --generator lean (the default) loads with bench/lean-load.mjs: prebuilt requests, bodies counted and
+// not decoded, one 200 body in 50 kept and compared after the lane with the SQLite peer reader's page
+// (a wrong answer fails the run); --generator autocannon with bench/http-load.mjs (autocannon, as
+// `session-pager loadtest --scenario random` drives a server). Both print the generator's own CPU a
+// request. --pin runs the server on CPU 1 and the generator on CPU 0 (taskset; both servers alike):
+// an extra figure where the scheduler does not share the cores between them (docs/decisions.md).
 //
 // --incremental-marking runs serve with V8's default GC (SESSION_PAGER_INCREMENTAL_MARKING=1);
 // --perf FILE records the main thread with `perf record -g` while measured (JS frames named).
@@ -43,6 +52,10 @@ const { values: a } = parseScriptArgs(import.meta.url, {
     checkout: { type: 'string' },
     // Also print the CPU ms a request of each kind of thread (by its name in /proc: node main, workers, libuv, V8's helpers).
     'by-thread': { type: 'boolean', default: false },
+    generator: { type: 'string', default: 'lean' },
+    pin: { type: 'boolean', default: false },
+    // Flags for the generator's node (the measured lane only), e.g. a CPU profile of the generator.
+    'generator-node-args': { type: 'string', default: '' },
     'accept-encoding': { type: 'string', default: 'identity' },
   },
 });
@@ -52,13 +65,23 @@ const ids = [...new Set(JSON.parse(readFileSync(pagesFile, 'utf8')).map((p) => p
 const token = 'bench-token-0123456789';
 const nodeArgs = [...(a.perf === undefined ? [] : ['--perf-basic-prof-only-functions']), ...a['server-node-args'].split(' ').filter(Boolean)];
 const dir = join(a.data, `http-cpu-${process.pid}`);
+const db = join(a.data, `peer-${a.workload}.db`);
+if (a.generator !== 'lean' && a.generator !== 'autocannon') throw new Error(`--generator lean|autocannon, not ${a.generator}`);
+// --pin: the server's threads on CPU 1, the generator's on CPU 0.
+const serverCpus = a.pin ? { cpus: '1' } : {};
 const srv =
   a.server === 'pager'
-    ? await startService(linkedDataDir(a.data, ids, dir), token, { nodeArgs, env: a['incremental-marking'] ? { SESSION_PAGER_INCREMENTAL_MARKING: '1' } : {}, ...(a.checkout === undefined ? {} : { checkout: a.checkout }) })
-    : await startPeer(join(a.data, `peer-${a.workload}.db`), token, { nodeArgs });
-const load = (c, s) => {
-  const r = spawnSync(process.execPath, [join(root, 'bench/http-load.mjs'), '--url', srv.url, '--token', token, '--pages', pagesFile, '--random', '--connections', c, '--seconds', s, '--accept-encoding', a['accept-encoding']], { encoding: 'utf8' });
-  if (r.status !== 0) throw new Error(`http-load failed: ${r.stderr}`);
+    ? await startService(linkedDataDir(a.data, ids, dir), token, { nodeArgs, ...serverCpus, env: a['incremental-marking'] ? { SESSION_PAGER_INCREMENTAL_MARKING: '1' } : {}, ...(a.checkout === undefined ? {} : { checkout: a.checkout }) })
+    : await startPeer(db, token, { nodeArgs, ...serverCpus });
+const load = (c, s, measured) => {
+  const script = a.generator === 'lean' ? 'bench/lean-load.mjs' : 'bench/http-load.mjs';
+  // The lean lane's sampled bodies are checked against the peer reader after the measured lane.
+  // The warm-up draws other pages (seed 2) than the measured lane (seed 1): none of those is in the server's page cache.
+  const check = a.generator === 'lean' && measured && a['accept-encoding'] === 'identity' ? ['--check-db', db] : [];
+  const genArgs = measured ? a['generator-node-args'].split(' ').filter(Boolean) : [];
+  const argv = [...genArgs, join(root, script), '--url', srv.url, '--token', token, '--pages', pagesFile, '--random', '--connections', c, '--seconds', s, ...check, '--seed', measured ? '1' : '2', '--accept-encoding', a['accept-encoding']];
+  const r = a.pin ? spawnSync('taskset', ['-c', '0', process.execPath, ...argv], { encoding: 'utf8' }) : spawnSync(process.execPath, argv, { encoding: 'utf8' });
+  if (r.status !== 0) throw new Error(`${script} failed: ${r.stderr}`);
   return JSON.parse(r.stdout.trim().split('\n').pop());
 };
 /** CPU ms of each live thread of the server. */
@@ -72,10 +95,10 @@ const nameOf = (t) => {
   }
 };
 try {
-  load('1', a.warm);
+  load('1', a.warm, false);
   const t0 = threads();
   const perf = a.perf === undefined ? null : spawn('perf', ['record', '-F', '1999', '-g', a['perf-all'] ? '-p' : '-t', String(srv.pid), '-o', a.perf, '--', 'sleep', a.seconds], { stdio: 'ignore' });
-  const r = load(a.connections, a.seconds);
+  const r = load(a.connections, a.seconds, true);
   if (perf !== null) await new Promise((res) => perf.once('exit', res));
   const t1 = threads();
   let all = 0;
@@ -92,7 +115,7 @@ try {
     process.stdout.write(`${JSON.stringify({ cpuMsPerRequestByThread: byName })}\n`);
   }
   process.stdout.write(
-    `${JSON.stringify({ server: a.server + (a['incremental-marking'] ? ' (incremental marking)' : ''), connections: Number(a.connections), acceptEncoding: a['accept-encoding'], okPerSec: round(r.okPerSec), p50: r.p50, p99: r.p99, non2xx: r.requests - (r.byStatus[200] ?? 0), mainCpuMsPerRequest: round(main / r.requests), allCpuMsPerRequest: round(all / r.requests), peakRssMB: Math.round(srv.peakRssMB()) })}\n`,
+    `${JSON.stringify({ server: a.server + (a['incremental-marking'] ? ' (incremental marking)' : ''), generator: a.generator + (a.pin ? ' (pinned)' : ''), connections: Number(a.connections), acceptEncoding: a['accept-encoding'], okPerSec: round(r.okPerSec), p50: r.p50, p99: r.p99, requests: r.requests, non2xx: r.requests - (r.byStatus[200] ?? 0), mainCpuMsPerRequest: round(main / r.requests), allCpuMsPerRequest: round(all / r.requests), generatorCpuMsPerRequest: r.generatorCpuMsPerRequest, generatorSysMsPerRequest: r.generatorSysMsPerRequest, checked: r.checked ?? 0, generatorLaneMonotonicUs: r.laneMonotonicUs, peakRssMB: Math.round(srv.peakRssMB()) })}\n`,
   );
 } finally {
   await srv.stop();

@@ -52,10 +52,15 @@ const inst = autocannon({
   requests: [{ setupRequest: (req) => ({ ...req, method: 'GET', path: pathOf() }) }],
 });
 inst.on('response', (_c, status) => (byStatus[status] = (byStatus[status] ?? 0) + 1));
+const cpu0 = process.cpuUsage();
+const lane0 = process.hrtime.bigint(); // CLOCK_MONOTONIC, the clock of a --cpu-prof profile's timestamps
 const r = await inst;
+const cpu = process.cpuUsage(cpu0);
+const lane1 = process.hrtime.bigint();
 const ok = byStatus[200] ?? 0;
 process.stdout.write(
   `${JSON.stringify({
+    generator: 'autocannon',
     connections: Number(values.connections),
     seconds: Number(values.seconds),
     requests: r.requests.total,
@@ -68,5 +73,10 @@ process.stdout.write(
     errors: r.errors,
     timeouts: r.timeouts,
     bytes: r.throughput.total,
+    // This process's CPU over the lane, a request (autocannon runs in it): what the generator takes from a shared machine.
+    generatorCpuMsPerRequest: r.requests.total === 0 ? NaN : Math.round(((cpu.user + cpu.system) / 1000 / r.requests.total) * 1000) / 1000,
+    generatorSysMsPerRequest: r.requests.total === 0 ? NaN : Math.round((cpu.system / 1000 / r.requests.total) * 1000) / 1000,
+    // The lane's window in µs of CLOCK_MONOTONIC: a CPU profile of this process (--cpu-prof) cut to it.
+    laneMonotonicUs: [Number(lane0 / 1000n), Number(lane1 / 1000n)],
   })}\n`,
 );

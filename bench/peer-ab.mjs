@@ -11,6 +11,12 @@
 //   node bench/peer-ab.mjs --a /work/wt/base --b . [--rounds 3] [--workloads many,typical]
 //        [--seconds 4] [--http-seconds 4] [--no-in-process] [--no-http]
 //        [--a-env K=V,K=V] [--b-env K=V]     (env of that build's processes, e.g. SESSION_PAGER_INCREMENTAL_MARKING=1)
+//        [--http-lanes lean,autocannon,lean-pinned]
+//
+// HTTP lanes (bench/http-cpu.mjs's --generator and --pin; docs/decisions.md): `lean` (the default) is the
+// capacity lane (bench/lean-load.mjs: prebuilt requests, bodies counted, sampled bodies checked against
+// the peer reader after the lane); `autocannon` the harness's client (bench/http-load.mjs, ~0.6 ms of
+// client CPU a page on the same cores); `-pinned` runs the server on CPU 1 and the generator on CPU 0.
 //
 // Needs the workloads of `node bench/peer-bench.mjs --setup-only --data DIR` (and its pages files: one
 // full or --no-plots run of peer-bench writes them).
@@ -31,6 +37,7 @@ const { values: a } = parseScriptArgs(import.meta.url, {
     'no-http': { type: 'boolean', default: false },
     'a-env': { type: 'string', default: '' },
     'b-env': { type: 'string', default: '' },
+    'http-lanes': { type: 'string', default: 'lean' },
   },
 });
 if (a.a === undefined) throw new Error('--a DIR (a built checkout) is required');
@@ -43,8 +50,10 @@ const run = (dir, args, env) => {
   if (r.status !== 0) throw new Error(`${args.join(' ')} failed: ${r.stderr}`);
   return JSON.parse(r.stdout.trim().split('\n').pop());
 };
-const rows = []; // { where, workload, level, who, okPerSec, p99, main?, all? }
+const rows = []; // { where, workload, level, who, okPerSec, p99, main?, all?, gen? }
 const workloads = a.workloads.split(',');
+const httpLanes = a['http-lanes'].split(',');
+for (const lane of httpLanes) if (!/^(lean|autocannon)(-pinned)?$/.test(lane)) throw new Error(`--http-lanes: lean, autocannon, lean-pinned or autocannon-pinned, not ${lane}`);
 for (let r = 0; r < Number(a.rounds); r++) {
   const order = r % 2 === 0 ? ['A', 'B', 'peer'] : ['peer', 'B', 'A'];
   for (const w of workloads) {
@@ -60,12 +69,15 @@ for (let r = 0; r < Number(a.rounds); r++) {
       }
     }
     if (!a['no-http']) {
-      for (const level of [1, 16]) {
-        for (const who of order) {
-          // This checkout's script, serving from the build's checkout (--checkout).
-          const x = run(peerDir, ['bench/http-cpu.mjs', '--server', who === 'peer' ? 'peer' : 'pager', ...(who === 'peer' ? [] : ['--checkout', builds[who].dir]), '--workload', w, '--data', a.data, '--connections', String(level), '--seconds', a['http-seconds'], '--warm', '2'], who === 'peer' ? {} : builds[who].env);
-          rows.push({ where: 'HTTP', workload: w, level, who, okPerSec: x.okPerSec, p99: x.p99, main: x.mainCpuMsPerRequest, all: x.allCpuMsPerRequest, non2xx: x.non2xx });
-          log(JSON.stringify({ round: r + 1, workload: w, level, who, ...x }));
+      for (const lane of httpLanes) {
+        const [generator, pinned] = lane.split('-');
+        for (const level of [1, 16]) {
+          for (const who of order) {
+            // This checkout's script, serving from the build's checkout (--checkout).
+            const x = run(peerDir, ['bench/http-cpu.mjs', '--server', who === 'peer' ? 'peer' : 'pager', ...(who === 'peer' ? [] : ['--checkout', builds[who].dir]), '--workload', w, '--data', a.data, '--connections', String(level), '--seconds', a['http-seconds'], '--warm', '2', '--generator', generator, ...(pinned === 'pinned' ? ['--pin'] : [])], who === 'peer' ? {} : builds[who].env);
+            rows.push({ where: `HTTP ${lane}`, workload: w, level, who, okPerSec: x.okPerSec, p99: x.p99, main: x.mainCpuMsPerRequest, all: x.allCpuMsPerRequest, gen: x.generatorCpuMsPerRequest, non2xx: x.non2xx });
+            log(JSON.stringify({ round: r + 1, workload: w, level, who, ...x }));
+          }
         }
       }
     }
@@ -77,8 +89,8 @@ const med = (xs) => {
 };
 const f = (x, d = 1) => (Number.isFinite(x) ? x.toFixed(d) : '–');
 // B / A round by round too: a median of three hides whether the rounds agree (this machine's runs move ±15%).
-const out = ['| where | workload | in flight | A pages/s (median) | B | peer | A / peer | B / peer | B / A | B / A by round | p99 ms A, B, peer | CPU ms/page main thread A, B, peer | all threads A, B, peer |', '|---|---|---|---|---|---|---|---|---|---|---|---|---|'];
-for (const where of ['in process', 'HTTP']) {
+const out = ['| where | workload | in flight | A pages/s (median) | B | peer | A / peer | B / peer | B / A | B / A by round | p99 ms A, B, peer | CPU ms/page main thread A, B, peer | all threads A, B, peer | generator CPU ms/request A, B, peer |', '|---|---|---|---|---|---|---|---|---|---|---|---|---|---|'];
+for (const where of ['in process', ...httpLanes.map((l) => `HTTP ${l}`)]) {
   for (const w of workloads) {
     for (const level of [1, 16]) {
       const of = (who) => rows.filter((x) => x.where === where && x.workload === w && x.level === level && x.who === who);
@@ -88,7 +100,7 @@ for (const where of ['in process', 'HTTP']) {
       // Rows are pushed in round order, one per build and round.
       const pairs = of('A').map((x, i) => f(of('B')[i]?.okPerSec / x.okPerSec, 2)).join(', ');
       const cpu = (k) => ['A', 'B', 'peer'].map((who) => f(m(who, k), 2)).join(', ');
-      out.push(`| ${where} | ${w} | ${level} | ${f(A)} | ${f(B)} | ${f(P)} | ${f(A / P, 2)}x | ${f(B / P, 2)}x | ${f(B / A, 2)}x | ${pairs} | ${['A', 'B', 'peer'].map((who) => f(m(who, 'p99'))).join(', ')} | ${cpu('main')} | ${cpu('all')} |`);
+      out.push(`| ${where} | ${w} | ${level} | ${f(A)} | ${f(B)} | ${f(P)} | ${f(A / P, 2)}x | ${f(B / P, 2)}x | ${f(B / A, 2)}x | ${pairs} | ${['A', 'B', 'peer'].map((who) => f(m(who, 'p99'))).join(', ')} | ${cpu('main')} | ${cpu('all')} | ${where === 'in process' ? '–' : cpu('gen')} |`);
     }
   }
 }

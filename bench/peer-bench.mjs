@@ -4,6 +4,12 @@
 // run, interleaved, each measurement in a fresh process (peer-child.mjs).
 //
 //   node bench/peer-bench.mjs [--full] [--data DIR] [--rounds N] [--seconds S] [--no-plots] [--setup-only]
+//        [--generator lean|autocannon]
+//
+// Over HTTP the load comes from bench/lean-load.mjs (--generator lean, the default: bodies counted, not
+// decoded; identity bodies sampled and checked against the peer reader after each lane) or from
+// autocannon (bench/http-load.mjs, the load harness's client, ~0.6 ms of CPU a page on the same cores;
+// docs/decisions.md).
 //
 // Quick mode (default, a few minutes on 2 cores) scales the workloads down;
 // --full runs the issue's sizes. Before anything is timed the peer's page
@@ -27,8 +33,10 @@ const { values } = parseScriptArgs(import.meta.url, {
     seconds: { type: 'string' },
     'no-plots': { type: 'boolean', default: false },
     'setup-only': { type: 'boolean', default: false },
+    generator: { type: 'string', default: 'lean' },
   },
 });
+if (values.generator !== 'lean' && values.generator !== 'autocannon') throw new Error(`--generator lean|autocannon, not ${values.generator}`);
 const full = values.full;
 const dataDir = values.data ?? (full ? '/tmp/sp-peer-bench-full' : '/tmp/sp-peer-bench');
 const rounds = Number(values.rounds ?? (full ? 5 : 2));
@@ -190,8 +198,11 @@ function wireBytes(url, path, enc) {
   });
 }
 function httpLoad(server, w, connections, enc, round) {
-  const args = [join(root, 'bench/http-load.mjs'), '--url', server.url, '--token', token, '--pages', w.pagesFile, '--connections', String(connections), '--seconds', String(httpSeconds), '--accept-encoding', ENCODINGS[enc], '--seed', String(1 + round)];
+  const lean = values.generator === 'lean';
+  const args = [join(root, lean ? 'bench/lean-load.mjs' : 'bench/http-load.mjs'), '--url', server.url, '--token', token, '--pages', w.pagesFile, '--connections', String(connections), '--seconds', String(httpSeconds), '--accept-encoding', ENCODINGS[enc], '--seed', String(1 + round)];
   if (!w.tailOnly) args.push('--random');
+  // The lean lane's identity bodies, sampled, against the peer reader's pages after the lane.
+  if (lean && enc === 'identity') args.push('--check-db', w.db);
   const r = spawnSync(process.execPath, args, { encoding: 'utf8', maxBuffer: 1 << 24 });
   if (r.status !== 0) throw new Error(`http-load ${server.name} ${w.name} failed: ${r.stderr}`);
   return JSON.parse(r.stdout.trim().split('\n').pop());
@@ -269,7 +280,7 @@ for (const w of workloads) {
 }
 // Over HTTP: 2xx/s and p99 per step, medians over the rounds (fresh random pages for the random workloads).
 const httpStat = (runs) => ({ okPerSec: med(runs.map((x) => x.okPerSec)), p99: med(runs.map((x) => (x.okPerSec > 0 ? x.p99 : NaN)).filter(Number.isFinite)), non2xx: runs.reduce((a, x) => a + Object.entries(x.byStatus).filter(([k]) => k !== '200').reduce((b, [, v]) => b + v, 0) + x.errors + x.timeouts, 0) });
-lines.push('', `Over HTTP (fresh server processes, load from a separate process, ${httpSeconds} s per step, medians of ${rounds} rounds; 2xx pages/s, p99 ms):`, '');
+lines.push('', `Over HTTP (fresh server processes, load from a separate process (${values.generator === 'lean' ? 'bench/lean-load.mjs' : 'autocannon, bench/http-load.mjs'}), ${httpSeconds} s per step, medians of ${rounds} rounds; 2xx pages/s, p99 ms):`, '');
 lines.push('| workload | server | identity 1 conn | identity 16 | browser encoding 1 | browser encoding 16 | server peak RSS MB |', '|---|---|---|---|---|---|---|');
 for (const w of workloads) {
   summary[w.name].httpStats = {};

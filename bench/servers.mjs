@@ -58,8 +58,10 @@ async function ready(url, ms = 120_000) {
   }
 }
 
-function start(name, args, env) {
-  const child = spawn(process.execPath, args, { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+/** Starts node with `args`; with `cpus` (a taskset list, e.g. '1') every thread of it runs on those CPUs only (taskset execs node: the pid is node's). */
+function start(name, args, env, cpus) {
+  const [cmd, argv] = cpus === undefined ? [process.execPath, args] : ['taskset', ['-c', cpus, process.execPath, ...args]];
+  const child = spawn(cmd, argv, { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
   let banner = '';
   child.stdout.on('data', (d) => (banner += d));
   child.stderr.on('data', (d) => (banner += d));
@@ -98,13 +100,13 @@ function start(name, args, env) {
 }
 
 /** session-pager serve over `dataDir` (2 workers) from checkout `checkout` (this one by default); resolves once it is ready (warm-ups done). */
-export function startService(dataDir, token, { args = [], env = {}, nodeArgs = [], checkout = root } = {}) {
-  return start('session-pager', [...nodeArgs, join(checkout, 'bin/session-pager.js'), 'serve', '--data', dataDir, '--port', '0', '--workers', '2', '--log-level', 'warn', ...args], { ...env, SESSION_PAGER_TOKEN: token });
+export function startService(dataDir, token, { args = [], env = {}, nodeArgs = [], checkout = root, cpus } = {}) {
+  return start('session-pager', [...nodeArgs, join(checkout, 'bin/session-pager.js'), 'serve', '--data', dataDir, '--port', '0', '--workers', '2', '--log-level', 'warn', ...args], { ...env, SESSION_PAGER_TOKEN: token }, cpus);
 }
 
 /** The SQLite peer's HTTP server over database `db` (2 worker threads). */
-export function startPeer(db, token, { env = {}, nodeArgs = [] } = {}) {
-  return start('SQLite peer', [...nodeArgs, join(root, 'bench/peer-server.mjs'), '--db', db, '--port', '0', '--workers', '2', '--token', token], env);
+export function startPeer(db, token, { env = {}, nodeArgs = [], cpus } = {}) {
+  return start('SQLite peer', [...nodeArgs, join(root, 'bench/peer-server.mjs'), '--db', db, '--port', '0', '--workers', '2', '--token', token], env, cpus);
 }
 
 /**

@@ -30,7 +30,7 @@
  *        [--sessions 40] [--session-events 10000] [--hold 1000] [--hold-jitter 0.5] [--warmup 10] [--settle 1] [--rounds 1]
  *        [--server-node-args='--cpu-prof --cpu-prof-dir=DIR'] [--root OTHER_CHECKOUT] [--burst]
  *        [--ignore-client node|autocannon] [--client-threads N] [--launch command|node] [--phases]
- *        [--server-autogroup]
+ *        [--server-autogroup] [--pin]
  *
  * Scenarios: `tail` asks the newest page of a session whose last answer is
  * a long streamed one (the tail page covers it: ~1 MB, built once, then
@@ -47,6 +47,15 @@
  * clients' times matched with the server's accept, request and first write
  * (a probe loaded into the server, loadtest/attach-probe.mjs), per run the
  * phases' p99 and the slowest 1% of attaches split (loadtest/attach-phases.mjs).
+ *
+ * With `--pin` the server (all its threads) runs on CPU 1 and this process (the load generator,
+ * its client threads included) on CPU 0 (`taskset`, before any client thread starts), so every
+ * level, the capacity level included, is measured with the server on one core the load
+ * generator cannot take, however many connections it drives: on the shared 2-core machine the
+ * generator's CPU grows with the connections and, unpinned, came out of the server's share
+ * (0.7-0.8 of a core left to the server at 256 connections on a loaded machine, 12-03). Other
+ * processes on the machine still share both CPUs; the figures per server CPU-second stay beside
+ * the raw ones. Needs 2 CPUs or more (Linux).
  *
  * Each run's clients first load the server --settle seconds (default 1) that are not measured:
  * fresh connections at 256 served ~0.8 of a steady second in their first (docs/decisions.md);
@@ -73,11 +82,11 @@
  * JSON document instead of the table (test/overload.test.ts reads it).
  */
 import autocannon from 'autocannon';
-import { spawn } from 'node:child_process';
+import { execFileSync, spawn } from 'node:child_process';
 import { pathMaker, runClientsThreaded } from './overload-clients.mjs';
 import { matchAttaches, percentile, summarizePhases } from './attach-phases.mjs';
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
-import { loadavg, tmpdir } from 'node:os';
+import { availableParallelism, loadavg, tmpdir } from 'node:os';
 import { readFileSync } from 'node:fs';
 import { threadCpuSecondsOf } from '../bench/servers.mjs';
 import { rssByMapping } from '../bench/smaps.mjs';
@@ -134,6 +143,8 @@ const { values } = parseScriptArgs(import.meta.url, {
     // generator's: the kernel then shares the cores between the two groups evenly when both want
     // them, instead of thread by thread within one group (docs/decisions.md). Default: off, as before.
     'server-autogroup': { type: 'boolean', default: false },
+    // The server on CPU 1, the load generator on CPU 0 (taskset; see the head of this file).
+    pin: { type: 'boolean', default: false },
     // Attach: each attach's time split by who adds it, the load generator or the server (loadtest/attach-phases.mjs).
     phases: { type: 'boolean', default: false },
     // How often the gate and the server's loop delay are read from /metrics during a run, ms (0: never).
@@ -180,6 +191,8 @@ const maxMessages = int(values['max-messages'], 1, 1000, 'max-messages');
 // Split at each pair's first '=': NODE_OPTIONS=--max-semi-space-size=64 was cut to `--max-semi-space-size`.
 const serverEnv = keyValueList(values['server-env']);
 const log = values.json ? () => undefined : (s) => process.stdout.write(s + '\n');
+/** The CPUs a process may run on (its main thread's), from /proc: what --pin set, checked. */
+const cpusAllowed = (pid) => /Cpus_allowed_list:\s*(\S+)/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1] ?? null;
 
 
 function summarize(conns, mode, seconds, lat, counts) {
@@ -254,6 +267,15 @@ async function runLoop(base, headers, pathSpec, conns, mode, seconds = duration)
   return r;
 }
 
+// --pin: this process (every thread it has now; the client threads started later inherit it) on
+// CPU 0; the server is started under `taskset -c 1` below.
+const SERVER_CPU = 1;
+const CLIENT_CPU = 0;
+if (values.pin) {
+  if (availableParallelism() < 2) argError(import.meta.url, '--pin needs 2 CPUs or more');
+  execFileSync('taskset', ['-a', '-p', '-c', String(CLIENT_CPU), String(process.pid)], { stdio: 'ignore' });
+}
+
 const dir = await mkdtemp(join(tmpdir(), 'sp-overload-'));
 let server;
 const out = { launch: values.launch, scenario: values.scenario, ...(manySessions ? { sessions: sessionCount, sessionEvents } : {}), ...(values.scenario === 'attach' ? { holdMs, holdJitter } : {}), maxMessages, encoding: values.encoding, ignoreClient: values['ignore-client'], duration, settle, events, tail, workers: workers ?? null, serverEnv, runs: [] };
@@ -286,7 +308,9 @@ try {
   const nodeOptions = [process.env.NODE_OPTIONS ?? '', values.launch === 'command' ? values['server-node-args'] : '', serverEnv.NODE_OPTIONS ?? '', probe].filter(Boolean).join(' ');
   const command = values.launch === 'command' ? join(values.root ?? ROOT, 'bin/session-pager.js') : process.execPath;
   const commandArgs = values.launch === 'command' ? args.slice(1) : [...values['server-node-args'].split(' ').filter(Boolean), ...args];
-  server = spawn(command, commandArgs, { cwd: values.root ?? ROOT, env: { ...process.env, SESSION_PAGER_TOKEN: token, ...serverEnv, ...(nodeOptions ? { NODE_OPTIONS: nodeOptions } : {}), ...(values.phases ? { SESSION_PAGER_PROBE_OUT: probeOut } : {}) }, stdio: ['ignore', 'pipe', 'pipe'], detached: values['server-autogroup'] });
+  // taskset execs the command: the child's pid is the server's, its affinity inherited by every thread.
+  const [spawnCommand, spawnArgs] = values.pin ? ['taskset', ['-c', String(SERVER_CPU), command, ...commandArgs]] : [command, commandArgs];
+  server = spawn(spawnCommand, spawnArgs, { cwd: values.root ?? ROOT, env: { ...process.env, SESSION_PAGER_TOKEN: token, ...serverEnv, ...(nodeOptions ? { NODE_OPTIONS: nodeOptions } : {}), ...(values.phases ? { SESSION_PAGER_PROBE_OUT: probeOut } : {}) }, stdio: ['ignore', 'pipe', 'pipe'], detached: values['server-autogroup'] });
   // The banner (stderr) names the port; stdout carries only log lines.
   let err = '';
   server.stderr.on('data', (d) => (err += d));
@@ -307,6 +331,7 @@ try {
     if (r?.status === 200) break;
     await new Promise((res) => setTimeout(res, 100));
   }
+  if (values.pin) out.pinned = { serverCpus: cpusAllowed(server.pid), clientCpus: cpusAllowed(process.pid) };
   if (values['server-autogroup']) out.serverAutogroup = readFileSync(`/proc/${server.pid}/autogroup`, 'utf8').trim();
   const headers = { authorization: `Bearer ${token}`, ...(values.encoding !== 'identity' ? { 'accept-encoding': values.encoding } : {}) };
   const last = long === undefined ? 0 : long.events - 1;
@@ -321,7 +346,7 @@ try {
   const sample = await fetch(`${base}${pagePathFor()}`, { headers });
   const bytes = (await sample.arrayBuffer()).byteLength;
   out.sampleBytes = bytes;
-  log(`server ${base}, scenario ${values.scenario}, maxMessages ${maxMessages}, ${values.encoding}, a page ~${Math.round(bytes / 1024)} KiB on the wire, ${duration} s per run`);
+  log(`server ${base}, scenario ${values.scenario}, maxMessages ${maxMessages}, ${values.encoding}, a page ~${Math.round(bytes / 1024)} KiB on the wire, ${duration} s per run${values.pin ? `, server pinned to CPU ${out.pinned.serverCpus}, load generator to CPU ${out.pinned.clientCpus}` : ''}`);
   log('conns  mode     goodput/s  share   p50 ms   p99 ms   max ms   503/s  other errors  server mean ms  server cpu (main)  client cpu  rss/peak MB  load  recovery ms');
   // Server-side view: time from request to response written, for the pages it answered (200; attach: to the snapshot).
   const route = values.scenario === 'attach' ? '/v1/sessions/:id/follow' : '/v1/sessions/:id/page';

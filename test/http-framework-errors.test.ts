@@ -154,6 +154,75 @@ describe('answers given before the body is read reach a client still sending it'
       expectSpecError(r, status, code);
     }
   });
+
+  /**
+   * A client that reads nothing until its whole request is written (as clients that send the body
+   * and only then read the answer do), with a body under the body limit (16 MiB) but larger than
+   * loopback's socket buffers absorb. Without `addRequestDecoding`'s `onSend` drain the 401 and
+   * 415s of `Connection: close` requests were sent and the socket closed with the body unread:
+   * the client's write failed (EPIPE) and it never read an answer (12-03, 15 MiB). Keep-alive
+   * requests are drained by node itself; they are here so that a pipelined request after the
+   * early answer is answered too.
+   */
+  it('a client that writes a 15 MiB body before reading anything gets the early answer, then a clean close or the next answer', async () => {
+    const { connect } = await import('node:net');
+    const size = 15 * 1024 * 1024;
+    const body = Buffer.alloc(size, 0x7a);
+    const chunked = Buffer.concat([Buffer.from(`${size.toString(16)}\r\n`), body, Buffer.from('\r\n0\r\n\r\n')]);
+    const next = Buffer.from(`GET /v1/sessions/s1 HTTP/1.1\r\nHost: x\r\n${AUTH}\r\n\r\n`, 'latin1');
+    const post = 'POST /v1/sessions/s1/events HTTP/1.1';
+    const cases: [string, string[], number, string][] = [
+      ['missing token', [post, 'Host: x', 'Content-Type: application/json'], 401, 'unauthorized'],
+      ['text/plain', [post, 'Host: x', AUTH, 'Content-Type: text/plain'], 415, 'unsupported_media_type'],
+      ['unknown coding', [post, 'Host: x', AUTH, 'Content-Type: application/json', 'Content-Encoding: zip'], 415, 'unsupported_media_type'],
+      ['bad gzip', [post, 'Host: x', AUTH, 'Content-Type: application/json', 'Content-Encoding: gzip'], 400, 'invalid_request'],
+      ['no route', ['POST /v2/nowhere HTTP/1.1', 'Host: x', AUTH, 'Content-Type: application/json'], 404, 'not_found'],
+      ['wrong method', ['PUT /v1/sessions/s1/page HTTP/1.1', 'Host: x', AUTH, 'Content-Type: application/json'], 405, 'method_not_allowed'],
+    ];
+    const sendThenRead = (request: Buffer, endAfterMs: number) =>
+      new Promise<{ text: string; wrote: boolean; error?: string }>((resolve) => {
+        const chunks: Buffer[] = [];
+        let error: string | undefined;
+        let wrote = false;
+        const s = connect(server.port, '127.0.0.1', () => {
+          s.pause();
+          s.write(request, (e) => {
+            if (e) return;
+            wrote = true;
+            s.resume();
+            // Keep-alive: hang up once both answers are in (below), or after a while.
+            if (endAfterMs > 0) setTimeout(() => s.end(), endAfterMs);
+          });
+        });
+        s.on('data', (c: Buffer) => {
+          chunks.push(c);
+          const text = Buffer.concat(chunks).toString('latin1');
+          if (endAfterMs > 0 && (text.match(/HTTP\/1\.1 \d{3}/g) ?? []).length >= 2 && text.endsWith('}')) s.end();
+        });
+        s.on('error', (e: NodeJS.ErrnoException) => (error = e.code));
+        s.on('close', () => resolve({ text: Buffer.concat(chunks).toString('latin1'), wrote, ...(error ? { error } : {}) }));
+        setTimeout(() => s.destroy(), 30_000);
+      });
+    for (const [name, lines, status, code] of cases) {
+      for (const framing of ['length', 'chunked'] as const) {
+        const head = [...lines, framing === 'length' ? `Content-Length: ${size}` : 'Transfer-Encoding: chunked'];
+        const what = `${name}, ${framing}`;
+        const closing = await sendThenRead(rawRequestBytes([...head, 'Connection: close'], framing === 'length' ? body : chunked), 0);
+        expect(closing.error, `${what}, Connection: close`).toBeUndefined();
+        expect(closing.wrote, `${what}, Connection: close: the whole request written`).toBe(true);
+        expect(closing.text.match(/HTTP\/1\.1 \d{3}/g), `${what}, Connection: close`).toEqual([`HTTP/1.1 ${status}`]);
+        expect(closing.text, what).toMatch(new RegExp(`\\r\\n\\r\\n\\{"error":\\{"code":"${code}","message":"`));
+        const kept = await sendThenRead(Buffer.concat([rawRequestBytes(head, framing === 'length' ? body : chunked), next]), 10_000);
+        expect(kept.error, `${what}, keep-alive`).toBeUndefined();
+        expect(kept.wrote, `${what}, keep-alive: the whole request written`).toBe(true);
+        const statuses = kept.text.match(/HTTP\/1\.1 \d{3}/g) ?? [];
+        expect(statuses[0], `${what}, keep-alive`).toBe(`HTTP/1.1 ${status}`);
+        // The pipelined GET answered, unless the server closed the connection after its answer (said so).
+        if (statuses.length === 1) expect(kept.text, `${what}, keep-alive: closed without saying so`).toMatch(/\r\nconnection: close\r\n/i);
+        else expect(statuses, what).toEqual([`HTTP/1.1 ${status}`, 'HTTP/1.1 200']);
+      }
+    }
+  }, 120_000);
 });
 
 describe('request ids', () => {

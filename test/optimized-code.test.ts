@@ -135,6 +135,27 @@ describe('optimized page-path code and object shapes', () => {
     }
   }, 120_000);
 
+  it("the planner's warm-up leaves the plan check's loop (spanFits) optimized, and its code survives a full collection", () => {
+    // Called once a page, V8 marked it on the fifth real 5M tail page and compiled it on a helper
+    // thread during the sixth, beside the decoding workers (traced, issue 13's warm page). Asked
+    // optimized at the warm-up's end; the shapes its code checks for (the rounds' bounds, the
+    // frame index's lines) kept alive, else the first full collection discarded it ("weak objects").
+    const code = `
+      const { spanFits } = await import(${JSON.stringify(`${dist}/core/plan-check.js`)});
+      const { warmUpPlanner } = await import(${JSON.stringify(`${dist}/main/warmup/planner-warmup.js`)});
+      const { tierOf } = await import(${JSON.stringify(`${dist}/workers/optimization-status.js`)});
+      const { collectGarbage } = await import(${JSON.stringify(`${dist}/workers/full-gc.js`)});
+      await warmUpPlanner();
+      const warmed = tierOf(spanFits);
+      collectGarbage();
+      collectGarbage();
+      process.stdout.write(JSON.stringify({ warmed, afterGc: tierOf(spanFits) }));`;
+    for (let run = 0; run < 2; run++) {
+      const out = execFileSync(process.execPath, ['--input-type=module', '-e', code], { encoding: 'utf8' });
+      expect(JSON.parse(out)).toEqual({ warmed: 'optimized', afterGc: 'optimized' });
+    }
+  }, 120_000);
+
   it("a real `serve` start keeps the planner's optimized code through the store's closing collection", async () => {
     // The probes above plan in one process of their own; a real start (page workers warming up on
     // the same cores, the page-path session, the planner warmed again) did not keep planPage: V8

@@ -50,6 +50,7 @@ export const MIN_PAGES_PER_CPU_SHARE = 0.5;
 interface Run {
   connections: number;
   mode: string;
+  ok?: number;
   goodput: number;
   p99: number | null;
   shed: number;
@@ -75,12 +76,12 @@ const OLDER = ['--scenario', 'older', '--max-messages', '3', '--events', '100000
  */
 const RANDOM = ['--scenario', 'random', '--max-messages', '50', '--sessions', '20', '--session-events', '5000'];
 
-function measure(workload: string[], extraEnv: Record<string, string> = {}, modes = 'ignore,honour'): Promise<{ runs: Run[] }> {
+function measure(workload: string[], extraEnv: Record<string, string> = {}, modes = 'ignore,honour', settle = 0): Promise<{ runs: Run[] }> {
   return new Promise((resolvePromise, reject) => {
     const serverEnv = Object.entries(extraEnv)
       .map(([k, v]) => `${k}=${v}`)
       .join(',');
-    const args = [SCRIPT, '--json', ...workload, '--workers', String(WORKERS), '--connections', '4,256', '--modes', modes, '--duration', '3', '--warmup', '2', '--settle', '0'];
+    const args = [SCRIPT, '--json', ...workload, '--workers', String(WORKERS), '--connections', '4,256', '--modes', modes, '--duration', '3', '--warmup', '2', '--settle', String(settle)];
     if (serverEnv) args.push('--server-env', serverEnv);
     const child = spawn(process.execPath, args, { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
     let out = '';
@@ -150,10 +151,25 @@ describe('overload (real server process, clients ignoring or honouring Retry-Aft
     // seconds (a 5 s run at 256 connections read as 9 s: half the CPU, the gate "dry" half the time).
     // A gate of one page and no queue, so the run sheds however the CPU is shared: with the default
     // gate, a CI run whose load generator got less CPU than the server shed nothing (12-03).
+    // Its checks need a run that shed (answers held past its end); on a starved machine a run may
+    // shed nothing, so the run is tried up to three times for one that did. Two failures of 12-03
+    // (load 15-20) were runs that never shed: reproduced with the test's processes on one CPU beside
+    // a measurement, the 256-connection run got 0.04 cores for the server and 0.01 for the load
+    // generator, served 20 pages, and no request met another at the gate (the server counted 0
+    // sheds, not only the clients). And a settle second before the measured 3 s: with none, a 503
+    // held 2.5 s arrived within the run only if its request was shed in the run's first 0.5 s.
     const gateOfOne = { SESSION_PAGER_MAX_IN_FLIGHT: '1', SESSION_PAGER_MAX_QUEUE: '0' };
-    const { runs } = await measure(RANDOM, { SESSION_PAGER_SHED_DELAY_MS: '2500', ...gateOfOne }, 'ignore');
+    let runs: Run[] = [];
+    const seen: string[] = [];
+    for (let attempt = 1; attempt <= 3; attempt++) {
+      ({ runs } = await measure(RANDOM, { SESSION_PAGER_SHED_DELAY_MS: '2500', ...gateOfOne }, 'ignore', 1));
+      const h = runs.find((r) => r.connections === 256);
+      seen.push(`attempt ${attempt}: ${h?.ok} 2xx, ${h?.shed} 503s received, ${h?.shedAtOnce}+${h?.shedWaited} shed by the server, server ${h?.serverMainCpu}+${h?.serverRestCpu} cores`);
+      if ((h?.shed ?? 0) > 0 && (h?.shedAtOnce ?? 0) + (h?.shedWaited ?? 0) > 0) break;
+    }
+    console.log(`CPU and gate window: ${seen.join('; ')}`);
     const high = runs.find((r) => r.connections === 256);
-    expect(high?.shed).toBeGreaterThan(0);
+    expect(high?.shed, seen.join('\n')).toBeGreaterThan(0);
     for (const r of runs) {
       // The run's 3 s; the drain would make it 5.5 s or more. (The end's timer fires late on a
       // starved machine: 3.27 s seen, so not held to 3.6 s as until 12-03.)

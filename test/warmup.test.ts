@@ -15,6 +15,7 @@ import { preparePagePath, snapshotPagePath, warmUpLocalPages, warmUpPagePath, ty
 import type { StorageBackend } from '../src/storage/backend.js';
 import { warmUpPlanner } from '../src/main/warmup/planner-warmup.js';
 import { walkPage } from '../src/core/page-planner.js';
+import { spanFits } from '../src/core/plan-check.js';
 import { objectsUnder } from '../src/main/warmup/session-snapshot.js';
 import type { Tier } from '../src/workers/optimization-status.js';
 import type { PageParams } from '../src/core/types.js';
@@ -320,7 +321,7 @@ describe('store warm-up', () => {
     expect(await warmUpPlanner(12, false, () => 'not-optimized')).toBe(12);
   }, 60_000);
 
-  it("the planner's pass after the page path's asks V8 about its walk only (walkPage: the rounds inline `fields` into it and seldom compile it on its own)", async () => {
+  it("the planner's pass after the page path's rounds wait on V8 for its walk only (walkPage: the rounds inline `fields` into it and seldom compile it on its own); the plan check is asked about once, after them", async () => {
     // Traced in real starts: watching `fields` too, that pass ran all its 30 rounds (~70 ms of the
     // main thread on the path to ready) with the walk optimized after 1-2 (docs/benchmarks.md).
     const asked = new Set<unknown>();
@@ -330,7 +331,8 @@ describe('store warm-up', () => {
     };
     // Three rounds (its feedback over both walks and every page shape), then optimized.
     expect(await warmUpPlanner(12, false, tier, true)).toBe(3);
-    expect([...asked]).toEqual([walkPage]);
+    // After the rounds, once (no round waits on it): the plan check's loop, asked optimized when it is not.
+    expect([...asked]).toEqual([walkPage, spanFits]);
     // A pass without the page path (warm-up.ts) waits for both.
     expect(await warmUpPlanner(12, false, tier)).toBe(12);
   }, 60_000);

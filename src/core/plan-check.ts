@@ -29,7 +29,11 @@ function frameFits(e: EntryLine, b: PlanBounds): string | null {
   return null;
 }
 
-function spanFits(s: FrameSpan, b: PlanBounds): string | null {
+/**
+ * Exported for the planner's warm-up (main/warmup/planner-warmup.ts), which has V8 optimize it
+ * before the first real page: its loop over the split candidates is the check's cost.
+ */
+export function spanFits(s: FrameSpan, b: PlanBounds): string | null {
   const why = frameFits(s.first, b) ?? frameFits(s.last, b);
   if (why !== null) return why;
   if (s.first.offset > s.last.offset || s.first.seq > s.last.seq) return `a span whose first frame (offset ${s.first.offset}, seq ${s.first.seq}) is after its last (offset ${s.last.offset}, seq ${s.last.seq})`;

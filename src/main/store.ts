@@ -36,7 +36,7 @@ const INLINE_IDLE_FOR_MS = 60_000;
 interface InlineWarmUp {
   open: (storage: StorageBackend) => Promise<WarmupStore>;
   decoder: InlineDecoder;
-  progress: { pages: number };
+  progress: { pages: number; helpersAsked?: boolean };
   /** page-path-warmup.ts warmUpInlineDecoder, loaded with the warm-up. */
   run: typeof warmUpInlineDecoder;
 }
@@ -283,14 +283,14 @@ export class PagerStore implements Store {
 
   /** What the main thread's decoder warm-up needs (warmup/page-path-warmup.ts warmUpInlineDecoder): stores that decode on this thread, V8's answer for its loop. */
   private async inlineWarmUp(): Promise<InlineWarmUp | undefined> {
-    const [{ decoderTier, optimizeDecoder, widenTaskShape }, { warmUpInlineDecoder, canWarmUpInline }] = await Promise.all([import('../workers/page-task.js'), import('./warmup/page-path-warmup.js')]);
+    const [{ decoderTier, optimizeDecoder, optimizeFrameHelpers, widenTaskShape }, { warmUpInlineDecoder, canWarmUpInline }] = await Promise.all([import('../workers/page-task.js'), import('./warmup/page-path-warmup.js')]);
     // Without the build's copy of the session (run from src/), nothing to warm it on: as before, small slices decoded here cold.
     if (!(await canWarmUpInline())) return undefined;
     return {
       run: warmUpInlineDecoder,
       // The real store's settings (the small slices' tasks as its page service makes them), no cache.
       open: async (storage) => new PagerStore({ storage, pageCacheBytes: 0, splitCost: this.splitCost }, new InlinePool()),
-      decoder: { tier: decoderTier, optimize: optimizeDecoder, widen: widenTaskShape },
+      decoder: { tier: decoderTier, optimize: optimizeDecoder, optimizeHelpers: optimizeFrameHelpers, widen: widenTaskShape },
       progress: { pages: 0 },
     };
   }

@@ -165,6 +165,15 @@ function scanTrustedDelta(b: Uint8Array, i: number, seq: number, end: number): b
   return true;
 }
 
+/**
+ * The functions a trusted frame's read runs that V8 compiles on their own (scanTrustedDelta is
+ * too large to inline): the workers' JIT warm-up calls scanTrustedFrame until these are
+ * optimized (workers/jit-warmup.ts warmUpFrameReaders). A delta event's read left to a tail page
+ * was compiled beside its decode (~10 ms of a helper thread, traced: docs/benchmarks.md, "ready,
+ * second round (eleventh session)").
+ */
+export const TRUSTED_READERS: readonly ((...args: never[]) => unknown)[] = [scanTrustedFrame, scanTrustedDelta];
+
 /** What scanTrustedFrame found (a small integer, so the caller's branch stays monomorphic). */
 export const OTHER_LAYOUT = 0;
 /** A row, or a delta event as a one-member row: read it from `trustedRow`. */

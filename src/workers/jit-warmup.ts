@@ -21,7 +21,7 @@ import { ByteSink } from '../core/byte-sink.js';
 import { metaRecords } from '../streams/frame-meta-file.js';
 import { continuedBinaryRow, writeRowGaps, writeRowMembers } from '../streams/msgpack-row.js';
 import { SliceEncoder } from './slice-encoder.js';
-import { scanTrustedFrame } from '../streams/trusted-frame-scanner.js';
+import { scanTrustedFrame, TRUSTED_READERS } from '../streams/trusted-frame-scanner.js';
 import { GROUP_READERS, isMessageTypeAt, messageGroup } from '../streams/message-group.js';
 
 /** Events of the generated warm-up session: enough shapes, little memory. */
@@ -306,6 +306,7 @@ export async function warmUpJit(
   if (tierOfHelper !== undefined) {
     await warmUpHelpers(jsonl[0] as { bytes: Buffer; tasks: SliceTask[] }, tierOfHelper, budgetMs ?? HELPER_BUDGET_MS, optimizeHelper);
     await warmUpFrameReaders((jsonl[0] as { bytes: Buffer }).bytes, tierOfHelper, budgetMs ?? HELPER_BUDGET_MS, optimizeHelper);
+    await warmUpJsonlRows(decode, jsonl[0] as { bytes: Buffer; tasks: SliceTask[] }, tierOfHelper, budgetMs ?? HELPER_BUDGET_MS, optimizeHelper);
   }
   if (!withBinary) {
     // Told only now, or not at all: asked (and waited for) once.
@@ -416,6 +417,44 @@ function askForCompiles(helpers: readonly ((...args: never[]) => unknown)[], tie
  */
 const compiledOrCompiling = (t: Tier | null) => t === 'optimized' || t === 'compiling';
 
+/** Decodes of the JSONL log between two looks at its rows' writer's tier, and at most. */
+const JSONL_DECODES_PER_LOOK = 2;
+const MAX_JSONL_DECODES = 12;
+
+/**
+ * The encoder's writer of a JSONL row (SliceEncoder#rawRow: every row frame of a page), which
+ * the decode loop may or may not inline: the rounds stop once the loop is optimized, and in 2 of
+ * 13 traced fresh processes V8 compiled rawRow during the first tail page, on a helper thread
+ * beside the two workers' decode (8-12 ms; docs/benchmarks.md, "ready, second round (eleventh
+ * session)"). Looked at first (no decode when it is optimized or being compiled already); else
+ * asked for (the rounds gave it its feedback) and the log's trusted task decoded until V8 says
+ * it is compiled or compiling. A writer asked for and still not compiled at the next look is taken as inlined
+ * (the loop's optimized code never calls it, so no call would compile it): done. Returns whether
+ * the look found it compiled, compiling or inlined, within `budgetMs`.
+ */
+export async function warmUpJsonlRows(
+  decode: (task: SliceTask, bytes: Buffer) => unknown,
+  w: { bytes: Buffer; tasks: SliceTask[] },
+  tierOf: (f: (...args: never[]) => unknown) => Tier | null,
+  budgetMs = HELPER_BUDGET_MS,
+  optimize: (f: (...args: never[]) => unknown) => boolean = () => false,
+): Promise<boolean> {
+  const task = w.tasks.find((x) => x.crcs !== undefined && x.meta !== undefined) as SliceTask;
+  const writers = [SliceEncoder.prototype.rawRow] as ((...args: never[]) => unknown)[];
+  const asked = new Set<(...args: never[]) => unknown>();
+  const t0 = performance.now();
+  for (let n = 0; ; ) {
+    const tiers = writers.map((f) => tierOf(f));
+    if (tiers.some((x) => x === null)) return false;
+    if (tiers.every((t, i) => compiledOrCompiling(t) || asked.has(writers[i] as (...args: never[]) => unknown))) return true;
+    if (n >= MAX_JSONL_DECODES || performance.now() - t0 > budgetMs) return false;
+    // (Its feedback is the rounds' own: every row frame of the log called it.)
+    writers.forEach((f, i) => tiers[i] === 'not-optimized' && optimize(f) && asked.add(f));
+    if (tiers.includes('compiling')) await pause(2);
+    for (let k = 0; k < JSONL_DECODES_PER_LOOK; k++, n++) decode(task, w.bytes);
+  }
+}
+
 /** Passes over the JSONL log's frames between two looks at the frame readers' tiers. */
 const FRAME_READER_PASSES = 4;
 
@@ -423,7 +462,8 @@ const FRAME_READER_PASSES = 4;
  * The per-frame readers the decode loop calls without inlining them: the
  * trusted layout's scanner (scanTrustedFrame: every frame that does not
  * continue the previous one's row, and through it the row, delta and tool
- * identity readers), the message type check and the message group walk
+ * identity readers; the delta events' reader, scanTrustedDelta, is compiled
+ * on its own: TRUSTED_READERS), the message type check and the message group walk
  * (messageGroup's keysGroup: every message of a page, for the plan's claim,
  * core/frame-claim.ts). The rounds stop once the loop is optimized, and a
  * tail page's messages are few but long, so in 4 of 6 traced fresh
@@ -448,7 +488,7 @@ export async function warmUpFrameReaders(
     if (bytes[at] === 0x7b) starts.push(at, nl);
     at = nl + 1;
   }
-  const readers = [scanTrustedFrame, isMessageTypeAt, ...GROUP_READERS] as ((...args: never[]) => unknown)[];
+  const readers = [...TRUSTED_READERS, isMessageTypeAt, ...GROUP_READERS] as ((...args: never[]) => unknown)[];
   const t0 = performance.now();
   for (;;) {
     for (let p = 0; p < FRAME_READER_PASSES; p++) {

@@ -18,19 +18,20 @@ import { requireCjs } from './cjs.js';
 import { readSlice } from '../storage/worker-reads.js';
 import { decodeRecordFrame, frameBounds } from '../streams/frame-codec.js';
 import { scanJsonlRow } from '../streams/jsonl-row-scanner.js';
-import { continuedRow, OTHER_LAYOUT, scanTrustedFrame, TRUSTED_EVENT, TRUSTED_ROW, trustedEventSeq, trustedRow } from '../streams/trusted-frame-scanner.js';
+import { continuedRow, OTHER_LAYOUT, scanTrustedFrame, TRUSTED_EVENT, TRUSTED_READERS, TRUSTED_ROW, trustedEventSeq, trustedRow } from '../streams/trusted-frame-scanner.js';
 import { scanJsonlEvent, type RawEvent } from '../streams/jsonl-event-scanner.js';
 import { CHANGED, CrcCursor } from '../streams/frame-crc-file.js';
 import type { RunKey } from '../core/chunk-codec.js';
 import { ARENA_HEADER_ROOM, newEncoderSinks, SliceEncoder, type EncoderSinks } from './slice-encoder.js';
-import type { ByteSink } from '../core/byte-sink.js';
+import { ByteSink } from '../core/byte-sink.js';
+import { stringEnd } from '../core/json-bytes.js';
 import { collectGarbage } from './full-gc.js';
 import { collectWhenGrown, heapCollected } from './heap-bound.js';
 import { optimizeOnNextCall, tierOf, type Tier } from './optimization-status.js';
 import { CODING_NONE, decodeTask, sliceTask, type BatchResult, type CompressTask, type SliceBatch, type SliceFault, type SliceResult, type SliceTask } from './slice-protocol.js';
 import { codeBytes, codeSlice } from './slice-compress.js';
 import { addClaim, frameClaim, NO_CLAIM } from '../core/frame-claim.js';
-import { isMessageTypeAt, messageGroup } from '../streams/message-group.js';
+import { GROUP_READERS, isMessageTypeAt, messageGroup } from '../streams/message-group.js';
 import { binary, BINARY_READ, BINARY_WRONG_SEQ, binaryFrame } from './binary-frame.js';
 import { whole, WHOLE_BAD, WHOLE_WRONG_SEQ, wholeFrame } from './whole-frame.js';
 
@@ -331,6 +332,45 @@ export function widenTaskShape(): void {
 }
 
 export const optimizeDecoder = (): boolean => optimizeOnNextCall(decodeSlice, true);
+
+/**
+ * The functions the decode loop calls per frame or per run that V8 compiles on their own (too
+ * large to inline, or past the loop's inlining budget). The main thread's warm-up stops once the
+ * loop is optimized; traced, its typical pages at ready then ran these unoptimized and V8
+ * compiled 2-6 of them during each of the first pages, on a helper thread beside the page (1.5-17
+ * ms of its CPU a page: docs/benchmarks.md, "ready, second round (eleventh session)").
+ */
+const FRAME_HELPERS = [
+  ...TRUSTED_READERS,
+  continuedRow,
+  isMessageTypeAt,
+  ...GROUP_READERS,
+  stringEnd,
+  CrcCursor.prototype.continuingRow,
+  SliceEncoder.prototype.rawRow,
+  SliceEncoder.prototype.rawEvent,
+  // (Private: reached through the prototype, as V8 sees them.)
+  SliceEncoder.prototype['extend'],
+  SliceEncoder.prototype['gapBytes'],
+  SliceEncoder.prototype['memberBytes'],
+  ByteSink.prototype.int,
+  ByteSink.prototype.reserve,
+  // Not ByteSink#bytes nor SliceEncoder#record: asked for, each deoptimized on the first real
+  // typical page ("insufficient type feedback": the warm-up's pages never take some of their
+  // paths) and was compiled again beside it, in 3 of 3 traced starts.
+] as ((...args: never[]) => unknown)[];
+
+/**
+ * Asks V8 to optimize, concurrently at its next call, each of FRAME_HELPERS not optimized or
+ * being compiled yet (the main thread's decoder warm-up, with the loop: their feedback is the
+ * warm-up pages' own). One inlined into the loop's optimized code is never called again, and its
+ * request is never acted on: harmless. Returns how many were asked for.
+ */
+export function optimizeFrameHelpers(): number {
+  let asked = 0;
+  for (const f of FRAME_HELPERS) if (tierOf(f) === 'not-optimized' && optimizeOnNextCall(f, true)) asked++;
+  return asked;
+}
 
 /** One task, the result not yet marked to be moved (the in-thread pool's entry: main/inline-pool.ts). */
 export function runPageTask(task: SliceTask | CompressTask): SliceResult {

@@ -123,6 +123,8 @@ export async function warmUpLocalPages(open: (storage: StorageBackend) => Promis
 export interface InlineDecoder {
   tier(): 'optimized' | 'compiling' | 'not-optimized' | null;
   optimize(): boolean;
+  /** Ask V8 to optimize the per-frame functions the loop calls on their own (page-task.ts optimizeFrameHelpers): with the loop. */
+  optimizeHelpers(): number;
   /** Widen the task shape's fields first (page-task.ts widenTaskShape). */
   widen(): void;
 }
@@ -153,14 +155,15 @@ const INLINE_MAX_ROUNDS = 40;
  * "ready (tenth session)"). One page at a time, while `go()` says this thread has nothing better
  * to do, until V8 says the loop runs optimized code; once INLINE_MIN_ROUNDS rounds of pages have
  * been decoded (`progress` counts them across calls) V8 is asked to optimize it
- * (optimization-status.ts optimizeOnNextCall). Returns whether the loop is optimized; false also
+ * (optimization-status.ts optimizeOnNextCall), and with it the per-frame functions the loop calls
+ * on its own (InlineDecoder.optimizeHelpers). Returns whether the loop is optimized; false also
  * when `dir` holds no session made from this plan.
  */
 export async function warmUpInlineDecoder(
   open: (storage: StorageBackend) => Promise<WarmupStore>,
   decoder: InlineDecoder,
   go: () => boolean,
-  progress: { pages: number } = { pages: 0 },
+  progress: { pages: number; helpersAsked?: boolean } = { pages: 0 },
   dir: string = SNAPSHOT_DIR,
 ): Promise<boolean> {
   const done = () => {
@@ -171,19 +174,29 @@ export async function warmUpInlineDecoder(
   const pages = inlinePages(SESSION.events - SESSION.tailEvents);
   if (progress.pages === 0) decoder.widen();
   const store = await open(new LocalBackend(dir));
+  const fed = () => progress.pages >= INLINE_MIN_ROUNDS * pages.length;
+  // The loop's per-frame functions, once, with the loop's feedback (whether V8 or this asks for the loop).
+  const askHelpers = () => {
+    if (progress.helpersAsked === true || !fed()) return false;
+    progress.helpersAsked = true;
+    decoder.optimizeHelpers();
+    return true;
+  };
   try {
     while (progress.pages < INLINE_MAX_ROUNDS * pages.length && go() && !done()) {
       // (On a helper thread: this thread goes on with its pages, or its requests, meanwhile.)
-      if (progress.pages >= INLINE_MIN_ROUNDS * pages.length && decoder.tier() === 'not-optimized') decoder.optimize();
+      if (fed() && decoder.tier() === 'not-optimized') decoder.optimize();
+      askHelpers();
       await store.pageBuffer(SESSION.id, pages[progress.pages % pages.length] as PageParams);
       progress.pages++;
       // A turn of the event loop between pages: a local page resolves without one, and the
       // workers' answers (what `go` waits for) or a request would wait for the whole warm-up.
       await new Promise<void>((resolve) => setImmediate(resolve));
     }
-    // Stopped before V8 was asked, with the feedback of a round gathered: asked now, and its
-    // compile set off by one short page (else it would start at the first real page).
-    if (progress.pages >= INLINE_MIN_ROUNDS * pages.length && decoder.tier() === 'not-optimized' && decoder.optimize()) await store.pageBuffer(SESSION.id, pages[0] as PageParams);
+    // Stopped before V8 was asked (for the loop, or its helpers), with the feedback of a round
+    // gathered: asked now, and the compiles set off by one short page (else at the first real page).
+    const askedLoop = fed() && decoder.tier() === 'not-optimized' && decoder.optimize();
+    if (askHelpers() || askedLoop) await store.pageBuffer(SESSION.id, pages[0] as PageParams);
   } finally {
     await store.close();
   }

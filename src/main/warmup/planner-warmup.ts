@@ -10,6 +10,7 @@ import { BackwardEntries } from '../../streams/entries-file.js';
 import { ByteLineBlock, parseEntryBytes } from '../../streams/entry-codec.js';
 import { optimizeOnNextCall, tierOf, type Tier } from '../../workers/optimization-status.js';
 import { planPage, walkPage } from '../../core/page-planner.js';
+import { checkPlan, spanFits } from '../../core/plan-check.js';
 import { resolvePageParams } from '../../core/page-rule.js';
 import type { EntryLine } from '../../core/types.js';
 
@@ -27,7 +28,7 @@ const HEAD_LENGTH = 2 ** 31 + 4096;
  * and grew this thread's young generation for good (docs/benchmarks.md,
  * "Start-up and idle memory").
  */
-function syntheticSidecar(frames: number): { bytes: Buffer; index: Buffer; lastSeq: number } {
+function syntheticSidecar(frames: number): { bytes: Buffer; index: Buffer; lastSeq: number; logBytes: number } {
   const head: EntryLine = { v: 1, seq: 0, count: 0, offset: 0, length: HEAD_LENGTH, kind: 'session', schema: 1 };
   const byteParts: Buffer[] = [Buffer.from(encodeEntry(head))];
   const indexParts: Buffer[] = [indexRecords([head])];
@@ -49,7 +50,7 @@ function syntheticSidecar(frames: number): { bytes: Buffer; index: Buffer; lastS
     byteParts.push(Buffer.from(lines.join('')));
     indexParts.push(indexRecords(entries));
   }
-  return { bytes: Buffer.concat(byteParts), index: Buffer.concat(indexParts), lastSeq: seq - 1 };
+  return { bytes: Buffer.concat(byteParts), index: Buffer.concat(indexParts), lastSeq: seq - 1, logBytes: offset };
 }
 
 /** Kept between two warm-ups (`keep`): a second one reuses it instead of building it again. */
@@ -58,8 +59,18 @@ let sidecar: ReturnType<typeof syntheticSidecar> | null = null;
 /** Frames of the synthetic sidecar: a walk of up to 400 messages covers all of them (16,000 lines were no better than more rounds over fewer). */
 const FRAMES = 6_000;
 
+/**
+ * The last bounds the rounds checked their plans against, alive for the life of the process: the
+ * plan check's optimized code checks for this object's map too (V8 holds such maps only weakly:
+ * see keepLineShapes), and a dead one discarded it at the first full collection.
+ */
+let keptBounds: { indexedLength: number; nextSeq: number } | null = null;
+
 async function planOver(kept: ReturnType<typeof syntheticSidecar>, first: number, rounds: number): Promise<void> {
-  const { bytes, index, lastSeq } = kept;
+  const { bytes, index, lastSeq, logBytes } = kept;
+  // What the page service checks each plan against (core/plan-check.ts): the synthetic log's, which every plan fits.
+  const bounds = { indexedLength: logBytes, nextSeq: lastSeq + 1 };
+  keptBounds = bounds;
   const records = index.length / INDEX_RECORD_BYTES;
   const readRecords = (first: number, n: number) => index.subarray(first * INDEX_RECORD_BYTES, (first + n) * INDEX_RECORD_BYTES);
   const read = async (pos: number, len: number) => bytes.subarray(pos, Math.min(bytes.length, pos + len));
@@ -69,8 +80,8 @@ async function planOver(kept: ReturnType<typeof syntheticSidecar>, first: number
   for (let r = first; r < first + rounds; r++) {
     const p = resolvePageParams({ maxMessages: r % 2 === 0 ? 400 : 50, ...(r % 3 === 0 ? { maxBytes: 200_000 } : {}) }, lastSeq);
     // Both planners: the JSONL sidecar walk and the binary frame index walk.
-    await planPage(p, new BackwardEntries(read, bytes.length, slow));
-    await planPage(p, indexBackward(readRecords, records - 1));
+    checkPlan(await planPage(p, new BackwardEntries(read, bytes.length, slow)), bounds);
+    checkPlan(await planPage(p, indexBackward(readRecords, records - 1)), bounds);
   }
 }
 
@@ -155,7 +166,7 @@ let tiny: ReturnType<typeof syntheticSidecar> | null = null;
  */
 let keptLines: EntryLine[] | null = null;
 
-function keepLineShapes(): void {
+async function keepLineShapes(): Promise<void> {
   if (keptLines !== null) return;
   keptLines = [];
   const shapes: EntryLine[] = [
@@ -168,6 +179,13 @@ function keepLineShapes(): void {
     const parsed = parseEntryBytes(line, 0, line.length - 1);
     if (parsed !== null) keptLines.push(parsed);
   }
+  // And the frame index's lines of both shapes (streams/frame-index-file.ts entry: a message's line
+  // gets its group by a transition too). The plan check's loop (spanFits), optimized at the end of
+  // the warm-up, checks for their maps: without these its code was discarded ("weak objects") at
+  // the first full collection, on the second or third real page, and compiled again on pages 8-10.
+  const index = indexRecords(shapes);
+  const block = await indexBackward((first, n) => index.subarray(first * INDEX_RECORD_BYTES, (first + n) * INDEX_RECORD_BYTES), shapes.length - 1).prevBlock();
+  for (let k = 0; k < (block?.length ?? 0); k++) keptLines.push((block as NonNullable<typeof block>).entry(k));
 }
 
 /**
@@ -185,7 +203,13 @@ export async function warmUpPlanner(
   const kept = sidecar ?? syntheticSidecar(FRAMES);
   sidecar = keep ? kept : null;
   const ran = await planUntilOptimized(kept, rounds, tier, again, optimize);
-  keepLineShapes();
+  await keepLineShapes();
+  // The plan check's loop (spanFits), compiled on this thread at its next call (the walk below), from the feedback
+  // of the rounds and of the page path's real plans. Called once a page, V8 marked it on the fifth
+  // real page and compiled it on a helper thread during the sixth (3-20 ms of TurboFan, traced in
+  // every fresh process), CPU taken from the page workers on two cores (docs/benchmarks.md,
+  // "same, second round (eleventh session)").
+  if (tier(spanFits) === 'not-optimized') optimize(spanFits);
   // The planner's kept instances (core/shape-keeper.ts) hold the last reader's closure, and
   // with it this sidecar, until the first real plan: leave them holding a tiny one instead.
   // Its walk is round 1's (50 messages, no byte bound): round 0's byte bound walked the tiny

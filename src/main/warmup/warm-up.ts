@@ -34,7 +34,7 @@ export interface WarmUpPlan {
    * (page-path-warmup.ts warmUpInlineDecoder): `open` gives a store over a backend that decodes
    * on this thread.
    */
-  inline?: { open: (storage: StorageBackend) => Promise<WarmupStore>; decoder: InlineDecoder; progress: { pages: number } };
+  inline?: { open: (storage: StorageBackend) => Promise<WarmupStore>; decoder: InlineDecoder; progress: { pages: number; helpersAsked?: boolean } };
   /** Run last, before the closing collection (the main thread's small-slice decoder is loaded here: its loading's garbage is collected too). */
   finish?: () => Promise<void>;
 }
