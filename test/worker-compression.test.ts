@@ -111,6 +111,36 @@ describe('pages compressed by the workers decode to the identity page', () => {
   });
 });
 
+describe('a page of one slice is one coded piece', () => {
+  it('written whole and compressed in one call where it was built (inline or on a worker): pieces are the body', async () => {
+    await writeRandomLog({ events: Array.from({ length: 300 }, (_, k) => ({ type: k % 10 === 0 ? 'user/message' : 'tool/result', seq: k, time: k, data: { text: `out ${k} `.repeat(15) } }) as SessionEvent), batches: [{ size: 30, format: 'jsonl' }] }, { dataDir: dir, id: 'one-slice' });
+    // Two workers, no page worth cutting: each on a worker. One worker, warmed up: lone pages decoded on the calling thread.
+    const uncut = await openStore({ dataDir: dir, workers: 2, splitCost: 1 << 30, pageCacheBytes: 0, warmUp: { jit: false } });
+    const warm = await openStore({ dataDir: dir, workers: 1, pageCacheBytes: 0 });
+    try {
+      for (const s of [uncut, warm]) {
+        for (const params of [{}, { maxMessages: 50, throughSeq: 200 }, { maxMessages: 1 }]) {
+          const identity = (await s.pageBuffer('one-slice', params)).body;
+          for (const encoding of ['zstd', 'gzip'] as const) {
+            const pb = await s.pageBuffer('one-slice', params, undefined, as(encoding));
+            expect(pb.encoded?.pieces, `${encoding} ${JSON.stringify(params)}`).toEqual([identity.length]);
+            for (const d of decoders(encoding)) expect(d.decode(pb.encoded?.body as Buffer).equals(identity), d.name).toBe(true);
+          }
+        }
+      }
+    } finally {
+      await uncut.close();
+      await warm.close();
+    }
+  });
+
+  it('cut into slices, the pieces are the sections and the runs between them', async () => {
+    const pb = await splitting.pageBuffer('one-slice', {}, undefined, as('zstd'));
+    expect(pb.encoded?.pieces?.length).toBeGreaterThan(1);
+    expect(pb.encoded?.pieces?.reduce((a, b) => a + b, 0)).toBe(pb.body.length);
+  });
+});
+
 describe('compressed forms in the prepared-page cache', () => {
   it('a prepared page asked in another coding is compressed on the pool, kept with it and counted in the budget', async () => {
     await writeRandomLog({ events: Array.from({ length: 400 }, (_, k) => ({ type: k % 10 === 0 ? 'user/message' : 'tool/result', seq: k, time: k, data: { text: `result ${k} `.repeat(20) } }) as SessionEvent), batches: [{ size: 50, format: 'jsonl' }] }, { dataDir: dir, id: 'cached' });

@@ -11,6 +11,9 @@
  *   and the CRC-32 of the whole is combined from theirs
  *   (streams/gzip-members.ts);
  * - zstd: the pieces' frames, concatenated.
+ *
+ * A page of one slice is written whole by its worker and compressed there
+ * in one call, one piece (wholeCodedPage): nothing is left to compress here.
  */
 import { crc32 } from 'node:zlib';
 import { piecesToBuffer, type Piece } from '../core/fragment-run.js';
@@ -72,6 +75,14 @@ export function codedPage(pieces: readonly Piece[], coded: ReadonlyMap<Uint8Arra
   }
   flush();
   return codedForm(parts, encoding, level);
+}
+
+/**
+ * A page its worker wrote whole (SliceTask.pageHead), as one coded piece: the worker's, or
+ * compressed here when it had no room for it (the same bytes either way: one piece, one level).
+ */
+export function wholeCodedPage(page: Uint8Array, coded: CodedPiece | undefined, encoding: 'gzip' | 'zstd', level: number): CodedForm {
+  return codedForm([coded ?? codeHere(Buffer.from(page.buffer, page.byteOffset, page.byteLength), encoding, level)], encoding, level);
 }
 
 /** Coded pieces joined, named by what made them: their level and identity lengths (the coded tag's parameters). */

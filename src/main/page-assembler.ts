@@ -55,9 +55,11 @@ export function parseSlice(ab: ArrayBuffer): ParsedSlice {
     return { ...key(h), seq0: h.seq0, time0: h.time0, lastSeq: h.lastSeq, lastTime: h.lastTime, n: h.n, dt: dt.length ? [dt] : [], members: [members] };
   };
   const body = section(header.bodyAt, header.bodyBytes);
+  // A whole page is coded as one piece (slice-compress.ts), found by this view.
+  const page = header.pageBytes === undefined ? null : section(0, header.pageBytes);
   const head = run(header.head);
   const tail = run(header.tail);
-  return { head, whole: header.whole, body, tail, frames: header.frames, bytesRead: header.bytesRead, readMs: header.readMs, decodeMs: header.decodeMs, buffer: ab, coded, codeMs: header.codeMs ?? 0, page: header.pageBytes === undefined ? null : bytes.subarray(0, header.pageBytes) };
+  return { head, whole: header.whole, body, tail, frames: header.frames, bytesRead: header.bytesRead, readMs: header.readMs, decodeMs: header.decodeMs, buffer: ab, coded, codeMs: header.codeMs ?? 0, page };
 }
 
 export interface PageEnvelope {

@@ -26,6 +26,7 @@
  */
 import type { Encoder as ZstdEncoderClass } from '@toondepauw/node-zstd';
 import { constants as zc, crc32, deflateRawSync } from 'node:zlib';
+import { deflateStored, STORED_PIECE, zstdStored } from '../streams/stored-piece.js';
 import { requireCjs } from './cjs.js';
 import { CODING_GZIP, CODING_ZSTD, RESULT_TRAILER_BYTES, type CodedSectionHeader, type SliceHeader } from './slice-protocol.js';
 import { ARENA_HEADER_ROOM } from './slice-encoder.js';
@@ -50,8 +51,14 @@ function zstdEncoder(level: number): ZstdEncoder {
 
 /** `bytes` compressed as one independent piece of `coding` (see the file comment). */
 export function codePiece(bytes: Buffer, coding: number, level: number): Buffer {
+  // Short pieces (the envelope, commas, short runs) are stored: compressing them cost a context each.
+  if (bytes.length < STORED_PIECE) return coding === CODING_ZSTD ? zstdStored(bytes) : coding === CODING_GZIP ? deflateStored(bytes) : unknownCoding(coding);
   if (coding === CODING_ZSTD) return zstdEncoder(level).encodeSync(bytes);
   if (coding === CODING_GZIP) return deflateRawSync(bytes, { level, finishFlush: zc.Z_FULL_FLUSH });
+  return unknownCoding(coding);
+}
+
+function unknownCoding(coding: number): never {
   throw new Error(`unknown output coding ${coding}`);
 }
 
@@ -82,14 +89,20 @@ export function codeSlice(result: ArrayBuffer, coding: number, level: number, fr
   const t0 = performance.now();
   const { header, headerAt } = readHeader(result);
   const sections: { at: number; bytes: number }[] = [];
-  for (const run of [header.head, header.tail]) {
-    if (run === null) continue;
-    sections.push({ at: run.dtAt, bytes: run.dtBytes }, { at: run.membersAt, bytes: run.memberBytes });
+  // A whole page (SliceTask.pageHead) is one piece, whatever its size: one call here and nothing
+  // left for the main thread to compress (docs/decisions.md "A one-slice page is one coded piece").
+  const page = header.pageBytes;
+  if (page !== undefined) sections.push({ at: 0, bytes: page });
+  else {
+    for (const run of [header.head, header.tail]) {
+      if (run === null) continue;
+      sections.push({ at: run.dtAt, bytes: run.dtBytes }, { at: run.membersAt, bytes: run.memberBytes });
+    }
+    sections.push({ at: header.bodyAt, bytes: header.bodyBytes });
   }
-  sections.push({ at: header.bodyAt, bytes: header.bodyBytes });
   const coded: { h: CodedSectionHeader; bytes: Buffer }[] = [];
   for (const s of sections) {
-    if (s.bytes < minSection || s.bytes === 0) continue;
+    if ((s.bytes < minSection && page === undefined) || s.bytes === 0) continue;
     const view = Buffer.from(result, s.at, s.bytes);
     const bytes = codePiece(view, coding, level);
     coded.push({ h: { of: s.at, length: s.bytes, crc: coding === CODING_GZIP ? crc32(view) : 0, at: 0, bytes: bytes.length }, bytes });

@@ -60,10 +60,11 @@ export interface SliceTask {
   coding: number;
   level: number;
   /**
-   * Non-empty when this slice is the whole page (one slice, no output coding, not in place):
-   * the page's envelope up to its records array (page-assembler.ts pageHead). The worker then
-   * settles the edge runs itself and writes the page whole into the result, this text first and
-   * `]}` last, so the main thread hands out a view of the result instead of assembling a copy.
+   * Non-empty when this slice is the whole page (one slice, not in place): the page's envelope
+   * up to its records array (page-assembler.ts pageHead). The worker then settles the edge runs
+   * itself and writes the page whole into the result, this text first and `]}` last, so the main
+   * thread hands out a view of the result instead of assembling a copy; with an output coding,
+   * the worker compresses that page as one piece (slice-compress.ts codeSlice).
    */
   pageHead: string;
 }

@@ -32,7 +32,7 @@ import type { PageBuffer, PageVersion } from '../store-types.js';
 import { runCompress, runSlice, type PagePool } from '../worker-pool.js';
 import { PieceWriter } from '../../core/fragment-run.js';
 import { BodyPool } from './body-pool.js';
-import { codedForm, codedPage, workerCoding } from '../coded-page.js';
+import { codedForm, codedPage, wholeCodedPage, workerCoding } from '../coded-page.js';
 import { compressBody, levelFor, type CodedForm, type OutputCoding, type PageEncoding } from '../page-coding.js';
 import type { CodedPiece } from '../../streams/gzip-members.js';
 import type { RangeRead } from '../../streams/positional-reader.js';
@@ -415,8 +415,9 @@ export class PageService {
       // size out of its arena), so a pooled body for it (body-pool.ts, from 256 KiB) only added a
       // second buffer, the assembly and a copy. Larger slices return their arena (inPlace), which
       // goes back to the workers (recycle), and keep their pooled body.
+      // Compressed, such a page is one piece, coded where it was written (coded-page.ts wholeCodedPage).
       const only = tasks.length === 1 ? (tasks[0] as SliceTask) : null;
-      if (only !== null && wc === 0 && only.end - only.start < this.inPlaceBytes) only.pageHead = pageHead({ sessionId: id, throughSeq: p.throughSeq, fromSeq: p.fromSeq, toSeq: p.toSeq, hasMore: p.hasMore });
+      if (only !== null && only.end - only.start < this.inPlaceBytes) only.pageHead = pageHead({ sessionId: id, throughSeq: p.throughSeq, fromSeq: p.fromSeq, toSeq: p.toSeq, hasMore: p.hasMore });
       return this.decode(id, view, await this.withChecksums(view, tasks, p.span?.count ?? 0, p.lastRecord), p.fromIndex !== true);
     };
     // Room for this page's results among the pages being built (decode-budget.ts): held until it is assembled.
@@ -442,6 +443,7 @@ export class PageService {
       if (whole !== null) {
         // Written whole by its worker: the result buffer is the body (recycle leaves it alone), no copy.
         body = Buffer.from(whole.buffer, whole.byteOffset, whole.byteLength);
+        if (encoding === 'gzip' || encoding === 'zstd') encoded = wholeCodedPage(whole, (slices[0] as ParsedSlice).coded?.get(whole), encoding, level(plan));
       } else {
         const pieces = assemblePieces({ sessionId: id, throughSeq: plan.throughSeq, fromSeq: plan.fromSeq, toSeq: plan.toSeq, hasMore: plan.hasMore }, slices);
         const w = new PieceWriter(pieces);
