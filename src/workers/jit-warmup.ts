@@ -384,17 +384,10 @@ export async function warmUpBinaryRows(
 ): Promise<boolean> {
   const w = binaryRowWork();
   const helpers = [continuedBinaryRow, SliceEncoder.prototype.wholeRow, CrcCursor.prototype.continuingRow, ByteSink.prototype.reserve, writeRowMembers, writeRowGaps] as ((...args: never[]) => unknown)[];
-  const t0 = performance.now();
-  for (let n = 0; n < MAX_BINARY_DECODES; ) {
-    for (let k = 0; k < BINARY_DECODES_PER_LOOK; k++, n++) decode(w.task, w.bytes);
-    const tiers = helpers.map((f) => tierOf(f));
-    if (tiers.some((x) => x === null)) return false;
-    if (tiers.every(compiledOrCompiling)) return true;
-    if (performance.now() - t0 > budgetMs) return false;
-    askForCompiles(helpers, tiers, optimize);
-    if (tiers.includes('compiling')) await pause(2);
-  }
-  return false;
+  const round = () => {
+    for (let k = 0; k < BINARY_DECODES_PER_LOOK; k++) decode(w.task, w.bytes);
+  };
+  return roundsUntilCompiled(helpers, round, tierOf, budgetMs, optimize, Math.ceil(MAX_BINARY_DECODES / BINARY_DECODES_PER_LOOK));
 }
 
 /**
@@ -403,6 +396,33 @@ export async function warmUpBinaryRows(
  * the feedback of the calls so far, instead of more looks until V8 marks them (35-130 ms of a
  * worker's start, traced: docs/benchmarks.md, "ready (eleventh session)").
  */
+/**
+ * The warm-ups' one loop: `round` (calls of `fns` with the receivers and arguments real tasks
+ * pass), then a look at V8's tier of each, until all are optimized or being compiled (true), V8
+ * cannot say (false), or `budgetMs` or `maxRounds` runs out (false). After each look the compile of
+ * those still not optimized is asked for (`optimize`), once their feedback is in.
+ */
+async function roundsUntilCompiled(
+  fns: readonly ((...args: never[]) => unknown)[],
+  round: () => void,
+  tierOf: (f: (...args: never[]) => unknown) => Tier | null,
+  budgetMs: number,
+  optimize: (f: (...args: never[]) => unknown) => boolean,
+  maxRounds = Infinity,
+): Promise<boolean> {
+  const t0 = performance.now();
+  for (let n = 0; n < maxRounds; n++) {
+    round();
+    const tiers = fns.map((f) => tierOf(f));
+    if (tiers.some((x) => x === null)) return false;
+    if (tiers.every(compiledOrCompiling)) return true;
+    if (performance.now() - t0 > budgetMs) return false;
+    askForCompiles(fns, tiers, optimize);
+    if (tiers.includes('compiling')) await pause(2);
+  }
+  return false;
+}
+
 function askForCompiles(helpers: readonly ((...args: never[]) => unknown)[], tiers: readonly (Tier | null)[], optimize: (f: (...args: never[]) => unknown) => boolean): void {
   helpers.forEach((f, i) => {
     if (tiers[i] === 'not-optimized') optimize(f);
@@ -489,8 +509,7 @@ export async function warmUpFrameReaders(
     at = nl + 1;
   }
   const readers = [...TRUSTED_READERS, isMessageTypeAt, ...GROUP_READERS] as ((...args: never[]) => unknown)[];
-  const t0 = performance.now();
-  for (;;) {
+  const round = () => {
     for (let p = 0; p < FRAME_READER_PASSES; p++) {
       for (let k = 0; k < starts.length; k += 2) {
         const start = starts[k] as number;
@@ -500,13 +519,8 @@ export async function warmUpFrameReaders(
         if (isMessageTypeAt(bytes, start + 9)) messageGroup(bytes, start, end, SEQ_BASE + k, true);
       }
     }
-    const tiers = readers.map((f) => tierOf(f));
-    if (tiers.some((x) => x === null)) return false;
-    if (tiers.every(compiledOrCompiling)) return true;
-    if (performance.now() - t0 > budgetMs) return false;
-    askForCompiles(readers, tiers, optimize);
-    if (tiers.includes('compiling')) await pause(2);
-  }
+  };
+  return roundsUntilCompiled(readers, round, tierOf, budgetMs, optimize);
 }
 
 /** Calls of each helper between two looks at its tier, and the wall-time bound of the whole. */
@@ -547,8 +561,7 @@ export async function warmUpHelpers(
   long.bytes(w.bytes, 0, 200);
   short.bytes(w.bytes, 0, 20);
   const helpers = [cursor.metaTime0, cursor.metaDtSum, cursor.metaDtStart, cursor.metaDtEnd, cursor.metaCount, to.sink];
-  const t0 = performance.now();
-  for (;;) {
+  const round = () => {
     for (let k = 0; k < HELPER_CALLS; k++) {
       const i = k % frames;
       cursor.metaTime0(i);
@@ -560,11 +573,6 @@ export async function warmUpHelpers(
       to.sink(short);
       to.clear();
     }
-    const tiers = helpers.map((f) => tierOf(f));
-    if (tiers.some((x) => x === null)) return false;
-    if (tiers.every(compiledOrCompiling)) return true;
-    if (performance.now() - t0 > budgetMs) return false;
-    askForCompiles(helpers, tiers, optimize);
-    if (tiers.includes('compiling')) await pause(2);
-  }
+  };
+  return roundsUntilCompiled(helpers, round, tierOf, budgetMs, optimize);
 }
