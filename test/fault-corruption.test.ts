@@ -294,6 +294,28 @@ function checkPage(p: Pristine, params: PageParams, status: number, body: unknow
   return code;
 }
 
+/**
+ * One damaged copy served: `damaged` written over `file`, then the catalog and the session's info
+ * answer 200 and `pages` pages (the tail page first, then `next()`'s) are each exact or refused with
+ * corrupt_range / repair_required; the pristine files are put back whatever happens.
+ */
+async function servedDamaged(p: Pristine, file: string, damaged: Buffer, what: string, pages: number, next: () => PageParams): Promise<void> {
+  writeFileSync(file, damaged);
+  try {
+    const catalog = await get(server.url, '/v1/sessions');
+    expect(catalog.status, `${what}: catalog`).toBe(200);
+    const info = await get(server.url, `/v1/sessions/${p.id}`);
+    expect(info.status, `${what}: info ${info.text}`).toBe(200);
+    for (let k = 0; k < pages; k++) {
+      const params = k === 0 ? {} : next();
+      const a = await get(server.url, `/v1/sessions/${p.id}/page${query(params)}`);
+      checkPage(p, params, a.status, a.body, ['corrupt_range', 'repair_required'], `${what}, page ${query(params)}`);
+    }
+  } finally {
+    restore(p);
+  }
+}
+
 beforeAll(async () => {
   dir = mkdtempSync(join(tmpdir(), 'sp-fault-corrupt-'));
   for (const f of Object.keys(FORMATS) as (keyof typeof FORMATS)[]) pristine.push(await makeSession(`c-${f}`, f));
@@ -313,22 +335,9 @@ describe('corruption fault suite (real server process)', () => {
       const p = r.pick(pristine);
       const fault = randomFault(p, r);
       const what = `seed ${SEED} trial ${t}: ${fault.kind} of ${p.id}`;
-      writeFileSync(fault.file, fault.apply(p.files.get(fault.file) as Buffer));
       figures.trials++;
       figures.faults[fault.kind.split(':')[0] as string] = (figures.faults[fault.kind.split(':')[0] as string] ?? 0) + 1;
-      try {
-        const catalog = await get(server.url, '/v1/sessions');
-        expect(catalog.status, `${what}: catalog`).toBe(200);
-        const info = await get(server.url, `/v1/sessions/${p.id}`);
-        expect(info.status, `${what}: info ${info.text}`).toBe(200);
-        for (let k = 0; k < PAGES_PER_TRIAL; k++) {
-          const params = k === 0 ? {} : randomParams(p, r);
-          const a = await get(server.url, `/v1/sessions/${p.id}/page${query(params)}`);
-          checkPage(p, params, a.status, a.body, ['corrupt_range', 'repair_required'], `${what}, page ${query(params)}`);
-        }
-      } finally {
-        restore(p);
-      }
+      await servedDamaged(p, fault.file, fault.apply(p.files.get(fault.file) as Buffer), what, PAGES_PER_TRIAL, () => randomParams(p, r));
     }
     // The run must have exercised both outcomes.
     expect(figures.exact).toBeGreaterThan(0);
@@ -345,21 +354,8 @@ describe('corruption fault suite (real server process)', () => {
       frame === undefined ? randomParams(p, r) : { throughSeq: Math.min(last(p), frame.seq + Math.max(frame.count, 1) - 1), maxMessages: 1 + r.int(3) };
     const trial = async (p: Pristine, file: string, cell: string, damaged: Buffer, frame?: EntryLine) => {
       const what = `seed ${SEED + 2} matrix ${cell} of ${p.id}`;
-      writeFileSync(file, damaged);
       figures.matrixTrials++;
-      try {
-        const catalog = await get(server.url, '/v1/sessions');
-        expect(catalog.status, `${what}: catalog`).toBe(200);
-        const info = await get(server.url, `/v1/sessions/${p.id}`);
-        expect(info.status, `${what}: info ${info.text}`).toBe(200);
-        for (let k = 0; k < MATRIX_PAGES; k++) {
-          const params = k === 0 ? {} : pageOver(p, frame);
-          const a = await get(server.url, `/v1/sessions/${p.id}/page${query(params)}`);
-          checkPage(p, params, a.status, a.body, ['corrupt_range', 'repair_required'], `${what}, page ${query(params)}`);
-        }
-      } finally {
-        restore(p);
-      }
+      await servedDamaged(p, file, damaged, what, MATRIX_PAGES, () => pageOver(p, frame));
       met.add(`${p.id} ${cell}`);
     };
     for (const p of pristine) {
