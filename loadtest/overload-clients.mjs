@@ -226,6 +226,116 @@ export async function runClients({ base, headers, path, conns, mode, seconds, se
   return { lat, waitPages, phases, counts, settled, okBySecond, shedBySecond, trace, seconds: Math.min(seconds, (performance.now() - from) / 1000), loopDelay: { p50: ms(loopDelay.percentile(50)), p99: ms(loopDelay.percentile(99)), max: ms(loopDelay.max) } };
 }
 
+/**
+ * Interleaved windows (overload.mjs --interleave): one set of closed loops on one keep-alive agent
+ * follows `schedule` ([{ conns, mode, seconds, settle }], back to back from `startAt`): in a
+ * window, loops 0..conns-1 ask (ignoring or honouring Retry-After by the window's mode) and the
+ * rest wait for a window that wants them. So 16 / 256 / 16 / 256 ... windows of a second or two
+ * measure capacity and overload a second apart, on connections already open (no settle second of
+ * fresh connections in each), and a ratio of neighbouring windows sees the same machine. Answers
+ * are counted in the window they arrive in, and only in its measured part (after its `settle`
+ * seconds: answers to what the previous window asked, queued or held, arrive then); a wait for
+ * Retry-After ends with its window. Per window: 2xx, 503 (and 503s without Retry-After), other,
+ * errors, and the admitted latencies.
+ */
+export async function runSchedule({ base, headers, path, schedule, startAt = Date.now() }) {
+  const pathFor = pathMaker(path);
+  if (path.scenario === 'attach') throw new Error('interleaved windows: page scenarios only');
+  if (startAt > Date.now()) await new Promise((res) => setTimeout(res, startAt - Date.now()));
+  const most = Math.max(...schedule.map((w) => w.conns));
+  const agent = new Agent({ keepAlive: true, maxSockets: most });
+  const t0 = performance.now();
+  let at = t0;
+  const windows = schedule.map((w) => {
+    const win = { ...w, start: at, from: at + w.settle * 1000, end: at + w.seconds * 1000, ok: 0, shed: 0, shedBare: 0, other: 0, errors: 0, lat: [] };
+    at = win.end;
+    return win;
+  });
+  const end = at;
+  const windowAt = (t) => {
+    for (const w of windows) if (t < w.end) return w;
+    return null;
+  };
+  let over = false;
+  const cut = setTimeout(() => {
+    over = true;
+    agent.destroy();
+  }, Math.max(0, end - performance.now()));
+  const one = () =>
+    new Promise((resolve) => {
+      const start = performance.now();
+      const req = request(`${base}${pathFor()}`, { agent, headers, timeout: 30_000 }, (res) => {
+        res.on('data', () => undefined);
+        res.on('end', () => resolve({ status: res.statusCode, ms: performance.now() - start, retryAfter: res.headers['retry-after'] }));
+        res.on('error', () => resolve({ status: 0 }));
+      });
+      req.on('error', () => resolve({ status: 0 }));
+      req.on('timeout', () => req.destroy());
+      req.end();
+    });
+  const loop = async (j) => {
+    for (;;) {
+      const now = performance.now();
+      const w = windowAt(now);
+      if (w === null || over) return;
+      if (j >= w.conns) {
+        // Not wanted in this window: wait for the next (windows are seconds long).
+        await new Promise((res) => setTimeout(res, Math.max(1, w.end - now)));
+        continue;
+      }
+      const r = await one();
+      const t = performance.now();
+      const got = windowAt(t);
+      if (over || got === null) return;
+      const measured = t >= got.from;
+      if (r.status >= 200 && r.status < 300) {
+        if (measured) {
+          got.ok++;
+          got.lat.push(r.ms);
+        }
+      } else if (r.status === 503) {
+        if (measured) {
+          got.shed++;
+          if (r.retryAfter === undefined) got.shedBare++;
+        }
+        const wait = got.mode === 'ignore' ? 0 : Math.min(Math.max(0, Number(r.retryAfter ?? 1)) * 1000, got.end - performance.now());
+        if (wait > 0) await new Promise((res) => setTimeout(res, wait));
+      } else if (r.status === 0) {
+        if (measured) got.errors++;
+      } else if (measured) got.other++;
+    }
+  };
+  await Promise.all(Array.from({ length: most }, (_, j) => loop(j)));
+  clearTimeout(cut);
+  agent.destroy();
+  return windows.map(({ conns, mode, seconds, settle, ok, shed, shedBare, other, errors, lat }) => ({ conns, mode, seconds, settle, ok, shed, shedBare, other, errors, lat }));
+}
+
+/** runSchedule over `threads` worker threads (each window's connections split among them), merged per window. */
+export async function runScheduleThreaded(opts, threads) {
+  const most = Math.max(...opts.schedule.map((w) => w.conns));
+  const n = Math.max(1, Math.min(threads, most));
+  if (n === 1) return runSchedule(opts);
+  const startAt = opts.startAt ?? Date.now() + 150;
+  const parts = await Promise.all(
+    Array.from({ length: n }, (_, i) => {
+      const schedule = opts.schedule.map((w) => ({ ...w, conns: Math.floor(w.conns / n) + (i < w.conns % n ? 1 : 0) }));
+      return new Promise((resolve, reject) => {
+        const w = new Worker(new URL(import.meta.url), { workerData: { overloadSchedule: { ...opts, schedule, startAt } } });
+        w.once('message', resolve);
+        w.once('error', reject);
+        w.once('exit', (code) => code !== 0 && reject(new Error(`client thread exited ${code}`)));
+      });
+    }),
+  );
+  return parts[0].map((w0, k) => {
+    const out = { ...w0, conns: opts.schedule[k].conns, lat: [] };
+    for (const key of ['ok', 'shed', 'shedBare', 'other', 'errors']) out[key] = parts.reduce((a, p) => a + p[k][key], 0);
+    for (const p of parts) out.lat = out.lat.concat(p[k].lat);
+    return out;
+  });
+}
+
 /** runClients over `threads` worker threads (the connections split among them), merged. */
 export async function runClientsThreaded(opts, threads) {
   const n = Math.max(1, Math.min(threads, opts.conns));
@@ -261,4 +371,7 @@ export async function runClientsThreaded(opts, threads) {
 
 if (!isMainThread && workerData?.overloadClients !== undefined) {
   parentPort.postMessage(await runClients(workerData.overloadClients));
+}
+if (!isMainThread && workerData?.overloadSchedule !== undefined) {
+  parentPort.postMessage(await runSchedule(workerData.overloadSchedule));
 }
