@@ -227,31 +227,36 @@ export async function runClients({ base, headers, path, conns, mode, seconds, se
 }
 
 /**
- * Interleaved windows (overload.mjs --interleave): one set of closed loops on one keep-alive agent
- * follows `schedule` ([{ conns, mode, seconds, settle }], back to back from `startAt`): in a
- * window, loops 0..conns-1 ask (ignoring or honouring Retry-After by the window's mode) and the
- * rest wait for a window that wants them. So 16 / 256 / 16 / 256 ... windows of a second or two
- * measure capacity and overload a second apart, on connections already open (no settle second of
- * fresh connections in each), and a ratio of neighbouring windows sees the same machine. Answers
- * are counted in the window they arrive in, and only in its measured part (after its `settle`
- * seconds: answers to what the previous window asked, queued or held, arrive then); a wait for
- * Retry-After ends with its window. Per window: 2xx, 503 (and 503s without Retry-After), other,
- * errors, and the admitted latencies.
+ * Interleaved windows (overload.mjs --interleave): closed loops that follow `schedule`
+ * ([{ conns, mode, seconds, settle, level? }], back to back from `startAt`). Each level (`level`,
+ * by default `conns`) has loops and a keep-alive agent of its own, busy in that level's windows
+ * and idle in the others': 16 / 256 / 16 / 256 ... windows of a second or two then measure
+ * capacity and overload a second apart, each on connections already open (no settle second of
+ * fresh connections in each). Apart, because the clients of a 256 window end it shed, many of
+ * them waiting for an answer the server holds (up to 4 s) and then, honouring, for Retry-After:
+ * with one set of loops for both levels, the 16 that go on in the next 16 window were idle for
+ * much of it (a first version's 16-connection windows after a 256 one served 0.3-0.9 of the
+ * others at a third of a core). Answers are counted in the window they arrive in, only when
+ * they are that window's level's, and only in its measured part (after its `settle` seconds).
+ * A wait for Retry-After ends with its window. Per window: 2xx, 503 (and 503s without
+ * Retry-After), other, errors, and the admitted latencies.
  */
 export async function runSchedule({ base, headers, path, schedule, startAt = Date.now() }) {
   const pathFor = pathMaker(path);
   if (path.scenario === 'attach') throw new Error('interleaved windows: page scenarios only');
   if (startAt > Date.now()) await new Promise((res) => setTimeout(res, startAt - Date.now()));
-  const most = Math.max(...schedule.map((w) => w.conns));
-  const agent = new Agent({ keepAlive: true, maxSockets: most });
   const t0 = performance.now();
   let at = t0;
   const windows = schedule.map((w) => {
-    const win = { ...w, start: at, from: at + w.settle * 1000, end: at + w.seconds * 1000, ok: 0, shed: 0, shedBare: 0, other: 0, errors: 0, lat: [] };
+    const win = { ...w, level: w.level ?? w.conns, start: at, from: at + w.settle * 1000, end: at + w.seconds * 1000, ok: 0, shed: 0, shedBare: 0, other: 0, errors: 0, lat: [] };
     at = win.end;
     return win;
   });
   const end = at;
+  // Each level's loops: as many as its windows' connections (the most, should they differ).
+  const levels = new Map();
+  for (const w of windows) levels.set(w.level, Math.max(levels.get(w.level) ?? 0, w.conns));
+  const agents = new Map([...levels].map(([level, conns]) => [level, new Agent({ keepAlive: true, maxSockets: Math.max(1, conns) })]));
   const windowAt = (t) => {
     for (const w of windows) if (t < w.end) return w;
     return null;
@@ -259,9 +264,9 @@ export async function runSchedule({ base, headers, path, schedule, startAt = Dat
   let over = false;
   const cut = setTimeout(() => {
     over = true;
-    agent.destroy();
+    for (const a of agents.values()) a.destroy();
   }, Math.max(0, end - performance.now()));
-  const one = () =>
+  const one = (agent) =>
     new Promise((resolve) => {
       const start = performance.now();
       const req = request(`${base}${pathFor()}`, { agent, headers, timeout: 30_000 }, (res) => {
@@ -273,21 +278,24 @@ export async function runSchedule({ base, headers, path, schedule, startAt = Dat
       req.on('timeout', () => req.destroy());
       req.end();
     });
-  const loop = async (j) => {
+  const loop = async (level, j) => {
+    const agent = agents.get(level);
     for (;;) {
       const now = performance.now();
       const w = windowAt(now);
       if (w === null || over) return;
-      if (j >= w.conns) {
-        // Not wanted in this window: wait for the next (windows are seconds long).
+      if (w.level !== level || j >= w.conns) {
+        // Not this loop's window: wait for the next (windows are seconds long).
         await new Promise((res) => setTimeout(res, Math.max(1, w.end - now)));
         continue;
       }
-      const r = await one();
+      const r = await one(agent);
       const t = performance.now();
       const got = windowAt(t);
       if (over || got === null) return;
-      const measured = t >= got.from;
+      // An answer after its window (a held 503 of a 256 window arriving in the next 16 one) is
+      // not the next window's: counted nowhere.
+      const measured = t >= got.from && got.level === level;
       if (r.status >= 200 && r.status < 300) {
         if (measured) {
           got.ok++;
@@ -305,9 +313,9 @@ export async function runSchedule({ base, headers, path, schedule, startAt = Dat
       } else if (measured) got.other++;
     }
   };
-  await Promise.all(Array.from({ length: most }, (_, j) => loop(j)));
+  await Promise.all([...levels].flatMap(([level, conns]) => Array.from({ length: conns }, (_, j) => loop(level, j))));
   clearTimeout(cut);
-  agent.destroy();
+  for (const a of agents.values()) a.destroy();
   return windows.map(({ conns, mode, seconds, settle, ok, shed, shedBare, other, errors, lat }) => ({ conns, mode, seconds, settle, ok, shed, shedBare, other, errors, lat }));
 }
 
@@ -319,7 +327,7 @@ export async function runScheduleThreaded(opts, threads) {
   const startAt = opts.startAt ?? Date.now() + 150;
   const parts = await Promise.all(
     Array.from({ length: n }, (_, i) => {
-      const schedule = opts.schedule.map((w) => ({ ...w, conns: Math.floor(w.conns / n) + (i < w.conns % n ? 1 : 0) }));
+      const schedule = opts.schedule.map((w) => ({ ...w, level: w.level ?? w.conns, conns: Math.floor(w.conns / n) + (i < w.conns % n ? 1 : 0) }));
       return new Promise((resolve, reject) => {
         const w = new Worker(new URL(import.meta.url), { workerData: { overloadSchedule: { ...opts, schedule, startAt } } });
         w.once('message', resolve);
