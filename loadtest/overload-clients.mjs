@@ -286,7 +286,7 @@ export async function runSchedule({ base, headers, path, schedule, startAt = Dat
       if (w === null || over) return;
       if (w.level !== level || j >= w.conns) {
         // Not this loop's window: wait for the next (windows are seconds long).
-        await new Promise((res) => setTimeout(res, Math.max(1, w.end - now)));
+        await new Promise((res) => setTimeout(res, Math.max(1, w.end + 2 - now)));
         continue;
       }
       const r = await one(agent);
@@ -306,7 +306,10 @@ export async function runSchedule({ base, headers, path, schedule, startAt = Dat
           got.shed++;
           if (r.retryAfter === undefined) got.shedBare++;
         }
-        const wait = got.mode === 'ignore' ? 0 : Math.min(Math.max(0, Number(r.retryAfter ?? 1)) * 1000, got.end - performance.now());
+        // Honouring: a wait cut by its window's end ends just after it (a timer may fire a fraction
+        // of a ms early: a whole window's honouring clients then sent one more request each, all at
+        // once, into the next window's first moment, where they had the low clients shed).
+        const wait = got.mode === 'ignore' ? 0 : Math.min(Math.max(0, Number(r.retryAfter ?? 1)) * 1000, got.end + 2 - performance.now());
         if (wait > 0) await new Promise((res) => setTimeout(res, wait));
       } else if (r.status === 0) {
         if (measured) got.errors++;
