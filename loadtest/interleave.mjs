@@ -13,15 +13,15 @@
 import { percentile } from './attach-phases.mjs';
 
 /** The schedule: `pairs` times, for each mode, a low window then a high one; a low window closes it. */
-export function interleaveSchedule({ low, high, modes, pairs, seconds, settle }) {
+export function interleaveSchedule({ low, high, modes, pairs, seconds, settle, quiet = 0 }) {
   const out = [];
   for (let p = 0; p < pairs; p++) {
     for (const mode of p % 2 === 0 ? modes : [...modes].reverse()) {
-      out.push({ conns: low, mode, seconds, settle });
-      out.push({ conns: high, mode, seconds, settle });
+      out.push({ conns: low, mode, seconds, settle, quiet });
+      out.push({ conns: high, mode, seconds, settle, quiet });
     }
   }
-  out.push({ conns: low, mode: modes[0], seconds, settle });
+  out.push({ conns: low, mode: modes[0], seconds, settle, quiet });
   return out;
 }
 

@@ -228,7 +228,8 @@ export async function runClients({ base, headers, path, conns, mode, seconds, se
 
 /**
  * Interleaved windows (overload.mjs --interleave): closed loops that follow `schedule`
- * ([{ conns, mode, seconds, settle, level? }], back to back from `startAt`). Each level (`level`,
+ * ([{ conns, mode, seconds, settle, quiet?, level? }], back to back from `startAt`; a window's
+ * clients start `quiet` seconds into it). Each level (`level`,
  * by default `conns`) has loops and a keep-alive agent of its own, busy in that level's windows
  * and idle in the others': 16 / 256 / 16 / 256 ... windows of a second or two then measure
  * capacity and overload a second apart, each on connections already open (no settle second of
@@ -287,6 +288,14 @@ export async function runSchedule({ base, headers, path, schedule, startAt = Dat
       if (w.level !== level || j >= w.conns) {
         // Not this loop's window: wait for the next (windows are seconds long).
         await new Promise((res) => setTimeout(res, Math.max(1, w.end + 2 - now)));
+        continue;
+      }
+      // A window's clients start `quiet` seconds into it: the previous level's last requests (sent
+      // up to its end, queued or in flight) are done by then, and do not have the first requests
+      // of the next level's clients shed (a shed 503 is held 0.5 s or more, then a client that
+      // honours it waits Retry-After: one low client lost for most of its window).
+      if (now < w.start + (w.quiet ?? 0) * 1000) {
+        await new Promise((res) => setTimeout(res, w.start + (w.quiet ?? 0) * 1000 + 1 - now));
         continue;
       }
       const r = await one(agent);

@@ -30,7 +30,7 @@
  *        [--sessions 40] [--session-events 10000] [--hold 1000] [--hold-jitter 0.5] [--warmup 10] [--settle 1] [--rounds 1]
  *        [--server-node-args='--cpu-prof --cpu-prof-dir=DIR'] [--root OTHER_CHECKOUT] [--burst]
  *        [--ignore-client node|autocannon] [--client-threads N] [--launch command|node] [--phases]
- *        [--server-autogroup] [--pin] [--interleave PAIRS [--window 2] [--window-settle 0.5]]
+ *        [--server-autogroup] [--pin] [--interleave PAIRS [--window 2] [--window-settle 0.5] [--window-quiet 0.2]]
  *
  * Scenarios: `tail` asks the newest page of a session whose last answer is
  * a long streamed one (the tail page covers it: ~1 MB, built once, then
@@ -161,6 +161,9 @@ const { values } = parseScriptArgs(import.meta.url, {
     interleave: { type: 'string', default: '0' },
     window: { type: 'string', default: '2' },
     'window-settle': { type: 'string', default: '0.5' },
+    // Seconds at each window's start before its clients send (within --window-settle): the previous
+    // level's last requests are done by then (loadtest/overload-clients.mjs runSchedule).
+    'window-quiet': { type: 'string', default: '0.2' },
     // How often the gate and the server's loop delay are read from /metrics during a run, ms (0: never).
     'sample-ms': { type: 'string', default: '1000' },
   },
@@ -193,9 +196,11 @@ const clientThreads = int(values['client-threads'], 1, 8, 'client-threads');
 const interleave = int(values.interleave, 0, 200, 'interleave');
 const windowSeconds = Number(values.window);
 const windowSettle = Number(values['window-settle']);
+const windowQuiet = Number(values['window-quiet']);
 if (interleave > 0) {
   if (!(windowSeconds >= 0.5 && windowSeconds <= 30)) argError(import.meta.url, '--window must be a number of seconds in [0.5, 30]');
   if (!(windowSettle >= 0 && windowSettle < windowSeconds)) argError(import.meta.url, '--window-settle must be a number of seconds in [0, --window)');
+  if (!(windowQuiet >= 0 && windowQuiet <= windowSettle)) argError(import.meta.url, '--window-quiet must be a number of seconds in [0, --window-settle]');
   if (levels.length !== 2 || levels[0] >= levels[1]) argError(import.meta.url, '--interleave: --connections names two levels, low,high');
   if (values.scenario === 'attach') argError(import.meta.url, '--interleave: page scenarios only (tail, older, random)');
   if (values['ignore-client'] !== 'node') argError(import.meta.url, '--interleave: the node:http clients only');
@@ -542,7 +547,7 @@ try {
     // Side by side: low and high windows alternate on one set of loops (loadtest/interleave.mjs);
     // the server's CPU is read at each window's measured start and end.
     const [low, high] = levels;
-    const schedule = interleaveSchedule({ low, high, modes, pairs: interleave, seconds: windowSeconds, settle: windowSettle });
+    const schedule = interleaveSchedule({ low, high, modes, pairs: interleave, seconds: windowSeconds, settle: windowSettle, quiet: windowQuiet });
     const startAt = Date.now() + 300;
     const cpuMarks = [];
     let offset = 0;
@@ -598,6 +603,7 @@ try {
       pairsPerMode: interleave,
       windowSeconds,
       windowSettle,
+      windowQuiet,
       load: [Math.round(loadStart * 10) / 10, Math.round(loadavg()[0] * 10) / 10],
       clientCores: Math.round(((clientEnd.main + clientEnd.rest - clientStart.main - clientStart.rest) / seconds) * 100) / 100,
       totals,
@@ -608,7 +614,7 @@ try {
       summary,
       windows,
     };
-    log(`interleaved: ${schedule.length} windows of ${windowSeconds} s (${windowSettle} s of each not counted), ${low} / ${high} connections, ${modes.join(' and ')}; load ${out.interleave.load.join('-')}; load generator ${out.interleave.clientCores} cores`);
+    log(`interleaved: ${schedule.length} windows of ${windowSeconds} s (${windowSettle} s of each not counted, its clients quiet the first ${windowQuiet} s), ${low} / ${high} connections, ${modes.join(' and ')}; load ${out.interleave.load.join('-')}; load generator ${out.interleave.clientCores} cores`);
     for (const w of windows) log(`  ${String(w.conns).padStart(4)} ${w.mode.padEnd(7)} ${String(w.goodput).padStart(6)} 2xx/s  503 ${w.shed} (no Retry-After ${w.shedBare})  other ${w.other}  errors ${w.errors}  p99 ${w.p99} ms  server ${w.serverCores} cores, ${w.goodputPerCpuSecond} 2xx per CPU-second`);
     log(`  low windows: median ${summary.lowGoodput} 2xx/s, ${summary.lowShed} 503s; unloaded p99 (pooled) ${summary.unloadedP99} ms`);
     for (const mode of modes) {
