@@ -87,6 +87,15 @@ export function interleavedPairs(windows, { low, high, modes }) {
   }
   const lows = windows.filter((w) => w.conns === low);
   out.lowGoodput = r2(median(lows.map(goodput)));
+  // The noise floor: each low window against the low windows next to it in the schedule (one high
+  // window between), both ways. Nothing differs between them but the moment: a high/low pair's
+  // worst below this one's is the level's, not the machine's.
+  const control = [];
+  for (let k = 0; k + 1 < lows.length; k++) {
+    const [a, b] = [goodput(lows[k]), goodput(lows[k + 1])];
+    control.push(a / b, b / a);
+  }
+  out.lowControl = { pairs: control.length, median: r3(median(control)), worst: r3(control.length ? Math.min(...control) : null), under90: control.filter((x) => x < 0.9).length };
   out.lowShed = lows.reduce((a, w) => a + w.shed, 0);
   return out;
 }

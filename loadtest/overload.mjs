@@ -616,7 +616,7 @@ try {
     };
     log(`interleaved: ${schedule.length} windows of ${windowSeconds} s (${windowSettle} s of each not counted, its clients quiet the first ${windowQuiet} s), ${low} / ${high} connections, ${modes.join(' and ')}; load ${out.interleave.load.join('-')}; load generator ${out.interleave.clientCores} cores`);
     for (const w of windows) log(`  ${String(w.conns).padStart(4)} ${w.mode.padEnd(7)} ${String(w.goodput).padStart(6)} 2xx/s  503 ${w.shed} (no Retry-After ${w.shedBare})  other ${w.other}  errors ${w.errors}  p99 ${w.p99} ms  server ${w.serverCores} cores, ${w.goodputPerCpuSecond} 2xx per CPU-second`);
-    log(`  low windows: median ${summary.lowGoodput} 2xx/s, ${summary.lowShed} 503s; unloaded p99 (pooled) ${summary.unloadedP99} ms`);
+    log(`  low windows: median ${summary.lowGoodput} 2xx/s, ${summary.lowShed} 503s; unloaded p99 (pooled) ${summary.unloadedP99} ms; one low window against the next (the noise floor): over ${summary.lowControl.pairs} pairs median ${summary.lowControl.median}, worst ${summary.lowControl.worst} (${summary.lowControl.under90} under 0.9)`);
     for (const mode of modes) {
       const m = summary[mode];
       log(`  ${high} ${mode}: goodput / neighbouring ${low}-window goodput over ${m.pairs} pairs: median ${m.goodput.median}, worst ${m.goodput.worst} (best ${m.goodput.best}; ${m.goodput.under90} under 0.9); against the mean of both neighbours: median ${m.againstBothNeighbours.median}, worst ${m.againstBothNeighbours.worst}; per server CPU-second: median ${m.perCpuSecond.median}, worst ${m.perCpuSecond.worst}; admitted p99 pooled ${m.p99.pooled} ms = ${m.p99.ratio}x unloaded (per pair median ${m.p99.perPairMedian}x, worst ${m.p99.perPairWorst}x); ${m.shedPerSecond} 503/s`);

@@ -34,6 +34,8 @@ describe('interleaved windows: schedule and ratios', () => {
     expect(r.unloadedP99).toBe(10);
     expect(r.ignore.p99.ratio).toBe(2);
     expect(r.honour.p99.ratio).toBe(3);
+    // The noise floor: low windows against each other, both ways: 100/120, 120/100, 120/100, 100/120.
+    expect(r.lowControl).toEqual({ pairs: 4, median: 1.017, worst: 0.833, under90: 2 });
   });
 });
 
