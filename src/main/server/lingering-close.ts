@@ -19,6 +19,7 @@
  * time: past it the connection is cut (a reset), so a client cannot make
  * the server read without end.
  */
+import type { IncomingMessage } from 'node:http';
 import type { Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
 
@@ -73,22 +74,27 @@ function restartReading(socket: Duplex): void {
   }
 }
 
-const lingering = new WeakSet<Socket>();
+/** Per socket, the request whose unread body made its close lingering (the latest one). */
+const unreadOn = new WeakMap<Socket, IncomingMessage>();
 
 /**
  * When node closes `socket` after the response now being sent (a
  * `Connection: close` answer, node's `destroySoon` after the response
- * finished), close it lingering instead: half-close, then read and discard
- * up to `bounds` (node's parser goes on reading the unread body, which the
- * request's dump discards). For a request whose body is not all read.
+ * finished) while `request`'s body is not all read, close it lingering
+ * instead: half-close, then read and discard up to `bounds` (node's parser
+ * goes on reading the unread body, which the request's dump discards). A
+ * close once the body is all read (a keep-alive connection closed later) is
+ * node's own.
  */
-export function lingerOnClose(socket: Socket, bounds: LingerBounds): void {
-  if (lingering.has(socket)) return;
-  lingering.add(socket);
+export function lingerOnClose(socket: Socket, request: IncomingMessage, bounds: LingerBounds): void {
+  const had = unreadOn.has(socket);
+  unreadOn.set(socket, request);
+  if (had) return;
   // An own property, for this socket alone: node's server calls `socket.destroySoon()` once a
   // response marked last has finished (resOnFinish), which ends the socket and destroys it once
   // the end is written, with the body's rest unread.
   socket.destroySoon = function lingeringClose(this: Socket): void {
+    if (unreadOn.get(this)?.complete !== false) return Object.getPrototypeOf(this).destroySoon.call(this);
     if (this.destroyed) return;
     if (this.writable) this.end();
     lingerThenDestroy(this, bounds);

@@ -146,7 +146,7 @@ export function addRequestDecoding(app: FastifyInstance, o: RequestDecodingOptio
     const raw = request.raw;
     if (raw.complete || raw.destroyed || !hasBody(raw)) return done(null, payload);
     // Whatever follows, if node closes this connection after the answer it does so lingering.
-    lingerOnClose(raw.socket, o.linger);
+    lingerOnClose(raw.socket, raw, o.linger);
     // A body past the limit (declared or counted) is not waited for: answered now, its rest read
     // and discarded after the answer by the lingering close, within its bounds.
     if (reply.statusCode === 413) return done(null, payload);
