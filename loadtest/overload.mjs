@@ -30,7 +30,7 @@
  *        [--sessions 40] [--session-events 10000] [--hold 1000] [--hold-jitter 0.5] [--warmup 10] [--settle 1] [--rounds 1]
  *        [--server-node-args='--cpu-prof --cpu-prof-dir=DIR'] [--root OTHER_CHECKOUT] [--burst]
  *        [--ignore-client node|autocannon] [--client-threads N] [--launch command|node] [--phases]
- *        [--server-autogroup] [--pin] [--interleave PAIRS [--window 2] [--window-settle 0.5] [--window-quiet 0.2]]
+ *        [--server-autogroup] [--pin] [--interleave PAIRS [--window 2] [--window-settle 0.5] [--window-quiet 0.2] [--window-lead 2]]
  *
  * Scenarios: `tail` asks the newest page of a session whose last answer is
  * a long streamed one (the tail page covers it: ~1 MB, built once, then
@@ -164,6 +164,9 @@ const { values } = parseScriptArgs(import.meta.url, {
     // Seconds at each window's start before its clients send (within --window-settle): the previous
     // level's last requests are done by then (loadtest/overload-clients.mjs runSchedule).
     'window-quiet': { type: 'string', default: '0.2' },
+    // Windows run first and not counted (low, high, ... of the first client kind): the server still
+    // speeds up over its first windows after the warm-up (loadtest/interleave.mjs).
+    'window-lead': { type: 'string', default: '2' },
     // How often the gate and the server's loop delay are read from /metrics during a run, ms (0: never).
     'sample-ms': { type: 'string', default: '1000' },
   },
@@ -197,6 +200,7 @@ const interleave = int(values.interleave, 0, 200, 'interleave');
 const windowSeconds = Number(values.window);
 const windowSettle = Number(values['window-settle']);
 const windowQuiet = Number(values['window-quiet']);
+const windowLead = int(values['window-lead'], 0, 20, 'window-lead');
 if (interleave > 0) {
   if (!(windowSeconds >= 0.5 && windowSeconds <= 30)) argError(import.meta.url, '--window must be a number of seconds in [0.5, 30]');
   if (!(windowSettle >= 0 && windowSettle < windowSeconds)) argError(import.meta.url, '--window-settle must be a number of seconds in [0, --window)');
@@ -547,7 +551,7 @@ try {
     // Side by side: low and high windows alternate on one set of loops (loadtest/interleave.mjs);
     // the server's CPU is read at each window's measured start and end.
     const [low, high] = levels;
-    const schedule = interleaveSchedule({ low, high, modes, pairs: interleave, seconds: windowSeconds, settle: windowSettle, quiet: windowQuiet });
+    const schedule = interleaveSchedule({ low, high, modes, pairs: interleave, seconds: windowSeconds, settle: windowSettle, quiet: windowQuiet, lead: windowLead });
     const startAt = Date.now() + 300;
     const cpuMarks = [];
     let offset = 0;
@@ -577,6 +581,7 @@ try {
         {
           conns: w.conns,
           mode: w.mode,
+          ...(schedule[k].lead ? { lead: true } : {}),
           measuredSeconds,
           ok: w.ok,
           goodput: Math.round(w.ok / measuredSeconds),
@@ -595,7 +600,7 @@ try {
     });
     const summary = interleavedPairs(windows, { low, high, modes });
     const totals = { ok: 0, shed: 0, shedBare: 0, other: 0, errors: 0 };
-    for (const w of windows) for (const k of Object.keys(totals)) totals[k] += w[k];
+    for (const w of windows) if (!w.lead) for (const k of Object.keys(totals)) totals[k] += w[k];
     const seconds = schedule.reduce((a, w) => a + w.seconds, 0);
     out.interleave = {
       low,
@@ -604,6 +609,7 @@ try {
       windowSeconds,
       windowSettle,
       windowQuiet,
+      windowLead,
       load: [Math.round(loadStart * 10) / 10, Math.round(loadavg()[0] * 10) / 10],
       clientCores: Math.round(((clientEnd.main + clientEnd.rest - clientStart.main - clientStart.rest) / seconds) * 100) / 100,
       totals,
@@ -614,8 +620,8 @@ try {
       summary,
       windows,
     };
-    log(`interleaved: ${schedule.length} windows of ${windowSeconds} s (${windowSettle} s of each not counted, its clients quiet the first ${windowQuiet} s), ${low} / ${high} connections, ${modes.join(' and ')}; load ${out.interleave.load.join('-')}; load generator ${out.interleave.clientCores} cores`);
-    for (const w of windows) log(`  ${String(w.conns).padStart(4)} ${w.mode.padEnd(7)} ${String(w.goodput).padStart(6)} 2xx/s  503 ${w.shed} (no Retry-After ${w.shedBare})  other ${w.other}  errors ${w.errors}  p99 ${w.p99} ms  server ${w.serverCores} cores, ${w.goodputPerCpuSecond} 2xx per CPU-second`);
+    log(`interleaved: ${schedule.length} windows of ${windowSeconds} s (${windowSettle} s of each not counted, its clients quiet the first ${windowQuiet} s; the first ${windowLead} not counted at all), ${low} / ${high} connections, ${modes.join(' and ')}; load ${out.interleave.load.join('-')}; load generator ${out.interleave.clientCores} cores`);
+    for (const w of windows) log(`  ${w.lead ? '(lead, not counted) ' : ''}${String(w.conns).padStart(4)} ${w.mode.padEnd(7)} ${String(w.goodput).padStart(6)} 2xx/s  503 ${w.shed} (no Retry-After ${w.shedBare})  other ${w.other}  errors ${w.errors}  p99 ${w.p99} ms  server ${w.serverCores} cores, ${w.goodputPerCpuSecond} 2xx per CPU-second`);
     log(`  low windows: median ${summary.lowGoodput} 2xx/s, ${summary.lowShed} 503s; unloaded p99 (pooled) ${summary.unloadedP99} ms; one low window against the next (the noise floor): over ${summary.lowControl.pairs} pairs median ${summary.lowControl.median}, worst ${summary.lowControl.worst} (${summary.lowControl.under90} under 0.9)`);
     for (const mode of modes) {
       const m = summary[mode];

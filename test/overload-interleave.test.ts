@@ -15,6 +15,9 @@ describe('interleaved windows: schedule and ratios', () => {
     const s = interleaveSchedule({ low: 16, high: 256, modes: ['ignore', 'honour'], pairs: 2, seconds: 2, settle: 0.5, quiet: 0.2 });
     expect(s.map((w) => `${w.conns}${w.mode[0]}`)).toEqual(['16i', '256i', '16h', '256h', '16h', '256h', '16i', '256i', '16i']);
     for (const w of s) expect([w.seconds, w.settle, w.quiet]).toEqual([2, 0.5, 0.2]);
+    // Lead windows first, marked, then the same schedule.
+    const led = interleaveSchedule({ low: 16, high: 256, modes: ['ignore', 'honour'], pairs: 2, seconds: 2, settle: 0.5, quiet: 0.2, lead: 2 });
+    expect(led.map((w) => `${w.conns}${w.mode[0]}${w.lead ? ' lead' : ''}`)).toEqual(['16i lead', '256i lead', ...s.map((w) => `${w.conns}${w.mode[0]}`)]);
   });
 
   it('takes each high window against the low window before and after it: median, worst, both neighbours, per CPU-second, p99', () => {
@@ -36,6 +39,9 @@ describe('interleaved windows: schedule and ratios', () => {
     expect(r.honour.p99.ratio).toBe(3);
     // The noise floor: low windows against each other, both ways: 100/120, 120/100, 120/100, 100/120.
     expect(r.lowControl).toEqual({ pairs: 4, median: 1.017, worst: 0.833, under90: 2 });
+    // Lead windows count nowhere, not even as a neighbour.
+    const led = interleavedPairs([{ ...w(16, 'ignore', 10, 1, [99]), lead: true }, { ...w(256, 'ignore', 10, 1, [99]), lead: true }, ...windows], { low: 16, high: 256, modes: ['ignore', 'honour'] });
+    expect(led).toEqual(r);
   });
 });
 
