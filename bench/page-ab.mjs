@@ -2,11 +2,14 @@
 // bench/page-bench.mjs's figures for two builds side by side in one run: the
 // cold and warm 5M tail page and the typical-page p50, each from fresh
 // bench/child.mjs processes of build A and build B alternating (A B B A ...),
-// so a noisy stretch of a shared machine hits both alike.
+// so a noisy stretch of a shared machine hits both alike. Both run this
+// checkout's bench/child.mjs (each build's dist/ given to it): a build's own
+// copy could measure differently (an older one read the floor's 6 MB buffer
+// before the repeated pages, garbage that started marking among them).
 //
 //   node bench/page-ab.mjs --a DIR --b DIR [--data DIR] [--runs N] [--typical-runs N]
 //
-// DIR: a built checkout (dist/ and bench/child.mjs), e.g. from
+// DIR: a built checkout (its dist/), e.g. from
 // `git worktree add /tmp/a <commit> && (cd /tmp/a && npm ci && npm run build)`.
 // The data dir is page-bench's (run it once to generate the sessions).
 // Prints medians per build, B/A ratios of the medians, and the median of
@@ -37,8 +40,10 @@ const typicalRuns = count('typical-runs');
 const builds = [resolve(values.a), resolve(values.b)];
 const workers = Number(values.workers);
 
+const child = new URL('child.mjs', import.meta.url).pathname;
+
 function measure(build, mode, id, params, extra) {
-  const r = spawnSync(process.execPath, [join(build, 'bench/child.mjs'), mode, values.data, id, JSON.stringify(params), JSON.stringify({ workers, ...extra })], { encoding: 'utf8', maxBuffer: 1 << 26 });
+  const r = spawnSync(process.execPath, [child, mode, values.data, id, JSON.stringify(params), JSON.stringify({ workers, dist: join(build, 'dist'), ...extra })], { encoding: 'utf8', maxBuffer: 1 << 26 });
   if (r.status !== 0) throw new Error(`${build} ${mode} ${id} failed: ${r.stderr}`);
   return JSON.parse(r.stdout.trim().split('\n').pop());
 }

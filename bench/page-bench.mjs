@@ -117,7 +117,7 @@ for (const s of sessions) {
 }
 lines.push('');
 lines.push(
-  `Peak RSS (MB, medians): ${sessions.map((s) => `${s.id} ${fmt(median(results[s.id].pager.map((p) => p.maxRssPageMB)), 0)} after the page alone (the table's figure, as the reference's is after its page alone), ${fmt(median(results[s.id].pager.map((p) => p.maxRssMB)), 0)} once the floor read's buffer was added too, ${fmt(median(results[s.id].pager.map((p) => p.maxRssAfterRepeatsMB)), 0)} after ten more pages`).join('; ')}.`,
+  `Peak RSS (MB, medians): ${sessions.map((s) => `${s.id} ${fmt(median(results[s.id].pager.map((p) => p.maxRssPageMB)), 0)} after the page alone (the table's figure, as the reference's is after its page alone), ${fmt(median(results[s.id].pager.map((p) => p.maxRssAfterRepeatsMB)), 0)} after ten more pages, ${fmt(median(results[s.id].pager.map((p) => p.maxRssMB)), 0)} once the floor read's buffer was added too`).join('; ')}.`,
 );
 lines.push('');
 lines.push(`Cold runs in order (ms): ${sessions.map((s) => `${s.id} ${results[s.id].pager.map((p) => fmt(p.ms)).join(', ')}`).join('; ')}. Reference runs (ms): ${sessions.map((s) => `${s.id} ${results[s.id].references.map((r) => fmt(r.ms, 0)).join(', ') || '–'}`).join('; ')}.`);

@@ -6,6 +6,7 @@
  * Both counts 0 here, so nothing is measured.
  */
 import { spawnSync } from 'node:child_process';
+import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { describe, expect, it } from 'vitest';
 
@@ -26,5 +27,19 @@ describe('bench/page-ab.mjs', () => {
     const r = run('--runs', '0', '--typical-runs', '1.5');
     expect(r.status).not.toBe(0);
     expect(r.stderr).toMatch(/--typical-runs must be a whole number >= 0, got 1\.5/);
+  });
+});
+
+/**
+ * bench/child.mjs measures the build its `dist` option names (page-ab runs
+ * one child script for both builds, so A and B are measured by the same
+ * code): a dist that does not exist fails by that path, not this checkout's.
+ */
+describe('bench/child.mjs', () => {
+  it("measures the dist it is given, not its own checkout's", () => {
+    const nowhere = join(ROOT, 'no-such-build', 'dist');
+    const r = spawnSync(process.execPath, [join(ROOT, 'bench', 'child.mjs'), 'pager', join(tmpdir(), 'no-such-data'), 'x', '{}', JSON.stringify({ workers: 1, dist: nowhere })], { encoding: 'utf8' });
+    expect(r.status).not.toBe(0);
+    expect(r.stderr).toContain(join(nowhere, 'main', 'store.js'));
   });
 });

@@ -19,12 +19,18 @@ import { runPageTask } from '../src/workers/page-task.js';
 import { sliceTask, type SliceTask } from '../src/workers/slice-protocol.js';
 
 /** A generated session's frames, past a megabyte (slices from there are copied out), and a task that decodes them whole. */
-function largeSlice(): { bytes: Buffer; task: () => SliceTask } {
-  const gen = sessionBatches({ id: 'large', events: 60_000, tailEvents: 5_000, seed: 3 });
+function largeSlice(events = 60_000): { bytes: Buffer; task: () => SliceTask } {
+  const gen = sessionBatches({ id: 'large', events, tailEvents: 5_000, seed: 3 });
   const records: StorageRecord[] = [];
   for (const batch of gen.batches) records.push(...packBatch(batch as SessionEvent[]));
   const bytes = Buffer.concat(records.map((r) => encodeFrame(r, 'jsonl')));
-  return { bytes, task: () => sliceTask('', 'large', 0, bytes.length, 0, 60_000, 0, 60_000) };
+  return { bytes, task: () => sliceTask('', 'large', 0, bytes.length, 0, events, 0, events) };
+}
+
+/** The worker holds no arena: a small slice's result is its arena itself, which goes with it (the second test below). */
+function dropWorkerArena(): void {
+  const w = warmupWork()[0] as { bytes: Buffer; tasks: SliceTask[] };
+  runPageTask({ ...(w.tasks[0] as SliceTask), bytes: Buffer.from(w.bytes), inPlace: true });
 }
 
 const view = (r: ArrayBuffer) => {
@@ -59,6 +65,36 @@ describe('large slice results', () => {
     const fourth = runPageTask(task(new ArrayBuffer(64))) as ArrayBuffer;
     expect(fourth.byteLength).toBeGreaterThanOrEqual(third.byteLength - 1024);
     expect(view(fourth)).toBe(page);
+  });
+
+  it("stay copies sized to their sections when the arena grows for a larger slice, and never take another worker's arena along", () => {
+    // Moved in and out of the main thread each page, arenas (~3.6x a slice's bytes) are what V8
+    // counts against the old generation's limit there: two 12 MB ones started marking beside
+    // nearly every 5M tail page (docs/benchmarks.md, "same (twelfth session)").
+    const small = largeSlice(60_000);
+    const big = largeSlice(120_000);
+    expect(big.bytes.length).toBeGreaterThan(1.5 * small.bytes.length);
+    const task = (w: typeof small, arena?: ArrayBuffer): SliceTask => {
+      const t = { ...w.task(), bytes: Buffer.from(w.bytes), inPlace: true };
+      if (arena !== undefined) t.arena = arena;
+      return t;
+    };
+    dropWorkerArena();
+    const first = runPageTask(task(small)) as ArrayBuffer;
+    expect(first.byteLength).toBeGreaterThan(3 * small.bytes.length);
+    const smallPage = view(first);
+    // The arena handed back is too small for the larger slice: it grows, and stays here.
+    const grown = runPageTask(task(big, first)) as ArrayBuffer;
+    expect(grown.byteLength).toBeLessThan(2 * big.bytes.length);
+    const bigPage = view(grown);
+    expect(view(runPageTask(task(big)) as ArrayBuffer)).toBe(bigPage);
+    // Another worker's arena handed back (smaller than this one's, ~3.6x the slice): not used
+    // for results, which stay the size of their sections.
+    const other = new ArrayBuffer(3.6 * small.bytes.length);
+    const next = runPageTask(task(small, other)) as ArrayBuffer;
+    expect(next).not.toBe(other);
+    expect(next.byteLength).toBeLessThan(2 * small.bytes.length);
+    expect(view(next)).toBe(smallPage);
   });
 
   it('below a megabyte stay the arena itself, so a worker idle after small pages (the page-path warm-up) holds none', () => {

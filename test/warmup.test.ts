@@ -44,7 +44,7 @@ describe('store warm-up', () => {
   }, 60_000);
 
   it("collects its garbage on the calling thread when done: nothing of it stays for the old generation's limit", () => {
-    // As `serve` runs V8 (incremental marking off, cli/serve-gc.ts), nothing collects the old
+    // As `serve` runs V8 (incremental marking off, cli/serve-gc.ts) and opens its store (warmUp.collect), nothing collects the old
     // generation before its limit: the warm-up's store, session and result buffers stayed resident
     // while idle. In a fresh process: a full collection right after warmUp() finds next to nothing
     // dead, counted object by object by V8 (helpers/gc-garbage.ts says why not used_heap_size).
@@ -54,7 +54,7 @@ describe('store warm-up', () => {
     try {
       const code = `
         import(process.argv[1]).then(async ({ openStore }) => {
-          const store = await openStore({ dataDir: process.argv[2], workers: 2, readOnly: true });
+          const store = await openStore({ dataDir: process.argv[2], workers: 2, readOnly: true, warmUp: { collect: true } });
           await store.warmUp();
           gc();
           // Closed, not process.exit(): that loses what V8 printed last (libc's buffer of a pipe).

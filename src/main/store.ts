@@ -60,6 +60,8 @@ export class PagerStore implements Store {
   private readonly threads: number;
   private readonly splitCost: number;
   private readonly pagePathWarmUp: boolean;
+  /** StoreOptions.warmUp.collect. */
+  private readonly collectAfterWarmUp: boolean;
   private readonly views: SessionViews;
   private readonly pages: PageService;
   private readonly writers: SessionWriters;
@@ -105,6 +107,7 @@ export class PagerStore implements Store {
     this.threads = this.pool.options.maxThreads;
     this.splitCost = opts.splitCost ?? DEFAULT_SPLIT_COST;
     this.pagePathWarmUp = opts.warmUp?.pagePath ?? true;
+    this.collectAfterWarmUp = opts.warmUp?.collect ?? false;
     this.writers = new SessionWriters(
       this.storage,
       opts.format ?? 'jsonl',
@@ -270,6 +273,7 @@ export class PagerStore implements Store {
       pool: this.pool,
       threads: this.threads,
       pagePath: this.pagePathWarmUp,
+      collect: this.collectAfterWarmUp,
       ...(inline === undefined ? {} : { inline }),
       openStore: async (storage) => new PagerStore({ ...opts, storage }, this.pool),
       // Then small slices may go inline: the decoder is loaded here now, not on a request (small-slice-pool.ts).

@@ -64,6 +64,8 @@ let spareOut: ArrayBuffer | null = null;
  * so an idle worker holds none of it (issue 12's idle memory).
  */
 const COPY_OUT_BYTES = 1024 * 1024;
+/** A handed-back buffer is kept for results (spareOut) only up to this many times the slice's bytes (a result is about 1x). */
+const SPARE_OUT_MAX = 2;
 /** No spare yet: the large result's copy gets a fresh buffer with room to be used again. */
 const NO_SPARE = new ArrayBuffer(0);
 /** An arena larger than this, or a sink that grew out of it past KEEP_BYTES, is dropped after a task, so one huge page does not pin its memory. */
@@ -376,24 +378,28 @@ export function optimizeFrameHelpers(): number {
 export function runPageTask(task: SliceTask | CompressTask): SliceResult {
   // Bytes to compress, no slice to decode (slice-compress.ts).
   if ('compress' in task) return codeBytes(task.compress, task.coding, task.level) as SliceResult;
-  // A consumed result handed back: our arena from now on when larger, else the next large result's buffer.
+  const len = task.end - task.start;
+  // A consumed result handed back: our arena from now on when larger, else the next large
+  // result's buffer when it is of a result's size (a larger one, another worker's arena, would
+  // take its whole reserve along with every result: it is let go instead).
   if (task.arena !== undefined) {
     if (task.arena.byteLength > arena.length) arena = Buffer.from(task.arena);
-    else if (spareOut === null || task.arena.byteLength > spareOut.byteLength) spareOut = task.arena;
+    else if (task.arena.byteLength <= SPARE_OUT_MAX * len && (spareOut === null || task.arena.byteLength > spareOut.byteLength)) spareOut = task.arena;
   }
   const held = arena;
   // An empty slice reads nothing (the pool's warm-up sends these).
   const t0 = performance.now();
-  const len = task.end - task.start;
   const bytes = len > 0 ? sliceBytes(task) : Buffer.alloc(0);
-  // A large result is the arena itself only when the arena is new for this task (a first large
-  // page: moving it costs nothing). Otherwise its sections are copied into a buffer of their size
-  // that goes round (spareOut): the main thread then takes in the result's bytes, not the arena's
-  // reserve, ~3.6x the slice's bytes, which V8 counted as external memory and which paced its
-  // full collections (docs/benchmarks.md, issue 13).
+  // A large result is the arena itself only when this worker held none before the task (its
+  // first large page: moving it costs nothing). Otherwise its sections are copied into a buffer
+  // of their size that goes round (spareOut), also when the arena had to grow for this task: the
+  // main thread then takes in the result's bytes, not the arena's reserve, ~3.6x the slice's
+  // bytes, which V8 counts as external memory against the old generation's limit (moved in and
+  // out each page, two 12 MB arenas had marking start beside nearly every 5M tail page:
+  // docs/benchmarks.md, issue 13, "same (twelfth session)").
   const large = task.inPlace === true;
   const copyOut = large && len >= COPY_OUT_BYTES;
-  const out = copyOut && arena === held ? (spareOut ?? NO_SPARE) : null;
+  const out = copyOut && held.length > 0 ? (spareOut ?? NO_SPARE) : null;
   if (out !== null) spareOut = null;
   let result: SliceResult;
   try {

@@ -26,6 +26,11 @@
 import { setFlagsFromString } from 'node:v8';
 import { holdYoungGeneration } from '../young-generation.js';
 
+/** Whether `serve` runs V8 without incremental marking (1. above): its store's warm-up then ends with a full collection (StoreOptions.warmUp.collect). */
+export function markingOff(env: NodeJS.ProcessEnv): boolean {
+  return env.SESSION_PAGER_INCREMENTAL_MARKING !== '1';
+}
+
 export function tuneServeGc(env: NodeJS.ProcessEnv): void {
   holdYoungGeneration();
   // 3. SESSION_PAGER_HEAP_GROWING_PERCENT=N lets the old generation grow to (1 + N/100)x what a full
@@ -34,6 +39,5 @@ export function tuneServeGc(env: NodeJS.ProcessEnv): void {
   //    so V8's own growth is the default (docs/decisions.md, issue 15).
   const growing = Number(env.SESSION_PAGER_HEAP_GROWING_PERCENT ?? 0);
   if (Number.isSafeInteger(growing) && growing > 0) setFlagsFromString(`--heap-growing-percent=${growing}`);
-  if (env.SESSION_PAGER_INCREMENTAL_MARKING === '1') return;
-  setFlagsFromString('--no-incremental-marking');
+  if (markingOff(env)) setFlagsFromString('--no-incremental-marking');
 }

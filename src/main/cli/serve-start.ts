@@ -22,6 +22,7 @@ import { resolveOptions, type ServerOptions } from '../server/options.js';
 import { Readiness } from '../server/readiness.js';
 import type { Store } from '../store-types.js';
 import { warmUpFromEnv, type StoreOptions } from '../store/options.js';
+import { markingOff } from './serve-gc.js';
 import type { PagePool } from '../page-pool.js';
 import { CliError, Progress } from './common.js';
 import { storageFromFlag } from './store-flag.js';
@@ -141,7 +142,7 @@ export async function startServe(cfg: ServeConfig, extra: ServerOptions = {}, ou
   // A local directory that holds a binary log says so now, before the workers start
   // (store/binary-logs.ts); else the store answers them from its catalog once open.
   const binaryLog = cfg.demo || cfg.store !== undefined || process.env.SESSION_PAGER_BINARY_WARMUP !== undefined ? null : await holdsBinaryLog(new LocalBackend(cfg.dataDir));
-  const storeOptions = { workers: cfg.workers, ...inlineSliceFromEnv(process.env), warmUp: warmUpFromEnv(process.env, cfg.demo || binaryLog === true ? { binary: true } : {}) } satisfies StoreOptions;
+  const storeOptions = { workers: cfg.workers, ...inlineSliceFromEnv(process.env), warmUp: { ...warmUpFromEnv(process.env, cfg.demo || binaryLog === true ? { binary: true } : {}), collect: markingOff(process.env) } } satisfies StoreOptions;
   let pool: PagePool | null = null;
   try {
     const { startPagePool } = await import('../store/start-pool.js');

@@ -17,6 +17,17 @@ export interface WarmUpOptions {
   /** `store.warmUp()` also serves a generated session's pages through the whole page path (warmup/page-path-warmup.ts). */
   pagePath?: boolean;
   /**
+   * `store.warmUp()` ends with a full collection of the calling thread's heap (workers/full-gc.ts),
+   * for a host that runs V8 without incremental marking (`serve`: cli/serve-gc.ts), where nothing
+   * collects the warm-up's garbage before the old generation's limit, so it stayed resident while
+   * idle. Default off: under V8's own marking the collection is V8's to schedule, and a forced one
+   * left the old generation's limit ~8 MB above the live heap (two collections back to back: the
+   * smallest growth factor), less than the worker results one 5M tail page moves through this
+   * thread (V8 counts ArrayBuffers against that limit), so marking ran beside nearly every such
+   * page's decode (docs/benchmarks.md, "same (twelfth session)").
+   */
+  collect?: boolean;
+  /**
    * The workers' JIT warm-up also warms the binary path (binary frames, MessagePack to JSON).
    * Unset: when the store's writer writes binary or its catalog holds a binary session at open.
    */

@@ -35,6 +35,8 @@ export interface WarmUpPlan {
    * on this thread.
    */
   inline?: { open: (storage: StorageBackend) => Promise<WarmupStore>; decoder: InlineDecoder; progress: { pages: number; helpersAsked?: boolean } };
+  /** End with a full collection of this thread's heap (StoreOptions.warmUp.collect says when). */
+  collect: boolean;
   /** Run last, before the closing collection (the main thread's small-slice decoder is loaded here: its loading's garbage is collected too). */
   finish?: () => Promise<void>;
 }
@@ -47,8 +49,9 @@ export async function warmUpStore(plan: WarmUpPlan): Promise<void> {
     // What the warm-up built on this thread (the page-path session's store, its results'
     // buffers) is garbage now; with incremental marking off (cli/serve-gc.ts) nothing would
     // collect it before the old generation's limit, so it stayed resident while idle.
-    // (Under the hold: a collection may grow the young generation too.)
-    collectGarbage();
+    // (Under the hold: a collection may grow the young generation too.) Under V8's own marking
+    // it is left to V8 (options.ts WarmUpOptions.collect says why).
+    if (plan.collect) collectGarbage();
   } finally {
     releaseYoungGeneration();
   }
