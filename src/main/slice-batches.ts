@@ -21,7 +21,9 @@ import type { BatchResult, CompressTask, SliceBatch, SliceResult, SliceTask } fr
 import type { PagePool } from './page-pool.js';
 
 /** The piscina pool of page workers (worker-pool.ts's PagePool), which also takes batches. */
-export interface BatchingPool extends Omit<PagePool, 'run'> {
+export interface BatchingPool extends Omit<PagePool, 'run' | 'options'> {
+  /** piscina's: concurrentTasksPerWorker is how many calls each worker is given at once (default 1). */
+  readonly options: PagePool['options'] & { readonly concurrentTasksPerWorker?: number };
   run(task: SliceTask | CompressTask | SliceBatch, opts: { transferList?: ArrayBuffer[] }): Promise<SliceResult | BatchResult>;
 }
 
@@ -50,6 +52,11 @@ export class SliceBatches {
 
   constructor(private readonly pool: BatchingPool) {}
 
+  /** Calls kept on the pool at once: piscina's tasks per worker over its workers. */
+  private get onWorkers(): number {
+    return this.pool.options.maxThreads * (this.pool.options.concurrentTasksPerWorker ?? 1);
+  }
+
   get options(): BatchingPool['options'] {
     return this.pool.options;
   }
@@ -77,7 +84,7 @@ export class SliceBatches {
   }
 
   run(task: SliceTask | CompressTask, opts: { transferList?: ArrayBuffer[] }): Promise<SliceResult> {
-    if ('compress' in task || task.end - task.start > BATCH_SLICE_BYTES || (this.busy < this.pool.options.maxThreads && this.queue.length === 0)) {
+    if ('compress' in task || task.end - task.start > BATCH_SLICE_BYTES || (this.busy < this.onWorkers && this.queue.length === 0)) {
       return this.onPool(this.pool.run(task, opts) as Promise<SliceResult>);
     }
     if (this.queueSize >= this.pool.options.maxQueue) return Promise.reject(new Error('Task queue is at limit'));
@@ -88,7 +95,7 @@ export class SliceBatches {
 
   /** A worker's call returned: while workers are free, send them the queue in shares. */
   private dispatch(): void {
-    while (this.queue.length > 0 && this.busy < this.pool.options.maxThreads) {
+    while (this.queue.length > 0 && this.busy < this.onWorkers) {
       // Its share: the queue over all the workers, so one that frees up next finds work too.
       const share = Math.min(MAX_BATCH, Math.ceil(this.queue.length / this.pool.options.maxThreads));
       const taken: Waiting[] = [];
