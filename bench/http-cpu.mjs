@@ -11,7 +11,7 @@
 //        [--data /tmp/sp-peer-bench] [--workload many|typical] [--incremental-marking] [--perf FILE [--perf-all]]
 //        [--server-node-args='--cpu-prof --cpu-prof-dir=DIR'] [--checkout DIR] [--by-thread]
 //        [--generator lean|autocannon] [--pin] [--generator-node-args='--cpu-prof --cpu-prof-dir=DIR']
-//        [--accept-encoding 'gzip, deflate, br, zstd']
+//        [--accept-encoding 'gzip, deflate, br, zstd'] [--warm-connections 1]
 //
 // --accept-encoding: the header every request sends (default identity); a browser's is
 // 'gzip, deflate, br, zstd', which the server answers in zstd. The lean lane's body check
@@ -40,6 +40,8 @@ const { values: a } = parseScriptArgs(import.meta.url, {
     connections: { type: 'string', default: '1' },
     seconds: { type: 'string', default: '6' },
     warm: { type: 'string', default: '4' },
+    // Connections of the warm-up (default 1; bench/peer-ab.mjs warms at the measured lane's own).
+    'warm-connections': { type: 'string', default: '1' },
     data: { type: 'string', default: '/tmp/sp-peer-bench' },
     // Which of peer-bench's random-page workloads: its pages file and the peer's database.
     workload: { type: 'string', default: 'many' },
@@ -95,7 +97,7 @@ const nameOf = (t) => {
   }
 };
 try {
-  load('1', a.warm, false);
+  load(a['warm-connections'], a.warm, false);
   const t0 = threads();
   const perf = a.perf === undefined ? null : spawn('perf', ['record', '-F', '1999', '-g', a['perf-all'] ? '-p' : '-t', String(srv.pid), '-o', a.perf, '--', 'sleep', a.seconds], { stdio: 'ignore' });
   const r = load(a.connections, a.seconds, true);
