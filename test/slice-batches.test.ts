@@ -59,17 +59,20 @@ const view = (r: SliceResult) => {
 };
 
 describe('small slices batched behind busy workers', () => {
-  it('keep as many calls on the pool as piscina gives its workers at once, so a worker finds its next task without waiting for this thread', async () => {
+  it('fill the places piscina gives each worker behind its running call at the end of the turn, with what the turn queued, so a worker finds its next task without waiting for this thread', async () => {
     const { pool, calls, finish } = fakePool(64, 2);
     const b = new SliceBatches(pool);
     const answers = Array.from({ length: 10 }, () => b.run(slice(), {}));
-    // Four alone (two per worker), six queued.
-    expect(calls.length).toBe(4);
-    expect(calls.every((c) => !('batch' in c))).toBe(true);
-    expect(b.queueSize).toBe(6);
-    // Four calls answered: four free places, each taking the queue's share over the two workers (6 / 2, 3 / 2, then 1).
+    // Two alone (one per worker), eight queued in this turn.
+    expect(calls.length).toBe(2);
+    expect(b.queueSize).toBe(8);
+    // At the turn's end the two free places take the queue in shares (8 / 2, then 4 / 2): four calls on the two workers.
+    await new Promise((r) => setImmediate(r));
+    expect(calls.map((c) => ('batch' in c ? c.batch.length : 1))).toEqual([1, 1, 4, 2]);
+    expect(b.queueSize).toBe(2);
+    // The four answered: the last two go out.
     await finish();
-    expect(calls.map((c) => ('batch' in c ? c.batch.length : 1))).toEqual([1, 1, 1, 1, 3, 2, 1]);
+    expect(calls.map((c) => ('batch' in c ? c.batch.length : 1))).toEqual([1, 1, 4, 2, 1, 1]);
     expect(b.queueSize).toBe(0);
     await finish();
     const results = await Promise.all(answers);

@@ -12,7 +12,12 @@
  * for nothing); behind busy workers it queues here, and when a worker's call
  * returns it takes its share of the queue (the queue over the workers, so
  * the other worker finds work too, at most `maxBatch` slices and
- * `maxBatchBytes` stored bytes). Large slices and compress tasks go to the
+ * `maxBatchBytes` stored bytes). piscina gives each worker more than one call
+ * at once (worker-pool.ts TASKS_PER_WORKER), so a worker finds its next task
+ * in its port: while every worker has a call but not all their places are
+ * taken, the queue is sent in shares at the end of the event loop's turn
+ * (setImmediate), so the slices of the requests read in one turn go as one
+ * message. Large slices and compress tasks go to the
  * pool as before (piscina queues them). The queue here counts in
  * `queueSize` and is bounded by the pool's `maxQueue`, as piscina's own
  * queue was: shedding and overload answers see the same figures.
@@ -84,16 +89,30 @@ export class SliceBatches {
   }
 
   run(task: SliceTask | CompressTask, opts: { transferList?: ArrayBuffer[] }): Promise<SliceResult> {
-    if ('compress' in task || task.end - task.start > BATCH_SLICE_BYTES || (this.busy < this.onWorkers && this.queue.length === 0)) {
+    if ('compress' in task || task.end - task.start > BATCH_SLICE_BYTES || (this.busy < this.pool.options.maxThreads && this.queue.length === 0)) {
       return this.onPool(this.pool.run(task, opts) as Promise<SliceResult>);
     }
     if (this.queueSize >= this.pool.options.maxQueue) return Promise.reject(new Error('Task queue is at limit'));
+    // Every worker has a call: a free place behind them is filled once this turn of the event
+    // loop is over, with what the turn's other requests queued too (one message, not one each).
+    if (this.busy < this.onWorkers) this.flushSoon();
     return new Promise<SliceResult>((resolve, reject) => {
       this.queue.push({ task, transferList: opts.transferList ?? [], resolve, reject });
     });
   }
 
-  /** A worker's call returned: while workers are free, send them the queue in shares. */
+  private flushing = false;
+
+  private flushSoon(): void {
+    if (this.flushing) return;
+    this.flushing = true;
+    setImmediate(() => {
+      this.flushing = false;
+      this.dispatch();
+    });
+  }
+
+  /** A worker's call returned (or a free place was left behind busy workers): while there are places, send the queue in shares. */
   private dispatch(): void {
     while (this.queue.length > 0 && this.busy < this.onWorkers) {
       // Its share: the queue over all the workers, so one that frees up next finds work too.
