@@ -27,9 +27,10 @@ export const WORKER_FILE = fileURLToPath(WORKER_FILE_URL);
  * posted the next (piscina's Atomics.wait, then a futex wake): under load the main thread is
  * busy with other requests when an answer comes, so each worker idled in every such gap and
  * both sides paid a wake-up a task. With two, the next task is already in the worker's port when
- * it finishes one (a worker runs one task at a time: the second waits its turn). In process at 16
- * pages in flight, typical pages: +19-25% pages/s, CPU a page in all threads 1.20 -> 1.04 ms
- * (docs/benchmarks.md, "proof (twelfth session)").
+ * it finishes one (a worker runs one task at a time: the second waits its turn; slice-batches.ts
+ * fills that place at the end of the event loop's turn, with what the turn queued). In process at
+ * 16 pages in flight, typical pages: +9-12% pages/s, CPU a page in all threads 1.10 -> 1.05 ms;
+ * many pages even (docs/benchmarks.md, "proof (twelfth session)").
  */
 export const TASKS_PER_WORKER = 2;
 
