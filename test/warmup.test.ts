@@ -5,13 +5,13 @@
  * the temporary directory, no session anywhere, no reference to its data.
  */
 import { spawnSync } from 'node:child_process';
-import { cpSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { openStore } from '../src/main/store.js';
-import { preparePagePath, snapshotPagePath, TYPICAL_SESSION, warmUpInlineDecoder, warmUpLocalPages, warmUpPagePath, type WarmupStore } from '../src/main/warmup/page-path-warmup.js';
+import { preparePagePath, snapshotPagePath, warmUpLocalPages, warmUpPagePath, type WarmupStore } from '../src/main/warmup/page-path-warmup.js';
 import type { StorageBackend } from '../src/storage/backend.js';
 import { warmUpPlanner } from '../src/main/warmup/planner-warmup.js';
 import { walkPage } from '../src/core/page-planner.js';
@@ -153,48 +153,6 @@ describe('store warm-up', () => {
     } finally {
       rmSync(dir, { recursive: true, force: true });
       rmSync(dataDir, { recursive: true, force: true });
-    }
-  }, 60_000);
-
-  it("the main thread's decoder warm-up serves 50-message pages of the build's fixture-shaped session too (real pages' paths), and only the generated session's when the build has no such session", async () => {
-    const built = resolve('dist/main/warmup/page-path-data');
-    expect(existsSync(join(built, 'typical-plan.json'))).toBe(true);
-    const dataDir = mkdtempSync(join(tmpdir(), 'warmup-inline-'));
-    const copy = mkdtempSync(join(tmpdir(), 'warmup-inline-copy-'));
-    try {
-      const run = async (dir: string): Promise<{ id: string; messages: number; bytes: number }[]> => {
-        const asked: { id: string; messages: number; bytes: number }[] = [];
-        const open = async (storage: StorageBackend): Promise<WarmupStore> => {
-          const own = await openStore({ dataDir, storage, workers: 1, warmUp: { jit: false } });
-          return {
-            pageBuffer: async (id, params) => {
-              const page = await own.pageBuffer(id, params);
-              asked.push({ id, messages: page.toSeq - page.fromSeq + 1, bytes: page.body.length });
-              return page;
-            },
-            close: () => own.close(),
-          };
-        };
-        // A decoder V8 never optimizes: the warm-up goes round its pages for as long as `go` says.
-        const decoder = { tier: () => 'not-optimized' as const, optimize: () => false, optimizeHelpers: () => 0, widen: () => {} };
-        await warmUpInlineDecoder(open, decoder, () => asked.length < 24, { pages: 0 }, dir);
-        return asked;
-      };
-      const withTypical = await run(built);
-      const typical = withTypical.filter((p) => p.id === TYPICAL_SESSION.id);
-      expect(typical.length).toBeGreaterThanOrEqual(4);
-      // Pages of many short messages: tens of KB for 50 messages, not one streamed message's deltas.
-      for (const p of typical) expect(p.bytes).toBeGreaterThan(20_000);
-      expect(withTypical.some((p) => p.id === 'warmup')).toBe(true);
-      // The build's copy without the fixture-shaped session's plan file: the generated session's pages only.
-      cpSync(built, copy, { recursive: true });
-      rmSync(join(copy, 'typical-plan.json'));
-      const without = await run(copy);
-      expect(without.length).toBeGreaterThan(0);
-      expect(without.filter((p) => p.id !== 'warmup')).toEqual([]);
-    } finally {
-      rmSync(dataDir, { recursive: true, force: true });
-      rmSync(copy, { recursive: true, force: true });
     }
   }, 60_000);
 

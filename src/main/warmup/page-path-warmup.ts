@@ -129,41 +129,10 @@ export interface InlineDecoder {
   widen(): void;
 }
 
-/**
- * A session of fixture-shaped conversations beside SESSION in the build's data directory (written
- * by scripts/warmup-snapshot.mjs from test/fixtures/dsh's conversations, in order, until it holds
- * `events`): ~28 events and ~2.6 KB a message, escaped strings, tool calls, short rows, as real
- * logs have. SESSION's generated messages stream ~900 deltas each, so its pages never took the
- * paths a real 50-message page takes, and on the first real typical page this thread's loop
- * compiled its per-frame functions beside the decode (stringEnd, extend, rawEvent, record,
- * continuingRow, isMessageTypeAt, hasEscape, quoteEscaped, decodeString...) and deoptimized
- * ByteSink#bytes (docs/benchmarks.md, "ready (twelfth session)").
- */
-export const TYPICAL_SESSION = { id: 'warmup-typical', events: 3_000 };
-/** In SNAPSHOT_DIR: the plan TYPICAL_SESSION was made from (absent: a build without it). */
-export const TYPICAL_PLAN_FILE = 'typical-plan.json';
-
-/** Whether `dir` holds TYPICAL_SESSION as this build makes it. */
-async function hasTypicalSession(dir: string): Promise<boolean> {
-  try {
-    const made = await new LocalBackend(dir).readAll(TYPICAL_PLAN_FILE);
-    return made !== null && made.toString('utf8') === JSON.stringify(TYPICAL_SESSION);
-  } catch {
-    return false;
-  }
-}
-
-/**
- * Pages in the shapes a client's first pages have: short and 50-message pages across the build's
- * session, and its tail; then, when the build has it, 50-message pages of the fixture-shaped one.
- */
-function inlinePages(events: number, typical: boolean): [string, PageParams][] {
-  const out: [string, PageParams][] = [
-    [SESSION.id, { maxMessages: 3 }],
-    [SESSION.id, { maxMessages: 50, maxBytes: 60_000 }],
-  ];
-  for (let k = 1; k <= 6; k++) out.push([SESSION.id, { throughSeq: Math.floor((events * k) / 24), maxMessages: k % 2 === 0 ? 50 : 20 }]);
-  if (typical) for (const at of [0.4, 0.75, 1]) out.push([TYPICAL_SESSION.id, { throughSeq: Math.floor(TYPICAL_SESSION.events * at), maxMessages: 50 }]);
+/** Pages of the build's session in the shapes a client's first pages have: short and 50-message pages across it, and its tail. */
+function inlinePages(events: number): PageParams[] {
+  const out: PageParams[] = [{ maxMessages: 3 }, { maxMessages: 50, maxBytes: 60_000 }];
+  for (let k = 1; k <= 6; k++) out.push({ throughSeq: Math.floor((events * k) / 24), maxMessages: k % 2 === 0 ? 50 : 20 });
   return out;
 }
 
@@ -202,7 +171,7 @@ export async function warmUpInlineDecoder(
     return t === null || t === 'optimized';
   };
   if (done() || !go() || !(await snapshotDirFor(dir, SESSION))) return done();
-  const pages = inlinePages(SESSION.events - SESSION.tailEvents, await hasTypicalSession(dir));
+  const pages = inlinePages(SESSION.events - SESSION.tailEvents);
   if (progress.pages === 0) decoder.widen();
   const store = await open(new LocalBackend(dir));
   const fed = () => progress.pages >= INLINE_MIN_ROUNDS * pages.length;
@@ -218,8 +187,7 @@ export async function warmUpInlineDecoder(
       // (On a helper thread: this thread goes on with its pages, or its requests, meanwhile.)
       if (fed() && decoder.tier() === 'not-optimized') decoder.optimize();
       askHelpers();
-      const [id, params] = pages[progress.pages % pages.length] as [string, PageParams];
-      await store.pageBuffer(id, params);
+      await store.pageBuffer(SESSION.id, pages[progress.pages % pages.length] as PageParams);
       progress.pages++;
       // A turn of the event loop between pages: a local page resolves without one, and the
       // workers' answers (what `go` waits for) or a request would wait for the whole warm-up.
@@ -228,7 +196,7 @@ export async function warmUpInlineDecoder(
     // Stopped before V8 was asked (for the loop, or its helpers), with the feedback of a round
     // gathered: asked now, and the compiles set off by one short page (else at the first real page).
     const askedLoop = fed() && decoder.tier() === 'not-optimized' && decoder.optimize();
-    if (askHelpers() || askedLoop) await store.pageBuffer(SESSION.id, (pages[0] as [string, PageParams])[1]);
+    if (askHelpers() || askedLoop) await store.pageBuffer(SESSION.id, pages[0] as PageParams);
   } finally {
     await store.close();
   }
