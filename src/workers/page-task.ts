@@ -29,7 +29,7 @@ import { collectGarbage } from './full-gc.js';
 import { collectWhenGrown, heapCollected } from './heap-bound.js';
 import { optimizeOnNextCall, tierOf, type Tier } from './optimization-status.js';
 import { CODING_NONE, decodeTask, sliceTask, type BatchResult, type CompressTask, type SliceBatch, type SliceFault, type SliceResult, type SliceTask } from './slice-protocol.js';
-import { codeBytes, codeSlice } from './slice-compress.js';
+import { codeBytes, codeSlice, pageCoder } from './slice-compress.js';
 import { addClaim, frameClaim, NO_CLAIM } from '../core/frame-claim.js';
 import { GROUP_READERS, isMessageTypeAt, messageGroup } from '../streams/message-group.js';
 import { binary, BINARY_READ, BINARY_WRONG_SEQ, binaryFrame } from './binary-frame.js';
@@ -250,7 +250,7 @@ export function decodeSlice(task: SliceTask, bytes: Buffer, readMs = 0, into: En
   // never ran before decodeSlice was optimized deoptimized it on the first page that checks one.
   const disagrees = claims !== task.digest;
   if (task.digest !== NO_CLAIM && disagrees) return corrupt(task.start, task.firstSeq, task.endSeq, 'the index the page was planned from disagrees with these frames (seqs, offsets or message groups)', 'claim');
-  return enc.finish(readMs, resultArena, out);
+  return enc.finish(readMs, resultArena, out, pageCoder(task));
 }
 
 /**
