@@ -59,13 +59,26 @@ export function codePiece(bytes: Buffer, coding: number, level: number): Buffer 
 }
 
 /**
- * For a whole-page task in an output coding: compresses the page as one piece as the encoder writes
- * it (slice-encoder.ts finishPage); null for any other task (codeSlice codes its result).
+ * A whole-page task's coder: compresses the page as one piece as the encoder writes it
+ * (slice-encoder.ts finishPage). `used`: it did, so the result needs no codeSlice (whose header
+ * parse it saves); it does not when the records were not in the arena.
  */
-export function pageCoder(task: SliceTask): PageCoder | null {
-  if (task.pageHead === '' || task.coding === CODING_NONE) return null;
-  const { coding, level } = task;
-  return (page) => ({ bytes: codePiece(page, coding, level), crc: coding === CODING_GZIP ? crc32(page) : 0 });
+export class PieceCoder implements PageCoder {
+  used = false;
+  constructor(
+    private readonly coding: number,
+    private readonly level: number,
+  ) {}
+
+  code(page: Buffer): { bytes: Buffer; crc: number } {
+    this.used = true;
+    return { bytes: codePiece(page, this.coding, this.level), crc: this.coding === CODING_GZIP ? crc32(page) : 0 };
+  }
+}
+
+/** The coder for a whole-page task in an output coding; null for any other task (codeSlice codes its result). */
+export function pageCoder(task: SliceTask): PieceCoder | null {
+  return task.pageHead === '' || task.coding === CODING_NONE ? null : new PieceCoder(task.coding, task.level);
 }
 
 function unknownCoding(coding: number): never {

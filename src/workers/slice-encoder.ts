@@ -333,7 +333,7 @@ export class SliceEncoder {
     const h: SliceHeader = { head: null, whole: false, bodyAt: headBytes, bodyBytes: this.body.length, tail: null, frames: this.frames, bytesRead: this.bytesRead, readMs, decodeMs, pageBytes };
     let coded: Buffer | null = null;
     if (page !== null) {
-      const c = (code as PageCoder)(page);
+      const c = (code as PageCoder).code(page);
       coded = c.bytes;
       h.coded = [{ of: 0, length: pageBytes, crc: c.crc, at: pageBytes, bytes: coded.length }];
       h.codeMs = performance.now() - this.startedAt - decodeMs;

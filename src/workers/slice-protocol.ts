@@ -70,11 +70,13 @@ export interface SliceTask {
 }
 
 /**
- * Compresses a whole page as one piece in the task's coding (slice-compress.ts pageCoder): the
+ * Compresses a whole page as one piece in the task's coding (slice-compress.ts PieceCoder): the
  * coded bytes and, for gzip, the page's CRC-32 (0 for zstd). Handed to the encoder, which writes
  * the page and its coded form into the result together (slice-encoder.ts finishPage).
  */
-export type PageCoder = (page: Buffer) => { bytes: Buffer; crc: number };
+export interface PageCoder {
+  code(page: Buffer): { bytes: Buffer; crc: number };
+}
 
 /** Output codings of a slice task (numbers: the task keeps one shape, see decodeTask). */
 export const CODING_NONE = 0;
