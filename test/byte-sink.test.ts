@@ -86,4 +86,35 @@ describe('ByteSink', () => {
       { numRuns: 300 },
     );
   });
+  it('framed: its bytes between a head written over the end of the source region and a tail in its spare room, or null when they do not fit or it left the arena', () => {
+    fc.assert(
+      fc.property(fc.uint8Array({ minLength: 0, maxLength: 60 }), fc.integer({ min: 1, max: 80 }), fc.uint8Array({ maxLength: 100 }), fc.string({ maxLength: 12 }), fc.uint8Array({ maxLength: 4 }), (source, room, written, head, tail) => {
+        const arena = Buffer.allocUnsafeSlow(source.length + 2 * room);
+        const slice = arena.subarray(0, source.length);
+        slice.set(source);
+        const a = new ByteSink();
+        const b = new ByteSink();
+        a.place(arena, source.length, room, slice);
+        b.place(arena, source.length + room, room, slice);
+        a.bytes(written, 0, written.length);
+        b.bytes(written, 0, written.length);
+        const headBytes = Buffer.byteLength(head, 'utf8');
+        const want = Buffer.concat([Buffer.from(head, 'utf8'), Buffer.from(written), Buffer.from(tail)]);
+        const fits = written.length + tail.length <= room && headBytes <= source.length;
+        const got = a.framed(head, headBytes, tail);
+        if (fits) {
+          expect(got).not.toBeNull();
+          expect(Buffer.from(got as Buffer)).toEqual(want);
+          // A view of the arena, not a copy.
+          expect((got as Buffer).buffer).toBe(arena.buffer);
+        } else {
+          expect(got).toBeNull();
+        }
+        // b's region follows a's, not the source: never framed (it would write over a's bytes).
+        expect(b.framed(head, headBytes, tail)).toBeNull();
+        expect(Buffer.from(b.view())).toEqual(Buffer.from(written));
+      }),
+      { numRuns: 300 },
+    );
+  });
 });

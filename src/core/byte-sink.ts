@@ -135,6 +135,25 @@ export class ByteSink {
     this.source = null;
   }
 
+  /**
+   * Its bytes with `before` (UTF-8, `beforeBytes` long) just ahead of them and `after` just
+   * behind, as one view of its arena, without copying them: `before` goes over the end of the
+   * arena's source region, which must directly precede this sink's region and which the caller
+   * no longer reads, `after` into the region's spare room. Null when the sink writes in a buffer
+   * of its own, its region does not follow the source, or either does not fit.
+   */
+  framed(before: string, beforeBytes: number, after: Uint8Array): Buffer | null {
+    const arena = this.arena;
+    const source = this.source;
+    if (arena === null || source === null) return null;
+    if (source.byteOffset - arena.byteOffset + source.length !== this.base || beforeBytes > source.length) return null;
+    if (this.length + after.length > this.buf.length) return null;
+    const start = this.base - beforeBytes;
+    if (arena.write(before, start, 'utf8') !== beforeBytes) return null;
+    arena.set(after, this.base + this.length);
+    return arena.subarray(start, this.base + this.length + after.length);
+  }
+
   /** The bytes written so far (a view; valid until the next write). */
   view(): Uint8Array {
     return this.buf.subarray(0, this.length);

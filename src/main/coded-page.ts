@@ -82,7 +82,12 @@ export function codedPage(pieces: readonly Piece[], coded: ReadonlyMap<Uint8Arra
  * compressed here when it had no room for it (the same bytes either way: one piece, one level).
  */
 export function wholeCodedPage(page: Uint8Array, coded: CodedPiece | undefined, encoding: 'gzip' | 'zstd', level: number): CodedForm {
-  return codedForm([coded ?? codeHere(Buffer.from(page.buffer, page.byteOffset, page.byteLength), encoding, level)], encoding, level);
+  const part = coded ?? codeHere(Buffer.from(page.buffer, page.byteOffset, page.byteLength), encoding, level);
+  // zstd: the one frame is the body as it came, a view (no copy): into the page's own result
+  // buffer, which is the identity body's too and never goes back to a worker (page-service.ts
+  // recycle), or a buffer codeHere just made.
+  if (encoding === 'zstd') return { encoding, body: Buffer.from(part.bytes.buffer, part.bytes.byteOffset, part.bytes.byteLength), level, pieces: [part.length] };
+  return codedForm([part], encoding, level);
 }
 
 /** Coded pieces joined, named by what made them: their level and identity lengths (the coded tag's parameters). */

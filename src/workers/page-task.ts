@@ -28,8 +28,8 @@ import { stringEnd } from '../core/json-bytes.js';
 import { collectGarbage } from './full-gc.js';
 import { collectWhenGrown, heapCollected } from './heap-bound.js';
 import { optimizeOnNextCall, tierOf, type Tier } from './optimization-status.js';
-import { CODING_NONE, decodeTask, sliceTask, type BatchResult, type CompressTask, type SliceBatch, type SliceFault, type SliceResult, type SliceTask } from './slice-protocol.js';
-import { codeBytes, codeSlice } from './slice-compress.js';
+import { CODING_NONE, decodeTask, sliceTask, type BatchResult, type CompressTask, type PageCoder, type SliceBatch, type SliceFault, type SliceResult, type SliceTask } from './slice-protocol.js';
+import { codeBytes, codeSlice, pageCoder } from './slice-compress.js';
 import { addClaim, frameClaim, NO_CLAIM } from '../core/frame-claim.js';
 import { GROUP_READERS, isMessageTypeAt, messageGroup } from '../streams/message-group.js';
 import { binary, BINARY_READ, BINARY_WRONG_SEQ, binaryFrame } from './binary-frame.js';
@@ -149,7 +149,8 @@ const NEWLINE = 0x0a;
 const MAGIC0 = 0x53; // 'S' of SPF2
 
 /** `resultArena`: the buffer `into` was placed in, when the result may be that buffer itself (see arenaFor). */
-export function decodeSlice(task: SliceTask, bytes: Buffer, readMs = 0, into: EncoderSinks = newEncoderSinks(), resultArena: Buffer | null = null, out: ArrayBuffer | null = null): SliceResult {
+/** `code`: the whole page's coder (slice-compress.ts pageCoder), which the encoder uses as it writes the page. */
+export function decodeSlice(task: SliceTask, bytes: Buffer, readMs = 0, into: EncoderSinks = newEncoderSinks(), resultArena: Buffer | null = null, out: ArrayBuffer | null = null, code: PageCoder | null = pageCoder(task)): SliceResult {
   const enc = new SliceEncoder(into, task.pageHead);
   enc.bytesRead = bytes.length;
   const crcs = new CrcCursor(task.crcs, bytes, task.start, task.meta);
@@ -252,7 +253,7 @@ export function decodeSlice(task: SliceTask, bytes: Buffer, readMs = 0, into: En
   // never ran before decodeSlice was optimized deoptimized it on the first page that checks one.
   const disagrees = claims !== task.digest;
   if (task.digest !== NO_CLAIM && disagrees) return corrupt(task.start, task.firstSeq, task.endSeq, 'the index the page was planned from disagrees with these frames (seqs, offsets or message groups)', 'claim');
-  return enc.finish(readMs, resultArena, out);
+  return enc.finish(readMs, resultArena, out, code);
 }
 
 /**
@@ -402,8 +403,9 @@ export function runPageTask(task: SliceTask | CompressTask): SliceResult {
   const out = copyOut && held.length > 0 ? (spareOut ?? NO_SPARE) : null;
   if (out !== null) spareOut = null;
   let result: SliceResult;
+  const coder = pageCoder(task);
   try {
-    result = decodeSlice(decodeTask(task), bytes, performance.now() - t0, sinks, large && out === null ? arena : null, out);
+    result = decodeSlice(decodeTask(task), bytes, performance.now() - t0, sinks, large && out === null ? arena : null, out, coder);
   } catch (err) {
     // A frame only the decoder trips on (a stack overflow on deep nesting, say): that page
     // fails with the frame's range; this worker, its thread and its buffers carry on.
@@ -412,7 +414,7 @@ export function runPageTask(task: SliceTask | CompressTask): SliceResult {
   }
   keepSmallCursor();
   // The output coding: the slice's sections compressed here, where they were built (slice-compress.ts).
-  if (task.coding !== CODING_NONE && result instanceof ArrayBuffer) result = codeSlice(result, task.coding, task.level, result === arena.buffer ? len : 0);
+  if (task.coding !== CODING_NONE && coder?.used !== true && result instanceof ArrayBuffer) result = codeSlice(result, task.coding, task.level, result === arena.buffer ? len : 0);
   if (result === arena.buffer || arena.length > KEEP_ARENA_BYTES) {
     dropArena();
   } else {

@@ -28,7 +28,7 @@ import type { Encoder as ZstdEncoderClass } from '@toondepauw/node-zstd';
 import { constants as zc, crc32, deflateRawSync } from 'node:zlib';
 import { deflateStored, STORED_PIECE, zstdStored } from '../streams/stored-piece.js';
 import { requireCjs } from './cjs.js';
-import { CODING_GZIP, CODING_ZSTD, RESULT_TRAILER_BYTES, type CodedSectionHeader, type SliceHeader } from './slice-protocol.js';
+import { CODING_GZIP, CODING_NONE, CODING_ZSTD, RESULT_TRAILER_BYTES, type CodedSectionHeader, type PageCoder, type SliceHeader, type SliceTask } from './slice-protocol.js';
 import { ARENA_HEADER_ROOM } from './slice-encoder.js';
 
 const { Encoder: ZstdEncoder } = requireCjs('@toondepauw/node-zstd') as { Encoder: typeof ZstdEncoderClass };
@@ -56,6 +56,29 @@ export function codePiece(bytes: Buffer, coding: number, level: number): Buffer 
   if (coding === CODING_ZSTD) return zstdEncoder(level).encodeSync(bytes);
   if (coding === CODING_GZIP) return deflateRawSync(bytes, { level, finishFlush: zc.Z_FULL_FLUSH });
   return unknownCoding(coding);
+}
+
+/**
+ * A whole-page task's coder: compresses the page as one piece as the encoder writes it
+ * (slice-encoder.ts finishPage). `used`: it did, so the result needs no codeSlice (whose header
+ * parse it saves); it does not when the records were not in the arena.
+ */
+export class PieceCoder implements PageCoder {
+  used = false;
+  constructor(
+    private readonly coding: number,
+    private readonly level: number,
+  ) {}
+
+  code(page: Buffer): { bytes: Buffer; crc: number } {
+    this.used = true;
+    return { bytes: codePiece(page, this.coding, this.level), crc: this.coding === CODING_GZIP ? crc32(page) : 0 };
+  }
+}
+
+/** The coder for a whole-page task in an output coding; null for any other task (codeSlice codes its result). */
+export function pageCoder(task: SliceTask): PieceCoder | null {
+  return task.pageHead === '' || task.coding === CODING_NONE ? null : new PieceCoder(task.coding, task.level);
 }
 
 function unknownCoding(coding: number): never {
@@ -88,6 +111,8 @@ function writeHeader(out: Buffer, header: SliceHeader, end: number, floor: numbe
 export function codeSlice(result: ArrayBuffer, coding: number, level: number, free: number): ArrayBuffer {
   const t0 = performance.now();
   const { header, headerAt } = readHeader(result);
+  // Coded already, as it was written (a whole page: slice-encoder.ts finishPage).
+  if (header.coded !== undefined) return result;
   const sections: { at: number; bytes: number }[] = [];
   // A whole page (SliceTask.pageHead) is one piece, whatever its size: one call here and nothing
   // left for the main thread to compress (docs/decisions.md "A one-slice page is one coded piece").

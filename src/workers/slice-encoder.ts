@@ -12,7 +12,7 @@ import { keepShape } from '../core/shape-keeper.js';
 import { PACKED_ROW_END, packedRowHead, packedRowMiddle, writeShortRun } from '../core/fragment-run.js';
 import type { ChunkRow, SessionEvent } from '../core/types.js';
 import { rowGaps, rowMemberBounds, type RawRow } from '../streams/jsonl-row-scanner.js';
-import { RESULT_TRAILER_BYTES, type FragmentRunHeader, type SliceHeader } from './slice-protocol.js';
+import { RESULT_TRAILER_BYTES, type FragmentRunHeader, type PageCoder, type SliceHeader } from './slice-protocol.js';
 
 const COMMA = 0x2c;
 /** The end of a page's JSON (after its records array). */
@@ -271,8 +271,8 @@ export class SliceEncoder {
    * which deoptimized every encoder method on a worker's first real page
    * after its warm-up.)
    */
-  finish(readMs = 0, arena: Buffer | null = null, out: ArrayBuffer | null = null): ArrayBuffer {
-    if (this.pageHead !== '') return this.finishPage(readMs, out);
+  finish(readMs = 0, arena: Buffer | null = null, out: ArrayBuffer | null = null, code: PageCoder | null = null): ArrayBuffer {
+    if (this.pageHead !== '') return this.finishPage(readMs, out, code);
     let tail: EdgeRun | null = this.open === null ? null : { run: this.open, dt: this.dt, members: this.members };
     this.open = null;
     let whole = false;
@@ -316,20 +316,42 @@ export class SliceEncoder {
    * A whole page's result: the last run settled into the body (the first already was: `started`),
    * then the page's bytes (envelope head, records, `]}`) from the buffer's start, the header
    * naming the records as the body section and the page's length, and the trailer.
+   *
+   * With `code` (the task's output coding), the page is compressed here, from a view of it framed
+   * in the arena around the records (ByteSink#framed: no copy), and its coded form goes into the
+   * result right after it (`header.coded`): one buffer and one copy of the page, where compressing
+   * the finished result (slice-compress.ts codeSlice) took a second buffer of its size and a second
+   * copy (~0.25 ms of a typical zstd page's ~0.7 ms over identity, docs/benchmarks.md "ready,
+   * second round (twelfth session)"). When the records are not in the arena, codeSlice does it.
    */
-  private finishPage(readMs: number, out: ArrayBuffer | null): ArrayBuffer {
+  private finishPage(readMs: number, out: ArrayBuffer | null, code: PageCoder | null): ArrayBuffer {
     this.settle();
     const headBytes = Buffer.byteLength(this.pageHead, 'utf8');
     const pageBytes = headBytes + this.body.length + PAGE_END.length;
-    const h: SliceHeader = { head: null, whole: false, bodyAt: headBytes, bodyBytes: this.body.length, tail: null, frames: this.frames, bytesRead: this.bytesRead, readMs, decodeMs: performance.now() - this.startedAt, pageBytes };
+    const decodeMs = performance.now() - this.startedAt;
+    const page = code === null ? null : this.body.framed(this.pageHead, headBytes, PAGE_END);
+    const h: SliceHeader = { head: null, whole: false, bodyAt: headBytes, bodyBytes: this.body.length, tail: null, frames: this.frames, bytesRead: this.bytesRead, readMs, decodeMs, pageBytes };
+    let coded: Buffer | null = null;
+    if (page !== null) {
+      const c = (code as PageCoder).code(page);
+      coded = c.bytes;
+      h.coded = [{ of: 0, length: pageBytes, crc: c.crc, at: pageBytes, bytes: coded.length }];
+      h.codeMs = performance.now() - this.startedAt - decodeMs;
+    }
     const headerBytes = Buffer.from(JSON.stringify(h), 'utf8');
-    const total = pageBytes + headerBytes.length + RESULT_TRAILER_BYTES;
+    const codedBytes = coded === null ? 0 : coded.length;
+    const total = pageBytes + codedBytes + headerBytes.length + RESULT_TRAILER_BYTES;
     const buf = out !== null && out.byteLength >= total ? Buffer.from(out) : Buffer.allocUnsafeSlow(total);
-    buf.write(this.pageHead, 0, 'utf8');
-    buf.set(this.body.view(), headBytes);
-    buf.set(PAGE_END, headBytes + this.body.length);
-    buf.set(headerBytes, pageBytes);
-    buf.writeUInt32LE(pageBytes, buf.length - RESULT_TRAILER_BYTES);
+    if (page !== null) {
+      buf.set(page, 0);
+      buf.set(coded as Buffer, pageBytes);
+    } else {
+      buf.write(this.pageHead, 0, 'utf8');
+      buf.set(this.body.view(), headBytes);
+      buf.set(PAGE_END, headBytes + this.body.length);
+    }
+    buf.set(headerBytes, pageBytes + codedBytes);
+    buf.writeUInt32LE(pageBytes + codedBytes, buf.length - RESULT_TRAILER_BYTES);
     buf.writeUInt32LE(headerBytes.length, buf.length - 4);
     return buf.buffer as ArrayBuffer;
   }

@@ -64,9 +64,18 @@ export interface SliceTask {
    * up to its records array (page-assembler.ts pageHead). The worker then settles the edge runs
    * itself and writes the page whole into the result, this text first and `]}` last, so the main
    * thread hands out a view of the result instead of assembling a copy; with an output coding,
-   * the worker compresses that page as one piece (slice-compress.ts codeSlice).
+   * the worker compresses that page as one piece, as it writes it (slice-encoder.ts finishPage).
    */
   pageHead: string;
+}
+
+/**
+ * Compresses a whole page as one piece in the task's coding (slice-compress.ts PieceCoder): the
+ * coded bytes and, for gzip, the page's CRC-32 (0 for zstd). Handed to the encoder, which writes
+ * the page and its coded form into the result together (slice-encoder.ts finishPage).
+ */
+export interface PageCoder {
+  code(page: Buffer): { bytes: Buffer; crc: number };
 }
 
 /** Output codings of a slice task (numbers: the task keeps one shape, see decodeTask). */
