@@ -11,7 +11,13 @@
 //        [--data /tmp/sp-peer-bench] [--workload many|typical] [--incremental-marking] [--perf FILE [--perf-all]]
 //        [--server-node-args='--cpu-prof --cpu-prof-dir=DIR'] [--checkout DIR] [--by-thread]
 //        [--generator lean|autocannon] [--pin] [--generator-node-args='--cpu-prof --cpu-prof-dir=DIR']
-//        [--accept-encoding 'gzip, deflate, br, zstd']
+//        [--accept-encoding 'gzip, deflate, br, zstd'] [--warm-connections 1] [--start launcher|node]
+//
+// --start launcher (the default) starts serve as a command, as a user's `session-pager serve` is: with
+// the launcher's settings (bin/session-pager.js: --v8-pool-size=<CPUs> on 1-3 CPUs, glibc's mmap
+// threshold); --server-node-args then go in NODE_OPTIONS. --start node runs `node [args]
+// bin/session-pager.js serve`, without them (the rule until the twelfth session's second round).
+// The peer always starts as `node bench/peer-server.mjs`.
 //
 // --accept-encoding: the header every request sends (default identity); a browser's is
 // 'gzip, deflate, br, zstd', which the server answers in zstd. The lean lane's body check
@@ -40,6 +46,8 @@ const { values: a } = parseScriptArgs(import.meta.url, {
     connections: { type: 'string', default: '1' },
     seconds: { type: 'string', default: '6' },
     warm: { type: 'string', default: '4' },
+    // Connections of the warm-up (default 1; bench/peer-ab.mjs warms at the measured lane's own).
+    'warm-connections': { type: 'string', default: '1' },
     data: { type: 'string', default: '/tmp/sp-peer-bench' },
     // Which of peer-bench's random-page workloads: its pages file and the peer's database.
     workload: { type: 'string', default: 'many' },
@@ -57,8 +65,10 @@ const { values: a } = parseScriptArgs(import.meta.url, {
     // Flags for the generator's node (the measured lane only), e.g. a CPU profile of the generator.
     'generator-node-args': { type: 'string', default: '' },
     'accept-encoding': { type: 'string', default: 'identity' },
+    start: { type: 'string', default: 'launcher' },
   },
 });
+if (a.start !== 'launcher' && a.start !== 'node') throw new Error(`--start launcher|node, not ${a.start}`);
 const root = new URL('..', import.meta.url).pathname;
 const pagesFile = join(a.data, `pages-${a.workload}.json`);
 const ids = [...new Set(JSON.parse(readFileSync(pagesFile, 'utf8')).map((p) => p.id))];
@@ -71,7 +81,7 @@ if (a.generator !== 'lean' && a.generator !== 'autocannon') throw new Error(`--g
 const serverCpus = a.pin ? { cpus: '1' } : {};
 const srv =
   a.server === 'pager'
-    ? await startService(linkedDataDir(a.data, ids, dir), token, { nodeArgs, ...serverCpus, env: a['incremental-marking'] ? { SESSION_PAGER_INCREMENTAL_MARKING: '1' } : {}, ...(a.checkout === undefined ? {} : { checkout: a.checkout }) })
+    ? await startService(linkedDataDir(a.data, ids, dir), token, { nodeArgs, ...serverCpus, launcher: a.start === 'launcher', env: a['incremental-marking'] ? { SESSION_PAGER_INCREMENTAL_MARKING: '1' } : {}, ...(a.checkout === undefined ? {} : { checkout: a.checkout }) })
     : await startPeer(db, token, { nodeArgs, ...serverCpus });
 const load = (c, s, measured) => {
   const script = a.generator === 'lean' ? 'bench/lean-load.mjs' : 'bench/http-load.mjs';
@@ -95,7 +105,7 @@ const nameOf = (t) => {
   }
 };
 try {
-  load('1', a.warm, false);
+  load(a['warm-connections'], a.warm, false);
   const t0 = threads();
   const perf = a.perf === undefined ? null : spawn('perf', ['record', '-F', '1999', '-g', a['perf-all'] ? '-p' : '-t', String(srv.pid), '-o', a.perf, '--', 'sleep', a.seconds], { stdio: 'ignore' });
   const r = load(a.connections, a.seconds, true);
@@ -115,7 +125,7 @@ try {
     process.stdout.write(`${JSON.stringify({ cpuMsPerRequestByThread: byName })}\n`);
   }
   process.stdout.write(
-    `${JSON.stringify({ server: a.server + (a['incremental-marking'] ? ' (incremental marking)' : ''), generator: a.generator + (a.pin ? ' (pinned)' : ''), connections: Number(a.connections), acceptEncoding: a['accept-encoding'], okPerSec: round(r.okPerSec), p50: r.p50, p99: r.p99, requests: r.requests, non2xx: r.requests - (r.byStatus[200] ?? 0), mainCpuMsPerRequest: round(main / r.requests), allCpuMsPerRequest: round(all / r.requests), generatorCpuMsPerRequest: r.generatorCpuMsPerRequest, generatorSysMsPerRequest: r.generatorSysMsPerRequest, checked: r.checked ?? 0, generatorLaneMonotonicUs: r.laneMonotonicUs, peakRssMB: Math.round(srv.peakRssMB()) })}\n`,
+    `${JSON.stringify({ server: a.server + (a['incremental-marking'] ? ' (incremental marking)' : '') + (a.server === 'pager' && a.start === 'node' ? ' (node, no launcher)' : ''), generator: a.generator + (a.pin ? ' (pinned)' : ''), connections: Number(a.connections), acceptEncoding: a['accept-encoding'], okPerSec: round(r.okPerSec), p50: r.p50, p99: r.p99, requests: r.requests, non2xx: r.requests - (r.byStatus[200] ?? 0), mainCpuMsPerRequest: round(main / r.requests), allCpuMsPerRequest: round(all / r.requests), generatorCpuMsPerRequest: r.generatorCpuMsPerRequest, generatorSysMsPerRequest: r.generatorSysMsPerRequest, checked: r.checked ?? 0, generatorLaneMonotonicUs: r.laneMonotonicUs, peakRssMB: Math.round(srv.peakRssMB()) })}\n`,
   );
 } finally {
   await srv.stop();

@@ -11,7 +11,18 @@
 //   node bench/peer-ab.mjs --a /work/wt/base --b . [--rounds 3] [--workloads many,typical]
 //        [--seconds 4] [--http-seconds 4] [--no-in-process] [--no-http]
 //        [--a-env K=V,K=V] [--b-env K=V]     (env of that build's processes, e.g. SESSION_PAGER_INCREMENTAL_MARKING=1)
-//        [--http-lanes lean,autocannon,lean-pinned]
+//        [--http-lanes lean,autocannon,lean-pinned] [--http-warm-connections level|N] [--http-start launcher|node]
+//
+// Each HTTP lane's serve starts as a command, through the launcher a user's `session-pager serve` runs
+// (--http-start launcher, the default: its V8 and glibc settings; http-cpu.mjs --start); --http-start
+// node runs it as `node bin/session-pager.js`, as until the twelfth session's second round. The peer's
+// server starts as before either way.
+//
+// Each HTTP lane's server is warmed for 2 s at the lane's own connections (--http-warm-connections level,
+// the default; 1 was the rule until the twelfth session): a server warmed by one client met its
+// concurrent paths (the admission queue, the batches, writes of several answers at once) first in the
+// measured lane, and compiled them there: ~290-440 TurboFan compiles in the lane's first 5 s, 10-20%
+// of its pages/s (docs/benchmarks.md, "proof (twelfth session)"). Both servers are warmed alike.
 //
 // HTTP lanes (bench/http-cpu.mjs's --generator and --pin; docs/decisions.md): `lean` (the default) is the
 // capacity lane (bench/lean-load.mjs: prebuilt requests, bodies counted, sampled bodies checked against
@@ -38,6 +49,9 @@ const { values: a } = parseScriptArgs(import.meta.url, {
     'a-env': { type: 'string', default: '' },
     'b-env': { type: 'string', default: '' },
     'http-lanes': { type: 'string', default: 'lean' },
+    // Connections of each HTTP lane's 2 s warm-up: 'level' (the lane's own, the default) or a number.
+    'http-warm-connections': { type: 'string', default: 'level' },
+    'http-start': { type: 'string', default: 'launcher' },
   },
 });
 if (a.a === undefined) throw new Error('--a DIR (a built checkout) is required');
@@ -74,7 +88,7 @@ for (let r = 0; r < Number(a.rounds); r++) {
         for (const level of [1, 16]) {
           for (const who of order) {
             // This checkout's script, serving from the build's checkout (--checkout).
-            const x = run(peerDir, ['bench/http-cpu.mjs', '--server', who === 'peer' ? 'peer' : 'pager', ...(who === 'peer' ? [] : ['--checkout', builds[who].dir]), '--workload', w, '--data', a.data, '--connections', String(level), '--seconds', a['http-seconds'], '--warm', '2', '--generator', generator, ...(pinned === 'pinned' ? ['--pin'] : [])], who === 'peer' ? {} : builds[who].env);
+            const x = run(peerDir, ['bench/http-cpu.mjs', '--server', who === 'peer' ? 'peer' : 'pager', ...(who === 'peer' ? [] : ['--checkout', builds[who].dir, '--start', a['http-start']]), '--workload', w, '--data', a.data, '--connections', String(level), '--seconds', a['http-seconds'], '--warm', '2', '--warm-connections', a['http-warm-connections'] === 'level' ? String(level) : a['http-warm-connections'], '--generator', generator, ...(pinned === 'pinned' ? ['--pin'] : [])], who === 'peer' ? {} : builds[who].env);
             rows.push({ where: `HTTP ${lane}`, workload: w, level, who, okPerSec: x.okPerSec, p99: x.p99, main: x.mainCpuMsPerRequest, all: x.allCpuMsPerRequest, gen: x.generatorCpuMsPerRequest, non2xx: x.non2xx });
             log(JSON.stringify({ round: r + 1, workload: w, level, who, ...x }));
           }

@@ -58,9 +58,13 @@ async function ready(url, ms = 120_000) {
   }
 }
 
-/** Starts node with `args`; with `cpus` (a taskset list, e.g. '1') every thread of it runs on those CPUs only (taskset execs node: the pid is node's). */
-function start(name, args, env, cpus) {
-  const [cmd, argv] = cpus === undefined ? [process.execPath, args] : ['taskset', ['-c', cpus, process.execPath, ...args]];
+/**
+ * Starts node with `args`; with `cpus` (a taskset list, e.g. '1') every thread of it runs on those CPUs only (taskset execs node: the pid is node's).
+ * With `command`, args[0] is run as a command (its shebang: bin/session-pager.js's sh lines, which exec node: the pid is node's too).
+ */
+function start(name, args, env, cpus, command = false) {
+  const [exe, rest] = command ? [args[0], args.slice(1)] : [process.execPath, args];
+  const [cmd, argv] = cpus === undefined ? [exe, rest] : ['taskset', ['-c', cpus, exe, ...rest]];
   const child = spawn(cmd, argv, { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
   let banner = '';
   child.stdout.on('data', (d) => (banner += d));
@@ -99,9 +103,19 @@ function start(name, args, env, cpus) {
   });
 }
 
-/** session-pager serve over `dataDir` (2 workers) from checkout `checkout` (this one by default); resolves once it is ready (warm-ups done). */
-export function startService(dataDir, token, { args = [], env = {}, nodeArgs = [], checkout = root, cpus } = {}) {
-  return start('session-pager', [...nodeArgs, join(checkout, 'bin/session-pager.js'), 'serve', '--data', dataDir, '--port', '0', '--workers', '2', '--log-level', 'warn', ...args], { ...env, SESSION_PAGER_TOKEN: token }, cpus);
+/**
+ * session-pager serve over `dataDir` (2 workers) from checkout `checkout` (this one by default); resolves once it is ready (warm-ups done).
+ * `launcher` (the default): started as a command, as a user's `session-pager serve` is, so with the
+ * launcher's settings (bin/session-pager.js: V8's helper threads no more than the CPUs, glibc's mmap
+ * threshold); `nodeArgs` then go in NODE_OPTIONS (only flags node allows there; one naming
+ * --v8-pool-size replaces the launcher's). `launcher: false`: `node [nodeArgs] bin/session-pager.js`,
+ * without them (how the benches started it until the twelfth session).
+ */
+export function startService(dataDir, token, { args = [], env = {}, nodeArgs = [], checkout = root, cpus, launcher = true } = {}) {
+  const serve = [join(checkout, 'bin/session-pager.js'), 'serve', '--data', dataDir, '--port', '0', '--workers', '2', '--log-level', 'warn', ...args];
+  if (!launcher) return start('session-pager', [...nodeArgs, ...serve], { ...env, SESSION_PAGER_TOKEN: token }, cpus);
+  const nodeOptions = [process.env.NODE_OPTIONS, env.NODE_OPTIONS, ...nodeArgs].filter(Boolean).join(' ');
+  return start('session-pager', serve, { ...env, SESSION_PAGER_TOKEN: token, ...(nodeOptions === '' ? {} : { NODE_OPTIONS: nodeOptions }) }, cpus, true);
 }
 
 /** The SQLite peer's HTTP server over database `db` (2 worker threads). */

@@ -226,6 +226,136 @@ export async function runClients({ base, headers, path, conns, mode, seconds, se
   return { lat, waitPages, phases, counts, settled, okBySecond, shedBySecond, trace, seconds: Math.min(seconds, (performance.now() - from) / 1000), loopDelay: { p50: ms(loopDelay.percentile(50)), p99: ms(loopDelay.percentile(99)), max: ms(loopDelay.max) } };
 }
 
+/**
+ * Interleaved windows (overload.mjs --interleave): closed loops that follow `schedule`
+ * ([{ conns, mode, seconds, settle, quiet?, level? }], back to back from `startAt`; a window's
+ * clients start `quiet` seconds into it). Each level (`level`,
+ * by default `conns`) has loops and a keep-alive agent of its own, busy in that level's windows
+ * and idle in the others': 16 / 256 / 16 / 256 ... windows of a second or two then measure
+ * capacity and overload a second apart, each on connections already open (no settle second of
+ * fresh connections in each). Apart, because the clients of a 256 window end it shed, many of
+ * them waiting for an answer the server holds (up to 4 s) and then, honouring, for Retry-After:
+ * with one set of loops for both levels, the 16 that go on in the next 16 window were idle for
+ * much of it (a first version's 16-connection windows after a 256 one served 0.3-0.9 of the
+ * others at a third of a core). Answers are counted in the window they arrive in, only when
+ * they are that window's level's, and only in its measured part (after its `settle` seconds).
+ * A wait for Retry-After ends with its window. Per window: 2xx, 503 (and 503s without
+ * Retry-After), other, errors, and the admitted latencies.
+ */
+export async function runSchedule({ base, headers, path, schedule, startAt = Date.now() }) {
+  const pathFor = pathMaker(path);
+  if (path.scenario === 'attach') throw new Error('interleaved windows: page scenarios only');
+  if (startAt > Date.now()) await new Promise((res) => setTimeout(res, startAt - Date.now()));
+  const t0 = performance.now();
+  let at = t0;
+  const windows = schedule.map((w) => {
+    const win = { ...w, level: w.level ?? w.conns, start: at, from: at + w.settle * 1000, end: at + w.seconds * 1000, ok: 0, shed: 0, shedBare: 0, other: 0, errors: 0, lat: [] };
+    at = win.end;
+    return win;
+  });
+  const end = at;
+  // Each level's loops: as many as its windows' connections (the most, should they differ).
+  const levels = new Map();
+  for (const w of windows) levels.set(w.level, Math.max(levels.get(w.level) ?? 0, w.conns));
+  const agents = new Map([...levels].map(([level, conns]) => [level, new Agent({ keepAlive: true, maxSockets: Math.max(1, conns) })]));
+  const windowAt = (t) => {
+    for (const w of windows) if (t < w.end) return w;
+    return null;
+  };
+  let over = false;
+  const cut = setTimeout(() => {
+    over = true;
+    for (const a of agents.values()) a.destroy();
+  }, Math.max(0, end - performance.now()));
+  const one = (agent) =>
+    new Promise((resolve) => {
+      const start = performance.now();
+      const req = request(`${base}${pathFor()}`, { agent, headers, timeout: 30_000 }, (res) => {
+        res.on('data', () => undefined);
+        res.on('end', () => resolve({ status: res.statusCode, ms: performance.now() - start, retryAfter: res.headers['retry-after'] }));
+        res.on('error', () => resolve({ status: 0 }));
+      });
+      req.on('error', () => resolve({ status: 0 }));
+      req.on('timeout', () => req.destroy());
+      req.end();
+    });
+  const loop = async (level, j) => {
+    const agent = agents.get(level);
+    for (;;) {
+      const now = performance.now();
+      const w = windowAt(now);
+      if (w === null || over) return;
+      if (w.level !== level || j >= w.conns) {
+        // Not this loop's window: wait for the next (windows are seconds long).
+        await new Promise((res) => setTimeout(res, Math.max(1, w.end + 2 - now)));
+        continue;
+      }
+      // A window's clients start `quiet` seconds into it: the previous level's last requests (sent
+      // up to its end, queued or in flight) are done by then, and do not have the first requests
+      // of the next level's clients shed (a shed 503 is held 0.5 s or more, then a client that
+      // honours it waits Retry-After: one low client lost for most of its window).
+      if (now < w.start + (w.quiet ?? 0) * 1000) {
+        await new Promise((res) => setTimeout(res, w.start + (w.quiet ?? 0) * 1000 + 1 - now));
+        continue;
+      }
+      const r = await one(agent);
+      const t = performance.now();
+      const got = windowAt(t);
+      if (over || got === null) return;
+      // An answer after its window (a held 503 of a 256 window arriving in the next 16 one) is
+      // not the next window's: counted nowhere.
+      const measured = t >= got.from && got.level === level;
+      if (r.status >= 200 && r.status < 300) {
+        if (measured) {
+          got.ok++;
+          got.lat.push(r.ms);
+        }
+      } else if (r.status === 503) {
+        if (measured) {
+          got.shed++;
+          if (r.retryAfter === undefined) got.shedBare++;
+        }
+        // Honouring: a wait cut by its window's end ends just after it (a timer may fire a fraction
+        // of a ms early: a whole window's honouring clients then sent one more request each, all at
+        // once, into the next window's first moment, where they had the low clients shed).
+        const wait = got.mode === 'ignore' ? 0 : Math.min(Math.max(0, Number(r.retryAfter ?? 1)) * 1000, got.end + 2 - performance.now());
+        if (wait > 0) await new Promise((res) => setTimeout(res, wait));
+      } else if (r.status === 0) {
+        if (measured) got.errors++;
+      } else if (measured) got.other++;
+    }
+  };
+  await Promise.all([...levels].flatMap(([level, conns]) => Array.from({ length: conns }, (_, j) => loop(level, j))));
+  clearTimeout(cut);
+  for (const a of agents.values()) a.destroy();
+  return windows.map(({ conns, mode, seconds, settle, ok, shed, shedBare, other, errors, lat }) => ({ conns, mode, seconds, settle, ok, shed, shedBare, other, errors, lat }));
+}
+
+/** runSchedule over `threads` worker threads (each window's connections split among them), merged per window. */
+export async function runScheduleThreaded(opts, threads) {
+  const most = Math.max(...opts.schedule.map((w) => w.conns));
+  const n = Math.max(1, Math.min(threads, most));
+  if (n === 1) return runSchedule(opts);
+  const startAt = opts.startAt ?? Date.now() + 150;
+  const parts = await Promise.all(
+    Array.from({ length: n }, (_, i) => {
+      const schedule = opts.schedule.map((w) => ({ ...w, level: w.level ?? w.conns, conns: Math.floor(w.conns / n) + (i < w.conns % n ? 1 : 0) }));
+      return new Promise((resolve, reject) => {
+        const w = new Worker(new URL(import.meta.url), { workerData: { overloadSchedule: { ...opts, schedule, startAt } } });
+        w.once('message', resolve);
+        w.once('error', reject);
+        w.once('exit', (code) => code !== 0 && reject(new Error(`client thread exited ${code}`)));
+      });
+    }),
+  );
+  return parts[0].map((w0, k) => {
+    const out = { ...w0, conns: opts.schedule[k].conns, lat: [] };
+    for (const key of ['ok', 'shed', 'shedBare', 'other', 'errors']) out[key] = parts.reduce((a, p) => a + p[k][key], 0);
+    for (const p of parts) out.lat = out.lat.concat(p[k].lat);
+    return out;
+  });
+}
+
 /** runClients over `threads` worker threads (the connections split among them), merged. */
 export async function runClientsThreaded(opts, threads) {
   const n = Math.max(1, Math.min(threads, opts.conns));
@@ -261,4 +391,7 @@ export async function runClientsThreaded(opts, threads) {
 
 if (!isMainThread && workerData?.overloadClients !== undefined) {
   parentPort.postMessage(await runClients(workerData.overloadClients));
+}
+if (!isMainThread && workerData?.overloadSchedule !== undefined) {
+  parentPort.postMessage(await runSchedule(workerData.overloadSchedule));
 }

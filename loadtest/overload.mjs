@@ -30,7 +30,7 @@
  *        [--sessions 40] [--session-events 10000] [--hold 1000] [--hold-jitter 0.5] [--warmup 10] [--settle 1] [--rounds 1]
  *        [--server-node-args='--cpu-prof --cpu-prof-dir=DIR'] [--root OTHER_CHECKOUT] [--burst]
  *        [--ignore-client node|autocannon] [--client-threads N] [--launch command|node] [--phases]
- *        [--server-autogroup] [--pin]
+ *        [--server-autogroup] [--pin] [--interleave PAIRS [--window 2] [--window-settle 0.5] [--window-quiet 0.2] [--window-lead 2]]
  *
  * Scenarios: `tail` asks the newest page of a session whose last answer is
  * a long streamed one (the tail page covers it: ~1 MB, built once, then
@@ -76,14 +76,21 @@
  * With --rounds N every level and client kind is run N times (the order of
  * levels and kinds reversed every other round) and judged by its median run,
  * and the level's p99 also over all its rounds' latencies pooled; each run is
- * also given as a share of the best run of its own round. Capacity is
+ * also given as a share of the best run of its own round.
+ * With --interleave N (page scenarios, --connections low,high) there are no rounds: after the
+ * warm-up, windows of --window seconds alternate low / high ignoring / low / high honouring / ...
+ * (N pairs per client kind) on one set of connections, and each high window's goodput (and 2xx per
+ * server CPU-second, and p99) is taken against its neighbouring low windows', reported as the
+ * median and the worst pair (loadtest/interleave.mjs): capacity and overload a second apart, on
+ * the same machine, instead of minutes apart. Capacity is
  * the best level's goodput; goodput is also printed as a share of it, and p99
  * as a multiple of the lowest level's (the unloaded p99). --json prints one
  * JSON document instead of the table (test/overload.test.ts reads it).
  */
 import autocannon from 'autocannon';
 import { execFileSync, spawn } from 'node:child_process';
-import { pathMaker, runClientsThreaded } from './overload-clients.mjs';
+import { pathMaker, runClientsThreaded, runScheduleThreaded } from './overload-clients.mjs';
+import { interleaveSchedule, interleavedPairs } from './interleave.mjs';
 import { matchAttaches, percentile, summarizePhases } from './attach-phases.mjs';
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { availableParallelism, loadavg, tmpdir } from 'node:os';
@@ -147,6 +154,19 @@ const { values } = parseScriptArgs(import.meta.url, {
     pin: { type: 'boolean', default: false },
     // Attach: each attach's time split by who adds it, the load generator or the server (loadtest/attach-phases.mjs).
     phases: { type: 'boolean', default: false },
+    // Interleaved windows (loadtest/interleave.mjs): this many pairs per client kind of a low and a
+    // high level's window, alternating, instead of the rounds of whole runs (0: off). --connections
+    // names the two levels (low,high), --window each window's seconds, --window-settle the part of
+    // each not counted (answers to what the window before asked arrive then).
+    interleave: { type: 'string', default: '0' },
+    window: { type: 'string', default: '2' },
+    'window-settle': { type: 'string', default: '0.5' },
+    // Seconds at each window's start before its clients send (within --window-settle): the previous
+    // level's last requests are done by then (loadtest/overload-clients.mjs runSchedule).
+    'window-quiet': { type: 'string', default: '0.2' },
+    // Windows run first and not counted (low, high, ... of the first client kind): the server still
+    // speeds up over its first windows after the warm-up (loadtest/interleave.mjs).
+    'window-lead': { type: 'string', default: '2' },
     // How often the gate and the server's loop delay are read from /metrics during a run, ms (0: never).
     'sample-ms': { type: 'string', default: '1000' },
   },
@@ -176,6 +196,19 @@ const rounds = int(values.rounds, 1, 10, 'rounds');
 const settle = int(values.settle, 0, 10, 'settle');
 if (settle > 0 && values['ignore-client'] === 'autocannon') argError(import.meta.url, '--ignore-client autocannon runs have no settle: give --settle 0');
 const clientThreads = int(values['client-threads'], 1, 8, 'client-threads');
+const interleave = int(values.interleave, 0, 200, 'interleave');
+const windowSeconds = Number(values.window);
+const windowSettle = Number(values['window-settle']);
+const windowQuiet = Number(values['window-quiet']);
+const windowLead = int(values['window-lead'], 0, 20, 'window-lead');
+if (interleave > 0) {
+  if (!(windowSeconds >= 0.5 && windowSeconds <= 30)) argError(import.meta.url, '--window must be a number of seconds in [0.5, 30]');
+  if (!(windowSettle >= 0 && windowSettle < windowSeconds)) argError(import.meta.url, '--window-settle must be a number of seconds in [0, --window)');
+  if (!(windowQuiet >= 0 && windowQuiet <= windowSettle)) argError(import.meta.url, '--window-quiet must be a number of seconds in [0, --window-settle]');
+  if (levels.length !== 2 || levels[0] >= levels[1]) argError(import.meta.url, '--interleave: --connections names two levels, low,high');
+  if (values.scenario === 'attach') argError(import.meta.url, '--interleave: page scenarios only (tail, older, random)');
+  if (values['ignore-client'] !== 'node') argError(import.meta.url, '--interleave: the node:http clients only');
+}
 // A scrape of /metrics costs the server's main thread ~3.7 ms (prom-client's collectors, 12-02
 // 20:10): read every 100 ms, as until 12-02, it stalled the one loop every attach goes through
 // ~4% of the time and queued the attaches arriving meanwhile; a monitor scrapes every 10-60 s.
@@ -346,8 +379,8 @@ try {
   const sample = await fetch(`${base}${pagePathFor()}`, { headers });
   const bytes = (await sample.arrayBuffer()).byteLength;
   out.sampleBytes = bytes;
-  log(`server ${base}, scenario ${values.scenario}, maxMessages ${maxMessages}, ${values.encoding}, a page ~${Math.round(bytes / 1024)} KiB on the wire, ${duration} s per run${values.pin ? `, server pinned to CPU ${out.pinned.serverCpus}, load generator to CPU ${out.pinned.clientCpus}` : ''}`);
-  log('conns  mode     goodput/s  share   p50 ms   p99 ms   max ms   503/s  other errors  server mean ms  server cpu (main)  client cpu  rss/peak MB  load  recovery ms');
+  log(`server ${base}, scenario ${values.scenario}, maxMessages ${maxMessages}, ${values.encoding}, a page ~${Math.round(bytes / 1024)} KiB on the wire, ${interleave > 0 ? `${windowSeconds} s windows` : `${duration} s per run`}${values.pin ? `, server pinned to CPU ${out.pinned.serverCpus}, load generator to CPU ${out.pinned.clientCpus}` : ''}`);
+  if (interleave === 0) log('conns  mode     goodput/s  share   p50 ms   p99 ms   max ms   503/s  other errors  server mean ms  server cpu (main)  client cpu  rss/peak MB  load  recovery ms');
   // Server-side view: time from request to response written, for the pages it answered (200; attach: to the snapshot).
   const route = values.scenario === 'attach' ? '/v1/sessions/:id/follow' : '/v1/sessions/:id/page';
   const serverSide = async () => {
@@ -514,10 +547,92 @@ try {
     await new Promise((res) => setTimeout(res, 1500));
   }
   if (values.phases) await probeRecords(); // the warm-up's connections are not a run's
+  if (interleave > 0) {
+    // Side by side: low and high windows alternate on one set of loops (loadtest/interleave.mjs);
+    // the server's CPU is read at each window's measured start and end.
+    const [low, high] = levels;
+    const schedule = interleaveSchedule({ low, high, modes, pairs: interleave, seconds: windowSeconds, settle: windowSettle, quiet: windowQuiet, lead: windowLead });
+    const startAt = Date.now() + 300;
+    const cpuMarks = [];
+    let offset = 0;
+    const timers = schedule.map((w, k) => {
+      const from = startAt + (offset + w.settle) * 1000;
+      const to = startAt + (offset + w.seconds) * 1000;
+      offset += w.seconds;
+      cpuMarks[k] = {};
+      return [
+        setTimeout(() => (cpuMarks[k].from = threadCpu(server.pid)), from - Date.now()),
+        setTimeout(() => (cpuMarks[k].to = threadCpu(server.pid)), to - Date.now()),
+      ];
+    });
+    const loadStart = loadavg()[0];
+    const clientStart = threadCpu(process.pid);
+    const before = await serverSide();
+    const ws = await runScheduleThreaded({ base, headers, path: pathSpec, schedule, startAt }, clientThreads);
+    for (const t of timers.flat()) clearTimeout(t);
+    const clientEnd = threadCpu(process.pid);
+    const after = await serverSide();
+    const windows = ws.map((w, k) => {
+      const m = cpuMarks[k];
+      const measuredSeconds = w.seconds - w.settle;
+      const cpuSeconds = m.from && m.to ? m.to.main + m.to.rest - m.from.main - m.from.rest : null;
+      const wall = m.from && m.to ? (m.to.t - m.from.t) / 1000 : null;
+      return Object.defineProperty(
+        {
+          conns: w.conns,
+          mode: w.mode,
+          ...(schedule[k].lead ? { lead: true } : {}),
+          measuredSeconds,
+          ok: w.ok,
+          goodput: Math.round(w.ok / measuredSeconds),
+          shed: w.shed,
+          shedBare: w.shedBare,
+          other: w.other,
+          errors: w.errors,
+          p99: w.lat.length ? Math.round(percentile([...w.lat].sort((a, b) => a - b), 99) * 10) / 10 : null,
+          cpuSeconds: cpuSeconds === null ? null : Math.round(cpuSeconds * 1000) / 1000,
+          serverCores: cpuSeconds === null || !wall ? null : Math.round((cpuSeconds / wall) * 100) / 100,
+          goodputPerCpuSecond: cpuSeconds ? Math.round(w.ok / cpuSeconds) : null,
+        },
+        'lat',
+        { value: w.lat, enumerable: false },
+      );
+    });
+    const summary = interleavedPairs(windows, { low, high, modes });
+    const totals = { ok: 0, shed: 0, shedBare: 0, other: 0, errors: 0 };
+    for (const w of windows) if (!w.lead) for (const k of Object.keys(totals)) totals[k] += w[k];
+    const seconds = schedule.reduce((a, w) => a + w.seconds, 0);
+    out.interleave = {
+      low,
+      high,
+      pairsPerMode: interleave,
+      windowSeconds,
+      windowSettle,
+      windowQuiet,
+      windowLead,
+      load: [Math.round(loadStart * 10) / 10, Math.round(loadavg()[0] * 10) / 10],
+      clientCores: Math.round(((clientEnd.main + clientEnd.rest - clientStart.main - clientStart.rest) / seconds) * 100) / 100,
+      totals,
+      shedByServer: after.shedAll - before.shedAll,
+      shedNotAdmission: after.shedAll - before.shedAll - (after.shedAdmission - before.shedAdmission),
+      shedWaited: after.shedWaited - before.shedWaited,
+      ...serverRss(),
+      summary,
+      windows,
+    };
+    log(`interleaved: ${schedule.length} windows of ${windowSeconds} s (${windowSettle} s of each not counted, its clients quiet the first ${windowQuiet} s; the first ${windowLead} not counted at all), ${low} / ${high} connections, ${modes.join(' and ')}; load ${out.interleave.load.join('-')}; load generator ${out.interleave.clientCores} cores`);
+    for (const w of windows) log(`  ${w.lead ? '(lead, not counted) ' : ''}${String(w.conns).padStart(4)} ${w.mode.padEnd(7)} ${String(w.goodput).padStart(6)} 2xx/s  503 ${w.shed} (no Retry-After ${w.shedBare})  other ${w.other}  errors ${w.errors}  p99 ${w.p99} ms  server ${w.serverCores} cores, ${w.goodputPerCpuSecond} 2xx per CPU-second`);
+    log(`  low windows: median ${summary.lowGoodput} 2xx/s, ${summary.lowShed} 503s; unloaded p99 (pooled) ${summary.unloadedP99} ms; one low window against the next (the noise floor): over ${summary.lowControl.pairs} pairs median ${summary.lowControl.median}, worst ${summary.lowControl.worst} (${summary.lowControl.under90} under 0.9)`);
+    for (const mode of modes) {
+      const m = summary[mode];
+      log(`  ${high} ${mode}: goodput / neighbouring ${low}-window goodput over ${m.pairs} pairs: median ${m.goodput.median}, worst ${m.goodput.worst} (best ${m.goodput.best}; ${m.goodput.under90} under 0.9); against the mean of both neighbours: median ${m.againstBothNeighbours.median}, worst ${m.againstBothNeighbours.worst}; per server CPU-second: median ${m.perCpuSecond.median}, worst ${m.perCpuSecond.worst}; admitted p99 pooled ${m.p99.pooled} ms = ${m.p99.ratio}x unloaded (per pair median ${m.p99.perPairMedian}x, worst ${m.p99.perPairWorst}x); ${m.shedPerSecond} 503/s`);
+    }
+    log(`  totals: ${JSON.stringify(totals)}; 503s counted by the server ${out.interleave.shedByServer} (not admission's ${out.interleave.shedNotAdmission}, after the queue bound ${out.interleave.shedWaited}); server RSS ${out.interleave.rssMb}/${out.interleave.peakRssMb} MB`);
+  }
   // Rounds alternate the order of the levels and of the client kinds within a level (up, then down:
   // 16i 16h 256i 256h, then 256h 256i 16h 16i), so a drift of the machine, and what one run leaves to
   // the next (held shed answers, the server's heap), meet every level and kind alike.
-  for (let round = 0; round < rounds; round++) for (const conns of round % 2 === 0 ? levels : [...levels].reverse()) {
+  for (let round = 0; round < (interleave > 0 ? 0 : rounds); round++) for (const conns of round % 2 === 0 ? levels : [...levels].reverse()) {
     for (const mode of round % 2 === 0 ? modes : [...modes].reverse()) {
       const loadStart = loadavg()[0];
       // The CPU, the gate and the server's counters are taken over the run's measured seconds only:
@@ -597,109 +712,111 @@ try {
       await new Promise((res) => setTimeout(res, 1500));
     }
   }
-  // Per level and client kind, the median over the rounds (one round: its run). Five-second runs of one
-  // level on the shared 2-core machine differ by 10-15% among themselves, so a level is judged by its
-  // median, against the best level's median (capacity), not by one run against the luckiest run.
-  const median = (xs) => {
-    const v = xs.filter((x) => x !== null).sort((a, b) => a - b);
-    return v.length === 0 ? null : v.length % 2 === 1 ? v[(v.length - 1) / 2] : (v[v.length / 2 - 1] + v[v.length / 2]) / 2;
-  };
-  const r2 = (x) => (x === null ? null : Math.round(x * 100) / 100);
-  out.levels = [];
-  for (const conns of levels.filter((c, i) => levels.indexOf(c) === i)) {
+  if (out.runs.length > 0) {
+    // Per level and client kind, the median over the rounds (one round: its run). Five-second runs of one
+    // level on the shared 2-core machine differ by 10-15% among themselves, so a level is judged by its
+    // median, against the best level's median (capacity), not by one run against the luckiest run.
+    const median = (xs) => {
+      const v = xs.filter((x) => x !== null).sort((a, b) => a - b);
+      return v.length === 0 ? null : v.length % 2 === 1 ? v[(v.length - 1) / 2] : (v[v.length / 2 - 1] + v[v.length / 2]) / 2;
+    };
+    const r2 = (x) => (x === null ? null : Math.round(x * 100) / 100);
+    out.levels = [];
+    for (const conns of levels.filter((c, i) => levels.indexOf(c) === i)) {
+      for (const mode of modes) {
+        const rs = out.runs.filter((r) => r.connections === conns && r.mode === mode);
+        // p99 of all the level's admitted latencies over its rounds: at 16 attach connections a 5 s run
+        // has ~160 attaches, so its own p99 is its 2nd-worst and the median of two such is one outlier.
+        const pooled = rs.flatMap((r) => r.latencies ?? []).sort((a, b) => a - b);
+        out.levels.push({ connections: conns, mode, rounds: rs.length, goodput: r2(median(rs.map((r) => r.goodput))), goodputs: rs.map((r) => r.goodput), p99: r2(median(rs.map((r) => r.p99))), p99s: rs.map((r) => r.p99), p99Pooled: r2(percentile(pooled, 99)), admitted: pooled.length, shedPerSecond: r2(median(rs.map((r) => r.shedPerSecond))), other: rs.reduce((a, r) => a + r.other, 0), errors: rs.reduce((a, r) => a + r.errors, 0) });
+      }
+    }
+    // Pooled: a level's 2xx over all its rounds' seconds. A run's goodput on this shared machine moves
+    // ~12% (sd) from one 4 s run to the next, even between adjacent runs of one round, so a median of
+    // three is still noisy, and capacity, the best of four such medians, is biased upwards by that
+    // noise: a level serving what the best one serves missed "90% of capacity" in 3 of 4 runs of 12-03
+    // (docs/benchmarks.md). Pooled over many rounds the noise shrinks with the rounds.
+    for (const l of out.levels) {
+      const rs = out.runs.filter((r) => r.connections === l.connections && r.mode === l.mode);
+      l.pooledGoodput = r2(rs.reduce((a, r) => a + r.ok, 0) / rs.reduce((a, r) => a + r.seconds, 0));
+    }
+    // The same per second of a run (mean over the rounds), and pooled over the later half of each run's
+    // seconds: a run at 256 connections starts on fresh connections, each shed at the pacer's shortest
+    // holds (0.5, 1, 2 s) before the longest, so its first seconds answer many more 503s than a steady
+    // overload does; the later half shows what the level serves once that is over.
+    const half = Math.floor(duration / 2);
+    for (const l of out.levels) {
+      const rs = out.runs.filter((r) => r.connections === l.connections && r.mode === l.mode && Array.isArray(r.okBySecond));
+      l.goodputBySecond = Array.from({ length: duration }, (_, i) => r2(rs.reduce((a, r) => a + (r.okBySecond[i] ?? 0), 0) / Math.max(1, rs.length)));
+      l.shedBySecond = Array.from({ length: duration }, (_, i) => r2(rs.reduce((a, r) => a + (r.shedBySecond[i] ?? 0), 0) / Math.max(1, rs.length)));
+      // The settle seconds before each measured run (not in its goodput): the level's first second, shown apart.
+      l.settleGoodput = settle > 0 ? r2(rs.reduce((a, r) => a + (r.settleGoodput ?? 0), 0) / Math.max(1, rs.length)) : null;
+      l.laterHalfGoodput = half > 0 ? r2(l.goodputBySecond.slice(half).reduce((a, b) => a + b, 0) / (duration - half)) : null;
+      l.firstHalfGoodput = half > 0 ? r2(l.goodputBySecond.slice(0, half).reduce((a, b) => a + b, 0) / half) : null;
+    }
+    const laterCapacity = Math.max(...out.levels.map((l) => l.laterHalfGoodput ?? 0));
+    const firstCapacity = Math.max(...out.levels.map((l) => l.firstHalfGoodput ?? 0));
+    for (const l of out.levels) {
+      l.laterHalfShare = l.laterHalfGoodput === null || laterCapacity === 0 ? null : r2(l.laterHalfGoodput / laterCapacity);
+      l.firstHalfShare = l.firstHalfGoodput === null || firstCapacity === 0 ? null : r2(l.firstHalfGoodput / firstCapacity);
+    }
+    // Per server CPU-second, pooled over the rounds (a level's 2xx over the CPU-seconds its server got),
+    // and as a share of the best level's: beside the raw goodput and its shares, not instead of them.
+    for (const l of out.levels) {
+      const rs = out.runs.filter((r) => r.connections === l.connections && r.mode === l.mode && r.serverCpuSeconds > 0);
+      const cpu = rs.reduce((a, r) => a + r.serverCpuSeconds, 0);
+      l.goodputPerCpuSecond = cpu > 0 ? Math.round(rs.reduce((a, r) => a + r.ok, 0) / cpu) : null;
+      l.goodputsPerCpuSecond = rs.map((r) => r.goodputPerCpuSecond);
+      l.serverCores = r2(median(rs.map((r) => r.serverCpu)));
+    }
+    const cpuCapacity = Math.max(...out.levels.map((l) => l.goodputPerCpuSecond ?? 0));
+    out.cpuCapacity = cpuCapacity;
+    for (const l of out.levels) l.cpuShare = l.goodputPerCpuSecond === null || cpuCapacity === 0 ? null : r2(l.goodputPerCpuSecond / cpuCapacity);
+    const pooledCapacity = Math.max(...out.levels.map((l) => l.pooledGoodput));
+    out.pooledCapacity = pooledCapacity;
+    for (const l of out.levels) l.pooledShare = Math.round((l.pooledGoodput / pooledCapacity) * 100) / 100;
+    const capacity = Math.max(...out.levels.map((l) => l.goodput));
+    out.capacityConnections = out.levels.find((l) => l.goodput === capacity)?.connections ?? null;
+    out.capacity = capacity;
+    for (const x of [...out.runs, ...out.levels]) x.share = Math.round((x.goodput / capacity) * 100) / 100;
+    // The same paired within each round: a run against the mean of its own round's runs at the
+    // capacity level (both client kinds; the runs of a round are a minute or two apart), the level by
+    // the mean over its rounds and the lowest. One level's runs spread by ~15% between rounds on this
+    // shared machine (the others' work, the heap a run leaves), and the best level's median, being
+    // the best of several, is an upward-biased capacity: a level that serves what the capacity level
+    // does still misses "90% of capacity" now and then by that rule; the paired mean does not.
+    const capLevel = out.capacityConnections;
+    for (const r of out.runs) {
+      const ref = out.runs.filter((x) => x.round === r.round && x.connections === capLevel).map((x) => x.goodput);
+      r.pairedShare = ref.length === 0 ? null : Math.round((r.goodput / (ref.reduce((a, b) => a + b, 0) / ref.length)) * 100) / 100;
+    }
+    for (const l of out.levels) {
+      const rs = out.runs.filter((r) => r.connections === l.connections && r.mode === l.mode);
+      const ps = rs.map((r) => r.pairedShare).filter((x) => x !== null);
+      l.pairedShare = ps.length === 0 ? null : Math.round((ps.reduce((a, b) => a + b, 0) / ps.length) * 100) / 100;
+      l.pairedShareMin = ps.length === 0 ? null : Math.min(...ps);
+      // Beside the p99 the clients saw: the server's own (its histogram's bucket bound) and the load
+      // generator's event-loop delay p99, which every latency it times may include.
+      l.serverP99Ms = median(rs.map((r) => r.serverP99Ms));
+      l.clientLoopDelayP99 = r2(median(rs.map((r) => r.clientLoopDelay?.p99 ?? null)));
+      l.clientMainCpu = r2(median(rs.map((r) => r.clientMainCpu ?? null)));
+    }
+    const unloaded = out.levels.find((l) => l.connections === Math.min(...levels) && l.mode === modes[0]);
+    out.unloadedP99 = unloaded?.p99 ?? null;
+    for (const x of [...out.runs, ...out.levels]) x.p99Ratio = out.unloadedP99 && x.p99 !== null ? Math.round((x.p99 / out.unloadedP99) * 100) / 100 : null;
+    for (const l of out.levels) l.p99PooledRatio = unloaded?.p99Pooled && l.p99Pooled !== null ? Math.round((l.p99Pooled / unloaded.p99Pooled) * 100) / 100 : null;
+    // At capacity: the fewest connections (per client kind) whose goodput reaches 90% of the best,
+    // the level where the server is first saturated; its p99 is what admitted pages may be held to.
     for (const mode of modes) {
-      const rs = out.runs.filter((r) => r.connections === conns && r.mode === mode);
-      // p99 of all the level's admitted latencies over its rounds: at 16 attach connections a 5 s run
-      // has ~160 attaches, so its own p99 is its 2nd-worst and the median of two such is one outlier.
-      const pooled = rs.flatMap((r) => r.latencies ?? []).sort((a, b) => a - b);
-      out.levels.push({ connections: conns, mode, rounds: rs.length, goodput: r2(median(rs.map((r) => r.goodput))), goodputs: rs.map((r) => r.goodput), p99: r2(median(rs.map((r) => r.p99))), p99s: rs.map((r) => r.p99), p99Pooled: r2(percentile(pooled, 99)), admitted: pooled.length, shedPerSecond: r2(median(rs.map((r) => r.shedPerSecond))), other: rs.reduce((a, r) => a + r.other, 0), errors: rs.reduce((a, r) => a + r.errors, 0) });
+      const knee = out.levels.filter((l) => l.mode === mode && l.share >= 0.9).sort((a, b) => a.connections - b.connections)[0];
+      for (const x of [...out.runs, ...out.levels].filter((y) => y.mode === mode)) {
+        x.capacityConnections = knee?.connections ?? null;
+        x.p99VsCapacity = knee?.p99 && x.p99 !== null ? Math.round((x.p99 / knee.p99) * 100) / 100 : null;
+      }
     }
+    log(`capacity (best goodput${rounds > 1 ? `, median of ${rounds} rounds` : ''}): ${capacity}/s; unloaded p99 (${unloaded?.connections} conn): ${out.unloadedP99} ms`);
+    for (const l of out.levels) log(`  ${String(l.connections).padStart(4)} ${l.mode.padEnd(7)} goodput ${Math.round(l.share * 100)}% of capacity (pooled over rounds: ${l.pooledGoodput}/s, ${Math.round(l.pooledShare * 100)}% of the best level's ${pooledCapacity}/s)${rounds > 1 ? ` (runs ${l.goodputs.join(', ')}/s; paired with the ${capLevel}-connection runs of the same round: mean ${l.pairedShare}, lowest ${l.pairedShareMin})` : ''}, p99 ${l.p99Ratio ?? '-'}x unloaded (pooled over rounds ${l.p99Pooled} ms, ${l.p99PooledRatio ?? '-'}x), ${l.p99VsCapacity ?? '-'}x at capacity (${l.capacityConnections ?? '-'} conns); server's own p99 <= ${l.serverP99Ms} ms, load generator's loop delay p99 ${l.clientLoopDelayP99} ms at ${l.clientMainCpu} of a core; by second: 2xx ${l.goodputBySecond.join(' ')}, 503 ${l.shedBySecond.join(' ')}; per server CPU-second ${l.goodputPerCpuSecond} 2xx (${Math.round((l.cpuShare ?? 0) * 100)}% of the best level's ${cpuCapacity}; runs ${l.goodputsPerCpuSecond.join(', ')}; the server at ${l.serverCores} cores); first half ${Math.round((l.firstHalfShare ?? 0) * 100)}%, later half ${Math.round((l.laterHalfShare ?? 0) * 100)}% of the best level's${l.settleGoodput !== null ? `; its settle seconds (not counted) ${l.settleGoodput} 2xx/s, ${Math.round((l.settleGoodput / pooledCapacity) * 100)}% of the best level's measured` : ''}`);
   }
-  // Pooled: a level's 2xx over all its rounds' seconds. A run's goodput on this shared machine moves
-  // ~12% (sd) from one 4 s run to the next, even between adjacent runs of one round, so a median of
-  // three is still noisy, and capacity, the best of four such medians, is biased upwards by that
-  // noise: a level serving what the best one serves missed "90% of capacity" in 3 of 4 runs of 12-03
-  // (docs/benchmarks.md). Pooled over many rounds the noise shrinks with the rounds.
-  for (const l of out.levels) {
-    const rs = out.runs.filter((r) => r.connections === l.connections && r.mode === l.mode);
-    l.pooledGoodput = r2(rs.reduce((a, r) => a + r.ok, 0) / rs.reduce((a, r) => a + r.seconds, 0));
-  }
-  // The same per second of a run (mean over the rounds), and pooled over the later half of each run's
-  // seconds: a run at 256 connections starts on fresh connections, each shed at the pacer's shortest
-  // holds (0.5, 1, 2 s) before the longest, so its first seconds answer many more 503s than a steady
-  // overload does; the later half shows what the level serves once that is over.
-  const half = Math.floor(duration / 2);
-  for (const l of out.levels) {
-    const rs = out.runs.filter((r) => r.connections === l.connections && r.mode === l.mode && Array.isArray(r.okBySecond));
-    l.goodputBySecond = Array.from({ length: duration }, (_, i) => r2(rs.reduce((a, r) => a + (r.okBySecond[i] ?? 0), 0) / Math.max(1, rs.length)));
-    l.shedBySecond = Array.from({ length: duration }, (_, i) => r2(rs.reduce((a, r) => a + (r.shedBySecond[i] ?? 0), 0) / Math.max(1, rs.length)));
-    // The settle seconds before each measured run (not in its goodput): the level's first second, shown apart.
-    l.settleGoodput = settle > 0 ? r2(rs.reduce((a, r) => a + (r.settleGoodput ?? 0), 0) / Math.max(1, rs.length)) : null;
-    l.laterHalfGoodput = half > 0 ? r2(l.goodputBySecond.slice(half).reduce((a, b) => a + b, 0) / (duration - half)) : null;
-    l.firstHalfGoodput = half > 0 ? r2(l.goodputBySecond.slice(0, half).reduce((a, b) => a + b, 0) / half) : null;
-  }
-  const laterCapacity = Math.max(...out.levels.map((l) => l.laterHalfGoodput ?? 0));
-  const firstCapacity = Math.max(...out.levels.map((l) => l.firstHalfGoodput ?? 0));
-  for (const l of out.levels) {
-    l.laterHalfShare = l.laterHalfGoodput === null || laterCapacity === 0 ? null : r2(l.laterHalfGoodput / laterCapacity);
-    l.firstHalfShare = l.firstHalfGoodput === null || firstCapacity === 0 ? null : r2(l.firstHalfGoodput / firstCapacity);
-  }
-  // Per server CPU-second, pooled over the rounds (a level's 2xx over the CPU-seconds its server got),
-  // and as a share of the best level's: beside the raw goodput and its shares, not instead of them.
-  for (const l of out.levels) {
-    const rs = out.runs.filter((r) => r.connections === l.connections && r.mode === l.mode && r.serverCpuSeconds > 0);
-    const cpu = rs.reduce((a, r) => a + r.serverCpuSeconds, 0);
-    l.goodputPerCpuSecond = cpu > 0 ? Math.round(rs.reduce((a, r) => a + r.ok, 0) / cpu) : null;
-    l.goodputsPerCpuSecond = rs.map((r) => r.goodputPerCpuSecond);
-    l.serverCores = r2(median(rs.map((r) => r.serverCpu)));
-  }
-  const cpuCapacity = Math.max(...out.levels.map((l) => l.goodputPerCpuSecond ?? 0));
-  out.cpuCapacity = cpuCapacity;
-  for (const l of out.levels) l.cpuShare = l.goodputPerCpuSecond === null || cpuCapacity === 0 ? null : r2(l.goodputPerCpuSecond / cpuCapacity);
-  const pooledCapacity = Math.max(...out.levels.map((l) => l.pooledGoodput));
-  out.pooledCapacity = pooledCapacity;
-  for (const l of out.levels) l.pooledShare = Math.round((l.pooledGoodput / pooledCapacity) * 100) / 100;
-  const capacity = Math.max(...out.levels.map((l) => l.goodput));
-  out.capacityConnections = out.levels.find((l) => l.goodput === capacity)?.connections ?? null;
-  out.capacity = capacity;
-  for (const x of [...out.runs, ...out.levels]) x.share = Math.round((x.goodput / capacity) * 100) / 100;
-  // The same paired within each round: a run against the mean of its own round's runs at the
-  // capacity level (both client kinds; the runs of a round are a minute or two apart), the level by
-  // the mean over its rounds and the lowest. One level's runs spread by ~15% between rounds on this
-  // shared machine (the others' work, the heap a run leaves), and the best level's median, being
-  // the best of several, is an upward-biased capacity: a level that serves what the capacity level
-  // does still misses "90% of capacity" now and then by that rule; the paired mean does not.
-  const capLevel = out.capacityConnections;
-  for (const r of out.runs) {
-    const ref = out.runs.filter((x) => x.round === r.round && x.connections === capLevel).map((x) => x.goodput);
-    r.pairedShare = ref.length === 0 ? null : Math.round((r.goodput / (ref.reduce((a, b) => a + b, 0) / ref.length)) * 100) / 100;
-  }
-  for (const l of out.levels) {
-    const rs = out.runs.filter((r) => r.connections === l.connections && r.mode === l.mode);
-    const ps = rs.map((r) => r.pairedShare).filter((x) => x !== null);
-    l.pairedShare = ps.length === 0 ? null : Math.round((ps.reduce((a, b) => a + b, 0) / ps.length) * 100) / 100;
-    l.pairedShareMin = ps.length === 0 ? null : Math.min(...ps);
-    // Beside the p99 the clients saw: the server's own (its histogram's bucket bound) and the load
-    // generator's event-loop delay p99, which every latency it times may include.
-    l.serverP99Ms = median(rs.map((r) => r.serverP99Ms));
-    l.clientLoopDelayP99 = r2(median(rs.map((r) => r.clientLoopDelay?.p99 ?? null)));
-    l.clientMainCpu = r2(median(rs.map((r) => r.clientMainCpu ?? null)));
-  }
-  const unloaded = out.levels.find((l) => l.connections === Math.min(...levels) && l.mode === modes[0]);
-  out.unloadedP99 = unloaded?.p99 ?? null;
-  for (const x of [...out.runs, ...out.levels]) x.p99Ratio = out.unloadedP99 && x.p99 !== null ? Math.round((x.p99 / out.unloadedP99) * 100) / 100 : null;
-  for (const l of out.levels) l.p99PooledRatio = unloaded?.p99Pooled && l.p99Pooled !== null ? Math.round((l.p99Pooled / unloaded.p99Pooled) * 100) / 100 : null;
-  // At capacity: the fewest connections (per client kind) whose goodput reaches 90% of the best,
-  // the level where the server is first saturated; its p99 is what admitted pages may be held to.
-  for (const mode of modes) {
-    const knee = out.levels.filter((l) => l.mode === mode && l.share >= 0.9).sort((a, b) => a.connections - b.connections)[0];
-    for (const x of [...out.runs, ...out.levels].filter((y) => y.mode === mode)) {
-      x.capacityConnections = knee?.connections ?? null;
-      x.p99VsCapacity = knee?.p99 && x.p99 !== null ? Math.round((x.p99 / knee.p99) * 100) / 100 : null;
-    }
-  }
-  log(`capacity (best goodput${rounds > 1 ? `, median of ${rounds} rounds` : ''}): ${capacity}/s; unloaded p99 (${unloaded?.connections} conn): ${out.unloadedP99} ms`);
-  for (const l of out.levels) log(`  ${String(l.connections).padStart(4)} ${l.mode.padEnd(7)} goodput ${Math.round(l.share * 100)}% of capacity (pooled over rounds: ${l.pooledGoodput}/s, ${Math.round(l.pooledShare * 100)}% of the best level's ${pooledCapacity}/s)${rounds > 1 ? ` (runs ${l.goodputs.join(', ')}/s; paired with the ${capLevel}-connection runs of the same round: mean ${l.pairedShare}, lowest ${l.pairedShareMin})` : ''}, p99 ${l.p99Ratio ?? '-'}x unloaded (pooled over rounds ${l.p99Pooled} ms, ${l.p99PooledRatio ?? '-'}x), ${l.p99VsCapacity ?? '-'}x at capacity (${l.capacityConnections ?? '-'} conns); server's own p99 <= ${l.serverP99Ms} ms, load generator's loop delay p99 ${l.clientLoopDelayP99} ms at ${l.clientMainCpu} of a core; by second: 2xx ${l.goodputBySecond.join(' ')}, 503 ${l.shedBySecond.join(' ')}; per server CPU-second ${l.goodputPerCpuSecond} 2xx (${Math.round((l.cpuShare ?? 0) * 100)}% of the best level's ${cpuCapacity}; runs ${l.goodputsPerCpuSecond.join(', ')}; the server at ${l.serverCores} cores); first half ${Math.round((l.firstHalfShare ?? 0) * 100)}%, later half ${Math.round((l.laterHalfShare ?? 0) * 100)}% of the best level's${l.settleGoodput !== null ? `; its settle seconds (not counted) ${l.settleGoodput} 2xx/s, ${Math.round((l.settleGoodput / pooledCapacity) * 100)}% of the best level's measured` : ''}`);
   if (values.json) process.stdout.write(JSON.stringify(out) + '\n');
 } finally {
   if (server && server.exitCode === null) {

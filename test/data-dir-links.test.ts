@@ -5,12 +5,20 @@
  * through, and a projection folder that is a link had its files written and
  * removed where it pointed (found by hand). Writes refuse them (ELOOP); the
  * files they name stay as they were.
+ *
+ * Two links are the operator's, not planted: the data directory itself, and
+ * its `sessions/` folder (put on another disk with a link, as operators do).
+ * `sessions/` is followed once, when the store opens, and its target is then
+ * the root of the sessions: everything below it is held to the rules above
+ * (docs/decisions.md, "A linked sessions/ folder").
  */
-import { cpSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, renameSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { cpSync, existsSync, lstatSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, renameSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { SessionWriter } from '../src/main/session-writer.js';
+import { openStore } from '../src/main/store.js';
+import { LocalBackend } from '../src/storage/local/local-backend.js';
 
 const header = { type: 'session', version: 1, id: 's', createdAt: 1700000000000 };
 const ev = (seq: number) => ({ type: 'custom/x', seq, time: 1700000000000 + seq, data: { n: seq } });
@@ -62,5 +70,90 @@ describe('links in the data directory', () => {
     const again = await SessionWriter.open(dir, 's');
     expect(await again.append([ev(3)])).toMatchObject({ nextSeq: 4 });
     await again.close();
+  });
+});
+
+describe("a data directory whose sessions/ folder is a link (to another disk)", () => {
+  /** data/sessions -> elsewhere/sessions-disk (an empty folder, as an operator makes it). */
+  function linkedSessions(): string {
+    const disk = join(root, 'disk2', 'pager-sessions');
+    mkdirSync(disk, { recursive: true });
+    mkdirSync(dir, { recursive: true });
+    symlinkSync(disk, join(dir, 'sessions'));
+    return disk;
+  }
+
+  it('creates, appends, serves and reopens sessions there; the files are on the other disk', async () => {
+    const disk = linkedSessions();
+    // Refused with ELOOP before: a folder of the data directory is a link.
+    await session();
+    const store = await openStore({ dataDir: dir, workers: 1 });
+    try {
+      await store.append('s', [ev(1), ev(2)]);
+      await store.create('t', { title: 'two' });
+      await store.append('t', [ev(0)]);
+      const page = await store.page('s', { maxMessages: 10 });
+      expect(page.fromSeq).toBe(0);
+      expect((await store.info('s')).nextSeq).toBe(3);
+      expect((await store.list()).map((e) => [e.id, e.status])).toEqual([['s', 'ok'], ['t', 'ok']].sort());
+    } finally {
+      await store.close();
+    }
+    // The link is still a link, and the sessions' files are where it points.
+    expect(lstatSync(join(dir, 'sessions')).isSymbolicLink()).toBe(true);
+    expect(existsSync(join(disk, 's.events'))).toBe(true);
+    expect(existsSync(join(disk, 'index', 's.index.json'))).toBe(true);
+    const again = await SessionWriter.open(dir, 's');
+    expect(await again.append([ev(3)])).toMatchObject({ nextSeq: 4 });
+    await again.close();
+  });
+
+  it('is followed once, at open: the backend keeps the folder it found', async () => {
+    const disk = linkedSessions();
+    const backend = new LocalBackend(dir);
+    await backend.replace('sessions/a.txt', Buffer.from('one'));
+    // The link is moved to another folder after the open: this backend still writes where it pointed at open.
+    const other = join(root, 'disk3');
+    mkdirSync(other);
+    rmSync(join(dir, 'sessions'));
+    symlinkSync(other, join(dir, 'sessions'));
+    await backend.replace('sessions/b.txt', Buffer.from('two'));
+    expect(readdirSync(disk).sort()).toEqual(['a.txt', 'b.txt']);
+    expect(readdirSync(other)).toEqual([]);
+    expect((await backend.readAll('sessions/a.txt'))?.toString()).toBe('one');
+  });
+
+  it("a session's log inside it that is a link is still never written through", async () => {
+    const disk = linkedSessions();
+    await session();
+    renameSync(join(disk, 's.events'), join(outside, 's.events'));
+    symlinkSync(join(outside, 's.events'), join(disk, 's.events'));
+    const before = tree(outside);
+    await expect(SessionWriter.open(dir, 's').then((w) => w.append([ev(1)]).finally(() => w.close()))).rejects.toMatchObject({ code: 'ELOOP' });
+    expect(tree(outside)).toEqual(before);
+  });
+
+  it('a folder inside it that is a link (index/) is still refused, nothing written where it points', async () => {
+    const disk = linkedSessions();
+    mkdirSync(join(outside, 'index'));
+    symlinkSync(join(outside, 'index'), join(disk, 'index'));
+    await expect(SessionWriter.create(dir, 's', header)).rejects.toMatchObject({ code: 'ELOOP' });
+    expect(readdirSync(join(outside, 'index'))).toEqual([]);
+  });
+
+  it('a link in sessions/ made after the open (or to a file) is not followed: refused as any other', async () => {
+    mkdirSync(join(dir), { recursive: true });
+    const backend = new LocalBackend(dir);
+    const disk = join(root, 'disk2');
+    mkdirSync(disk);
+    symlinkSync(disk, join(dir, 'sessions'));
+    await expect(backend.replace('sessions/a.txt', Buffer.from('x'))).rejects.toMatchObject({ code: 'ELOOP' });
+    expect(readdirSync(disk)).toEqual([]);
+    // A link to a file where sessions/ should be a folder: refused, not followed.
+    rmSync(join(dir, 'sessions'));
+    writeFileSync(join(outside, 'f'), 'kept');
+    symlinkSync(join(outside, 'f'), join(dir, 'sessions'));
+    await expect(new LocalBackend(dir).replace('sessions/a.txt', Buffer.from('x'))).rejects.toMatchObject({ code: expect.stringMatching(/^(ELOOP|ENOTDIR|EEXIST)$/) });
+    expect(readFileSync(join(outside, 'f'), 'utf8')).toBe('kept');
   });
 });

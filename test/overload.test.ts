@@ -67,6 +67,15 @@ interface Run {
   metricsScrapes?: number;
 }
 
+/** What `--interleave` reports (loadtest/interleave.mjs). */
+interface Interleaved {
+  low: number;
+  high: number;
+  totals: { ok: number; shed: number; shedBare: number; other: number; errors: number };
+  windows: { conns: number; mode: string; ok: number; goodput: number; cpuSeconds: number | null }[];
+  summary: Record<'ignore' | 'honour', { pairs: number; goodput: { median: number; worst: number } }> & { lowControl: { pairs: number } };
+}
+
 /** Tiny pages of one long session (the 'older' scenario). */
 const OLDER = ['--scenario', 'older', '--max-messages', '3', '--events', '100000', '--tail', '10000'];
 /**
@@ -76,12 +85,12 @@ const OLDER = ['--scenario', 'older', '--max-messages', '3', '--events', '100000
  */
 const RANDOM = ['--scenario', 'random', '--max-messages', '50', '--sessions', '20', '--session-events', '5000'];
 
-function measure(workload: string[], extraEnv: Record<string, string> = {}, modes = 'ignore,honour', settle = 0): Promise<{ runs: Run[] }> {
+function measure(workload: string[], extraEnv: Record<string, string> = {}, modes = 'ignore,honour', settle = 0, extraArgs: string[] = []): Promise<{ runs: Run[]; interleave?: Interleaved }> {
   return new Promise((resolvePromise, reject) => {
     const serverEnv = Object.entries(extraEnv)
       .map(([k, v]) => `${k}=${v}`)
       .join(',');
-    const args = [SCRIPT, '--json', ...workload, '--workers', String(WORKERS), '--connections', '4,256', '--modes', modes, '--duration', '3', '--warmup', '2', '--settle', String(settle)];
+    const args = [SCRIPT, '--json', ...workload, '--workers', String(WORKERS), '--connections', '4,256', '--modes', modes, '--duration', '3', '--warmup', '2', '--settle', String(settle), ...extraArgs];
     if (serverEnv) args.push('--server-env', serverEnv);
     const child = spawn(process.execPath, args, { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
     let out = '';
@@ -93,7 +102,7 @@ function measure(workload: string[], extraEnv: Record<string, string> = {}, mode
       clearTimeout(timer);
       if (code !== 0) return reject(new Error(`overload.mjs exited ${code}: ${err.trim()}`));
       try {
-        resolvePromise(JSON.parse(out.trim().split('\n').at(-1) as string) as { runs: Run[] });
+        resolvePromise(JSON.parse(out.trim().split('\n').at(-1) as string) as { runs: Run[]; interleave?: Interleaved });
       } catch (e) {
         reject(e as Error);
       }
@@ -144,6 +153,30 @@ describe('overload (real server process, clients ignoring or honouring Retry-Aft
       expect.fail(`bounds missed in every attempt:\n${seen.join('\n')}`);
     }, 400_000);
   }
+
+  it('--interleave: windows of 4 and 64 connections alternate, each client kind in turn, all served, each 64 window taken against its neighbours', async () => {
+    // What it is for is a measurement by hand (benchmarks.md, "rel (twelfth session)"): here, that
+    // the mode runs against a real server and reports what it says, not any figure.
+    const { runs, interleave } = await measure(RANDOM, {}, 'ignore,honour', 0, ['--connections', '4,64', '--interleave', '2', '--window', '1.5', '--window-settle', '0.5', '--window-quiet', '0.2', '--window-lead', '0']);
+    expect(runs).toEqual([]);
+    const il = interleave as Interleaved;
+    expect([il.low, il.high]).toEqual([4, 64]);
+    expect(il.windows.map((w) => `${w.conns}${w.mode[0]}`)).toEqual(['4i', '64i', '4h', '64h', '4h', '64h', '4i', '64i', '4i']);
+    for (const w of il.windows) {
+      expect(w.ok).toBeGreaterThan(0);
+      // The server's CPU read at the window's edges.
+      expect(w.cpuSeconds).toBeGreaterThan(0);
+    }
+    // Only 2xx and 503s with Retry-After.
+    expect([il.totals.other, il.totals.errors, il.totals.shedBare]).toEqual([0, 0, 0]);
+    for (const mode of ['ignore', 'honour'] as const) {
+      // Every 64 window against the 4 window before and after it.
+      expect(il.summary[mode].pairs).toBe(4);
+      expect(il.summary[mode].goodput.worst).toBeGreaterThan(0);
+      expect(il.summary[mode].goodput.median).toBeGreaterThanOrEqual(il.summary[mode].goodput.worst);
+    }
+    expect(il.summary.lowControl.pairs).toBe(8);
+  }, 200_000);
 
   it("measures the server's CPU and the gate over the run's own seconds, not the held 503s' drain after it", async () => {
     // Shed answers held 2.5 s: the clients return up to ~2.5 s after the run's 3 s. Measured to

@@ -14,6 +14,8 @@ import { decompress as fzstdDecompress } from 'fzstd';
 import { describe, expect, it } from 'vitest';
 import { packEvents } from '../src/core/chunk-codec.js';
 import { decodeWholeLog, referencePage } from '../src/main/reference-reader.js';
+import { DEFAULT_ZSTD_LEVEL } from '../src/main/page-coding.js';
+import { resolveOptions } from '../src/main/server/options.js';
 import { compressBody, LARGE_BODY, levelFor, negotiate, PageEncoder, SMALL_BODY, type PageEncoding } from '../src/main/server/page-encoding.js';
 import { dshFixtures } from './helpers/fixtures.js';
 import { eventStreamArb } from './helpers/random-log.js';
@@ -107,7 +109,14 @@ describe('levels by body size', () => {
     expect([SMALL_BODY, SMALL_BODY + 1, LARGE_BODY + 1].map((n) => levelFor('gzip', n, LEVELS))).toEqual([6, 4, 1]);
     expect([SMALL_BODY, SMALL_BODY + 1, LARGE_BODY + 1].map((n) => levelFor('br', n, LEVELS))).toEqual([4, 4, 1]);
     expect(levelFor('gzip', SMALL_BODY + 1, { ...LEVELS, gzipLevel: 2 })).toBe(2);
-    expect(levelFor('zstd', 10, { brotliQuality: 4, gzipLevel: 6 })).toBe(6);
+    expect(levelFor('zstd', 10, { brotliQuality: 4, gzipLevel: 6 })).toBe(DEFAULT_ZSTD_LEVEL);
+  });
+
+  it('zstd without a configured level: 3 up to 2 MiB (a typical page), 1 above (docs/decisions.md "zstd level 3 for typical pages")', () => {
+    const none = { brotliQuality: 4, gzipLevel: 6 };
+    expect(DEFAULT_ZSTD_LEVEL).toBe(3);
+    expect([10, SMALL_BODY, SMALL_BODY + 1, LARGE_BODY, LARGE_BODY + 1].map((n) => levelFor('zstd', n, none))).toEqual([3, 3, 3, 3, 1]);
+    expect(resolveOptions({}).compression.zstdLevel).toBeUndefined();
   });
 });
 

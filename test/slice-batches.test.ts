@@ -9,16 +9,16 @@
 import { describe, expect, it } from 'vitest';
 import { parseSlice } from '../src/main/page-assembler.js';
 import { BATCH_SLICE_BYTES, MAX_BATCH, SliceBatches, type BatchingPool } from '../src/main/slice-batches.js';
-import { createPagePool } from '../src/main/worker-pool.js';
+import { createPagePool, TASKS_PER_WORKER } from '../src/main/worker-pool.js';
 import { runBatch, runPageTask } from '../src/workers/page-task.js';
 import { sliceTask, type BatchResult, type SliceBatch, type SliceResult, type SliceTask } from '../src/workers/slice-protocol.js';
 
 /** A pool of two "workers" whose calls wait until `finish`; records each call's task. */
-function fakePool(maxQueue = 64) {
+function fakePool(maxQueue = 64, concurrentTasksPerWorker?: number) {
   const waiting: (() => void)[] = [];
   const calls: (SliceTask | SliceBatch | object)[] = [];
   const pool: BatchingPool = {
-    options: { maxThreads: 2, maxQueue },
+    options: concurrentTasksPerWorker === undefined ? { maxThreads: 2, maxQueue } : { maxThreads: 2, maxQueue, concurrentTasksPerWorker },
     queueSize: 0,
     utilization: 0,
     completed: 0,
@@ -59,6 +59,26 @@ const view = (r: SliceResult) => {
 };
 
 describe('small slices batched behind busy workers', () => {
+  it('fill the places piscina gives each worker behind its running call at the end of the turn, with what the turn queued, so a worker finds its next task without waiting for this thread', async () => {
+    const { pool, calls, finish } = fakePool(64, 2);
+    const b = new SliceBatches(pool);
+    const answers = Array.from({ length: 10 }, () => b.run(slice(), {}));
+    // Two alone (one per worker), eight queued in this turn.
+    expect(calls.length).toBe(2);
+    expect(b.queueSize).toBe(8);
+    // At the turn's end the two free places take the queue in shares (8 / 2, then 4 / 2): four calls on the two workers.
+    await new Promise((r) => setImmediate(r));
+    expect(calls.map((c) => ('batch' in c ? c.batch.length : 1))).toEqual([1, 1, 4, 2]);
+    expect(b.queueSize).toBe(2);
+    // The four answered: the last two go out.
+    await finish();
+    expect(calls.map((c) => ('batch' in c ? c.batch.length : 1))).toEqual([1, 1, 4, 2, 1, 1]);
+    expect(b.queueSize).toBe(0);
+    await finish();
+    const results = await Promise.all(answers);
+    expect(results.map(view)).toEqual(Array.from({ length: 10 }, () => view(runPageTask(slice()))));
+  });
+
   it('go alone while a worker is free, and in shares of the queue once both are busy', async () => {
     const { pool, calls, finish } = fakePool();
     const b = new SliceBatches(pool);
@@ -153,6 +173,8 @@ describe('a real pool answers batches', () => {
       expect((pool as unknown as SliceBatches).batches).toBeGreaterThan(0);
       // Tasks answered, not messages: the pool_tasks_completed counter keeps its meaning.
       expect(pool.completed).toBe(6);
+      // The batches keep on the pool what piscina hands its workers at once (slice-batches.ts onWorkers).
+      expect((pool.options as { concurrentTasksPerWorker?: number }).concurrentTasksPerWorker).toBe(TASKS_PER_WORKER);
     } finally {
       await pool.close();
     }

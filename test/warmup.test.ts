@@ -202,7 +202,7 @@ describe('store warm-up', () => {
       const { createPagePool } = await import('../src/main/worker-pool.js');
       const pool = createPagePool({ threads: 1, jitWarmUp: false });
       try {
-        await warmUpStore({ pool, threads: 1, pagePath: true, openStore: async () => broken });
+        await warmUpStore({ pool, threads: 1, pagePath: true, collect: false, openStore: async () => broken });
       } finally {
         await pool.close();
       }
@@ -239,6 +239,7 @@ describe('store warm-up', () => {
           pool,
           threads: 1,
           pagePath: true,
+          collect: false,
           openStore: async () => {
             opened = true;
             throw new Error('not asked');

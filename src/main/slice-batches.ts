@@ -12,7 +12,12 @@
  * for nothing); behind busy workers it queues here, and when a worker's call
  * returns it takes its share of the queue (the queue over the workers, so
  * the other worker finds work too, at most `maxBatch` slices and
- * `maxBatchBytes` stored bytes). Large slices and compress tasks go to the
+ * `maxBatchBytes` stored bytes). piscina gives each worker more than one call
+ * at once (worker-pool.ts TASKS_PER_WORKER), so a worker finds its next task
+ * in its port: while every worker has a call but not all their places are
+ * taken, the queue is sent in shares at the end of the event loop's turn
+ * (setImmediate), so the slices of the requests read in one turn go as one
+ * message. Large slices and compress tasks go to the
  * pool as before (piscina queues them). The queue here counts in
  * `queueSize` and is bounded by the pool's `maxQueue`, as piscina's own
  * queue was: shedding and overload answers see the same figures.
@@ -21,7 +26,9 @@ import type { BatchResult, CompressTask, SliceBatch, SliceResult, SliceTask } fr
 import type { PagePool } from './page-pool.js';
 
 /** The piscina pool of page workers (worker-pool.ts's PagePool), which also takes batches. */
-export interface BatchingPool extends Omit<PagePool, 'run'> {
+export interface BatchingPool extends Omit<PagePool, 'run' | 'options'> {
+  /** piscina's: concurrentTasksPerWorker is how many calls each worker is given at once (default 1). */
+  readonly options: PagePool['options'] & { readonly concurrentTasksPerWorker?: number };
   run(task: SliceTask | CompressTask | SliceBatch, opts: { transferList?: ArrayBuffer[] }): Promise<SliceResult | BatchResult>;
 }
 
@@ -49,6 +56,11 @@ export class SliceBatches {
   private extraCompleted = 0;
 
   constructor(private readonly pool: BatchingPool) {}
+
+  /** Calls kept on the pool at once: piscina's tasks per worker over its workers. */
+  private get onWorkers(): number {
+    return this.pool.options.maxThreads * (this.pool.options.concurrentTasksPerWorker ?? 1);
+  }
 
   get options(): BatchingPool['options'] {
     return this.pool.options;
@@ -81,14 +93,28 @@ export class SliceBatches {
       return this.onPool(this.pool.run(task, opts) as Promise<SliceResult>);
     }
     if (this.queueSize >= this.pool.options.maxQueue) return Promise.reject(new Error('Task queue is at limit'));
+    // Every worker has a call: a free place behind them is filled once this turn of the event
+    // loop is over, with what the turn's other requests queued too (one message, not one each).
+    if (this.busy < this.onWorkers) this.flushSoon();
     return new Promise<SliceResult>((resolve, reject) => {
       this.queue.push({ task, transferList: opts.transferList ?? [], resolve, reject });
     });
   }
 
-  /** A worker's call returned: while workers are free, send them the queue in shares. */
+  private flushing = false;
+
+  private flushSoon(): void {
+    if (this.flushing) return;
+    this.flushing = true;
+    setImmediate(() => {
+      this.flushing = false;
+      this.dispatch();
+    });
+  }
+
+  /** A worker's call returned (or a free place was left behind busy workers): while there are places, send the queue in shares. */
   private dispatch(): void {
-    while (this.queue.length > 0 && this.busy < this.pool.options.maxThreads) {
+    while (this.queue.length > 0 && this.busy < this.onWorkers) {
       // Its share: the queue over all the workers, so one that frees up next finds work too.
       const share = Math.min(MAX_BATCH, Math.ceil(this.queue.length / this.pool.options.maxThreads));
       const taken: Waiting[] = [];

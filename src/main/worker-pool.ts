@@ -21,6 +21,19 @@ export type { PagePool } from './page-pool.js';
 const WORKER_FILE_URL = new URL('../../dist/workers/page-task.js', import.meta.url);
 export const WORKER_FILE = fileURLToPath(WORKER_FILE_URL);
 
+/**
+ * Tasks piscina hands each worker at once (slice-batches.ts keeps this many per worker on the
+ * pool). With one, a worker that finished a task slept until this thread took its answer and
+ * posted the next (piscina's Atomics.wait, then a futex wake): under load the main thread is
+ * busy with other requests when an answer comes, so each worker idled in every such gap and
+ * both sides paid a wake-up a task. With two, the next task is already in the worker's port when
+ * it finishes one (a worker runs one task at a time: the second waits its turn; slice-batches.ts
+ * fills that place at the end of the event loop's turn, with what the turn queued). In process at
+ * 16 pages in flight, typical pages: +9-12% pages/s, CPU a page in all threads 1.10 -> 1.05 ms;
+ * many pages even (docs/benchmarks.md, "proof (twelfth session)").
+ */
+export const TASKS_PER_WORKER = 2;
+
 /** A worker's young generation bound, MB (resourceLimits). */
 export const WORKER_YOUNG_GENERATION_MB = 6;
 
@@ -105,6 +118,7 @@ export function createPagePool(opts: PoolOptions = {}): PagePool {
       filename: WORKER_FILE,
       minThreads: threads,
       maxThreads: threads,
+      concurrentTasksPerWorker: TASKS_PER_WORKER,
       idleTimeout: 24 * 60 * 60 * 1000,
       maxQueue: opts.maxQueue ?? threads * 64,
       workerData: { jitWarmUp: opts.jitWarmUp ?? true, ...(opts.jitBudgetMs === undefined ? {} : { jitBudgetMs: opts.jitBudgetMs }), ...(opts.minCodedSection === undefined ? {} : { minCodedSection: opts.minCodedSection }), binaryWarmUp: binaryAnswer, ...(opts.jitWarmUp === false ? {} : { warmupLogs: readWarmupLogs() }) } satisfies PageWorkerData,

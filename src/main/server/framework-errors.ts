@@ -23,6 +23,7 @@ import type { Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { ERROR_STATUS, PagerError, type ErrorCode } from '../../core/errors.js';
+import { lingerThenDestroy } from './lingering-close.js';
 import { drainUnreadBody } from './request-decoding.js';
 import { REQUEST_ID_HEADER, requestIdOf } from './request-id.js';
 
@@ -76,22 +77,9 @@ export function parserErrorAnswer(err: ParserError, maxUrlLength: number): { cod
  * After an answer that ends the connection: read and discard what the peer
  * still sends (closing with unread bytes would reset the connection, and a
  * client still writing its body would lose the answer), until the peer
- * closes, `LINGER_MS` pass or `LINGER_BYTES` came.
+ * closes, 5 s pass or 16 MiB came (lingering-close.ts).
  */
-const LINGER_MS = 5_000;
-const LINGER_BYTES = 16 * 1024 * 1024;
-function lingerThenDestroy(socket: Duplex): void {
-  let seen = 0;
-  const timer = setTimeout(() => socket.destroy(), LINGER_MS);
-  timer.unref();
-  socket.on('data', (chunk: Buffer) => {
-    seen += chunk.length;
-    if (seen > LINGER_BYTES) socket.destroy();
-  });
-  socket.once('end', () => socket.destroy());
-  socket.once('close', () => clearTimeout(timer));
-  socket.resume();
-}
+const PARSER_ERROR_LINGER = { ms: 5_000, bytes: 16 * 1024 * 1024 };
 
 /** fastify's `clientErrorHandler`: the SPEC shape where node would answer its own. */
 export function clientErrorHandler(maxUrlLength: number): (err: ParserError, socket: Socket) => void {
@@ -105,7 +93,7 @@ export function clientErrorHandler(maxUrlLength: number): (err: ParserError, soc
     if (socket.writable && !(inFlight?.headersSent === true)) {
       const { code, message } = parserErrorAnswer(err, maxUrlLength);
       socket.end(rawErrorResponse(code, message));
-      lingerThenDestroy(socket);
+      lingerThenDestroy(socket, PARSER_ERROR_LINGER);
       return;
     }
     socket.destroy();
@@ -135,6 +123,6 @@ export function refuseConnect(server: Server): void {
   server.on('connect', (req: IncomingMessage, socket: Duplex) => {
     socket.on('error', () => undefined);
     socket.end(rawErrorResponse('invalid_request', 'CONNECT is not supported: this server is not a proxy', requestIdOf(req.headers[REQUEST_ID_HEADER])));
-    lingerThenDestroy(socket);
+    lingerThenDestroy(socket, PARSER_ERROR_LINGER);
   });
 }

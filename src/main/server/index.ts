@@ -163,7 +163,10 @@ export function buildServer(store: Store, options: ServerOptions = {}): FastifyI
     if (closing) reply.header('connection', 'close');
     done(null, payload);
   });
-  addRequestDecoding(app, { bodyLimit: o.bodyLimit, drainLimit: o.bodyLimit });
+  // A body past the limit is answered 413 at once and the connection closed lingering: up to 10 s
+  // and 4 body limits (64 MiB by default) of what the client still sends are read and discarded
+  // so that a client writing its whole body before reading reads the 413 (docs/decisions.md).
+  addRequestDecoding(app, { bodyLimit: o.bodyLimit, drainLimit: o.bodyLimit, linger: { bytes: Math.max(64 * 1024 * 1024, 4 * o.bodyLimit), ms: 10_000 } });
   // Every route but those that code their own bodies (response-compression.ts).
   addResponseCompression(app, {
     threshold: o.compression.threshold,

@@ -82,7 +82,7 @@ export interface ServerOptions {
     brotliQuality?: number;
     /** gzip level, 1..9 (default 6). */
     gzipLevel?: number;
-    /** zstd level for page and catalog bodies up to 256 KiB, 1..19 (default 6; larger bodies step down, page-encoding.ts). */
+    /** zstd level for page and catalog bodies up to 256 KiB, 1..19 (default 3: page-coding.ts DEFAULT_ZSTD_LEVEL; larger bodies step down). */
     zstdLevel?: number;
   };
   follow?: FollowOptions;
@@ -117,7 +117,8 @@ export interface ResolvedOptions {
   retryAfterSeconds: number;
   shedDelayMs: number;
   maxShedDelayMs: number;
-  compression: { threshold: number; brotliQuality: number; gzipLevel: number; zstdLevel: number };
+  // zstdLevel undefined: page-coding.ts's DEFAULT_ZSTD_LEVEL (levelFor), not imported here: it would load the zstd binding before the port is bound.
+  compression: { threshold: number; brotliQuality: number; gzipLevel: number; zstdLevel: number | undefined };
   /** null: admission off. maxInFlight null: IN_FLIGHT_PER_THREAD per worker thread (known once the store is). */
   admission: null | { maxInFlight: number | null; queueFactor: number; minQueueMs: number; maxQueueMs: number; maxQueue: number };
   follow: ResolvedFollowOptions;
@@ -181,7 +182,7 @@ export function resolveOptions(o: ServerOptions = {}): ResolvedOptions {
             maxQueueMs: o.admission?.maxQueueMs ?? 2_000,
             maxQueue: o.admission?.maxQueue ?? 1024,
           },
-    compression: { threshold: c.threshold ?? 1024, brotliQuality: c.brotliQuality ?? 4, gzipLevel: c.gzipLevel ?? 6, zstdLevel: c.zstdLevel ?? 6 },
+    compression: { threshold: c.threshold ?? 1024, brotliQuality: c.brotliQuality ?? 4, gzipLevel: c.gzipLevel ?? 6, zstdLevel: c.zstdLevel },
     follow: {
       heartbeatMs: f.heartbeatMs ?? 15_000,
       maxBufferedBytes: f.maxBufferedBytes ?? 4 * 1024 * 1024,

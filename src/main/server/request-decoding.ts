@@ -19,6 +19,7 @@ import { PassThrough, type Readable, type Transform } from 'node:stream';
 import { createBrotliDecompress, createGunzip, createInflate } from 'node:zlib';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { PagerError } from '../../core/errors.js';
+import { lingerOnClose, type LingerBounds } from './lingering-close.js';
 
 const DECODERS: Record<string, () => Transform> = {
   gzip: createGunzip,
@@ -86,6 +87,12 @@ export interface RequestDecodingOptions {
   bodyLimit: number;
   /** Encoded bytes read and discarded after a decode error before the connection is closed. */
   drainLimit: number;
+  /**
+   * A connection closed after an answer given before its request's body was all read is closed
+   * lingering (lingering-close.ts): what the client still sends is read and discarded up to these
+   * bounds, so a client that writes its whole body before reading still reads the answer.
+   */
+  linger: LingerBounds;
 }
 
 function decodedBody(body: Readable, codings: string[], o: RequestDecodingOptions): Readable {
@@ -127,16 +134,22 @@ function decodedBody(body: Readable, codings: string[], o: RequestDecodingOption
 /**
  * Install the decoding on `app` (the root).
  *
- * Also: an answer given before the body was read (401, 404, 405, 415, a
- * declared 413 under the drain limit...) waits until the client has sent
+ * Also: an answer given before the body was read (401, 404, 405, 415...) waits until the client has sent
  * the rest, which is read and discarded; closing the connection with
- * unread bytes would reset it, and the client would lose the answer.
+ * unread bytes would reset it, and the client would lose the answer. A
+ * `413` is answered at once (the body is past the limit: it is not read to
+ * refuse it), and the connection closed lingering after it.
  */
 export function addRequestDecoding(app: FastifyInstance, o: RequestDecodingOptions): void {
   // Callback-style hooks: a request with no body to drain or decode (every GET) costs no promise.
-  app.addHook('onSend', (request: FastifyRequest, _reply: FastifyReply, payload: unknown, done: (err: Error | null, payload?: unknown) => void) => {
+  app.addHook('onSend', (request: FastifyRequest, reply: FastifyReply, payload: unknown, done: (err: Error | null, payload?: unknown) => void) => {
     const raw = request.raw;
     if (raw.complete || raw.destroyed || !hasBody(raw)) return done(null, payload);
+    // Whatever follows, if node closes this connection after the answer it does so lingering.
+    lingerOnClose(raw.socket, raw, o.linger);
+    // A body past the limit (declared or counted) is not waited for: answered now, its rest read
+    // and discarded after the answer by the lingering close, within its bounds.
+    if (reply.statusCode === 413) return done(null, payload);
     drainUnreadBody(raw, o.drainLimit).then(() => done(null, payload), done);
   });
   app.addHook('preParsing', (request: FastifyRequest, reply: FastifyReply, payload: Readable, done: (err: Error | null, payload?: Readable) => void) => {

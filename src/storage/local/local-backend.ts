@@ -8,10 +8,11 @@
  * libuv thread-pool round trip (~70 µs measured here; a binary search makes
  * ~20 reads a page). Only what waits for the disk (fsync) goes to the pool.
  */
-import { closeSync, constants as fsConstants, fdatasync, fstatSync, ftruncateSync, linkSync, lstatSync, mkdirSync, openSync, readdirSync, readFileSync, readSync, renameSync, rmSync, statSync, writeSync, fsync, type Stats } from 'node:fs';
-import { basename, dirname, join, relative, resolve, sep } from 'node:path';
+import { closeSync, constants as fsConstants, fdatasync, fstatSync, ftruncateSync, linkSync, lstatSync, mkdirSync, openSync, readdirSync, readFileSync, readSync, realpathSync, renameSync, rmSync, statSync, writeSync, fsync, type Stats } from 'node:fs';
+import { basename, dirname, isAbsolute, join, relative, resolve, sep } from 'node:path';
 import { promisify } from 'node:util';
 import type { Lease, ObjectStat, RandomReader, Replacement, StorageBackend, WorkerSource, WritableFile, WriteMode } from '../backend.js';
+import { SESSIONS } from '../layout.js';
 import { takePidLease } from './pid-lease.js';
 
 const fdatasyncP = promisify(fdatasync);
@@ -212,7 +213,8 @@ function isCreateTemp(n: string, name: string): boolean {
  * under the data directory that is one (writablePath): a link planted in sessions/ (a log, an
  * entry sidecar, a projection's folder) pointing outside the data directory had appends, and
  * repair's cuts, written into the file it named (found by hand: a session whose log was a link
- * was adopted by repair, then appended through). The data directory itself may be a link.
+ * was adopted by repair, then appended through). The data directory itself may be a link, and so
+ * may its `sessions/` folder (see sessionsFolderAt).
  */
 const { O_CREAT, O_EXCL, O_NOFOLLOW, O_RDWR, O_TRUNC } = fsConstants;
 const FLAGS: Record<WriteMode, number> = {
@@ -222,20 +224,49 @@ const FLAGS: Record<WriteMode, number> = {
   'existing-or-create': O_RDWR | O_NOFOLLOW,
 };
 
+/**
+ * The folder `sessions/` of a data directory names, when it is a symbolic link to a folder: the
+ * link's target, resolved now (null when it is not a link, or not one to a folder). Operators put
+ * `sessions/` on another disk with a link; the store follows it once, when it opens, and the
+ * target is then the root of every key under `sessions/`, held below it to the same rules as the
+ * data directory (no write through a link inside it). A link made, moved or dropped later is not
+ * followed by a store already open (docs/decisions.md, "A linked sessions/ folder").
+ */
+function sessionsFolderAt(root: string): string | null {
+  const at = join(root, SESSIONS);
+  if (lstatSync(at, { throwIfNoEntry: false })?.isSymbolicLink() !== true) return null;
+  try {
+    const real = realpathSync(at);
+    return statSync(real).isDirectory() ? real : null;
+  } catch {
+    // Dangling (the other disk not mounted) or a loop: not followed; writes refuse it (ELOOP).
+    return null;
+  }
+}
+
 export class LocalBackend implements StorageBackend {
   readonly kind = 'local';
   readonly workerSource: WorkerSource | null;
   /** The data directory; null: keys are paths themselves (absolute, or relative to the working directory). */
   readonly root: string | null;
+  /** Where keys under `sessions/` live when that folder was a link at open (sessionsFolderAt); else null. */
+  readonly sessionsRoot: string | null;
 
   constructor(root?: string) {
     this.root = root === undefined ? null : resolve(root);
+    this.sessionsRoot = this.root === null ? null : sessionsFolderAt(this.root);
+    // Workers open the log as `<root>/sessions/<id>.events` (log-range.ts): through the link as the
+    // OS finds it then. What they read is checked frame by frame against the plan and the CRCs.
     this.workerSource = this.root === null ? null : { scheme: 'file', root: this.root };
   }
 
   /** The file behind a key. */
   path(key: string): string {
-    return this.root === null ? key : join(this.root, key);
+    if (this.root === null) return key;
+    if (this.sessionsRoot !== null && key.startsWith(SESSIONS) && (key.length === SESSIONS.length || key[SESSIONS.length] === '/')) {
+      return join(this.sessionsRoot, key.slice(SESSIONS.length));
+    }
+    return join(this.root, key);
   }
 
   async stat(key: string): Promise<ObjectStat | null> {
@@ -309,12 +340,20 @@ export class LocalBackend implements StorageBackend {
     return new LocalWritable(openSync(path, FLAGS[mode]), path, mode !== 'existing');
   }
 
-  /** ELOOP when a folder between the data directory and `path` is a symbolic link (see FLAGS). */
+  /**
+   * ELOOP when a folder between the data directory (or, for a key under `sessions/`, the folder
+   * that link named at open) and `path` is a symbolic link (see FLAGS).
+   */
   private refuseLinkedFolders(path: string): void {
     if (this.root === null) return;
-    const rel = relative(this.root, dirname(path));
-    if (rel === '' || rel.startsWith('..')) return;
-    let dir = this.root;
+    let base = this.root;
+    if (this.sessionsRoot !== null) {
+      const inSessions = relative(this.sessionsRoot, dirname(path));
+      if (!inSessions.startsWith('..') && !isAbsolute(inSessions)) base = this.sessionsRoot;
+    }
+    const rel = relative(base, dirname(path));
+    if (rel === '' || rel.startsWith('..') || isAbsolute(rel)) return;
+    let dir = base;
     for (const part of rel.split(sep)) {
       dir = join(dir, part);
       if (lstatSync(dir, { throwIfNoEntry: false })?.isSymbolicLink() === true) {

@@ -1,27 +1,30 @@
 /**
  * One session on an S3 store (docs/s3-layout.md): its members (the log, the
- * sidecars, the projections) as the latest manifest describes them, read
- * through the block cache; and, while this process writes the session, the
- * writer's side: the unsealed tail of every member in local files (durable
- * before an append is acknowledged), published for readers on every
- * acknowledged change (a new manifest naming small inline pieces or a tail
- * object), sealed into immutable segments cut at frame boundaries by size,
- * by age and on release, and the lease: the epoch of the manifests this
- * writer makes. A second writer cannot make the next manifest number (its
- * PUT with If-None-Match fails), so it is told `session_busy` and never
- * interleaves.
+ * sidecars, the projections) as the latest manifest describes them
+ * (manifest-looks.ts finds it, remote-reads.ts reads through the block
+ * cache); and, while this process writes the session, the writer's side:
+ * the unsealed tail of every member in local files (durable before an
+ * append is acknowledged), published for readers on every acknowledged
+ * change (a new manifest naming small inline pieces or a tail object),
+ * sealed into immutable segments cut at frame boundaries by size, by age
+ * and on release, and the lease: the epoch of the manifests this writer
+ * makes. A second writer cannot make the next manifest number (its PUT
+ * with If-None-Match fails), so it is told `session_busy` and never
+ * interleaves. What earlier epochs left behind is collected by orphans.ts.
  */
 import { PagerError } from '../../core/errors.js';
 import { StorageError, type ObjectStat, type WritableFile } from '../backend.js';
 import type { LocalBackend } from '../local/local-backend.js';
 import type { BlockCache, RangeFetch } from './block-cache.js';
-import { DamagedObject } from './checked-reads.js';
-import { decodeManifest, encodeManifest, extentsBefore, extentsFrom, objectsNamed, piecesOf, sealedEnd, type Extent, type Manifest, type MemberState, type WriterId } from './manifest.js';
+import { encodeManifest, extentsBefore, extentsFrom, objectsNamed, sealedEnd, type Extent, type Manifest, type MemberState, type WriterId } from './manifest.js';
+import { ManifestLooks } from './manifest-looks.js';
 import { ObjectExists, ObjectNotFound, type ObjectStore } from './object-store.js';
-import { epochOfObject, manifestName, manifestNumber, segmentName, tailName, type MemberName } from './remote-names.js';
+import { collectOrphans } from './orphans.js';
+import { RemoteReads } from './remote-reads.js';
+import { manifestName, segmentName, tailName, type MemberName } from './remote-names.js';
 import { sealCut } from './seal-cut.js';
 import { encodeSegment, type ObjectCheck, type SectionInput } from './segment-file.js';
-import { pageRecords, SPARSE_OF, summarizeRecords, type SparseIndex } from './sparse-index.js';
+import { cutSparse, extendSparse, pageRecords, SPARSE_OF, sparsePrefix, type SparseIndex } from './sparse-index.js';
 import { INDEX_RECORD_BYTES } from '../../streams/frame-index-file.js';
 import { CRC_FILE_NAME, CRC_RECORD_BYTES } from '../../streams/frame-crc-file.js';
 import { META_FILE_NAME, META_RECORD_BYTES } from '../../streams/frame-meta-file.js';
@@ -136,14 +139,8 @@ function memberOfFile(name: string): MemberName {
 }
 
 export class SessionVolume {
-  private manifest: Manifest | null = null;
-  /** performance.now() when `manifest` was last checked against the store (-Infinity: never). */
-  private checkedAt = Number.NEGATIVE_INFINITY;
-  /** The look at the store in flight (`id`: its number in the order looks began). */
-  private look: { id: number; done: Promise<Manifest | null> } | null = null;
-  private looksStarted = 0;
-  /** The highest-numbered look that has ended (its answer, or its error, is in). */
-  private looksEnded = 0;
+  private readonly looks: ManifestLooks;
+  private readonly remote: RemoteReads;
   private owner: Owner | null = null;
   /** Serializes publishes, seals, claims and releases. */
   private chain: Promise<unknown> = Promise.resolve();
@@ -156,7 +153,15 @@ export class SessionVolume {
   constructor(
     readonly id: string,
     private readonly cfg: VolumeConfig,
-  ) {}
+  ) {
+    this.looks = new ManifestLooks(id, cfg);
+    this.remote = new RemoteReads(id, cfg);
+  }
+
+  /** The newest manifest this process has seen or made. */
+  private get manifest(): Manifest | null {
+    return this.looks.manifest;
+  }
 
   get owned(): boolean {
     return this.owner !== null;
@@ -171,43 +176,15 @@ export class SessionVolume {
   // ---------------------------------------------------------------- reading
 
   /**
-   * The latest manifest (null: the session has none), at most `freshMs` old;
-   * `force`: from a look that began after this call (a caller told of an
-   * append, or asked for a seq it has not seen, must not get an answer
-   * looked up before). A look in flight is as fresh as any answer for
-   * everyone else, so a page asked just after an append's message waits
-   * for the look the message started instead of taking the older manifest.
+   * The latest manifest (null: the session has none), as ManifestLooks
+   * says; a cold reader's first answer starts the prefetch of what its
+   * first page reads.
    */
   async latest(force = false): Promise<Manifest | null> {
-    const need = force ? this.looksStarted + 1 : 0;
-    if (force) this.checkedAt = Number.NEGATIVE_INFINITY;
-    for (;;) {
-      const look = this.look;
-      if (look !== null) {
-        if (look.id >= need) return look.done;
-        await look.done.catch(() => undefined);
-        continue;
-      }
-      if (force ? this.looksEnded >= need : performance.now() - this.checkedAt < this.cfg.freshMs) return this.manifest;
-      break;
-    }
-    const id = ++this.looksStarted;
-    const done = this.findLatest()
-      .then((m) => {
-        if (m !== null && (this.manifest === null || m.n >= this.manifest.n)) this.manifest = m;
-        // Fresh from when the look ended: on a slow store, a look's own round trip does not use up the window.
-        this.checkedAt = performance.now();
-        return this.manifest;
-      })
-      .finally(() => {
-        this.looksEnded = Math.max(this.looksEnded, id);
-        if (this.look?.id === id) this.look = null;
-      });
-    this.look = { id, done };
-    const m = await done;
+    const m = await this.looks.latest(force);
     if (!this.prefetched && m !== null && this.owner === null) {
       this.prefetched = true;
-      this.prefetchIndex(m);
+      this.remote.prefetchIndex(m);
     }
     return m;
   }
@@ -217,104 +194,10 @@ export class SessionVolume {
     return this.owner?.n ?? null;
   }
 
-  /**
-   * Told that manifest `n` exists (another process's message): GET it at
-   * once, one round trip instead of a LIST and a GET, and reuse it for the
-   * freshness window. One deleted already (newer ones exist) or damaged:
-   * a full look.
-   */
+  /** Told that manifest `n` exists (another process's message; ManifestLooks.at). Its own writer knows. */
   async latestAt(n: number): Promise<Manifest | null> {
     if (this.owner !== null) return this.manifest;
-    if (this.manifest !== null && this.manifest.n >= n) return this.latest();
-    let m: Manifest;
-    try {
-      m = decodeManifest(await this.cfg.objects.getAll(`${this.cfg.folder}${manifestName(n)}`), n, this.id);
-    } catch {
-      return this.latest(true);
-    }
-    if (this.manifest === null || m.n > this.manifest.n) this.manifest = m;
-    this.checkedAt = performance.now();
-    return this.manifest;
-  }
-
-  /** One LIST (after the manifest known) and one GET of the newest (a deleted one: list again). */
-  private async findLatest(): Promise<Manifest | null> {
-    const dir = `${this.cfg.folder}manifest/`;
-    for (let attempt = 0; attempt < 5; attempt++) {
-      const known = this.manifest?.n;
-      const listed = await this.cfg.objects.list(dir, known === undefined ? {} : { startAfter: `${this.cfg.folder}${manifestName(known)}` });
-      let best = -1;
-      for (const name of listed.names) {
-        const n = manifestNumber(name.slice(this.cfg.folder.length));
-        if (n !== null && n > best) best = n;
-      }
-      if (best === -1) return this.manifest;
-      try {
-        return decodeManifest(await this.cfg.objects.getAll(`${this.cfg.folder}${manifestName(best)}`), best, this.id);
-      } catch (err) {
-        if (!(err instanceof ObjectNotFound)) throw err;
-      }
-    }
-    throw new StorageError('EIO', `session ${this.id}: manifests kept changing while read`);
-  }
-
-  /**
-   * A cold reader's first look: what a page reads first, fetched in the
-   * background beside the caller's own next reads, so a cold page's index
-   * and edge reads cost one round trip together, not one per probe: the
-   * first and last block of every member (the sidecar's first and last
-   * lines, the log's header and last frame, the projections' ends), each
-   * a GET of its own (small, so the planner need not wait for more), then
-   * every index member of at most `wholeIndexBytes` whole.
-   */
-  private prefetchIndex(m: Manifest): void {
-    const B = this.cfg.cache.blockBytes;
-    const members = Object.entries(m.members) as [MemberName, MemberState][];
-    for (const [, s] of members) {
-      if (s.size === 0) continue;
-      this.readRemote(s.extents, m.checks, 0, Math.min(B, s.size)).catch(() => undefined);
-      if (s.size > B) this.readRemote(s.extents, m.checks, Math.max(0, s.size - B), s.size).catch(() => undefined);
-    }
-    for (const [name, s] of members) {
-      if (name !== 'events' && name !== 'meta' && s.size > 2 * B && s.size <= this.cfg.wholeIndexBytes) this.readRemote(s.extents, m.checks, 0, s.size).catch(() => undefined);
-    }
-  }
-
-  /**
-   * Bytes [start, end) of a member's extents, each object's verified by its
-   * check (checked-reads.ts). `copy`: what the writer reads to write it
-   * again (into its local tail, published anew): read past the block cache,
-   * and damage is refused (`repair_required`) instead of reading as NULs,
-   * which the next publish would give fresh checksums.
-   */
-  private async readRemote(extents: readonly Extent[], checks: Readonly<Record<string, ObjectCheck>> | ReadonlyMap<string, ObjectCheck>, start: number, end: number, copy?: MemberName): Promise<Buffer> {
-    const pieces = piecesOf(extents, start, end);
-    const out = Buffer.allocUnsafe(Math.max(0, end - start));
-    let filled = 0;
-    const checkOf = (o: string): ObjectCheck | undefined => (checks instanceof Map ? checks.get(o) : (checks as Record<string, ObjectCheck>)[o]);
-    const strict = async (p: { o: string; at: number; len: number; pos: number }) => {
-      try {
-        return await this.cfg.strictFetch(`${this.cfg.folder}${p.o}`, p.at, p.at + p.len, checkOf(p.o));
-      } catch (err) {
-        if (!(err instanceof DamagedObject)) throw err;
-        const from = start + p.pos;
-        throw new PagerError('repair_required', `session ${this.id}: bytes [${from}, ${from + p.len}) of ${copy} are damaged on the store (${p.o}: ${err.why}); a writer does not write them again (that would publish the damage as good bytes)`, { member: copy, object: p.o });
-      }
-    };
-    await Promise.all(
-      pieces.map(async (p) => {
-        const bytes = 'data' in p ? p.data : copy !== undefined ? await strict(p) : await this.cfg.cache.read(`${this.cfg.folder}${p.o}`, p.at, p.len, p.lo, p.hi, checkOf(p.o));
-        bytes.copy(out, p.pos);
-        filled = Math.max(filled, p.pos + bytes.length);
-      }),
-    );
-    return filled === out.length ? out : out.subarray(0, filled);
-  }
-
-  private wholeIndex(member: MemberName, s: MemberState, start: number, end: number): [number, number] {
-    // A small index member is read whole on its first touch: a binary search then costs one round trip.
-    if (member !== 'events' && s.size <= this.cfg.wholeIndexBytes) return [0, s.size];
-    return [start, end];
+    return this.looks.at(n);
   }
 
   /**
@@ -341,14 +224,9 @@ export class SessionVolume {
     if (got === null) return null;
     for (const [member, bytes] of RECORD_MEMBERS) {
       const s = m.members[member];
-      if (s !== undefined) this.prefetchRemote(s.extents, m.checks, got.from * bytes, Math.min(s.size, (got.to + 1) * bytes));
+      if (s !== undefined) this.remote.prefetch(s.extents, m.checks, got.from * bytes, Math.min(s.size, (got.to + 1) * bytes));
     }
     return got.find;
-  }
-
-  /** Start fetching bytes [start, end) of a member's extents into the block cache (not waited for). */
-  private prefetchRemote(extents: readonly Extent[], checks: Readonly<Record<string, ObjectCheck>>, start: number, end: number): void {
-    for (const p of piecesOf(extents, start, end)) if (!('data' in p)) this.cfg.cache.prefetch(`${this.cfg.folder}${p.o}`, p.at, p.len, p.lo, p.hi, checks[p.o]);
   }
 
   /** A member as readers see it, or null when it does not exist. */
@@ -396,10 +274,10 @@ export class SessionVolume {
       if (to <= start) return Buffer.alloc(0);
       try {
         if (attempt === 0) {
-          const [a, b] = this.wholeIndex(member, s, start, to);
-          if (a !== start || b !== to) void this.readRemote(s.extents, m.checks, a, b).catch(() => undefined);
+          const [a, b] = this.remote.wholeIndex(member, s, start, to);
+          if (a !== start || b !== to) void this.remote.read(s.extents, m.checks, a, b).catch(() => undefined);
         }
-        return await this.readRemote(s.extents, m.checks, start, to);
+        return await this.remote.read(s.extents, m.checks, start, to);
       } catch (err) {
         // A tail object dropped by a newer manifest: read that one.
         if (err instanceof ObjectNotFound && attempt < 3) continue;
@@ -413,7 +291,7 @@ export class SessionVolume {
     if (to <= start) return Buffer.alloc(0);
     while (o.gate !== null) await o.gate;
     if (start >= o.fileBase) return o.file.read(start - o.fileBase, to - start);
-    const remote = await this.readRemote(o.sealed, this.ownerOrThrow().checks, start, Math.min(to, o.fileBase));
+    const remote = await this.remote.read(o.sealed, this.ownerOrThrow().checks, start, Math.min(to, o.fileBase));
     if (to <= o.fileBase) return remote;
     return Buffer.concat([remote, await o.file.read(0, to - o.fileBase)]);
   }
@@ -498,7 +376,7 @@ export class SessionVolume {
         // The local file holds [lf.base, ...); bytes between the sealed end and it come from the store.
         const f = await this.cfg.local.openWritable(`${dir}/${lf.name}`, 'existing');
         if (lf.base > base && s !== undefined) {
-          const gap = await this.readRemote(s.extents, m?.checks ?? {}, base, lf.base, member);
+          const gap = await this.remote.read(s.extents, m?.checks ?? {}, base, lf.base, member);
           const rest = await f.read(0, f.size);
           await f.close();
           file = await this.writeLocal(member, lf.gen + 1, base, Buffer.concat([gap, rest]));
@@ -511,7 +389,7 @@ export class SessionVolume {
         }
       } else {
         const s2 = s as MemberState;
-        const bytes = await this.readRemote(s2.extents, m?.checks ?? {}, base, s2.size, member);
+        const bytes = await this.remote.read(s2.extents, m?.checks ?? {}, base, s2.size, member);
         file = await this.writeLocal(member, 1, base, bytes);
         size = s2.size;
       }
@@ -552,7 +430,7 @@ export class SessionVolume {
     const was = m?.sparse;
     if (idx !== undefined && was !== undefined && was.born === idx.born && was.every === this.cfg.sparseEvery) {
       const whole = Math.floor(Math.min(idx.size, m?.members[SPARSE_OF]?.size ?? 0) / (was.every * INDEX_RECORD_BYTES));
-      owner.sparse = { ...was, seq: was.seq.slice(0, whole), msgs: was.msgs.slice(0, whole), group: was.group.slice(0, whole) };
+      owner.sparse = sparsePrefix(was, whole);
     }
     owner.timer.unref();
     for (const o of members.values()) if (o.size > o.base) owner.oldestUnsealed = Date.now();
@@ -635,7 +513,7 @@ export class SessionVolume {
   private async unseal(member: MemberName, o: Owned, at: number, overwritten: number): Promise<void> {
     if (at < o.fileBase) {
       const keep = Math.min(Math.max(at, overwritten), o.fileBase);
-      const back = Buffer.concat([Buffer.alloc(keep - at), await this.readRemote(o.sealed, this.ownerOrThrow().checks, keep, o.fileBase, member)]);
+      const back = Buffer.concat([Buffer.alloc(keep - at), await this.remote.read(o.sealed, this.ownerOrThrow().checks, keep, o.fileBase, member)]);
       const rest = await o.file.read(0, o.size - o.fileBase);
       const old = { ...o };
       o.file = await this.writeLocal(member, o.gen + 1, at, Buffer.concat([back, rest]));
@@ -668,12 +546,7 @@ export class SessionVolume {
   /** The frame index changed from byte `pos` on: its sparse index keeps only the entries wholly before. */
   private sparseCut(pos: number): void {
     const sp = this.owner?.sparse;
-    if (sp == null) return;
-    const keep = Math.floor(pos / (sp.every * INDEX_RECORD_BYTES));
-    if (keep >= sp.seq.length) return;
-    sp.seq.length = keep;
-    sp.msgs.length = keep;
-    sp.group.length = keep;
+    if (sp != null) cutSparse(sp, pos);
   }
 
   /** The sparse index of the frame index as it is now, its new whole entries summarized (from the local tail, as a rule). */
@@ -691,15 +564,9 @@ export class SessionVolume {
       const have = sp.seq.length;
       const bytes = await this.readOwned(o, have * stride, whole * stride);
       // Cut or rewritten while read: summarized at the next publish.
-      if (owner.sparse !== sp || sp.seq.length !== have || bytes.length !== (whole - have) * stride) return { ...sp, seq: [...sp.seq], msgs: [...sp.msgs], group: [...sp.group] };
-      for (let k = 0; k < whole - have; k++) {
-        const [seq, msgs, group] = summarizeRecords(bytes.subarray(k * stride, (k + 1) * stride));
-        sp.seq.push(seq);
-        sp.msgs.push(msgs);
-        sp.group.push(group);
-      }
+      if (owner.sparse === sp && sp.seq.length === have && bytes.length === (whole - have) * stride) extendSparse(sp, bytes);
     }
-    return { ...sp, seq: [...sp.seq], msgs: [...sp.msgs], group: [...sp.group] };
+    return sparsePrefix(sp, sp.seq.length);
   }
 
   async truncate(member: MemberName, len: number): Promise<void> {
@@ -815,7 +682,7 @@ export class SessionVolume {
     const idxSize = members[SPARSE_OF]?.size ?? 0;
     if (sparse !== null && sparse.born === members[SPARSE_OF]?.born) {
       const whole = Math.min(sparse.seq.length, Math.floor(idxSize / (sparse.every * INDEX_RECORD_BYTES)));
-      if (whole > 0) m.sparse = { ...sparse, seq: sparse.seq.slice(0, whole), msgs: sparse.msgs.slice(0, whole), group: sparse.group.slice(0, whole) };
+      if (whole > 0) m.sparse = sparsePrefix(sparse, whole);
     }
     try {
       await this.cfg.objects.put(`${this.cfg.folder}${manifestName(m.n)}`, encodeManifest(m), { ifAbsent: true });
@@ -836,8 +703,7 @@ export class SessionVolume {
       p.o.published = p.o.base === p.base ? (published.get(p.member) as Extent[]) : [];
       if (p.o.writes === p.writes) p.o.dirtyFrom = Number.POSITIVE_INFINITY;
     }
-    this.manifest = m;
-    this.checkedAt = performance.now();
+    this.looks.adopt(m);
     if (!release) await this.cutLocal(owner);
     // What no manifest of ours names any more (tail objects superseded, segments of removed members) and old manifests go.
     const named = objectsNamed(m);
@@ -851,49 +717,9 @@ export class SessionVolume {
 
   // ---------------------------------------------------------------- garbage
 
-  /**
-   * Delete the segments and tail objects of epochs before `epoch` that no
-   * stored manifest names: what a crashed or fenced writer uploaded and
-   * never published (or published in manifests since deleted, its
-   * clean-up lost with it). Safe once a manifest of `epoch` is stored: no
-   * manifest of an earlier epoch is made after it (those writers are
-   * fenced), and later ones name only objects a stored manifest names or
-   * of their own epochs. Objects of `epoch` and later are never touched
-   * (their writer may be uploading them). A manifest that cannot be read
-   * (damaged) stops the collection: nothing is deleted on a guess. A listed
-   * manifest deleted before it was read (the writer keeps only its last
-   * three) may have been superseded by ones the listing missed: the
-   * collection starts again (three times at most, then deletes nothing).
-   * Returns the names deleted (relative to the session's folder).
-   */
-  async collectOrphans(epoch: number): Promise<string[]> {
-    const folder = this.cfg.folder;
-    attempts: for (let attempt = 0; attempt < 3; attempt++) {
-      const listed = (await this.cfg.objects.list(folder)).names.map((x) => x.slice(folder.length));
-      const named = new Set<string>();
-      for (const name of listed) {
-        const n = manifestNumber(name);
-        if (n === null) continue;
-        let bytes: Buffer;
-        try {
-          bytes = await this.cfg.objects.getAll(`${folder}${name}`);
-        } catch (err) {
-          if (err instanceof ObjectNotFound) continue attempts;
-          throw err;
-        }
-        for (const o of objectsNamed(decodeManifest(bytes, n, this.id))) named.add(o);
-      }
-      // And what this process names now (its writer's newest manifest may postdate the listing).
-      for (const o of this.owner?.checks.keys() ?? []) named.add(o);
-      if (this.manifest !== null) for (const o of objectsNamed(this.manifest)) named.add(o);
-      const orphans = listed.filter((name) => {
-        const e = epochOfObject(name);
-        return e !== null && e < epoch && !named.has(name);
-      });
-      if (orphans.length > 0) await this.cfg.objects.remove(orphans.map((o) => `${folder}${o}`));
-      return orphans;
-    }
-    return [];
+  /** What earlier epochs uploaded and no manifest names, deleted (orphans.ts). */
+  collectOrphans(epoch: number): Promise<string[]> {
+    return collectOrphans(this.cfg.objects, this.cfg.folder, this.id, epoch, () => [...(this.owner?.checks.keys() ?? []), ...(this.manifest === null ? [] : objectsNamed(this.manifest))]);
   }
 
   // ---------------------------------------------------------------- sealing

@@ -143,3 +143,28 @@ export function pageRecords(sp: SparseIndex, records: number, end: number | unde
   const from = Math.max(0, first * E - WALK_BLOCK_RECORDS - 1);
   return { find, from, to };
 }
+
+/** A copy of the first `whole` entries (what a manifest may name of an index that is longer, or was cut). */
+export function sparsePrefix(sp: SparseIndex, whole: number): SparseIndex {
+  return { ...sp, seq: sp.seq.slice(0, whole), msgs: sp.msgs.slice(0, whole), group: sp.group.slice(0, whole) };
+}
+
+/** The frame index changed from byte `pos` on: keep only the entries wholly before it. */
+export function cutSparse(sp: SparseIndex, pos: number): void {
+  const keep = Math.floor(pos / (sp.every * INDEX_RECORD_BYTES));
+  if (keep >= sp.seq.length) return;
+  sp.seq.length = keep;
+  sp.msgs.length = keep;
+  sp.group.length = keep;
+}
+
+/** Entries for `bytes`, the whole runs of records that follow the last entry. */
+export function extendSparse(sp: SparseIndex, bytes: Uint8Array): void {
+  const stride = sp.every * INDEX_RECORD_BYTES;
+  for (let k = 0; k + stride <= bytes.length; k += stride) {
+    const [seq, msgs, group] = summarizeRecords(bytes.subarray(k, k + stride));
+    sp.seq.push(seq);
+    sp.msgs.push(msgs);
+    sp.group.push(group);
+  }
+}
