@@ -66,8 +66,8 @@ export class KeptReaders {
   /**
    * By object key. Recency is each reader's `used`, not the map's order: moving a key to the end
    * (delete, set) on every open rebuilt the map's small table every few opens (three a page), a
-   * fresh table the old map held, so it outlived the next scavenge: ~2% of what the main thread's
-   * young generation promoted (docs/benchmarks.md, "proof (twelfth session)", second round).
+   * fresh table the old map held, so it outlived the next scavenge: ~2% of the main thread's sampled
+   * allocations that outlived a scavenge (docs/benchmarks.md, "proof (twelfth session)", second round).
    */
   private readonly kept = new Map<string, Kept>();
   private clock = 0;
