@@ -37,11 +37,11 @@ function launch(args: string[], tunables?: string, more: NodeJS.ProcessEnv = {})
 
 describe('bin/session-pager.js, the launcher', () => {
   it('serve: node runs this file with the arguments as given, glibc mmap threshold set', () => {
-    expect(launch(['serve', '--port', '0', 'a b'])).toEqual(['GLIBC_TUNABLES=glibc.malloc.mmap_threshold=65536', `arg=${bin}`, 'arg=serve', 'arg=--port', 'arg=0', 'arg=a b']);
+    expect(launch(['serve', '--port', '0', 'a b'])).toEqual(['GLIBC_TUNABLES=glibc.malloc.mmap_threshold=262144', `arg=${bin}`, 'arg=serve', 'arg=--port', 'arg=0', 'arg=a b']);
   });
 
   it("serve: the user's tunables are kept, the threshold added after them", () => {
-    expect(launch(['serve'], 'glibc.malloc.arena_max=2')[0]).toBe('GLIBC_TUNABLES=glibc.malloc.arena_max=2:glibc.malloc.mmap_threshold=65536');
+    expect(launch(['serve'], 'glibc.malloc.arena_max=2')[0]).toBe('GLIBC_TUNABLES=glibc.malloc.arena_max=2:glibc.malloc.mmap_threshold=262144');
   });
 
   it('serve: V8 helper threads as many as CPUs below 4; none set from 4 CPUs, when nproc fails, or when NODE_OPTIONS sets it', () => {
@@ -91,7 +91,7 @@ describe('bin/session-pager.js, the launcher', () => {
       });
       // exec, not a child: the server is the process spawned.
       const environ = readFileSync(`/proc/${child.pid}/environ`, 'utf8').split('\0');
-      expect(environ).toContain('GLIBC_TUNABLES=glibc.malloc.mmap_threshold=65536');
+      expect(environ).toContain('GLIBC_TUNABLES=glibc.malloc.mmap_threshold=262144');
       const argv = readFileSync(`/proc/${child.pid}/cmdline`, 'utf8').split('\0');
       // The CPU count as the launcher reads it (nproc: the CPUs this process may run on).
       const n = Number(spawnSync('nproc', { encoding: 'utf8' }).stdout.trim());

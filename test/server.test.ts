@@ -431,13 +431,23 @@ describe('damaged sessions', () => {
 });
 
 describe('overload', () => {
-  it('answers overloaded 503 with Retry-After while the worker queue is full', async () => {
-    const busy = wrap(ts.store, {
-      stats: () => {
-        const s = ts.store.stats();
-        return { ...s, pool: { ...s.pool, queueSize: 10_000 } };
+  // A store that tells the queue's size alone (poolQueueSize, as PagerStore does) and one that
+  // gives it in stats() only: the check reads whichever there is.
+  const fullQueues: [string, Partial<Store>][] = [
+    ['poolQueueSize', { poolQueueSize: () => 10_000 }],
+    [
+      'stats() only',
+      {
+        poolQueueSize: undefined,
+        stats: () => {
+          const s = ts.store.stats();
+          return { ...s, pool: { ...s.pool, queueSize: 10_000 } };
+        },
       },
-    });
+    ],
+  ];
+  it.each(fullQueues)('answers overloaded 503 with Retry-After while the worker queue is full (%s)', async (_, over) => {
+    const busy = wrap(ts.store, over);
     const a = make(busy, { maxPoolQueue: 64, retryAfterSeconds: 2 });
     for (const url of ['/v1/sessions/alpha/page', '/v1/sessions/alpha/follow']) {
       const r = await a.inject({ url, headers: AUTH });

@@ -159,5 +159,10 @@ export interface Store {
    */
   follow(id: string, opts?: FollowOptions): AsyncIterableIterator<SessionEvent>;
   stats(): StoreStats;
+  /**
+   * stats().pool.queueSize alone: the load-shedding check reads it on every page request, and
+   * stats() builds a dozen objects (every counter, the threads' ids) a request only to drop them.
+   */
+  poolQueueSize?(): number;
   close(): Promise<void>;
 }

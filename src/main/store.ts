@@ -328,6 +328,10 @@ export class PagerStore implements Store {
     this.clients = count;
   }
 
+  poolQueueSize(): number {
+    return this.pool.queueSize;
+  }
+
   stats(): StoreStats {
     const page = this.pages.cache;
     const pool = this.pool;

@@ -196,7 +196,10 @@ export class Admission {
     if (signal?.aborted === true) return Promise.reject(signal.reason);
     if (this.inFlight < this.o.maxInFlight && this.queued === 0) return Promise.resolve(this.admit());
     if (this.shedsAtOnce()) return Promise.reject(this.overloaded(`${this.queued} pages waiting, about ${Math.round(this.expectedWaitMs())} ms to wait`));
-    const bound = this.boundMs;
+    // Whole milliseconds: node keeps one timer list per distinct delay, and the bound follows the
+    // smoothed in-flight time, a new fraction after every page: each queued request's timer made a
+    // list of its own (a list object, a priority-queue entry) instead of joining the last one's.
+    const bound = Math.ceil(this.boundMs);
     const self = this;
     const queuedAt = performance.now();
     return new Promise((resolve, reject) => {
@@ -221,7 +224,7 @@ export class Admission {
           const waited = performance.now() - queuedAt;
           const now = self.liveBoundMs;
           if (waited + 1 < now) {
-            w.timer = setTimeout(expire, now - waited);
+            w.timer = setTimeout(expire, Math.ceil(now - waited));
             return;
           }
           w.done = true;

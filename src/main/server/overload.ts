@@ -130,11 +130,24 @@ export function checkLoop(p: OverloadPolicy): void {
 
 /** Throw `overloaded` when the worker queue is full (routes that use the pool). */
 export function checkPool(p: OverloadPolicy): void {
-  const pool = p.store.stats().pool;
-  const bound = p.maxPoolQueue ?? Math.max(1, Math.floor(pool.maxQueue / 2));
-  if (pool.queueSize >= bound) {
-    throw new PagerError('overloaded', `server is overloaded (${pool.queueSize} page tasks queued); retry shortly`, { retryAfter: p.retryAfterSeconds });
+  // On every page request: the queue's size alone where the store gives it (stats() builds a
+  // dozen objects a request for it); the pool's bound is read once.
+  const queueSize = p.store.poolQueueSize?.() ?? p.store.stats().pool.queueSize;
+  const bound = p.maxPoolQueue ?? poolBound(p);
+  if (queueSize >= bound) {
+    throw new PagerError('overloaded', `server is overloaded (${queueSize} page tasks queued); retry shortly`, { retryAfter: p.retryAfterSeconds });
   }
+}
+
+/** Half the pool's own queue bound (fixed when the pool is made), read once per store. */
+const poolBounds = new WeakMap<Store, number>();
+function poolBound(p: OverloadPolicy): number {
+  let bound = poolBounds.get(p.store);
+  if (bound === undefined) {
+    bound = Math.max(1, Math.floor(p.store.stats().pool.maxQueue / 2));
+    poolBounds.set(p.store, bound);
+  }
+  return bound;
 }
 
 /**

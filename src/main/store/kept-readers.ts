@@ -50,6 +50,8 @@ interface Kept {
   openedAt: number;
   /** Bytes pages have read through it. */
   readBytes: number;
+  /** When it was last handed out, in opens (KeptReaders.clock): the least recently used go first. */
+  used: number;
 }
 
 /** Objects whose readers are kept at most (three a session): LRU beyond. */
@@ -61,8 +63,14 @@ export const HOLD_TOTAL_MAX_BYTES = 16 * 1024 * 1024;
 export const HOLD_AFTER_MS = 100;
 
 export class KeptReaders {
-  /** By object key, least recently used first. */
+  /**
+   * By object key. Recency is each reader's `used`, not the map's order: moving a key to the end
+   * (delete, set) on every open rebuilt the map's small table every few opens (three a page), a
+   * fresh table the old map held, so it outlived the next scavenge: ~2% of the main thread's sampled
+   * allocations that outlived a scavenge (docs/benchmarks.md, "proof (twelfth session)", second round).
+   */
   private readonly kept = new Map<string, Kept>();
+  private clock = 0;
   opened = 0;
   reused = 0;
   /** Bytes of the files held whole now. */
@@ -85,9 +93,7 @@ export class KeptReaders {
     const k = this.kept.get(key);
     if (k !== undefined) {
       if (k.stamp === stamp && stamp !== '' && (await k.reader.unchanged?.()) === true && !k.retired) {
-        // Most recently used last.
-        this.kept.delete(key);
-        this.kept.set(key, k);
+        k.used = ++this.clock;
         this.reused++;
         if (k.held === null && k.reader.size <= this.holdFileMax && k.reader.size <= this.holdTotalMax && k.readBytes >= k.reader.size && performance.now() - k.openedAt >= this.holdAfterMs) await this.hold(k);
         return this.lend(k);
@@ -102,13 +108,13 @@ export class KeptReaders {
     }
     this.opened++;
     if (stamp === '' || reader.unchanged === undefined) return reader;
-    const fresh: Kept = { reader, stamp, users: 0, retired: false, held: null, openedAt: performance.now(), readBytes: 0 };
+    const fresh: Kept = { reader, stamp, users: 0, retired: false, held: null, openedAt: performance.now(), readBytes: 0, used: ++this.clock };
     // Another page opened it meanwhile: one kept reader a key.
     const other = this.kept.get(key);
     if (other !== undefined) this.retire(key, other);
     this.kept.set(key, fresh);
-    for (const [oldest, o] of this.kept) {
-      if (this.kept.size <= this.max) break;
+    while (this.kept.size > this.max) {
+      const [oldest, o] = this.leastRecentlyUsed();
       this.retire(oldest, o);
     }
     return this.lend(fresh);
@@ -141,12 +147,21 @@ export class KeptReaders {
     }
     // Retired meanwhile (another page saw the file change), or read short: not held.
     if (bytes.length !== size || k.retired || k.held !== null) return;
-    for (const o of this.kept.values()) {
-      if (this.heldBytes + size <= this.holdTotalMax) break;
-      this.drop(o);
+    if (this.heldBytes + size > this.holdTotalMax) {
+      for (const o of [...this.kept.values()].sort((x, y) => x.used - y.used)) {
+        if (this.heldBytes + size <= this.holdTotalMax) break;
+        this.drop(o);
+      }
     }
     k.held = bytes;
     this.heldBytes += size;
+  }
+
+  /** The kept reader handed out longest ago (the map is not empty). */
+  private leastRecentlyUsed(): [string, Kept] {
+    let out: [string, Kept] | undefined;
+    for (const e of this.kept) if (out === undefined || e[1].used < out[1].used) out = e;
+    return out as [string, Kept];
   }
 
   private drop(k: Kept): void {
