@@ -17,6 +17,18 @@ const opArb: fc.Arbitrary<Op> = fc.oneof(
   fc.constant({ k: 'clear' as const }),
 );
 
+/** An arena holding `source`, then two sinks' regions of `room` bytes each (as a worker lays out a slice's arena). */
+function arenaWithTwoSinks(source: Uint8Array, room: number): { arena: Buffer; slice: Buffer; a: ByteSink; b: ByteSink } {
+  const arena = Buffer.allocUnsafeSlow(source.length + 2 * room);
+  const slice = arena.subarray(0, source.length);
+  slice.set(source);
+  const a = new ByteSink();
+  const b = new ByteSink();
+  a.place(arena, source.length, room, slice);
+  b.place(arena, source.length + room, room, slice);
+  return { arena, slice, a, b };
+}
+
 describe('ByteSink', () => {
   it('holds exactly the bytes written, across any growth', () => {
     fc.assert(
@@ -58,14 +70,7 @@ describe('ByteSink', () => {
   it('writes the same bytes from an arena region, copying from the arena or from elsewhere, and after outgrowing its region', () => {
     fc.assert(
       fc.property(fc.uint8Array({ minLength: 1, maxLength: 400 }), fc.integer({ min: 1, max: 300 }), fc.array(fc.tuple(fc.nat(), fc.nat(), fc.boolean()), { maxLength: 40 }), (source, room, copies) => {
-        // The arena: the source bytes, then two sink regions of `room` bytes each.
-        const arena = Buffer.allocUnsafeSlow(source.length + 2 * room);
-        const slice = arena.subarray(0, source.length);
-        slice.set(source);
-        const a = new ByteSink();
-        const b = new ByteSink();
-        a.place(arena, source.length, room, slice);
-        b.place(arena, source.length + room, room, slice);
+        const { slice, a, b } = arenaWithTwoSinks(source, room);
         const elsewhere = Buffer.from(source);
         const want: Buffer[] = [];
         for (const [x, y, fromArena] of copies) {
@@ -89,13 +94,7 @@ describe('ByteSink', () => {
   it('framed: its bytes between a head written over the end of the source region and a tail in its spare room, or null when they do not fit or it left the arena', () => {
     fc.assert(
       fc.property(fc.uint8Array({ minLength: 0, maxLength: 60 }), fc.integer({ min: 1, max: 80 }), fc.uint8Array({ maxLength: 100 }), fc.string({ maxLength: 12 }), fc.uint8Array({ maxLength: 4 }), (source, room, written, head, tail) => {
-        const arena = Buffer.allocUnsafeSlow(source.length + 2 * room);
-        const slice = arena.subarray(0, source.length);
-        slice.set(source);
-        const a = new ByteSink();
-        const b = new ByteSink();
-        a.place(arena, source.length, room, slice);
-        b.place(arena, source.length + room, room, slice);
+        const { arena, slice, a, b } = arenaWithTwoSinks(source, room);
         a.bytes(written, 0, written.length);
         b.bytes(written, 0, written.length);
         const headBytes = Buffer.byteLength(head, 'utf8');
