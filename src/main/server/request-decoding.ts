@@ -18,7 +18,7 @@ import { PassThrough, type Readable, type Transform } from 'node:stream';
 import { createBrotliDecompress, createGunzip, createInflate } from 'node:zlib';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { PagerError } from '../../core/errors.js';
-import { hasBody, settleUnreadBody, type EarlyAnswerOptions } from './early-answer.js';
+import { bodyUnread, hasBody, settleUnreadBody, type EarlyAnswerOptions } from './early-answer.js';
 
 const DECODERS: Record<string, () => Transform> = {
   gzip: createGunzip,
@@ -120,6 +120,8 @@ function decodedBody(body: Readable, codings: string[], o: RequestDecodingOption
 export function addRequestDecoding(app: FastifyInstance, o: RequestDecodingOptions): void {
   // Callback-style hooks: a request with no body to drain or decode (every GET) costs no promise.
   app.addHook('onSend', (request: FastifyRequest, reply: FastifyReply, payload: unknown, done: (err: Error | null, payload?: unknown) => void) => {
+    // Nothing unread (every GET, every body a route read): no closure either.
+    if (!bodyUnread(request.raw)) return done(null, payload);
     settleUnreadBody(
       request.raw,
       o,
