@@ -36,9 +36,12 @@ export function hasBody(raw: IncomingMessage): boolean {
   return raw.headers['transfer-encoding'] !== undefined || (cl !== undefined && cl !== '0');
 }
 
-/** The request has a body node's parser has not yet seen the end of. */
+/**
+ * The request has a body not yet read to its end (node's parser has not seen it; a request that
+ * is no socket's, fastify's inject, says so by its stream having ended).
+ */
 export function bodyUnread(raw: IncomingMessage): boolean {
-  return !raw.complete && !raw.destroyed && hasBody(raw);
+  return !raw.complete && !raw.readableEnded && !raw.destroyed && hasBody(raw);
 }
 
 /**
@@ -50,6 +53,7 @@ export function bodyUnread(raw: IncomingMessage): boolean {
 export function drainSmallBody(raw: IncomingMessage, limit: number): Promise<boolean> {
   const declared = raw.headers['content-length'];
   if (raw.headers['transfer-encoding'] === undefined && declared !== undefined && !(Number(declared) <= limit)) return Promise.resolve(false);
+  if (raw.readableEnded) return Promise.resolve(true);
   return new Promise((resolve) => {
     let seen = 0;
     const settle = (kept: boolean) => {
