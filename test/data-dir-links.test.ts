@@ -19,6 +19,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { SessionWriter } from '../src/main/session-writer.js';
 import { openStore } from '../src/main/store.js';
 import { LocalBackend } from '../src/storage/local/local-backend.js';
+import { makeEvents } from './server-helpers.js';
 
 const header = { type: 'session', version: 1, id: 's', createdAt: 1700000000000 };
 const ev = (seq: number) => ({ type: 'custom/x', seq, time: 1700000000000 + seq, data: { n: seq } });
@@ -121,6 +122,45 @@ describe("a data directory whose sessions/ folder is a link (to another disk)", 
     expect(readdirSync(disk).sort()).toEqual(['a.txt', 'b.txt']);
     expect(readdirSync(other)).toEqual([]);
     expect((await backend.readAll('sessions/a.txt'))?.toString()).toBe('one');
+  });
+
+  it('pages are read where the link pointed at open, by the page workers too: moving it later changes nothing served', async () => {
+    const disk = linkedSessions();
+    await SessionWriter.create(dir, 's', header).then(async (w) => {
+      await w.append(makeEvents(0, 120));
+      await w.close();
+    });
+    // Another folder holding another log for `s` (other events, other byte offsets).
+    const otherDir = join(root, 'other-data');
+    await SessionWriter.create(otherDir, 's', header).then(async (w) => {
+      await w.append(makeEvents(0, 120).map((e) => ({ ...e, data: { padding: 'y'.repeat(37 + (e.seq % 13)) } })));
+      await w.close();
+    });
+    const queries = [{ maxMessages: 5 }, { maxMessages: 40 }, { beforeSeq: 60, maxMessages: 20 }, { throughSeq: 30, maxMessages: 10 }];
+    const store = await openStore({ dataDir: dir, workers: 1 });
+    // A second data directory whose sessions/ links to the same folder: the reference.
+    const refDir = join(root, 'ref');
+    mkdirSync(refDir);
+    symlinkSync(disk, join(refDir, 'sessions'));
+    const ref = await openStore({ dataDir: refDir, workers: 1 });
+    try {
+      // The link moved after the open: before 12-03 the workers opened `<data>/sessions/s.events`
+      // through it, so read the other folder's log at this one's offsets.
+      rmSync(join(dir, 'sessions'));
+      symlinkSync(join(otherDir, 'sessions'), join(dir, 'sessions'));
+      for (const q of queries) {
+        const want = await ref.page('s', q);
+        expect(want.records.length, JSON.stringify(q)).toBeGreaterThan(0);
+        expect(await store.page('s', q), JSON.stringify(q)).toEqual(want);
+      }
+      // Appends still go where the link pointed at open, and are served.
+      await store.append('s', makeEvents(120, 5));
+      expect((await store.page('s', { maxMessages: 5 })).toSeq).toBe(125);
+    } finally {
+      await store.close();
+      await ref.close();
+    }
+    expect(readdirSync(join(otherDir, 'sessions')).sort()).toEqual(['index', 's.events']);
   });
 
   it("a session's log inside it that is a link is still never written through", async () => {

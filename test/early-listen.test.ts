@@ -84,6 +84,61 @@ describe('early listen', () => {
     }
   });
 
+  it("a refusal before the app exists closes a connection whose large body it left unread, within the lingering bound; a small body's connection is kept", async () => {
+    const early = new EarlyListener({ ...LIMITS, maxHeld: 0 });
+    const url = await early.listen('127.0.0.1', 0);
+    const port = Number(new URL(url).port);
+    const MiB = 1024 * 1024;
+    try {
+      // A body declared 1 GiB, written as fast as the socket takes it, on after the answer too.
+      const flood = await new Promise<{ bytes: number; text: string; error?: string }>((resolve) => {
+        let bytes = 0;
+        let error: string | undefined;
+        const got: Buffer[] = [];
+        const chunk = Buffer.alloc(MiB, 0x20);
+        const s = connect({ port, host: '127.0.0.1', allowHalfOpen: true }, () => {
+          s.write(`POST /v1/sessions/x/events HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: ${1024 * MiB}\r\n\r\n`);
+          const pump = () => {
+            while (!s.destroyed && bytes < 512 * MiB) {
+              bytes += chunk.length;
+              if (!s.write(chunk)) return void s.once('drain', pump);
+            }
+          };
+          pump();
+        });
+        s.on('data', (c: Buffer) => got.push(c));
+        s.on('error', (e: NodeJS.ErrnoException) => (error = e.code));
+        s.on('close', () => resolve({ bytes, text: Buffer.concat(got).toString('latin1'), ...(error ? { error } : {}) }));
+        setTimeout(() => s.destroy(), 60_000);
+      });
+      expect(flood.text).toMatch(/^HTTP\/1\.1 503 .*\r\nconnection: close\r\n/is);
+      // Node read the whole body to keep the connection; now the bound (64 MiB) plus socket buffers.
+      expect(flood.error).toMatch(/^(ECONNRESET|EPIPE)$/);
+      expect(flood.bytes).toBeLessThan(96 * MiB);
+      // A small body: read, the connection kept for the next request (/livez, answered by the bare server).
+      const both = await new Promise<string>((resolve) => {
+        const s = connect(port, '127.0.0.1', () => {
+          s.write('POST /v1/sessions/x/events HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 11\r\n\r\n');
+          setTimeout(() => s.write('{"events":['), 30);
+          setTimeout(() => s.write('GET /livez HTTP/1.1\r\nHost: x\r\n\r\n'), 60);
+        });
+        let text = '';
+        s.on('data', (c: Buffer) => {
+          text += c.toString('latin1');
+          if (/"status":"ok"/.test(text)) {
+            s.destroy();
+            resolve(text);
+          }
+        });
+        s.on('close', () => resolve(text));
+      });
+      expect(both.match(/HTTP\/1\.1 \d{3}/g)).toEqual(['HTTP/1.1 503', 'HTTP/1.1 200']);
+      expect(both).not.toMatch(/connection: close/i);
+    } finally {
+      await early.close();
+    }
+  }, 60_000);
+
   it('a port in use fails at listen, before any app exists', async () => {
     const first = new EarlyListener(LIMITS);
     const url = await first.listen('127.0.0.1', 0);

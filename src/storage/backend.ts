@@ -113,14 +113,17 @@ export interface Lease {
 
 /**
  * How a page worker reaches a log's bytes without being handed them:
- * `{scheme, root}` names a reader every worker can open by itself (the
- * local backend: positional reads of the file under its data directory).
- * A backend without one (memory) reads a slice's bytes on the calling
- * thread and hands them to the worker.
+ * `{scheme, logs}` names a reader every worker can open by itself (the
+ * local backend: positional reads of `<logs>/<id>.events`, `logs` the
+ * folder of the logs as the backend resolved it when it opened, so that a
+ * worker reads the very file the main thread does). A backend without one
+ * (memory) reads a slice's bytes on the calling thread and hands them to
+ * the worker.
  */
 export interface WorkerSource {
   scheme: 'file';
-  root: string;
+  /** The folder holding the logs (`sessions/` of the data directory, or where its link pointed at open). */
+  logs: string;
 }
 
 /** Writes (openWritable, replace, lease) create the folders of their key as needed. */

@@ -2,7 +2,7 @@
  * How a page worker reads the slice it is given as `{source, session,
  * start, end}` (workers/slice-protocol.ts): `source` names a backend's
  * worker-side reader (StorageBackend.workerSource), here only local files
- * (`file:<data dir>`), read synchronously and positionally into the
+ * (`file:<folder of the logs>`), read synchronously and positionally into the
  * worker's arena, which measured faster than any hop. A backend without a
  * worker source hands the bytes over with the task instead; a network
  * store's worker reader (ranged GETs) would be one more scheme here.
@@ -12,7 +12,7 @@ import { readLogRange } from './local/log-range.js';
 
 /** The task field for a backend's worker source ('' when the main thread reads slices). */
 export function sourceString(source: WorkerSource | null): string {
-  return source === null ? '' : `${source.scheme}:${source.root}`;
+  return source === null ? '' : `${source.scheme}:${source.logs}`;
 }
 
 /**

@@ -22,7 +22,7 @@ import { NO_CLAIM } from '../core/frame-claim.js';
 export interface SliceTask {
   /**
    * Where the worker reads the slice itself (storage/worker-reads.ts: a
-   * backend's worker source, `file:<data dir>` for local files); empty when
+   * backend's worker source, `file:<folder of the logs>` for local files); empty when
    * the slice's bytes come with the task (`bytes`).
    */
   source: string;

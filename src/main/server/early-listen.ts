@@ -15,6 +15,7 @@
 import { lookup as dnsLookup, type LookupAddress } from 'node:dns';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { KEEP_ALIVE_DRAIN_BYTES, settleUnreadBody, type EarlyAnswerOptions } from './early-answer.js';
 import { nodeTimeouts } from './options.js';
 
 type Handler = (req: IncomingMessage, res: ServerResponse) => void;
@@ -40,6 +41,16 @@ function answer(res: ServerResponse, status: number, body: unknown, headers: Rec
   const text = JSON.stringify(body);
   res.writeHead(status, { 'content-type': 'application/json; charset=utf-8', 'content-length': String(Buffer.byteLength(text)), ...headers });
   res.end(text);
+}
+
+/** The app's bounds for a body an answer leaves unread (server/index.ts), at the default body limit. */
+const EARLY_ANSWERS: EarlyAnswerOptions = { keepAliveDrain: KEEP_ALIVE_DRAIN_BYTES, linger: { bytes: 64 * 1024 * 1024, ms: 10_000 } };
+
+/** A refusal before the app exists: a body it leaves unread is settled as the app's answers settle it (early-answer.ts). */
+function refuse(req: IncomingMessage, res: ServerResponse, status: number, body: unknown, headers: Record<string, string> = {}): void {
+  settleUnreadBody(req, EARLY_ANSWERS, (close) => {
+    if (!res.destroyed && !res.writableEnded) answer(res, status, body, close ? { ...headers, connection: 'close' } : headers);
+  });
 }
 
 export class EarlyListener {
@@ -124,11 +135,11 @@ export class EarlyListener {
 
   private onRequest(req: IncomingMessage, res: ServerResponse): void {
     if (this.handler !== null) return this.handler(req, res);
-    if (this.failure !== null) return answer(res, 500, { error: { code: 'internal', message: this.failure } });
+    if (this.failure !== null) return refuse(req, res, 500, { error: { code: 'internal', message: this.failure } });
     // The process is up: that is all /livez says (readiness.ts), and it needs no app.
     if (req.method === 'GET' && (req.url === '/livez' || req.url?.startsWith('/livez?') === true)) return answer(res, 200, { status: 'ok' });
     if (this.held.length >= this.maxHeld) {
-      return answer(res, 503, { error: { code: 'overloaded', message: 'the server is starting; retry shortly' } }, { 'retry-after': String(this.retryAfter) });
+      return refuse(req, res, 503, { error: { code: 'overloaded', message: 'the server is starting; retry shortly' } }, { 'retry-after': String(this.retryAfter) });
     }
     this.held.push([req, res]);
   }
@@ -154,7 +165,7 @@ export class EarlyListener {
   /** The app could not be built: what was held, and anything asked before close(), gets `internal`. */
   fail(reason: string): void {
     this.failure = reason;
-    for (const [, res] of this.held.splice(0)) if (!res.destroyed && !res.writableEnded) answer(res, 500, { error: { code: 'internal', message: reason } });
+    for (const [req, res] of this.held.splice(0)) if (!res.destroyed && !res.writableEnded) refuse(req, res, 500, { error: { code: 'internal', message: reason } });
   }
 
   get heldCount(): number {

@@ -20,6 +20,7 @@
  */
 import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import type { Admission } from './admission.js';
+import { bodyUnread } from './early-answer.js';
 import type { ServerMetrics } from './metrics.js';
 import type { ShedPacer } from './overload.js';
 import { REQUEST_ID_HEADER, genReqId } from './request-id.js';
@@ -49,7 +50,8 @@ export function fastShedder(o: FastShedOptions): (req: IncomingMessage, res: Ser
   const length = String(body.length);
   return (req, res) => {
     const url = req.url;
-    if (req.method !== 'GET' || url === undefined || url.length > o.maxUrlLength || !ADMITTED_PATH.test(url)) return false;
+    // A GET with a body goes the framework's way: its answer settles the body (early-answer.ts).
+    if (req.method !== 'GET' || url === undefined || bodyUnread(req) || url.length > o.maxUrlLength || !ADMITTED_PATH.test(url)) return false;
     if (!o.admission.shedsAtOnce() || o.closing()) return false;
     if (req.httpVersion === '1.1' && req.headers.host === undefined) return false;
     if (!o.authorized(req.headers.authorization)) return false;

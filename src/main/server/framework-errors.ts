@@ -24,7 +24,7 @@ import type { Duplex } from 'node:stream';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { ERROR_STATUS, PagerError, type ErrorCode } from '../../core/errors.js';
 import { lingerThenDestroy } from './lingering-close.js';
-import { drainUnreadBody } from './request-decoding.js';
+import { settleUnreadBody, type EarlyAnswerOptions } from './early-answer.js';
 import { REQUEST_ID_HEADER, requestIdOf } from './request-id.js';
 
 /** A complete HTTP/1.1 error response, for writing straight to a socket. */
@@ -100,17 +100,22 @@ export function clientErrorHandler(maxUrlLength: number): (err: ParserError, soc
   };
 }
 
-/** fastify's `frameworkErrors`: router errors raised before any hook runs (so the body is drained here). */
-export const frameworkErrors = (drainLimit: number) => (err: Error & { code?: string }, request: FastifyRequest, reply: FastifyReply): void => {
-  void drainUnreadBody(request.raw, drainLimit).then(() => answerFrameworkError(err, request, reply));
+/**
+ * fastify's `frameworkErrors`: router errors raised before any hook runs, so the root's onSend
+ * hooks do not run either: a small unread body is read here before the answer, a larger one
+ * closes the connection (early-answer.ts).
+ */
+export const frameworkErrors = (o: EarlyAnswerOptions) => (err: Error & { code?: string }, request: FastifyRequest, reply: FastifyReply): void => {
+  settleUnreadBody(request.raw, o, (close) => answerFrameworkError(err, request, reply, close));
 };
 
-function answerFrameworkError(err: Error & { code?: string }, request: FastifyRequest, reply: FastifyReply): void {
+function answerFrameworkError(err: Error & { code?: string }, request: FastifyRequest, reply: FastifyReply, close: boolean): void {
   let pe: PagerError;
   if (err.code === 'FST_ERR_BAD_URL') pe = new PagerError('invalid_request', 'the request path holds a malformed percent-escape');
   else if (err.code === 'FST_ERR_MAX_PARAM_LENGTH') pe = new PagerError('uri_too_long', 'a path segment is longer than the server accepts');
   else pe = new PagerError('internal', 'internal error');
   if (pe.code === 'internal') request.log.error({ err }, 'internal error');
+  if (close) reply.header('connection', 'close');
   void reply
     .code(pe.statusCode)
     .header(REQUEST_ID_HEADER, request.id)

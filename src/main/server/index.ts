@@ -25,6 +25,7 @@ import { addAuth, tokenChecker } from './auth.js';
 import { registerCors } from './cors.js';
 import { errorsPlugin } from './errors.js';
 import { fastShedder, installFastShed } from './fast-shed.js';
+import { KEEP_ALIVE_DRAIN_BYTES } from './early-answer.js';
 import { clientErrorHandler, frameworkErrors, refuseConnect } from './framework-errors.js';
 import { addRequestDecoding } from './request-decoding.js';
 import { genReqId, REQUEST_ID_HEADER } from './request-id.js';
@@ -66,6 +67,13 @@ declare module 'fastify' {
 
 export function buildServer(store: Store, options: ServerOptions = {}): FastifyInstance {
   const o = resolveOptions(options);
+  // An answer given with the request's body unread: a body up to 256 KiB is read and discarded
+  // first and the connection kept; any other is answered with Connection: close and the
+  // connection closed lingering: up to 10 s and 4 body limits (64 MiB by default) of what the
+  // client still sends are read and discarded, so that a client writing its whole body before
+  // reading reads the answer, and none can make the server read more (early-answer.ts,
+  // docs/decisions.md).
+  const earlyAnswers = { keepAliveDrain: KEEP_ALIVE_DRAIN_BYTES, linger: { bytes: Math.max(64 * 1024 * 1024, 4 * o.bodyLimit), ms: 10_000 } };
   const app = Fastify({
     logger: o.logger,
     // One line per request, written by the metrics hooks, with session and page facts.
@@ -75,7 +83,7 @@ export function buildServer(store: Store, options: ServerOptions = {}): FastifyI
     genReqId,
     // Answers given before a route runs, in the SPEC's error shape (framework-errors.ts).
     clientErrorHandler: clientErrorHandler(o.maxUrlLength),
-    frameworkErrors: frameworkErrors(o.bodyLimit),
+    frameworkErrors: frameworkErrors(earlyAnswers),
     bodyLimit: o.bodyLimit,
     requestTimeout: o.requestTimeoutMs,
     // What makes the request timeout hold (options.ts); a serverFactory's server sets them itself.
@@ -163,10 +171,8 @@ export function buildServer(store: Store, options: ServerOptions = {}): FastifyI
     if (closing) reply.header('connection', 'close');
     done(null, payload);
   });
-  // A body past the limit is answered 413 at once and the connection closed lingering: up to 10 s
-  // and 4 body limits (64 MiB by default) of what the client still sends are read and discarded
-  // so that a client writing its whole body before reading reads the 413 (docs/decisions.md).
-  addRequestDecoding(app, { bodyLimit: o.bodyLimit, drainLimit: o.bodyLimit, linger: { bytes: Math.max(64 * 1024 * 1024, 4 * o.bodyLimit), ms: 10_000 } });
+  // Bodies with a Content-Encoding, and answers given with the body unread (earlyAnswers above).
+  addRequestDecoding(app, { bodyLimit: o.bodyLimit, drainLimit: o.bodyLimit, ...earlyAnswers });
   // Every route but those that code their own bodies (response-compression.ts).
   addResponseCompression(app, {
     threshold: o.compression.threshold,

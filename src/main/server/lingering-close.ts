@@ -94,9 +94,14 @@ export function lingerOnClose(socket: Socket, request: IncomingMessage, bounds: 
   // response marked last has finished (resOnFinish), which ends the socket and destroys it once
   // the end is written, with the body's rest unread.
   socket.destroySoon = function lingeringClose(this: Socket): void {
-    if (unreadOn.get(this)?.complete !== false) return Object.getPrototypeOf(this).destroySoon.call(this);
+    const unread = unreadOn.get(this);
+    if (unread?.complete !== false) return Object.getPrototypeOf(this).destroySoon.call(this);
     if (this.destroyed) return;
     if (this.writable) this.end();
+    // A request left paused (early-answer.ts stops reading a body past its bound) is not dumped by
+    // node, and its full buffer would pause the socket again as the parser feeds it: it stalled the
+    // lingering read until its timer cut the connection (found by test/http-early-answer-body).
+    unread.resume();
     lingerThenDestroy(this, bounds);
   };
 }

@@ -14,12 +14,11 @@
  * limit stop the decoding at once (`413 payload_too_large`), so a small
  * compressed body cannot make the server inflate gigabytes.
  */
-import type { IncomingMessage } from 'node:http';
 import { PassThrough, type Readable, type Transform } from 'node:stream';
 import { createBrotliDecompress, createGunzip, createInflate } from 'node:zlib';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { PagerError } from '../../core/errors.js';
-import { lingerOnClose, type LingerBounds } from './lingering-close.js';
+import { bodyUnread, hasBody, settleUnreadBody, type EarlyAnswerOptions } from './early-answer.js';
 
 const DECODERS: Record<string, () => Transform> = {
   gzip: createGunzip,
@@ -36,11 +35,6 @@ export function parseContentEncoding(header: string): string[] {
     .split(',')
     .map((c) => c.trim().toLowerCase())
     .filter((c) => c !== '' && c !== 'identity');
-}
-
-function hasBody(raw: IncomingMessage): boolean {
-  const cl = raw.headers['content-length'];
-  return raw.headers['transfer-encoding'] !== undefined || (cl !== undefined && cl !== '0');
 }
 
 /**
@@ -71,28 +65,11 @@ function drainThen(body: Readable, limit: number, done: (tooLarge: boolean) => v
   body.resume();
 }
 
-/**
- * Before answering a request whose body is still coming: read and discard
- * it (up to `limit` bytes; a body declared larger is not waited for).
- */
-export async function drainUnreadBody(raw: IncomingMessage, limit: number): Promise<void> {
-  if (raw.complete || raw.destroyed || !hasBody(raw)) return;
-  const declared = Number(raw.headers['content-length']);
-  if (Number.isFinite(declared) && declared > limit) return;
-  await new Promise<void>((resolve) => drainThen(raw, limit, () => resolve()));
-}
-
-export interface RequestDecodingOptions {
+export interface RequestDecodingOptions extends EarlyAnswerOptions {
   /** Largest decoded body (the server's body limit). */
   bodyLimit: number;
   /** Encoded bytes read and discarded after a decode error before the connection is closed. */
   drainLimit: number;
-  /**
-   * A connection closed after an answer given before its request's body was all read is closed
-   * lingering (lingering-close.ts): what the client still sends is read and discarded up to these
-   * bounds, so a client that writes its whole body before reading still reads the answer.
-   */
-  linger: LingerBounds;
 }
 
 function decodedBody(body: Readable, codings: string[], o: RequestDecodingOptions): Readable {
@@ -134,23 +111,26 @@ function decodedBody(body: Readable, codings: string[], o: RequestDecodingOption
 /**
  * Install the decoding on `app` (the root).
  *
- * Also: an answer given before the body was read (401, 404, 405, 415...) waits until the client has sent
- * the rest, which is read and discarded; closing the connection with
- * unread bytes would reset it, and the client would lose the answer. A
- * `413` is answered at once (the body is past the limit: it is not read to
- * refuse it), and the connection closed lingering after it.
+ * Also: an answer given before the body was read (401, 404, 405, 415...)
+ * reads and discards a small body first and keeps the connection; a larger
+ * or unknown one, and a body past the limit (413), is answered at once with
+ * `Connection: close`, and the connection closed lingering after it
+ * (early-answer.ts).
  */
 export function addRequestDecoding(app: FastifyInstance, o: RequestDecodingOptions): void {
   // Callback-style hooks: a request with no body to drain or decode (every GET) costs no promise.
   app.addHook('onSend', (request: FastifyRequest, reply: FastifyReply, payload: unknown, done: (err: Error | null, payload?: unknown) => void) => {
-    const raw = request.raw;
-    if (raw.complete || raw.destroyed || !hasBody(raw)) return done(null, payload);
-    // Whatever follows, if node closes this connection after the answer it does so lingering.
-    lingerOnClose(raw.socket, raw, o.linger);
-    // A body past the limit (declared or counted) is not waited for: answered now, its rest read
-    // and discarded after the answer by the lingering close, within its bounds.
-    if (reply.statusCode === 413) return done(null, payload);
-    drainUnreadBody(raw, o.drainLimit).then(() => done(null, payload), done);
+    // Nothing unread (every GET, every body a route read): no closure either.
+    if (!bodyUnread(request.raw)) return done(null, payload);
+    settleUnreadBody(
+      request.raw,
+      o,
+      (close) => {
+        if (close) reply.header('connection', 'close');
+        done(null, payload);
+      },
+      reply.statusCode === 413,
+    );
   });
   app.addHook('preParsing', (request: FastifyRequest, reply: FastifyReply, payload: Readable, done: (err: Error | null, payload?: Readable) => void) => {
     const header = request.headers['content-encoding'];

@@ -255,9 +255,10 @@ export class LocalBackend implements StorageBackend {
   constructor(root?: string) {
     this.root = root === undefined ? null : resolve(root);
     this.sessionsRoot = this.root === null ? null : sessionsFolderAt(this.root);
-    // Workers open the log as `<root>/sessions/<id>.events` (log-range.ts): through the link as the
-    // OS finds it then. What they read is checked frame by frame against the plan and the CRCs.
-    this.workerSource = this.root === null ? null : { scheme: 'file', root: this.root };
+    // Workers open the log as `<logs>/<id>.events` (log-range.ts), `logs` the folder this backend
+    // reads the logs from itself: a sessions/ link moved while the store is open does not send
+    // the workers to another folder than the main thread's (test/data-dir-links.test.ts).
+    this.workerSource = this.root === null ? null : { scheme: 'file', logs: this.path(SESSIONS) };
   }
 
   /** The file behind a key. */
