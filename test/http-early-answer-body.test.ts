@@ -9,34 +9,25 @@
  * small body is read and the connection stays usable, as before.
  */
 import { connect, type Socket } from 'node:net';
-import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { openStore } from '../src/main/store.js';
-import { parseResponse, startServerProcess, type RawAnswer, type ServerProcess } from './helpers/server-process.js';
+import { parseResponse, type RawAnswer, type ServerProcess } from './helpers/server-process.js';
 import { makeEvents } from './server-helpers.js';
+import { oneSessionServer } from './helpers/one-session-server.js';
 
 const TOKEN = 'early-answer-token-3';
 const AUTH = `Authorization: Bearer ${TOKEN}`;
 const MiB = 1024 * 1024;
 /** The lingering close's byte bound at the default body limit (server/index.ts). */
 const LINGER_BYTES = 64 * MiB;
-let dir: string;
 let server: ServerProcess;
+let stop: (() => Promise<void>) | undefined;
 
 beforeAll(async () => {
-  dir = await mkdtemp(join(tmpdir(), 'sp-early-answer-'));
-  const store = await openStore({ dataDir: dir, workers: 1 });
-  await store.create('s1', { title: 'one' });
-  await store.append('s1', makeEvents(0, 3));
-  await store.close();
-  server = await startServerProcess({ dataDir: dir, token: TOKEN });
+  ({ server, stop } = await oneSessionServer({ prefix: 'sp-early-answer-', token: TOKEN, events: 3 }));
 }, 60_000);
 
 afterAll(async () => {
-  await server?.stop();
-  await rm(dir, { recursive: true, force: true });
+  await stop?.();
 });
 
 const head = (lines: string[]) => Buffer.from(lines.join('\r\n') + '\r\n\r\n', 'latin1');

@@ -6,31 +6,24 @@
  * any size) is in the SPEC's error shape with its status and code; and the
  * request-id, 405 + Allow and 415 rules of issue 11.
  */
-import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { connect } from 'node:net';
 import { brotliCompressSync, deflateSync, gzipSync } from 'node:zlib';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { openStore } from '../src/main/store.js';
-import { rawExchange, rawRequestBytes, startServerProcess, type RawAnswer, type RawResult, type ServerProcess } from './helpers/server-process.js';
+import { rawExchange, rawRequestBytes, sendThenRead, startServerProcess, type RawAnswer, type RawResult, type ServerProcess } from './helpers/server-process.js';
 import { makeEvents } from './server-helpers.js';
+import { oneSessionServer } from './helpers/one-session-server.js';
 
 const TOKEN = 'framework-errors-token-42';
 let dir: string;
 let server: ServerProcess;
+let stop: (() => Promise<void>) | undefined;
 
 beforeAll(async () => {
-  dir = await mkdtemp(join(tmpdir(), 'sp-fwerr-'));
-  const store = await openStore({ dataDir: dir, workers: 1 });
-  await store.create('s1', { title: 'one' });
-  await store.append('s1', makeEvents(0, 20));
-  await store.close();
-  server = await startServerProcess({ dataDir: dir, token: TOKEN });
+  ({ dir, server, stop } = await oneSessionServer({ prefix: 'sp-fwerr-', token: TOKEN, events: 20 }));
 }, 60_000);
 
 afterAll(async () => {
-  await server?.stop();
-  await rm(dir, { recursive: true, force: true });
+  await stop?.();
 });
 
 const AUTH = `Authorization: Bearer ${TOKEN}`;
@@ -165,7 +158,6 @@ describe('answers given before the body is read reach a client still sending it'
    * early answer is answered too.
    */
   it('a client that writes a 15 MiB body before reading anything gets the early answer, then a clean close or the next answer', async () => {
-    const { connect } = await import('node:net');
     const size = 15 * 1024 * 1024;
     const body = Buffer.alloc(size, 0x7a);
     const chunked = Buffer.concat([Buffer.from(`${size.toString(16)}\r\n`), body, Buffer.from('\r\n0\r\n\r\n')]);
@@ -179,40 +171,16 @@ describe('answers given before the body is read reach a client still sending it'
       ['no route', ['POST /v2/nowhere HTTP/1.1', 'Host: x', AUTH, 'Content-Type: application/json'], 404, 'not_found'],
       ['wrong method', ['PUT /v1/sessions/s1/page HTTP/1.1', 'Host: x', AUTH, 'Content-Type: application/json'], 405, 'method_not_allowed'],
     ];
-    const sendThenRead = (request: Buffer, endAfterMs: number) =>
-      new Promise<{ text: string; wrote: boolean; error?: string }>((resolve) => {
-        const chunks: Buffer[] = [];
-        let error: string | undefined;
-        let wrote = false;
-        const s = connect(server.port, '127.0.0.1', () => {
-          s.pause();
-          s.write(request, (e) => {
-            if (e) return;
-            wrote = true;
-            s.resume();
-            // Keep-alive: hang up once both answers are in (below), or after a while.
-            if (endAfterMs > 0) setTimeout(() => s.end(), endAfterMs);
-          });
-        });
-        s.on('data', (c: Buffer) => {
-          chunks.push(c);
-          const text = Buffer.concat(chunks).toString('latin1');
-          if (endAfterMs > 0 && (text.match(/HTTP\/1\.1 \d{3}/g) ?? []).length >= 2 && text.endsWith('}')) s.end();
-        });
-        s.on('error', (e: NodeJS.ErrnoException) => (error = e.code));
-        s.on('close', () => resolve({ text: Buffer.concat(chunks).toString('latin1'), wrote, ...(error ? { error } : {}) }));
-        setTimeout(() => s.destroy(), 30_000);
-      });
     for (const [name, lines, status, code] of cases) {
       for (const framing of ['length', 'chunked'] as const) {
         const head = [...lines, framing === 'length' ? `Content-Length: ${size}` : 'Transfer-Encoding: chunked'];
         const what = `${name}, ${framing}`;
-        const closing = await sendThenRead(rawRequestBytes([...head, 'Connection: close'], framing === 'length' ? body : chunked), 0);
+        const closing = await sendThenRead(server.port, rawRequestBytes([...head, 'Connection: close'], framing === 'length' ? body : chunked), { timeoutMs: 30_000 });
         expect(closing.error, `${what}, Connection: close`).toBeUndefined();
         expect(closing.wrote, `${what}, Connection: close: the whole request written`).toBe(true);
         expect(closing.text.match(/HTTP\/1\.1 \d{3}/g), `${what}, Connection: close`).toEqual([`HTTP/1.1 ${status}`]);
         expect(closing.text, what).toMatch(new RegExp(`\\r\\n\\r\\n\\{"error":\\{"code":"${code}","message":"`));
-        const kept = await sendThenRead(Buffer.concat([rawRequestBytes(head, framing === 'length' ? body : chunked), next]), 10_000);
+        const kept = await sendThenRead(server.port, Buffer.concat([rawRequestBytes(head, framing === 'length' ? body : chunked), next]), { endAfterMs: 10_000, timeoutMs: 30_000 });
         expect(kept.error, `${what}, keep-alive`).toBeUndefined();
         expect(kept.wrote, `${what}, keep-alive: the whole request written`).toBe(true);
         const statuses = kept.text.match(/HTTP\/1\.1 \d{3}/g) ?? [];
@@ -292,7 +260,6 @@ describe('Content-Encoding of request bodies (issue 16 item 6)', () => {
   });
 
   it('a client that writes its whole body before reading still gets the answer, then a clean close', async () => {
-    const { connect } = await import('node:net');
     for (const size of [300_000, 6 * 1024 * 1024]) {
       const bad = Buffer.alloc(size, 0x41);
       const request = rawRequestBytes(['POST /v1/sessions/s1/events HTTP/1.1', 'Host: x', AUTH, 'Content-Type: application/json', 'Content-Encoding: gzip', `Content-Length: ${bad.length}`], bad);

@@ -10,34 +10,24 @@
  * is cut.
  */
 import { connect } from 'node:net';
-import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { openStore } from '../src/main/store.js';
-import { startServerProcess, type ServerProcess } from './helpers/server-process.js';
-import { makeEvents } from './server-helpers.js';
+import { sendThenRead, type ServerProcess } from './helpers/server-process.js';
+import { oneSessionServer } from './helpers/one-session-server.js';
 
 const TOKEN = 'oversized-body-token-7';
 const AUTH = `Authorization: Bearer ${TOKEN}`;
 const MiB = 1024 * 1024;
 /** The lingering close's byte bound at the default body limit (server/index.ts). */
 const LINGER_BYTES = 64 * MiB;
-let dir: string;
 let server: ServerProcess;
+let stop: (() => Promise<void>) | undefined;
 
 beforeAll(async () => {
-  dir = await mkdtemp(join(tmpdir(), 'sp-oversized-'));
-  const store = await openStore({ dataDir: dir, workers: 1 });
-  await store.create('s1', { title: 'one' });
-  await store.append('s1', makeEvents(0, 3));
-  await store.close();
-  server = await startServerProcess({ dataDir: dir, token: TOKEN });
+  ({ server, stop } = await oneSessionServer({ prefix: 'sp-oversized-', token: TOKEN, events: 3 }));
 }, 60_000);
 
 afterAll(async () => {
-  await server?.stop();
-  await rm(dir, { recursive: true, force: true });
+  await stop?.();
 });
 
 /** A JSON array of events, `size` bytes long (what an oversized append looks like). */
@@ -56,29 +46,6 @@ function chunkedOf(body: Buffer, chunk = 4 * MiB): Buffer {
   }
   parts.push(Buffer.from('0\r\n\r\n'));
   return Buffer.concat(parts);
-}
-
-/** Write the whole request, read nothing until it is written (then everything until the close). */
-function sendThenRead(request: Buffer): Promise<{ text: string; wrote: boolean; error?: string }> {
-  return new Promise((resolve) => {
-    const chunks: Buffer[] = [];
-    let error: string | undefined;
-    let wrote = false;
-    const s = connect(server.port, '127.0.0.1', () => {
-      s.pause();
-      s.write(request, (e) => {
-        if (e) return;
-        wrote = true;
-        s.resume();
-      });
-    });
-    s.on('data', (c: Buffer) => chunks.push(c));
-    // The server closes after its answer (Connection: close): the client then closes too.
-    s.on('end', () => s.end());
-    s.on('error', (e: NodeJS.ErrnoException) => (error = e.code));
-    s.on('close', () => resolve({ text: Buffer.concat(chunks).toString('latin1'), wrote, ...(error ? { error } : {}) }));
-    setTimeout(() => s.destroy(), 60_000);
-  });
 }
 
 function expect413(text: string, what: string): void {
@@ -100,7 +67,7 @@ describe('a body past the limit', () => {
       for (const connection of ['close', 'keep-alive'] as const) {
         const head = [post, 'Host: x', AUTH, 'Content-Type: application/json', framing === 'length' ? `Content-Length: ${body.length}` : 'Transfer-Encoding: chunked', ...(connection === 'close' ? ['Connection: close'] : [])];
         const what = `${framing}, ${connection}`;
-        const r = await sendThenRead(Buffer.concat([Buffer.from(head.join('\r\n') + '\r\n\r\n', 'latin1'), framing === 'length' ? body : chunked]));
+        const r = await sendThenRead(server.port, Buffer.concat([Buffer.from(head.join('\r\n') + '\r\n\r\n', 'latin1'), framing === 'length' ? body : chunked]));
         expect(r.error, `${what}: ${r.text.slice(0, 100)}`).toBeUndefined();
         expect(r.wrote, `${what}: the whole request written`).toBe(true);
         expect413(r.text, what);

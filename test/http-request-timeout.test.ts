@@ -6,32 +6,23 @@
  * Against a real server process whose timeout is made short
  * (SESSION_PAGER_REQUEST_TIMEOUT_MS) so the test is quick.
  */
-import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { openStore } from '../src/main/store.js';
-import { rawExchange, rawRequestBytes, startServerProcess, type ServerProcess } from './helpers/server-process.js';
+import { rawExchange, rawRequestBytes, type ServerProcess } from './helpers/server-process.js';
 import { makeEvents } from './server-helpers.js';
+import { oneSessionServer } from './helpers/one-session-server.js';
 
 const TOKEN = 'request-timeout-token-7';
 const TIMEOUT_MS = 600;
 const AUTH = `Authorization: Bearer ${TOKEN}`;
-let dir: string;
 let server: ServerProcess;
+let stop: (() => Promise<void>) | undefined;
 
 beforeAll(async () => {
-  dir = await mkdtemp(join(tmpdir(), 'sp-reqtimeout-'));
-  const store = await openStore({ dataDir: dir, workers: 1 });
-  await store.create('s1', { title: 'one' });
-  await store.append('s1', makeEvents(0, 20));
-  await store.close();
-  server = await startServerProcess({ dataDir: dir, token: TOKEN, env: { SESSION_PAGER_REQUEST_TIMEOUT_MS: String(TIMEOUT_MS), SESSION_PAGER_PAGE_WARMUP: '0' } });
+  ({ server, stop } = await oneSessionServer({ prefix: 'sp-reqtimeout-', token: TOKEN, events: 20, env: { SESSION_PAGER_REQUEST_TIMEOUT_MS: String(TIMEOUT_MS), SESSION_PAGER_PAGE_WARMUP: '0' } }));
 }, 60_000);
 
 afterAll(async () => {
-  await server?.stop();
-  await rm(dir, { recursive: true, force: true });
+  await stop?.();
 });
 
 async function timedOut(request: Buffer): Promise<number> {

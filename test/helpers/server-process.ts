@@ -207,3 +207,38 @@ export function rawRequestBytes(lines: (string | Buffer)[], body?: Buffer | stri
   if (body !== undefined) parts.push(typeof body === 'string' ? Buffer.from(body, 'utf8') : body);
   return Buffer.concat(parts);
 }
+
+/**
+ * Write the whole request, reading nothing until it is written (a client
+ * that sends its body before it looks at an answer), then everything until
+ * the close. `endAfterMs` > 0, for keep-alive: hang up once two answers are
+ * in, or that long after the write.
+ */
+export function sendThenRead(port: number, request: Buffer, opts: { endAfterMs?: number; timeoutMs?: number } = {}): Promise<{ text: string; wrote: boolean; error?: string }> {
+  const endAfterMs = opts.endAfterMs ?? 0;
+  return new Promise((resolve) => {
+    const chunks: Buffer[] = [];
+    let error: string | undefined;
+    let wrote = false;
+    const s = connect(port, '127.0.0.1', () => {
+      s.pause();
+      s.write(request, (e) => {
+        if (e) return;
+        wrote = true;
+        s.resume();
+        if (endAfterMs > 0) setTimeout(() => s.end(), endAfterMs);
+      });
+    });
+    s.on('data', (c: Buffer) => {
+      chunks.push(c);
+      if (endAfterMs <= 0) return;
+      const text = Buffer.concat(chunks).toString('latin1');
+      if ((text.match(/HTTP\/1\.1 \d{3}/g) ?? []).length >= 2 && text.endsWith('}')) s.end();
+    });
+    // The server closes after its answer (Connection: close): the client then closes too.
+    s.on('end', () => s.end());
+    s.on('error', (e: NodeJS.ErrnoException) => (error = e.code));
+    s.on('close', () => resolve({ text: Buffer.concat(chunks).toString('latin1'), wrote, ...(error ? { error } : {}) }));
+    setTimeout(() => s.destroy(), opts.timeoutMs ?? 60_000);
+  });
+}
