@@ -11,6 +11,7 @@ import { connect } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildServer } from '../src/main/server/index.js';
 import { EarlyListener } from '../src/main/server/early-listen.js';
+import { floodAfter, MiB } from './helpers/server-process.js';
 import { makeEvents, rawRequest, seedSession, sleep, tempStore, until, type RawResponse, type TempStore } from './server-helpers.js';
 
 let ts: TempStore;
@@ -88,29 +89,10 @@ describe('early listen', () => {
     const early = new EarlyListener({ ...LIMITS, maxHeld: 0 });
     const url = await early.listen('127.0.0.1', 0);
     const port = Number(new URL(url).port);
-    const MiB = 1024 * 1024;
     try {
       // A body declared 1 GiB, written as fast as the socket takes it, on after the answer too.
-      const flood = await new Promise<{ bytes: number; text: string; error?: string }>((resolve) => {
-        let bytes = 0;
-        let error: string | undefined;
-        const got: Buffer[] = [];
-        const chunk = Buffer.alloc(MiB, 0x20);
-        const s = connect({ port, host: '127.0.0.1', allowHalfOpen: true }, () => {
-          s.write(`POST /v1/sessions/x/events HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: ${1024 * MiB}\r\n\r\n`);
-          const pump = () => {
-            while (!s.destroyed && bytes < 512 * MiB) {
-              bytes += chunk.length;
-              if (!s.write(chunk)) return void s.once('drain', pump);
-            }
-          };
-          pump();
-        });
-        s.on('data', (c: Buffer) => got.push(c));
-        s.on('error', (e: NodeJS.ErrnoException) => (error = e.code));
-        s.on('close', () => resolve({ bytes, text: Buffer.concat(got).toString('latin1'), ...(error ? { error } : {}) }));
-        setTimeout(() => s.destroy(), 60_000);
-      });
+      const written = await floodAfter(port, ['POST /v1/sessions/x/events HTTP/1.1', 'Host: x', 'Content-Type: application/json'], 'length');
+      const flood = { ...written, text: written.received.toString('latin1') };
       expect(flood.text).toMatch(/^HTTP\/1\.1 503 .*\r\nconnection: close\r\n/is);
       // Node read the whole body to keep the connection; now the bound (64 MiB) plus socket buffers.
       expect(flood.error).toMatch(/^(ECONNRESET|EPIPE)$/);

@@ -10,15 +10,12 @@
  */
 import { connect, type Socket } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { parseResponse, type RawAnswer, type ServerProcess } from './helpers/server-process.js';
+import { floodAfter, LINGER_BYTES, MiB, parseResponse, type RawAnswer, type ServerProcess } from './helpers/server-process.js';
 import { makeEvents } from './server-helpers.js';
 import { oneSessionServer } from './helpers/one-session-server.js';
 
 const TOKEN = 'early-answer-token-3';
 const AUTH = `Authorization: Bearer ${TOKEN}`;
-const MiB = 1024 * 1024;
-/** The lingering close's byte bound at the default body limit (server/index.ts). */
-const LINGER_BYTES = 64 * MiB;
 let server: ServerProcess;
 let stop: (() => Promise<void>) | undefined;
 
@@ -37,35 +34,6 @@ function expectSpecError(a: RawAnswer | undefined, status: number, code: string,
   const json = JSON.parse((a as RawAnswer).body.toString('utf8'));
   expect(Object.keys(json), what).toEqual(['error']);
   expect(json.error.code, what).toBe(code);
-}
-
-/**
- * A client that writes an endless body (declared 1 GiB, or chunked) as fast as the socket takes
- * it, reading what comes, and goes on writing after the answer (allowHalfOpen: node's default
- * client would stop at the server's FIN). Never more than 512 MiB.
- */
-function floodAfter(lines: string[], framing: 'length' | 'chunked'): Promise<{ bytes: number; received: Buffer; error?: string }> {
-  return new Promise((resolve) => {
-    let bytes = 0;
-    let error: string | undefined;
-    const received: Buffer[] = [];
-    const chunk = Buffer.alloc(MiB, 0x20);
-    const piece = framing === 'length' ? chunk : Buffer.concat([Buffer.from(`${chunk.length.toString(16)}\r\n`), chunk, Buffer.from('\r\n')]);
-    const s = connect({ port: server.port, host: '127.0.0.1', allowHalfOpen: true }, () => {
-      s.write(head([...lines, framing === 'length' ? `Content-Length: ${1024 * MiB}` : 'Transfer-Encoding: chunked']));
-      const pump = () => {
-        while (!s.destroyed && bytes < 512 * MiB) {
-          bytes += piece.length;
-          if (!s.write(piece)) return void s.once('drain', pump);
-        }
-      };
-      pump();
-    });
-    s.on('data', (c: Buffer) => received.push(c));
-    s.on('error', (e: NodeJS.ErrnoException) => (error = e.code));
-    s.on('close', () => resolve({ bytes, received: Buffer.concat(received), ...(error ? { error } : {}) }));
-    setTimeout(() => s.destroy(), 60_000);
-  });
 }
 
 /** One request on an open keep-alive socket: its answer, or undefined when the server closed first. */
@@ -105,7 +73,7 @@ describe('an early answer to a large or unknown body', () => {
     ['415 an unknown Content-Encoding, chunked', ['POST /v1/sessions/s1/events HTTP/1.1', 'Host: x', AUTH, 'Content-Type: application/json', 'Content-Encoding: zstd'], 'chunked', 415, 'unsupported_media_type'],
   ];
   it.each(cases)('%s: answered with Connection: close; the server reads at most the lingering bound', async (what, lines, framing, status, code) => {
-    const r = await floodAfter(lines, framing);
+    const r = await floodAfter(server.port, lines, framing);
     const answer = parseResponse(r.received, true)?.answer;
     expectSpecError(answer, status, code, what);
     expect(answer?.headers.connection, what).toBe('close');

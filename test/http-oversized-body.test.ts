@@ -9,16 +9,12 @@
  * (twelfth session)"). The lingering is bounded: a body far past its bound
  * is cut.
  */
-import { connect } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { sendThenRead, type ServerProcess } from './helpers/server-process.js';
+import { floodAfter, LINGER_BYTES, MiB, sendThenRead, type ServerProcess } from './helpers/server-process.js';
 import { oneSessionServer } from './helpers/one-session-server.js';
 
 const TOKEN = 'oversized-body-token-7';
 const AUTH = `Authorization: Bearer ${TOKEN}`;
-const MiB = 1024 * 1024;
-/** The lingering close's byte bound at the default body limit (server/index.ts). */
-const LINGER_BYTES = 64 * MiB;
 let server: ServerProcess;
 let stop: (() => Promise<void>) | undefined;
 
@@ -92,30 +88,7 @@ describe('a body past the limit', () => {
   it('a body far past the lingering bound is cut: the server stops reading within its bound', async () => {
     for (const framing of ['length', 'chunked'] as const) {
       // A client that only writes: an endless body, declared 1 GiB or chunked, as fast as the socket takes it.
-      const written = await new Promise<{ bytes: number; error?: string }>((resolve) => {
-        let bytes = 0;
-        let error: string | undefined;
-        const head = ['POST /v1/sessions/s1/events HTTP/1.1', 'Host: x', AUTH, 'Content-Type: application/json', framing === 'length' ? `Content-Length: ${1024 * MiB}` : 'Transfer-Encoding: chunked'];
-        const chunk = Buffer.alloc(MiB, 0x20);
-        const piece = framing === 'length' ? chunk : Buffer.concat([Buffer.from(`${chunk.length.toString(16)}\r\n`), chunk, Buffer.from('\r\n')]);
-        // allowHalfOpen: it goes on writing after the server's answer and FIN (node's default client
-        // would close its side at the FIN and stop).
-        const s = connect({ port: server.port, host: '127.0.0.1', allowHalfOpen: true }, () => {
-          s.write(head.join('\r\n') + '\r\n\r\n');
-          const pump = () => {
-            // Never more than 512 MiB: a server that reads without end fails the test below.
-            while (!s.destroyed && bytes < 512 * MiB) {
-              bytes += piece.length;
-              if (!s.write(piece)) return void s.once('drain', pump);
-            }
-          };
-          pump();
-        });
-        s.on('data', () => undefined);
-        s.on('error', (e: NodeJS.ErrnoException) => (error = e.code));
-        s.on('close', () => resolve({ bytes, ...(error ? { error } : {}) }));
-        setTimeout(() => s.destroy(), 60_000);
-      });
+      const written = await floodAfter(server.port, ['POST /v1/sessions/s1/events HTTP/1.1', 'Host: x', AUTH, 'Content-Type: application/json'], framing);
       // Cut (a reset or a broken pipe), after at most the bound plus what the socket buffers and the
       // 16 MiB the server reads before it refuses a chunked body hold (by hand: cut at 65 MiB
       // declared, 86 MiB chunked).

@@ -242,3 +242,39 @@ export function sendThenRead(port: number, request: Buffer, opts: { endAfterMs?:
     setTimeout(() => s.destroy(), opts.timeoutMs ?? 60_000);
   });
 }
+
+export const MiB = 1024 * 1024;
+/** The lingering close's byte bound at the default body limit (server/index.ts, lingering-close.ts). */
+export const LINGER_BYTES = 64 * MiB;
+
+/**
+ * A client that writes an endless body (declared 1 GiB, or chunked) after
+ * the head of `lines`, as fast as the socket takes it, reading what comes,
+ * and goes on writing after the answer (allowHalfOpen: node's default
+ * client would stop at the server's FIN). Never more than 512 MiB: a
+ * server that reads without end fails the caller's bound.
+ */
+export function floodAfter(port: number, lines: string[], framing: 'length' | 'chunked'): Promise<{ bytes: number; received: Buffer; error?: string }> {
+  return new Promise((resolve) => {
+    let bytes = 0;
+    let error: string | undefined;
+    const received: Buffer[] = [];
+    const chunk = Buffer.alloc(MiB, 0x20);
+    const piece = framing === 'length' ? chunk : Buffer.concat([Buffer.from(`${chunk.length.toString(16)}\r\n`), chunk, Buffer.from('\r\n')]);
+    const head = [...lines, framing === 'length' ? `Content-Length: ${1024 * MiB}` : 'Transfer-Encoding: chunked'];
+    const s = connect({ port, host: '127.0.0.1', allowHalfOpen: true }, () => {
+      s.write(Buffer.from(head.join('\r\n') + '\r\n\r\n', 'latin1'));
+      const pump = () => {
+        while (!s.destroyed && bytes < 512 * MiB) {
+          bytes += piece.length;
+          if (!s.write(piece)) return void s.once('drain', pump);
+        }
+      };
+      pump();
+    });
+    s.on('data', (c: Buffer) => received.push(c));
+    s.on('error', (e: NodeJS.ErrnoException) => (error = e.code));
+    s.on('close', () => resolve({ bytes, received: Buffer.concat(received), ...(error ? { error } : {}) }));
+    setTimeout(() => s.destroy(), 60_000);
+  });
+}
