@@ -40,19 +40,22 @@ function small(): SliceTask {
   return t;
 }
 
+/** One small slice through the pool, its pool task (if it went there) finished at once. */
+async function runOne(p: SmallSlicePool, finish: () => void): Promise<void> {
+  const r = p.run(small(), {});
+  finish();
+  await r;
+}
+
 describe('small slices on the calling thread', () => {
   it('go to the workers until the decoder is prepared, then inline while the workers are idle', async () => {
     const { pool, finish } = fakePool();
     const p = new SmallSlicePool(pool, 4096);
     // Not prepared: every slice goes to the pool, however long the process has had the decoder loaded.
-    const first = p.run(small(), {});
-    finish();
-    await first;
+    await runOne(p, finish);
     await import('../src/workers/page-task.js');
     await new Promise((r) => setTimeout(r, 10));
-    const second = p.run(small(), {});
-    finish();
-    await second;
+    await runOne(p, finish);
     expect(pool.ran).toBe(2);
     expect(p.inline).toBe(0);
 
@@ -103,11 +106,7 @@ describe("small slices while the calling thread's decoder warms up", () => {
     const p = new SmallSlicePool(pool, 4096, () => true, () => tier);
     await p.prepare();
     p.awaitWarmDecoder();
-    for (let k = 0; k < 3; k++) {
-      const r = p.run(small(), {});
-      finish();
-      await r;
-    }
+    for (let k = 0; k < 3; k++) await runOne(p, finish);
     expect([pool.ran, p.inline]).toEqual([3, 0]);
     tier = 'optimized';
     await p.run(small(), {});
@@ -123,11 +122,7 @@ describe("small slices while the calling thread's decoder warms up", () => {
     const p = new SmallSlicePool(pool, 4096, () => true, () => 'not-optimized');
     await p.prepare();
     p.awaitWarmDecoder();
-    for (let k = 0; k < 40; k++) {
-      const r = p.run(small(), {});
-      finish();
-      await r;
-    }
+    for (let k = 0; k < 40; k++) await runOne(p, finish);
     expect([pool.ran, p.inline]).toEqual([32, 8]);
   });
 
