@@ -10,20 +10,12 @@
 //        --connections N --seconds S [--accept-encoding E]
 import { readFileSync } from 'node:fs';
 import { parseScriptArgs } from './args.mjs';
+import { LOAD_OPTIONS } from './load-options.mjs';
 import { pageDraw, pagePath } from './page-draw.mjs';
 import autocannon from 'autocannon';
 
 const { values } = parseScriptArgs(import.meta.url, {
-  options: {
-    url: { type: 'string' },
-    token: { type: 'string' },
-    pages: { type: 'string' },
-    random: { type: 'boolean', default: false },
-    seed: { type: 'string', default: '1' },
-    connections: { type: 'string', default: '1' },
-    seconds: { type: 'string', default: '4' },
-    'accept-encoding': { type: 'string', default: 'identity' },
-  },
+  options: LOAD_OPTIONS,
 });
 const pages = JSON.parse(readFileSync(values.pages, 'utf8')); // [{ id, params }]
 const nextPage = pageDraw(pages, { seed: values.seed, random: values.random });

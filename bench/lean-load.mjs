@@ -25,18 +25,12 @@
 import net from 'node:net';
 import { readFileSync } from 'node:fs';
 import { parseScriptArgs } from './args.mjs';
+import { LOAD_OPTIONS } from './load-options.mjs';
 import { pageDraw, pagePath } from './page-draw.mjs';
 
 const { values } = parseScriptArgs(import.meta.url, {
   options: {
-    url: { type: 'string' },
-    token: { type: 'string' },
-    pages: { type: 'string' },
-    random: { type: 'boolean', default: false },
-    seed: { type: 'string', default: '1' },
-    connections: { type: 'string', default: '1' },
-    seconds: { type: 'string', default: '4' },
-    'accept-encoding': { type: 'string', default: 'identity' },
+    ...LOAD_OPTIONS,
     'check-db': { type: 'string' },
     'sample-every': { type: 'string', default: '50' },
   },
