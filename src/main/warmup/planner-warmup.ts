@@ -218,6 +218,15 @@ export async function warmUpPlanner(
   // `serve` it was compiled again from that feedback and then discarded at the store's closing
   // collection ("weak objects") in 5 of 6 traced starts: the first real page compiled it again
   // (docs/benchmarks.md, issue 12 start-up, the planner's last walk).
-  if (!keep) await planOver(tiny, 1, 1);
+  if (!keep) {
+    await planOver(tiny, 1, 1);
+    // That walk still deoptimized walkPage now and then ("wrong map", in 2 of 14 traced
+    // processes): the first real page then walked unoptimized while V8 compiled the walk again
+    // on a helper thread beside it (12-20 ms of TurboFan, CPU the page workers needed on two
+    // cores; docs/benchmarks.md, "same (thirteenth session)"). Compiled again here, on this
+    // thread, from feedback that now holds the tiny walk too, and that walk run once more so
+    // the kept instances still hold the tiny sidecar: ~11-17 ms, only in a start where it happened.
+    if (tier(walkPage) === 'not-optimized' && optimize(walkPage)) await planOver(tiny, 1, 1);
+  }
   return ran;
 }
