@@ -8,7 +8,7 @@ import { encodeEntry } from '../../streams/entry-codec.js';
 import { INDEX_RECORD_BYTES, indexBackward, indexRecords } from '../../streams/frame-index-file.js';
 import { BackwardEntries } from '../../streams/entries-file.js';
 import { ByteLineBlock, parseEntryBytes } from '../../streams/entry-codec.js';
-import { optimizeOnNextCall, tierOf, type Tier } from '../../workers/optimization-status.js';
+import { neverOptimize, optimizeOnNextCall, tierOf, type Tier } from '../../workers/optimization-status.js';
 import { planPage, walkPage } from '../../core/page-planner.js';
 import { checkPlan, spanFits } from '../../core/plan-check.js';
 import { resolvePageParams } from '../../core/page-rule.js';
@@ -199,6 +199,9 @@ export async function warmUpPlanner(
   again = false,
   optimize: (f: (...args: never[]) => unknown) => boolean = tier === tierOf ? optimizeOnNextCall : () => false,
 ): Promise<number> {
+  // Warm-up-only code: its loop's compile (on-stack replacement, 16-43 ms of a helper thread) was
+  // never used, and took CPU from the workers' warm-up and once from the first real page.
+  if (tiny === null) neverOptimize(syntheticSidecar);
   tiny ??= syntheticSidecar(3);
   const kept = sidecar ?? syntheticSidecar(FRAMES);
   sidecar = keep ? kept : null;
