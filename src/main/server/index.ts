@@ -9,7 +9,9 @@
  *   └─ api    bearer auth, page admission (admission.ts), load shedding, /v1 routes, follow (SSE), /metrics
  *
  * In front of fastify's request handler, page and follow requests that
- * admission would shed at once are answered without it (fast-shed.ts).
+ * admission would shed at once are answered without it (fast-shed.ts), and
+ * so are page requests the page route would answer from its common path
+ * (fast-page.ts, with the route's own answer: page-answer.ts).
  *
  * The app does not own the store: `shutdown(app, store)` closes the app
  * (stop accepting, end follow streams, finish in-flight pages and appends)
