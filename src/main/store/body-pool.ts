@@ -32,9 +32,23 @@ const HEADROOM = 1 / 8;
 /** Buffers are whole 4 KiB pages. */
 const ROUND = 4096;
 
+/**
+ * Small whole pages' result buffers (`adopt`) kept, once released, to go back to the workers with
+ * later tasks (`takeSpare`): at most this many, and this many bytes. Pages built at once each hold
+ * one; 16 in flight over two workers took ~10.
+ */
+const MAX_SPARES = 16;
+const MAX_SPARES_BYTES = 8 * 1024 * 1024;
+
 export class BodyPool {
   /** Buffers no one holds, most recently released last. */
   private readonly free: ArrayBuffer[] = [];
+  /** Adopted result buffers no one holds (takeSpare). */
+  private readonly spares: ArrayBuffer[] = [];
+  /** Buffers handed out by `adopt` (they go to `spares`, not `free`, at their last release). */
+  private readonly adopted = new WeakSet<ArrayBuffer>();
+  /** Spares handed back to the workers (tests and benches read this). */
+  sparesTaken = 0;
   /** Holders of each buffer handed out. Weak: a body never released is the collector's. */
   private readonly holders = new WeakMap<ArrayBuffer, number>();
   private readonly idle: NodeJS.Timeout;
@@ -50,6 +64,7 @@ export class BodyPool {
     // Idle: no body released for idleMs (each release starts the wait again).
     this.idle = setTimeout(() => {
       this.free.length = 0;
+      this.spares.length = 0;
     }, idleMs);
     this.idle.unref();
   }
@@ -74,6 +89,33 @@ export class BodyPool {
     return Buffer.from(ab, 0, n);
   }
 
+  /**
+   * A small whole page's body, a view of its worker's result buffer (page-service.ts): held once,
+   * by the caller that gets the page, and counted as `take`'s are. At the last release the buffer
+   * becomes a spare for a later task (`takeSpare`): a buffer moved to a worker and back does not
+   * add to V8's external memory, where each fresh result did (page-task.ts). Bodies whose holder
+   * never releases stay the collector's.
+   */
+  adopt(body: Buffer): void {
+    const ab = body.buffer as ArrayBuffer;
+    if (this.holders.has(ab)) return;
+    this.holders.set(ab, 1);
+    this.adopted.add(ab);
+  }
+
+  /** A released result buffer of at least `min` and at most `max` bytes, no longer held by anyone, to hand to a worker (moved: it is this caller's). */
+  takeSpare(min: number, max: number): ArrayBuffer | undefined {
+    for (let i = this.spares.length - 1; i >= 0; i--) {
+      const b = this.spares[i] as ArrayBuffer;
+      if (b.byteLength >= min && b.byteLength <= max) {
+        this.spares.splice(i, 1);
+        this.sparesTaken++;
+        return b;
+      }
+    }
+    return undefined;
+  }
+
   /** One more holder of `body` (the prepared-page cache); a body not from here is ignored. */
   hold(body: Buffer): void {
     const ab = body.buffer as ArrayBuffer;
@@ -91,6 +133,14 @@ export class BodyPool {
       return;
     }
     this.holders.delete(ab);
+    if (this.adopted.has(ab)) {
+      this.adopted.delete(ab);
+      this.spares.push(ab);
+      let bytes = this.spares.reduce((a, b) => a + b.byteLength, 0);
+      while (this.spares.length > MAX_SPARES || bytes > MAX_SPARES_BYTES) bytes -= (this.spares.shift() as ArrayBuffer).byteLength;
+      this.idle.refresh();
+      return;
+    }
     this.free.push(ab);
     while (this.free.length > MAX_FREE || this.freeBytes > MAX_FREE_BYTES) this.free.shift();
     this.idle.refresh();

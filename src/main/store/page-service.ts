@@ -292,8 +292,10 @@ export class PageService {
       );
     }
     for (const t of tasks) {
-      if (t.end - t.start >= this.inPlaceBytes) t.inPlace = true;
-      const spare = this.spares.pop();
+      const len = t.end - t.start;
+      if (len >= this.inPlaceBytes) t.inPlace = true;
+      // A small whole page is written into a consumed one's buffer when one of about its size is free (body-pool.ts adopt).
+      const spare = this.spares.pop() ?? (t.pageHead !== '' && !t.inPlace ? this.bodies.takeSpare(len, 2 * len) : undefined);
       if (spare !== undefined) t.arena = spare;
     }
     if (tasks.length === 1) return [await runSlice(this.pool, tasks[0] as SliceTask, true)];
@@ -443,6 +445,8 @@ export class PageService {
       if (whole !== null) {
         // Written whole by its worker: the result buffer is the body (recycle leaves it alone), no copy.
         body = Buffer.from(whole.buffer, whole.byteOffset, whole.byteLength);
+        // Its buffer goes back to a worker once every holder has released the page (onPool).
+        this.bodies.adopt(body);
         if (encoding === 'gzip' || encoding === 'zstd') encoded = wholeCodedPage(whole, (slices[0] as ParsedSlice).coded?.get(whole), encoding, level(plan));
       } else {
         const pieces = assemblePieces({ sessionId: id, throughSeq: plan.throughSeq, fromSeq: plan.fromSeq, toSeq: plan.toSeq, hasMore: plan.hasMore }, slices);
