@@ -45,14 +45,13 @@ describe('BodyPool', () => {
     expect(pool.take(90_000).buffer).toBe(big.buffer);
   });
 
-  it('keeps an adopted result buffer, once its last holder released it, as a spare for a task of about its size', () => {
+  it('keeps the result buffer of a released whole page as a spare for a task of about its size, once', () => {
     const pool = new BodyPool(1000, 600_000);
     const page = Buffer.from(new ArrayBuffer(5000), 0, 4000); // a page written whole: a view of its result
-    pool.adopt(page);
-    pool.hold(page); // the cache
-    pool.release(page);
-    expect(pool.takeSpare(1, 10_000)).toBeUndefined(); // the cache still keeps it
-    pool.release(page);
+    const release = pool.spareReleaser(page);
+    expect(pool.takeSpare(1, 10_000)).toBeUndefined(); // its caller still holds it
+    release();
+    release(); // once: a second call must not put it there twice
     expect(pool.freeBytes).toBe(0); // not a body buffer for take()
     expect(pool.takeSpare(5001, 10_000)).toBeUndefined(); // too small
     expect(pool.takeSpare(1000, 4999)).toBeUndefined(); // too large

@@ -33,7 +33,7 @@ const HEADROOM = 1 / 8;
 const ROUND = 4096;
 
 /**
- * Small whole pages' result buffers (`adopt`) kept, once released, to go back to the workers with
+ * Small whole pages' result buffers (`spareReleaser`) kept, once released, to go back to the workers with
  * later tasks (`takeSpare`): at most this many, and this many bytes. Pages built at once each hold
  * one; 16 in flight over two workers took ~10.
  */
@@ -43,10 +43,8 @@ const MAX_SPARES_BYTES = 8 * 1024 * 1024;
 export class BodyPool {
   /** Buffers no one holds, most recently released last. */
   private readonly free: ArrayBuffer[] = [];
-  /** Adopted result buffers no one holds (takeSpare). */
+  /** Released whole pages' result buffers (spareReleaser, takeSpare). */
   private readonly spares: ArrayBuffer[] = [];
-  /** Buffers handed out by `adopt` (they go to `spares`, not `free`, at their last release). */
-  private readonly adopted = new WeakSet<ArrayBuffer>();
   /** Spares handed back to the workers (tests and benches read this). */
   sparesTaken = 0;
   /** Holders of each buffer handed out. Weak: a body never released is the collector's. */
@@ -90,17 +88,24 @@ export class BodyPool {
   }
 
   /**
-   * A small whole page's body, a view of its worker's result buffer (page-service.ts): held once,
-   * by the caller that gets the page, and counted as `take`'s are. At the last release the buffer
-   * becomes a spare for a later task (`takeSpare`): a buffer moved to a worker and back does not
-   * add to V8's external memory, where each fresh result did (page-task.ts). Bodies whose holder
-   * never releases stay the collector's.
+   * `release` for the one holder of a small whole page's body, a view of its worker's result buffer
+   * (page-service.ts; a page the prepared-page cache does not keep): once called, the buffer is a
+   * spare for a later task (`takeSpare`). A buffer moved to a worker and back does not add to V8's
+   * external memory, where each fresh result did (page-task.ts). No count and no weak map: a body
+   * whose holder never releases is simply the collector's (a WeakMap entry a page cost the in-process
+   * bench's pages, which are never released, ~5% at 1 in flight: docs/benchmarks.md, "ready
+   * (thirteenth session)").
    */
-  adopt(body: Buffer): void {
-    const ab = body.buffer as ArrayBuffer;
-    if (this.holders.has(ab)) return;
-    this.holders.set(ab, 1);
-    this.adopted.add(ab);
+  spareReleaser(body: Buffer): () => void {
+    let ab: ArrayBuffer | null = body.buffer as ArrayBuffer;
+    return () => {
+      if (ab === null) return;
+      this.spares.push(ab);
+      ab = null;
+      let bytes = this.spares.reduce((a, b) => a + b.byteLength, 0);
+      while (this.spares.length > MAX_SPARES || bytes > MAX_SPARES_BYTES) bytes -= (this.spares.shift() as ArrayBuffer).byteLength;
+      this.idle.refresh();
+    };
   }
 
   /** A released result buffer of at least `min` and at most `max` bytes, no longer held by anyone, to hand to a worker (moved: it is this caller's). */
@@ -133,14 +138,6 @@ export class BodyPool {
       return;
     }
     this.holders.delete(ab);
-    if (this.adopted.has(ab)) {
-      this.adopted.delete(ab);
-      this.spares.push(ab);
-      let bytes = this.spares.reduce((a, b) => a + b.byteLength, 0);
-      while (this.spares.length > MAX_SPARES || bytes > MAX_SPARES_BYTES) bytes -= (this.spares.shift() as ArrayBuffer).byteLength;
-      this.idle.refresh();
-      return;
-    }
     this.free.push(ab);
     while (this.free.length > MAX_FREE || this.freeBytes > MAX_FREE_BYTES) this.free.shift();
     this.idle.refresh();
