@@ -63,10 +63,6 @@ export class SessionViews {
   readonly catchUps = new CatchUpMemo();
   hits = 0;
   misses = 0;
-  /** Stamps issued so far (stampSince): a request that began at turn t may use a stamp of a later turn, and no other. */
-  private turn = 0;
-  private readonly issued = new Map<string, { turn: number; stamp: Promise<Stamp> }>();
-  sharedStamps = 0;
 
   constructor(
     private readonly storage: StorageBackend,
@@ -76,30 +72,9 @@ export class SessionViews {
     private readonly refresh: (id: string) => Promise<void> = async () => undefined,
   ) {}
 
-  /**
-   * A stamp of the session issued after turn `begun` (this request's start): the one another
-   * request issued after this one began, else a new one. Stats issued after a request began
-   * show everything that happened before it began, as its own would, so requests in flight
-   * together share one stamp (at 16 pages of one session in flight, ~80% of requests); a
-   * request never uses a stamp issued before it began (test/view-freshness.test.ts). This is
-   * not a memo across requests: nothing here outlives the requests in flight when it was issued.
-   */
-  private stampSince(paths: SessionKeys, begun: number): Promise<Stamp> {
-    const last = this.issued.get(paths.id);
-    if (last !== undefined && last.turn > begun) {
-      this.sharedStamps++;
-      return last.stamp;
-    }
-    const turn = ++this.turn;
-    const p = stamp(this.storage, paths);
-    this.issued.set(paths.id, { turn, stamp: p });
-    return p;
-  }
-
   /** Drop what is cached of a session (its writer closed, or was created). */
   forget(id: string): void {
     this.views.delete(id);
-    this.issued.delete(id);
   }
 
   /**
@@ -160,7 +135,6 @@ export class SessionViews {
   }
 
   private async viewNow(id: string): Promise<SessionView> {
-    const begun = this.turn;
     const paths = sessionKeys(id);
     const m = await this.committed(id);
     if (m !== undefined) {
@@ -168,7 +142,7 @@ export class SessionViews {
       const reasons = m.issues.map((i) => i.message);
       return { paths, status: reasons.length ? 'degraded' : 'ok', reasons, nextSeq: m.nextSeq, entriesSize: m.entriesLength, indexedLength: m.indexedLength, frameCount: m.frameCount, version: `w${m.indexedLength}:${m.entriesLength}` };
     }
-    const stamped = await this.loadStamped(paths, await this.stampSince(paths, begun));
+    const stamped = await this.loadStamped(paths);
     const state = this.withDamage(stamped.state);
     // No log and no metadata when this request looked (its stamp): no such session.
     if (state.status === 'repair_required' && state.problems[0]?.code === 'log_missing' && stamped.seen.meta === null) {
