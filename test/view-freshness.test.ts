@@ -32,7 +32,20 @@ class CountingBackend extends LocalBackend {
   readonly stats = new Map<string, number>();
   override async stat(key: string): Promise<ObjectStat | null> {
     this.stats.set(key, (this.stats.get(key) ?? 0) + 1);
-    return super.stat(key);
+    const held = this.held;
+    if (held === null || held.key !== key) return super.stat(key);
+    this.held = null;
+    const now = await super.stat(key);
+    this.holding = true;
+    await held.gate;
+    this.holding = false;
+    return now;
+  }
+  private held: { key: string; gate: Promise<void> } | null = null;
+  holding = false;
+  /** The next stat of `key` is taken at once and answered once `gate` resolves. */
+  holdNext(key: string, gate: Promise<void>): void {
+    this.held = { key, gate };
   }
   /** Stats of the session's three objects since the last call. */
   take(id: string): { events: number; entries: number; meta: number } {
@@ -163,6 +176,30 @@ describe('a page request sees what happened before it began', () => {
     replaceKeepingTimes(log, broken);
     const after = await request('f');
     expect(after.servable === false || after.error !== undefined).toBe(true);
+  });
+});
+
+describe('requests in flight together', () => {
+  it('a request begun while an earlier request\'s stats are in flight, after an append, does not use them: it sees the append', async () => {
+    await request('f');
+    // The next stat of the metadata (the last of a look's three) is taken now and answered only
+    // once `release` is called: the earlier request's look at the files is all from before the
+    // append, and still on its way when the later request begins.
+    let release!: () => void;
+    const gate = new Promise<void>((r) => (release = r));
+    storage.holdNext(sessionKeys('f').meta, gate);
+    const first = store.pageVersion('f');
+    await new Promise((r) => setTimeout(r, 20));
+    expect(storage.holding).toBe(true);
+    const w = await SessionWriter.open(dir, 'f');
+    await w.append(ticks(10, 3));
+    await w.close();
+    const second = request('f');
+    await new Promise((r) => setTimeout(r, 20));
+    release();
+    // The earlier request may show either (it began before the append).
+    expect([10, 13]).toContain((await first).nextSeq);
+    expect(await second).toEqual({ nextSeq: 13, servable: true, toSeq: 13 });
   });
 });
 
