@@ -18,7 +18,7 @@
  * A middle entry that is out of order is only detectable by reading every
  * line: that is `doctor --deep`'s job, not the normal path's.
  */
-import { isNotFound, type StorageBackend } from '../storage/backend.js';
+import { isNotFound, type ObjectStat, type StorageBackend } from '../storage/backend.js';
 import { localFiles } from '../storage/local/local-backend.js';
 import { scanObject } from '../storage/scan.js';
 import { EntriesFile, EntryFormatError, type LocatedEntry } from '../streams/entries-file.js';
@@ -241,9 +241,9 @@ export function interruptedCreate(paths: SessionPaths, storage: StorageBackend =
   return findInterruptedCreate(paths, storage);
 }
 
-async function statLog(storage: StorageBackend, key: string): Promise<{ size: number; mtimeMs: number; incarnation: string } | StateProblem> {
+async function statLog(storage: StorageBackend, key: string, seen?: ObjectStat | null): Promise<{ size: number; mtimeMs: number; incarnation: string } | StateProblem> {
   try {
-    const st = await storage.stat(key);
+    const st = seen !== undefined ? seen : await storage.stat(key);
     return st === null ? { code: 'log_missing', message: 'log file is missing' } : { size: st.size, mtimeMs: st.mtimeMs, incarnation: st.incarnation };
   } catch (err) {
     return { code: 'log_unreadable', message: `log file unreadable: ${(err as Error).message}` };
@@ -254,13 +254,25 @@ async function statLog(storage: StorageBackend, key: string): Promise<{ size: nu
 const APPEND_RACE = new Set(['entries_past_log', 'entries_partial_line']);
 
 /**
+ * Stats of the session's log and entry sidecar the caller took for this very
+ * read (SessionViews' stamp, a moment before): the first attempt uses them
+ * instead of stating the same files again. `null`: the object was missing.
+ * Retries (an append or a write in flight) always stat anew.
+ */
+export interface SeenStats {
+  events: ObjectStat | null;
+  entries: ObjectStat | null;
+}
+
+/**
  * `paths`: the session's keys in `storage` (default: paths of local files).
  * `memo`: where stale metadata caught up by this caller's earlier reads is
  * kept (CatchUpMemo), so a catch-up reads only what is new.
+ * `seen`: stats the caller already took for this read (SeenStats).
  */
-export async function loadSessionState(paths: SessionPaths, storage: StorageBackend = localFiles, memo?: CatchUpMemo): Promise<SessionState> {
+export async function loadSessionState(paths: SessionPaths, storage: StorageBackend = localFiles, memo?: CatchUpMemo, seen?: SeenStats): Promise<SessionState> {
   for (let attempt = 0; ; attempt++) {
-    const s = await loadSessionStateOnce(paths, storage, memo);
+    const s = await loadSessionStateOnce(paths, storage, memo, attempt === 0 ? seen : undefined);
     if (attempt >= 3) return s;
     if (s.status !== 'repair_required') {
       // A partial entry line is also what a write in flight shows for a moment: read again once the sidecar moved on.
@@ -291,8 +303,8 @@ async function lineEndsMeta(entries: EntriesFile, m: SessionMeta): Promise<boole
   return boundary !== null && boundary.entry.offset + boundary.entry.length === m.indexedLength && boundary.entry.seq + boundary.entry.count === m.nextSeq;
 }
 
-async function loadSessionStateOnce(paths: SessionPaths, storage: StorageBackend, memo: CatchUpMemo | undefined): Promise<SessionState> {
-  const st = await statLog(storage, paths.events);
+async function loadSessionStateOnce(paths: SessionPaths, storage: StorageBackend, memo: CatchUpMemo | undefined, seen: SeenStats | undefined): Promise<SessionState> {
+  const st = await statLog(storage, paths.events, seen?.events);
   if ('code' in st) return needsRepair(paths, st, null);
   const { size: logSize, mtimeMs: logMtimeMs } = st;
   const broken = (p: StateProblem, meta: SessionMeta | null = null): SessionState => needsRepair(paths, p, meta, logSize, logMtimeMs);
@@ -383,7 +395,10 @@ async function loadSessionStateOnce(paths: SessionPaths, storage: StorageBackend
       let base = '';
       let from = meta;
       if (memo !== undefined) {
-        base = `${st.incarnation}|${(await storage.stat(paths.entries))?.incarnation ?? '-'}|${JSON.stringify(meta)}`;
+        // The entry sidecar's incarnation as stat'ed before it was opened (the caller's, when it has one):
+        // a sidecar replaced after that stat is kept under the old incarnation, which no later read matches.
+        const entriesStat = seen !== undefined ? seen.entries : await storage.stat(paths.entries);
+        base = `${st.incarnation}|${entriesStat?.incarnation ?? '-'}|${JSON.stringify(meta)}`;
         const kept = memo.get(paths.events, base);
         if (kept !== undefined && kept.entriesLength <= entries.size && kept.indexedLength <= indexedLength && kept.nextSeq <= nextSeq && (await lineEndsMeta(entries, kept))) from = kept;
       }
@@ -506,15 +521,16 @@ function issueProblems(meta: SessionMeta): StateProblem[] {
  * returns null and takes loadSessionState's full checks. Pages never use
  * this: their own reads of the sidecar check what they touch.
  */
-export async function catalogState(paths: SessionPaths, storage: StorageBackend = localFiles): Promise<SessionState | null> {
+export async function catalogState(paths: SessionPaths, storage: StorageBackend = localFiles, seen?: SeenStats): Promise<SessionState | null> {
   try {
     const bytes = await storage.readAll(paths.meta);
     if (bytes === null) return null;
     const shaped = checkMetaShape(JSON.parse(bytes.toString('utf8')));
     if (typeof shaped === 'string') return null;
     const meta = shaped;
-    const log = await storage.stat(paths.events);
-    const entries = await storage.stat(paths.entries);
+    // The caller's stats of this read (taken before the metadata was read), else stat now.
+    const log = seen !== undefined ? seen.events : await storage.stat(paths.events);
+    const entries = seen !== undefined ? seen.entries : await storage.stat(paths.entries);
     if (log === null || entries === null) return null;
     if (log.size !== meta.fingerprint.size || log.mtimeMs !== meta.fingerprint.mtimeMs || log.size !== meta.indexedLength || entries.size !== meta.entriesLength) return null;
     return servable(paths, meta, issueProblems(meta), {

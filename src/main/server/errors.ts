@@ -11,6 +11,7 @@ import { STATUS_CODES } from 'node:http';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { ERROR_STATUS, PagerError, isPagerError, type ErrorCode } from '../../core/errors.js';
 import type { ServerMetrics } from './metrics.js';
+import { hasBody } from './early-answer.js';
 import { globalPlugin } from './plugin.js';
 import type { RouteTable } from './route-table.js';
 
@@ -147,4 +148,14 @@ export const errorsPlugin = globalPlugin('session-pager-errors', async (app: Fas
     return sendError(reply, pe, opts.retryAfterSeconds);
   };
   app.setNotFoundHandler(notFound);
+  // No route for a request with a body: answered before the body is parsed (fastify parses it
+  // first for the not-found handler too, up to the body limit, only for it to be discarded). The
+  // unread body is then settled as for every early answer (request-decoding.ts's onSend,
+  // early-answer.ts): a small one read and the connection kept, a large or chunked one answered
+  // with Connection: close and the connection closed lingering. Callback style, and `done` is not
+  // called once answered: fastify would go on to parse the body.
+  app.addHook('preParsing', (request: FastifyRequest, reply: FastifyReply, payload: unknown, done: (err: Error | null, payload?: never) => void) => {
+    if (!request.is404 || !hasBody(request.raw)) return done(null);
+    notFound(request, reply);
+  });
 });

@@ -5,7 +5,7 @@
  * when this store writes the session; and damage found by pages, folded in
  * so the session shows degraded.
  */
-import type { StorageBackend } from '../../storage/backend.js';
+import type { ObjectStat, StorageBackend } from '../../storage/backend.js';
 import { EVENTS_SUFFIX, INDEX, META_SUFFIX, SESSIONS, isValidSessionId, sessionKeys, type SessionKeys } from '../../storage/layout.js';
 import { PagerError } from '../../core/errors.js';
 import type { SessionMeta } from '../meta-file.js';
@@ -27,21 +27,28 @@ export interface SessionView {
   incarnation?: string;
 }
 
-/** A stamp and the log's incarnation the same stat gave. */
+/**
+ * A stamp, and the stats it was made from: one stat per object per request, and every later check
+ * of that request (the log's incarnation for the page's tag, loadSessionState's first look at the
+ * log and the entry sidecar, whether the metadata exists) uses these rather than stating the same
+ * files again. Each request still stats all three: an append or a replaced file (by any process)
+ * before the request began is seen by it (test/view-freshness.test.ts).
+ */
 interface Stamp {
   stamp: string;
   incarnation: string;
+  events: ObjectStat | null;
+  entries: ObjectStat | null;
+  meta: ObjectStat | null;
 }
 
 /** Versions of a session's three objects (local: sizes, mtimes and inodes): a view is reused while they are unchanged. */
 async function stamp(storage: StorageBackend, paths: SessionKeys): Promise<Stamp> {
   const events = await storage.stat(paths.events);
-  let out = events === null ? '-|' : `${events.version}|`;
-  for (const p of [paths.entries, paths.meta]) {
-    const s = await storage.stat(p);
-    out += s === null ? '-|' : `${s.version}|`;
-  }
-  return { stamp: out, incarnation: events?.incarnation ?? '' };
+  const entries = await storage.stat(paths.entries);
+  const meta = await storage.stat(paths.meta);
+  const stamp = `${events === null ? '-' : events.version}|${entries === null ? '-' : entries.version}|${meta === null ? '-' : meta.version}|`;
+  return { stamp, incarnation: events?.incarnation ?? '', events, entries, meta };
 }
 
 export class SessionViews {
@@ -70,20 +77,24 @@ export class SessionViews {
     this.views.delete(id);
   }
 
-  /** The session's state and the stamp it was read under ('' when the objects moved meanwhile). */
-  private async loadStamped(paths: SessionKeys): Promise<{ state: SessionState; stamp: string; incarnation?: string }> {
-    const { stamp: s, incarnation } = await stamp(this.storage, paths);
+  /**
+   * The session's state and the stamp it was read under ('' when the objects moved meanwhile),
+   * with the stats of that stamp (`seen`: taken by this request, before its reads).
+   */
+  private async loadStamped(paths: SessionKeys, taken?: Stamp): Promise<{ state: SessionState; stamp: string; incarnation?: string; seen: Stamp }> {
+    const seen = taken ?? (await stamp(this.storage, paths));
+    const s = seen.stamp;
     const cached = this.views.get(paths.id);
     if (cached !== undefined && cached.stamp === s) {
       this.hits++;
-      return { state: cached.state, stamp: s, incarnation };
+      return { state: cached.state, stamp: s, incarnation: seen.incarnation, seen };
     }
     this.misses++;
-    const state = await loadSessionState(paths, this.storage, this.catchUps);
+    const state = await loadSessionState(paths, this.storage, this.catchUps, seen);
     // Stamp again: if an object moved while we read, do not cache a mixed view.
-    if ((await stamp(this.storage, paths)).stamp !== s) return { state, stamp: '' };
+    if ((await stamp(this.storage, paths)).stamp !== s) return { state, stamp: '', seen };
     this.views.set(paths.id, { stamp: s, state });
-    return { state, stamp: s, incarnation };
+    return { state, stamp: s, incarnation: seen.incarnation, seen };
   }
 
   /**
@@ -92,18 +103,19 @@ export class SessionViews {
    * them (kept by stamp too, apart from the views pages use); else full checks.
    */
   private async catalogView(paths: SessionKeys): Promise<SessionState> {
-    const { stamp: s } = await stamp(this.storage, paths);
+    const seen = await stamp(this.storage, paths);
+    const s = seen.stamp;
     const cached = this.views.get(paths.id) ?? this.catalogViews.get(paths.id);
     if (cached !== undefined && cached.stamp === s) {
       this.hits++;
       return cached.state;
     }
-    const fast = await catalogState(paths, this.storage);
+    const fast = await catalogState(paths, this.storage, seen);
     if (fast !== null) {
       if ((await stamp(this.storage, paths)).stamp === s) this.catalogViews.set(paths.id, { stamp: s, state: fast });
       return fast;
     }
-    return (await this.loadStamped(paths)).state;
+    return (await this.loadStamped(paths, seen)).state;
   }
 
   /**
@@ -132,8 +144,9 @@ export class SessionViews {
     }
     const stamped = await this.loadStamped(paths);
     const state = this.withDamage(stamped.state);
-    if (state.status === 'repair_required' && state.problems[0]?.code === 'log_missing') {
-      if ((await this.storage.stat(paths.meta)) === null) throw new PagerError('session_not_found', `session ${id} not found`);
+    // No log and no metadata when this request looked (its stamp): no such session.
+    if (state.status === 'repair_required' && state.problems[0]?.code === 'log_missing' && stamped.seen.meta === null) {
+      throw new PagerError('session_not_found', `session ${id} not found`);
     }
     const view: SessionView = { paths, status: state.status, reasons: state.reasons, nextSeq: state.nextSeq, entriesSize: state.entriesSize, indexedLength: state.indexedLength, frameCount: state.frameCount, version: stamped.stamp };
     if (stamped.incarnation !== undefined) view.incarnation = stamped.incarnation;
