@@ -215,7 +215,8 @@ export const metricsPlugin = globalPlugin('session-pager-metrics', async (app: F
     }
     // Shed answers are counted (errors_total{code="overloaded"}), not logged one by one: a storm of them must not cost a log line each.
     const level = route === '/healthz' || route === '/livez' || route === '/readyz' || route === '/metrics' || reply.statusCode === 503 ? 'debug' : 'info';
-    // Below the logger's level (serve's default is warn, and benches run there) the line's object is not built.
+    // Below the logger's level (benches run at warn; serve's default is info) the line's object is not built.
+    // fast-page.ts writes the same line for the pages it answers: a change here goes there too.
     const log = request.log as { isLevelEnabled?: (l: string) => boolean };
     if (typeof log.isLevelEnabled === 'function' && !log.isLevelEnabled(level)) return done();
     request.log[level](
