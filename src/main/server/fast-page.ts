@@ -177,7 +177,7 @@ function serve(o: FastPageOptions, req: IncomingMessage, res: ServerResponse, id
   res.once('finish', () => {
     release?.();
     const ms = performance.now() - t0;
-    metrics.httpDuration.observe({ method: 'GET', route: PAGE_ROUTE, status_code: String(res.statusCode) }, ms / 1000);
+    metrics.getDuration(PAGE_ROUTE, res.statusCode).observe(ms / 1000);
     let out = typeof socket?.bytesWritten === 'number' ? socket.bytesWritten - bytes0 : 0;
     if (out <= 0) out = Number(res.getHeader('content-length') ?? 0) || 0;
     metrics.bytesOut.inc({ route: PAGE_ROUTE }, out);
