@@ -52,6 +52,25 @@ describe('histogramSeries', () => {
     expect(await bound.registry.metrics()).not.toMatch(/phase="b"/);
   });
 
+  it('binds the one series of a histogram without labels (shown at 0 before any value, as prom-client shows it)', async () => {
+    const make = () => {
+      const registry = new prom.Registry();
+      const h = new prom.Histogram({ name: 'y_bytes', help: 'y', buckets: [1_024, 16_384, 131_072], registers: [registry] });
+      return { registry, h };
+    };
+    const [bound, plain] = [make(), make()];
+    const y = histogramSeries(bound.h, {});
+    expect(await bound.registry.metrics()).toBe(await plain.registry.metrics());
+    for (const v of [0, 1_024, 1_025, 200_000, 5, 16_384]) {
+      y.observe(v);
+      plain.h.observe(v);
+    }
+    const text = await bound.registry.metrics();
+    expect(text).toBe(await plain.registry.metrics());
+    expect(text).toMatch(/^y_bytes_bucket\{le="1024"\} 3$/m);
+    expect(text).toMatch(/^y_bytes_count 6$/m);
+  });
+
   it('adds to a series observed the public way before it was bound, and refuses what prom-client refuses', async () => {
     const { bound, plain } = pair();
     bound.h.observe({ phase: 'a', kind: 'k' }, 0.3);

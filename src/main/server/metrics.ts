@@ -38,6 +38,9 @@ export class ServerMetrics {
   readonly appendedEvents: Counter;
   readonly aborted: Counter<'route'>;
   readonly notModified: Counter<'route'>;
+  /** pageEvents' and pageBytes' one series each, bound once (prom-series.ts). */
+  private readonly eventsSeries: SeriesObserver;
+  private readonly bytesSeries: SeriesObserver;
   /** pagePhase's series, one a phase, bound once (prom-series.ts: a page observes 6 or 7 of them). */
   private readonly phases: Record<Phase, SeriesObserver>;
   /** httpDuration's GET series by route and status, bound as first used (the direct page path's). */
@@ -55,8 +58,8 @@ export class ServerMetrics {
   /** A page answered on `route`: count it, its size and, when it was built for this request, its phases. */
   observePage(route: string, pb: PageBuffer): void {
     this.pagesServed.inc({ route });
-    this.pageEvents.observe(pb.toSeq - pb.fromSeq);
-    this.pageBytes.observe(pb.body.length);
+    this.eventsSeries.observe(pb.toSeq - pb.fromSeq);
+    this.bytesSeries.observe(pb.body.length);
     const t = pb.timing;
     if (t === undefined) return;
     const p = this.phases;
@@ -105,6 +108,8 @@ export class ServerMetrics {
       buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1],
       registers,
     });
+    this.eventsSeries = histogramSeries(this.pageEvents, {});
+    this.bytesSeries = histogramSeries(this.pageBytes, {});
     // Bound only: a series appears in /metrics with its first observation, as before.
     this.phases = Object.fromEntries(PHASES.map((phase) => [phase, histogramSeries(this.pagePhase, { phase })])) as Record<Phase, SeriesObserver>;
     this.errors = new prom.Counter({ name: `${P}errors_total`, help: 'Error responses by code', labelNames: ['code'], registers });
