@@ -200,6 +200,52 @@ describe('the direct page path at the log level info (real sockets)', () => {
   });
 });
 
+describe('the direct page path at the log level info: a client that leaves (real sockets)', () => {
+  it("writes the framework's line for a client that left before its page was built", async () => {
+    const ts = await tempStore(1);
+    await seedSession(ts.store, 'g', 60, 60);
+    let gate: Promise<void> = Promise.resolve();
+    const gated = gatedPages(ts.store, () => gate);
+    const lines: Record<string, unknown>[] = [];
+    const stream = new Writable({
+      write(chunk: Buffer, _enc, cb) {
+        for (const line of chunk.toString().split('\n')) if (line !== '') lines.push(JSON.parse(line) as Record<string, unknown>);
+        cb();
+      },
+    });
+    const s = await serve(gated.store, ts, { logger: { level: 'info', stream } });
+    let open!: () => void;
+    gate = new Promise((r) => (open = r));
+    try {
+      // The same page asked directly and through the framework (a percent-encoded id, which the direct path leaves to it).
+      const asks: [string, string, number][] = [
+        ['/v1/sessions/g/page?maxMessages=3', 'gone-direct', 0],
+        ['/v1/sessions/%67/page?maxMessages=3', 'gone-framework', 1],
+      ];
+      const found: Record<string, unknown>[] = [];
+      for (const [i, [path, reqId, viaFramework]] of asks.entries()) {
+        const before = s.framework();
+        const req = httpRequest({ host: '127.0.0.1', port: s.port, path, headers: { ...AUTH, 'x-request-id': reqId, 'x-via': 'socket' } });
+        req.on('error', () => undefined);
+        req.end();
+        await until(`${reqId} in the store`, () => gated.entered() === i + 1);
+        expect(s.framework() - before, path).toBe(viaFramework);
+        req.destroy();
+        found.push(await until(`the line of ${reqId}`, async () => lines.find((l) => l.reqId === reqId && l.msg === 'request aborted by the client')));
+      }
+      const [d, f] = found as [Record<string, unknown>, Record<string, unknown>];
+      expect(Object.keys(d)).toEqual(Object.keys(f));
+      expect({ level: d.level, method: d.method, sessionId: d.sessionId, page: d.page }).toEqual({ level: f.level, method: f.method, sessionId: f.sessionId, page: f.page });
+      expect(d.level).toBe(30);
+      expect(d.sessionId).toBe('g');
+    } finally {
+      open();
+      await s.app.close();
+      await ts.cleanup();
+    }
+  });
+});
+
 describe('the direct page path: admission, timeouts and failures (real sockets)', () => {
   it('queues a page when the slots are full and serves it when one frees; sheds it 503 + Retry-After when its wait is up', async () => {
     const ts = await tempStore(1);
