@@ -7,6 +7,7 @@
  * HEAD, a missing token) still goes the framework's way.
  */
 import { request as httpRequest } from 'node:http';
+import { Writable } from 'node:stream';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { FastifyInstance } from 'fastify';
@@ -149,6 +150,99 @@ describe('the direct page path (real sockets)', () => {
     expect(await metric(notModified)).toBe(nm0 + 1);
     expect(await metric(notFound)).toBe(nf0 + 1);
     expect(await metric(bytes)).toBeGreaterThan(b0 + page.body.length);
+  });
+});
+
+describe('the direct page path at the log level info (real sockets)', () => {
+  it("writes the request log line the framework writes for the same request: keys in the same order, level, msg, reqId, the page's facts", async () => {
+    const ts = await tempStore(1);
+    await seedSession(ts.store, 'l', 120, 60);
+    const lines: Record<string, unknown>[] = [];
+    const stream = new Writable({
+      write(chunk: Buffer, _enc, cb) {
+        for (const line of chunk.toString().split('\n')) if (line !== '') lines.push(JSON.parse(line) as Record<string, unknown>);
+        cb();
+      },
+    });
+    const s = await serve(ts.store, ts, { logger: { level: 'info', stream } });
+    try {
+      const completed = (reqId: string) => until(`the log line of ${reqId}`, async () => lines.find((l) => l.reqId === reqId && l.msg === 'request completed'));
+      const etag = (await throughFramework(s.app, 'GET', '/v1/sessions/l/page?maxMessages=4&throughSeq=100', AUTH)).headers.etag as string;
+      const cases: [string, Record<string, string>, number][] = [
+        ['/v1/sessions/l/page?maxMessages=4&throughSeq=100', { 'accept-encoding': 'gzip' }, 200],
+        ['/v1/sessions/l/page', {}, 200],
+        ['/v1/sessions/l/page?maxMessages=4&throughSeq=100', { 'if-none-match': etag }, 304],
+        ['/v1/sessions/nosuch/page?maxMessages=4', {}, 404],
+      ];
+      for (const [i, [path, extra, status]] of cases.entries()) {
+        const before = s.framework();
+        const direct = await overSocket(s.port, 'GET', path, { ...AUTH, ...extra, 'x-request-id': `direct-${i}`, 'x-via': 'socket' });
+        expect(s.framework() - before, `${path}: through the framework`).toBe(0);
+        const framework = await throughFramework(s.app, 'GET', path, { ...AUTH, ...extra, 'x-request-id': `framework-${i}` });
+        expect([direct.status, framework.status], path).toEqual([status, status]);
+        const [d, f] = [await completed(`direct-${i}`), await completed(`framework-${i}`)];
+        expect(Object.keys(d), `${path}: the line's keys`).toEqual(Object.keys(f));
+        const same = (l: Record<string, unknown>) => ({ level: l.level, msg: l.msg, method: l.method, url: l.url, statusCode: l.statusCode, sessionId: l.sessionId, page: l.page });
+        expect(same(d), path).toEqual(same(f));
+        expect(d.level, path).toBe(30);
+        expect(d.statusCode, path).toBe(status);
+        expect(typeof d.durationMs, path).toBe('number');
+        if (status === 200) expect(d.page, path).toMatchObject({ bytes: expect.any(Number) as number, frames: expect.any(Number) as number });
+        else expect(d.page, path).toBeUndefined();
+        expect(d.sessionId, path).toBe(/sessions\/([^/]+)\//.exec(path)?.[1]);
+        // One line a request, from either path.
+        expect(lines.filter((l) => l.reqId === `direct-${i}`).length, path).toBe(1);
+      }
+    } finally {
+      await s.app.close();
+      await ts.cleanup();
+    }
+  });
+});
+
+describe('the direct page path at the log level info: a client that leaves (real sockets)', () => {
+  it("writes the framework's line for a client that left before its page was built", async () => {
+    const ts = await tempStore(1);
+    await seedSession(ts.store, 'g', 60, 60);
+    let gate: Promise<void> = Promise.resolve();
+    const gated = gatedPages(ts.store, () => gate);
+    const lines: Record<string, unknown>[] = [];
+    const stream = new Writable({
+      write(chunk: Buffer, _enc, cb) {
+        for (const line of chunk.toString().split('\n')) if (line !== '') lines.push(JSON.parse(line) as Record<string, unknown>);
+        cb();
+      },
+    });
+    const s = await serve(gated.store, ts, { logger: { level: 'info', stream } });
+    let open!: () => void;
+    gate = new Promise((r) => (open = r));
+    try {
+      // The same page asked directly and through the framework (a percent-encoded id, which the direct path leaves to it).
+      const asks: [string, string, number][] = [
+        ['/v1/sessions/g/page?maxMessages=3', 'gone-direct', 0],
+        ['/v1/sessions/%67/page?maxMessages=3', 'gone-framework', 1],
+      ];
+      const found: Record<string, unknown>[] = [];
+      for (const [i, [path, reqId, viaFramework]] of asks.entries()) {
+        const before = s.framework();
+        const req = httpRequest({ host: '127.0.0.1', port: s.port, path, headers: { ...AUTH, 'x-request-id': reqId, 'x-via': 'socket' } });
+        req.on('error', () => undefined);
+        req.end();
+        await until(`${reqId} in the store`, () => gated.entered() === i + 1);
+        expect(s.framework() - before, path).toBe(viaFramework);
+        req.destroy();
+        found.push(await until(`the line of ${reqId}`, async () => lines.find((l) => l.reqId === reqId && l.msg === 'request aborted by the client')));
+      }
+      const [d, f] = found as [Record<string, unknown>, Record<string, unknown>];
+      expect(Object.keys(d)).toEqual(Object.keys(f));
+      expect({ level: d.level, method: d.method, sessionId: d.sessionId, page: d.page }).toEqual({ level: f.level, method: f.method, sessionId: f.sessionId, page: f.page });
+      expect(d.level).toBe(30);
+      expect(d.sessionId).toBe('g');
+    } finally {
+      open();
+      await s.app.close();
+      await ts.cleanup();
+    }
   });
 });
 

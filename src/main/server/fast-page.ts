@@ -12,12 +12,15 @@
  * builds both), with the headers its hooks set (ETag, Cache-Control, Vary,
  * Content-Type, Content-Encoding, x-request-id; Connection: close while the
  * server closes), the same metrics (request latency, bytes out, pages, 304s,
- * errors, aborted requests) and the same errors in the SPEC's shape. Only a
+ * errors, aborted requests), the same errors in the SPEC's shape and the same
+ * request log lines (metrics.ts's "request completed" and "request aborted by
+ * the client", the error handler's "request failed"; the framework's own
+ * request logging is off, server/index.ts). Only a
  * request the route would answer from its common path comes here: a GET of
  * `/v1/sessions/<id>/page` with a plain query (each of its four parameters
  * at most once, plain decimal digits in range, nothing percent-encoded), no
- * body, a Host header on HTTP/1.1, a valid token, CORS off, no request log
- * line wanted (the logger below info), the app ready and not closing, nothing
+ * body, a Host header on HTTP/1.1, a valid token, CORS off, the app ready
+ * and not closing, nothing
  * to shed and an admission slot free at once. Anything else (an invalid
  * parameter, a request that would queue or be shed, HEAD, ...) goes to the
  * framework as before, which answers it as it always has.
@@ -40,6 +43,16 @@ import { SESSION_ID_PATTERN } from './schemas.js';
 export interface FastPageLogger {
   isLevelEnabled?: (level: string) => boolean;
   error: (obj: object, msg: string) => void;
+  info: (obj: object, msg: string) => void;
+  debug: (obj: object, msg: string) => void;
+}
+
+/**
+ * Whether the logger writes `level`. Fastify's null logger (no `logger` option) has no levels
+ * and writes nothing: no line's object is built for it.
+ */
+function logs(log: FastPageLogger, level: 'info' | 'debug'): boolean {
+  return typeof log.isLevelEnabled === 'function' && log.isLevelEnabled(level);
 }
 
 export interface FastPageOptions {
@@ -61,6 +74,12 @@ export interface FastPageOptions {
   closing: () => boolean;
   /** Counts the request's connection as a client (server/index.ts). */
   seen: (req: IncomingMessage) => void;
+}
+
+/** The page facts of the request log lines (metrics.ts RequestFacts, as the route sets them). */
+interface LogFacts {
+  sessionId: string | undefined;
+  page: { fromSeq: number; toSeq: number; events: number; bytes: number; frames: number } | undefined;
 }
 
 /** The page path; the id as the route's schema takes it (schemas.ts), the query after `?`. */
@@ -113,12 +132,6 @@ export function fastPager(o: FastPageOptions): (req: IncomingMessage, res: Serve
     if (authorization !== undefined && socket !== null) passed.set(socket, authorization);
     return true;
   };
-  // The request log line (metrics.ts's onResponse hook) is the framework's: a server that writes
-  // it sends its pages that way. Without a logger (fastify's null logger has no levels) there is none.
-  const logsRequests = (): boolean => {
-    const log = o.log;
-    return typeof log.isLevelEnabled === 'function' && log.isLevelEnabled('info');
-  };
   return (req, res) => {
     const url = req.url;
     if (req.method !== 'GET' || url === undefined || url.length > o.maxUrlLength || !o.ready() || o.closing()) return false;
@@ -126,7 +139,7 @@ export function fastPager(o: FastPageOptions): (req: IncomingMessage, res: Serve
     if (m === null || req.destroyed || bodyUnread(req)) return false;
     if (req.httpVersion === '1.1' && req.headers.host === undefined) return false;
     const params = plainPageQuery(m[2]);
-    if (params === null || logsRequests() || !allowed(req)) return false;
+    if (params === null || !allowed(req)) return false;
     // Shed: the framework's path, with its hold (fast-shed.ts took those admission sheds at once).
     try {
       checkLoop(policy);
@@ -159,13 +172,21 @@ function serve(o: FastPageOptions, req: IncomingMessage, res: ServerResponse, id
       fail(o, res, reqId, err);
     }, o.pageTimeoutMs);
   }
+  // What the request log lines say of the page (the route's request.pager facts).
+  const facts: LogFacts = { sessionId: undefined, page: undefined };
   res.once('finish', () => {
     release?.();
-    const seconds = (performance.now() - t0) / 1000;
-    metrics.httpDuration.observe({ method: 'GET', route: PAGE_ROUTE, status_code: String(res.statusCode) }, seconds);
+    const ms = performance.now() - t0;
+    metrics.getDuration(PAGE_ROUTE, res.statusCode).observe(ms / 1000);
     let out = typeof socket?.bytesWritten === 'number' ? socket.bytesWritten - bytes0 : 0;
     if (out <= 0) out = Number(res.getHeader('content-length') ?? 0) || 0;
     metrics.bytesOut.inc({ route: PAGE_ROUTE }, out);
+    // metrics.ts's onResponse line: shed answers (503) at debug, the rest at info.
+    const level = res.statusCode === 503 ? 'debug' : 'info';
+    if (logs(o.log, level)) {
+      // reqId first: what the framework's request child logger writes as its binding, in the same place.
+      o.log[level]({ reqId, method: 'GET', url: req.url, statusCode: res.statusCode, sessionId: facts.sessionId, page: facts.page, durationMs: Math.round(ms * 100) / 100 }, 'request completed');
+    }
   });
   res.once('close', () => {
     release?.();
@@ -174,11 +195,15 @@ function serve(o: FastPageOptions, req: IncomingMessage, res: ServerResponse, id
     // The client went away before its answer was written (or while it waited for a slot).
     if (!ac.signal.aborted) ac.abort();
     metrics.aborted.inc({ route: PAGE_ROUTE });
+    // metrics.ts's onRequest hook logs these too.
+    if (logs(o.log, 'info')) {
+      o.log.info({ reqId, method: 'GET', url: req.url, sessionId: facts.sessionId, page: facts.page, durationMs: Math.round((performance.now() - t0) * 100) / 100 }, 'request aborted by the client');
+    }
   });
   const now = admission.tryAcquire();
   if (now !== null) {
     release = now;
-    return build(o, req, res, id, params, ac, reqId, () => clearTimeout(timer));
+    return build(o, req, res, id, params, ac, reqId, facts, () => clearTimeout(timer));
   }
   // No slot free: the queue (admission.ts), as the route's admission hook queues (routes.ts).
   admission.acquire(ac.signal).then(
@@ -186,7 +211,7 @@ function serve(o: FastPageOptions, req: IncomingMessage, res: ServerResponse, id
       release = r;
       // The client left as its turn came: the slot goes to the next one, unused.
       if (req.destroyed || res.destroyed) return r(true);
-      build(o, req, res, id, params, ac, reqId, () => clearTimeout(timer));
+      build(o, req, res, id, params, ac, reqId, facts, () => clearTimeout(timer));
     },
     (err: unknown) => {
       if (res.destroyed || res.headersSent) return;
@@ -203,8 +228,10 @@ function serve(o: FastPageOptions, req: IncomingMessage, res: ServerResponse, id
 }
 
 /** The page, once admitted; `done` stops the handler timeout. */
-function build(o: FastPageOptions, req: IncomingMessage, res: ServerResponse, id: string, params: PageParams, ac: AbortController, reqId: string, done: () => void): void {
+function build(o: FastPageOptions, req: IncomingMessage, res: ServerResponse, id: string, params: PageParams, ac: AbortController, reqId: string, facts: LogFacts, done: () => void): void {
   o.pacer.admitted(req.socket);
+  // The route's handler names the session first thing (routes.ts sessionId).
+  facts.sessionId = id;
   answerPage(o.pages, {
     id,
     params,
@@ -228,6 +255,8 @@ function build(o: FastPageOptions, req: IncomingMessage, res: ServerResponse, id
         res.end();
         return;
       }
+      const pb = a.pb;
+      facts.page = { fromSeq: pb.fromSeq, toSeq: pb.toSeq, events: pb.toSeq - pb.fromSeq, bytes: pb.body.length, frames: pb.frames };
       headers['content-type'] = JSON_TYPE;
       if (a.encoding !== null) headers['content-encoding'] = a.encoding;
       finishHeaders(o, headers, reqId);
@@ -254,7 +283,9 @@ function finishHeaders(o: FastPageOptions, headers: Record<string, string>, reqI
 function fail(o: FastPageOptions, res: ServerResponse, reqId: string, err: unknown): void {
   if (res.destroyed || res.headersSent) return;
   const pe = toPagerError(err);
+  // As the app's error handler logs them (errors.ts), with the request's reqId binding.
   if (pe.code === 'internal') o.log.error({ reqId, err }, 'internal error');
+  else if (logs(o.log, 'debug')) o.log.debug({ reqId, code: pe.code, message: pe.message }, 'request failed');
   o.metrics.errors.inc({ code: pe.code });
   const headers: Record<string, string> = {};
   if (pe.code === 'overloaded') {
