@@ -347,7 +347,7 @@ describe('pages served over HTTP while their buffers are recycled', () => {
         const again = i > 8 && rand() < 0.15 ? asked[Math.floor(rand() * asked.length)] : undefined;
         asked.push(again ?? (rand() < 0.05 ? { maxMessages: 150 } : { throughSeq: N - 1, beforeSeq: 1 + Math.floor(rand() * N), maxMessages: 150 }));
       }
-      const qs = (p: PageParams) => new URLSearchParams(Object.entries(p).map(([k, v]) => [k, String(v)])).toString();
+      const qs = (p: PageParams) => new URLSearchParams(Object.entries(p).map(([k, v]): [string, string] => [k, String(v)])).toString();
       const taken = bodies.sparesTaken;
       const wrong: string[] = [];
       // 8 clients, each asking its next page as soon as it has read the last; a third of the readers
