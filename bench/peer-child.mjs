@@ -55,7 +55,16 @@ if (mode === 'pager') {
   process.env.SESSION_PAGER_JIT_WARMUP ??= '1';
   const store = await openStore({ dataDir, workers: 2, pageCacheBytes: 0 });
   await store.warmUp();
-  one = async (p) => (await store.pageBuffer(p.id, p.params)).body.length;
+  // A host done with a page releases it (PageBuffer.release), as `serve` does once the reply is
+  // written and store.page() once parsed: its memory may then take a later page (body-pool.ts).
+  // Until the thirteenth session's second round this lane dropped its pages unreleased, which no
+  // caller in the product does (docs/decisions.md, "The in-process lanes release their pages").
+  one = async (p) => {
+    const pb = await store.pageBuffer(p.id, p.params);
+    const n = pb.body.length;
+    pb.release?.();
+    return n;
+  };
   concurrent = one;
   close = () => store.close();
 } else if (mode === 'peer') {

@@ -6,6 +6,7 @@
  * page's bytes never change while anyone holds them.
  */
 import { connect } from 'node:net';
+import { join } from 'node:path';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { BodyPool } from '../src/main/store/body-pool.js';
@@ -13,7 +14,10 @@ import { PageCache } from '../src/main/page-cache.js';
 import { buildServer } from '../src/main/server/index.js';
 import { openStore, type PagerStore } from '../src/main/store.js';
 import type { PageBuffer, Store } from '../src/main/store-types.js';
-import { makeEvents, seedSession, sleep, tempStore, until, type TempStore } from './server-helpers.js';
+import type { PageParams } from '../src/core/types.js';
+import { readWholeLog, referencePage } from '../src/main/reference-reader.js';
+import { mulberry32 } from '../src/main/gen/prng.js';
+import { makeEvents, seedSession, sleep, T0, tempStore, until, type TempStore } from './server-helpers.js';
 
 describe('BodyPool', () => {
   it('takes a released buffer for a body of about its size, and only once its last holder released it', () => {
@@ -279,6 +283,89 @@ describe('the page route', () => {
       await until('the release', () => released > 0);
       expect(released).toBe(1);
       socket.destroy();
+    } finally {
+      await app.close();
+    }
+  });
+});
+
+/** One GET on a fresh connection whose reader waits `pauseMs` before taking any byte: the status and the body. */
+async function slowGet(port: number, path: string, pauseMs: number): Promise<{ status: string; body: Buffer }> {
+  const socket = connect(port, '127.0.0.1');
+  await new Promise((r) => socket.once('connect', r));
+  socket.pause();
+  socket.write(`GET ${path} HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer t\r\nAccept-Encoding: identity\r\nConnection: close\r\n\r\n`);
+  if (pauseMs > 0) await sleep(pauseMs);
+  const chunks: Buffer[] = [];
+  socket.on('data', (c: Buffer) => chunks.push(c));
+  const ended = new Promise((r) => socket.once('end', r));
+  socket.resume();
+  await ended;
+  socket.destroy();
+  const all = Buffer.concat(chunks);
+  const head = all.indexOf('\r\n\r\n');
+  return { status: all.subarray(0, head).toString('latin1').split('\r\n')[0] as string, body: all.subarray(head + 4) };
+}
+
+describe('pages served over HTTP while their buffers are recycled', () => {
+  const N = 400;
+  let ts: TempStore;
+  let store: PagerStore;
+  beforeAll(async () => {
+    ts = await tempStore(1);
+    // Messages of ~40 KB of text that hardly compresses: 150-message pages of ~6 MB, more than a
+    // loopback connection's kernel buffers take while its reader waits (~4 MB: smaller responses
+    // are all in the kernel at once, their buffers free whatever the route does), stored in about as many bytes (a
+    // released buffer is handed to a task whose stored bytes are at least half its size).
+    const rand = mulberry32(3);
+    const text = () => Array.from({ length: 30_000 + Math.floor(rand() * 20_000) }, () => String.fromCharCode(48 + Math.floor(rand() * 75))).join('');
+    await ts.store.create('r', { title: 'r' });
+    for (let at = 0; at < N; at += 20) {
+      await ts.store.append('r', Array.from({ length: 20 }, (_, i) => ({ type: 'user/message', seq: at + i, time: T0 + at + i, data: { content: [{ type: 'text', text: text() }] } })));
+    }
+    await ts.store.close();
+    // As `serve` opens it (the prepared-page cache on), but every page one slice under the in-place
+    // size, written whole by its worker: the buffers released pages go back to (body-pool.ts).
+    store = await openStore({ dataDir: ts.dir, workers: 2, splitCost: 1e12, inPlaceBytes: 16 * 1024 * 1024 });
+  });
+  afterAll(async () => {
+    await store?.close();
+    await ts?.cleanup();
+  });
+
+  it('are the reference pages byte for byte, many at once, with readers that hold their response while later pages are built', async () => {
+    const log = await readWholeLog(join(ts.dir, 'sessions', 'r.events'));
+    const bodies = (store as unknown as { pages: { bodies: BodyPool } }).pages.bodies;
+    const app = buildServer(store, { maxEventLoopLagMs: 0, token: 't' });
+    try {
+      await app.listen({ host: '127.0.0.1', port: 0 });
+      const { port } = app.server.address() as AddressInfo;
+      const rand = mulberry32(7);
+      // Random pages as the HTTP lanes ask (most asked once), some asked again (the cache's), and the tail.
+      const asked: PageParams[] = [];
+      for (let i = 0; i < 48; i++) {
+        const again = i > 8 && rand() < 0.15 ? asked[Math.floor(rand() * asked.length)] : undefined;
+        asked.push(again ?? (rand() < 0.05 ? { maxMessages: 150 } : { throughSeq: N - 1, beforeSeq: 1 + Math.floor(rand() * N), maxMessages: 150 }));
+      }
+      const qs = (p: PageParams) => new URLSearchParams(Object.entries(p).map(([k, v]): [string, string] => [k, String(v)])).toString();
+      const taken = bodies.sparesTaken;
+      const wrong: string[] = [];
+      // 8 clients, each asking its next page as soon as it has read the last; a third of the readers
+      // wait up to 150 ms before taking a byte, while the others' pages are built (into released buffers).
+      const pauses = asked.map(() => (rand() < 0.33 ? Math.floor(rand() * 150) : 0));
+      let next = 0;
+      const client = async () => {
+        while (next < asked.length) {
+          const i = next++;
+          const p = asked[i] as PageParams;
+          const g = await slowGet(port, `/v1/sessions/r/page?${qs(p)}`, pauses[i] as number);
+          if (!/^HTTP\/1\.1 200/.test(g.status) || !g.body.equals(Buffer.from(JSON.stringify(referencePage(log, 'r', p))))) wrong.push(`${qs(p)}: ${g.status}`);
+        }
+      };
+      await Promise.all(Array.from({ length: 8 }, client));
+      expect(wrong).toEqual([]);
+      // Released pages' buffers did go back to the workers (so the bytes above were written into recycled ones).
+      expect(bodies.sparesTaken - taken).toBeGreaterThan(5);
     } finally {
       await app.close();
     }

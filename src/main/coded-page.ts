@@ -84,8 +84,9 @@ export function codedPage(pieces: readonly Piece[], coded: ReadonlyMap<Uint8Arra
 export function wholeCodedPage(page: Uint8Array, coded: CodedPiece | undefined, encoding: 'gzip' | 'zstd', level: number): CodedForm {
   const part = coded ?? codeHere(Buffer.from(page.buffer, page.byteOffset, page.byteLength), encoding, level);
   // zstd: the one frame is the body as it came, a view (no copy): into the page's own result
-  // buffer, which is the identity body's too and never goes back to a worker (page-service.ts
-  // recycle), or a buffer codeHere just made.
+  // buffer, which is the identity body's too, or a buffer codeHere just made. That buffer goes back
+  // to a worker only through the page's release (body-pool.ts spareReleaser), which its one
+  // holder calls once nothing reads either form (the route: after the reply's last write).
   if (encoding === 'zstd') return { encoding, body: Buffer.from(part.bytes.buffer, part.bytes.byteOffset, part.bytes.byteLength), level, pieces: [part.length] };
   return codedForm([part], encoding, level);
 }

@@ -178,7 +178,13 @@ export async function runSlice(pool: PagePool, task: SliceTask, wholePage = fals
   // not used again: a retried page builds new tasks).
   const transferList: ArrayBuffer[] = [];
   if (task.arena !== undefined) transferList.push(task.arena);
-  for (const r of [task.crcs, task.meta, task.bytes]) if (r !== undefined && r.byteOffset === 0 && r.byteLength === r.buffer.byteLength) transferList.push(r.buffer as ArrayBuffer);
+  const own = (r: Uint8Array | undefined): r is Uint8Array => r !== undefined && r.byteOffset === 0 && r.byteLength === r.buffer.byteLength;
+  const { crcs, meta } = task;
+  // The checksum and row-metadata records in one copy of their own (page-service.ts withChecksums):
+  // the checksums first, the metadata right after them to the buffer's end. Moved once.
+  const paired = crcs !== undefined && meta !== undefined && meta.buffer === crcs.buffer && crcs.byteOffset === 0 && meta.byteOffset === crcs.byteLength && meta.byteOffset + meta.byteLength === meta.buffer.byteLength;
+  if (paired) transferList.push(crcs.buffer as ArrayBuffer);
+  for (const r of paired ? [task.bytes] : [crcs, meta, task.bytes]) if (own(r)) transferList.push(r.buffer as ArrayBuffer);
   try {
     return await pool.run(task, transferList.length === 0 ? (wholePage ? { wholePage } : {}) : wholePage ? { transferList, wholePage } : { transferList });
   } catch (err) {

@@ -265,11 +265,18 @@ export class PageService {
     for (const t of tasks) {
       const crcs = sliceCrcRecords(records, t.start, t.end);
       if (crcs === null) continue;
-      // Copies: a view would take its whole backing buffer along to the worker.
-      t.crcs = new Uint8Array(crcs);
-      if (meta !== null) {
-        const k = (crcs.byteOffset - records.byteOffset) / CRC_RECORD_BYTES;
-        t.meta = new Uint8Array(meta.subarray(k * META_RECORD_BYTES, (k + crcs.byteLength / CRC_RECORD_BYTES) * META_RECORD_BYTES));
+      const k = (crcs.byteOffset - records.byteOffset) / CRC_RECORD_BYTES;
+      const rows = meta === null ? null : meta.subarray(k * META_RECORD_BYTES, (k + crcs.byteLength / CRC_RECORD_BYTES) * META_RECORD_BYTES);
+      // One copy holding both, moved to the worker as one buffer (worker-pool.ts runSlice): a view
+      // would take its whole backing buffer along, and two copies were two buffers a slice for the
+      // main thread to allocate and detach. The metadata follows the checksums (16-byte records),
+      // so it starts 8-byte aligned as the worker's float64 view of it needs (frame-crc-file.ts).
+      const both = new Uint8Array(crcs.byteLength + (rows?.byteLength ?? 0));
+      both.set(crcs, 0);
+      t.crcs = both.subarray(0, crcs.byteLength);
+      if (rows !== null) {
+        both.set(rows, crcs.byteLength);
+        t.meta = both.subarray(crcs.byteLength);
       }
     }
     return tasks;
