@@ -51,17 +51,21 @@ export function frameClaim(seq: number, offset: number, group: number): number {
  * in such an array already. Traced (--trace-turbo-inlining), walkPage's
  * optimized code inlines the line's takeOne but calls the hash out of line,
  * 15,000 times a tail page, frameClaim as well as this one; this one does
- * less a call (no stores of values already in memory, no loads back): the
- * tail page's plan alone took 1.02 ms against 1.08 with frameClaim (60c6f60,
- * which hashed nothing: 0.69; docs/benchmarks.md, "same, second round
- * (thirteenth session)").
+ * less a call (no stores of values already in memory, no loads back), and
+ * its three rounds are one loop over one fmix, less bytecode for the walk's
+ * inlining budget (inlined into walkPage in 1 of 2 traced processes): the
+ * tail page's plan alone took 0.97-1.02 ms against 1.03-1.08 with frameClaim
+ * (60c6f60, which hashed nothing: 0.69; docs/benchmarks.md, "same, second
+ * round (thirteenth session)").
  */
 export function wordsClaim(w: Int32Array): number {
-  let h = fmix((w[0] as number) ^ Math.imul(w[1] as number, 0x9e3779b1));
-  h = fmix(h ^ (w[2] as number) ^ Math.imul(w[3] as number, 0x27d4eb2f));
-  h = fmix(h ^ (w[4] as number) ^ Math.imul(w[5] as number, 0x165667b1));
+  let h = 0;
+  for (let i = 0; i < 3; i++) h = fmix(h ^ (w[2 * i] as number) ^ Math.imul(w[2 * i + 1] as number, CLAIM_MULTIPLIERS[i] as number));
   return h >>> 0;
 }
+
+/** frameClaim's multipliers of each value's high word, in its order. */
+const CLAIM_MULTIPLIERS = new Int32Array([0x9e3779b1, 0x27d4eb2f, 0x165667b1]);
 
 /** Whether wordsClaim may read a Float64Array's words as frameClaim does (low word first: little endian). */
 export const claimWords = ((): boolean => {
