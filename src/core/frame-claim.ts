@@ -43,6 +43,36 @@ export function frameClaim(seq: number, offset: number, group: number): number {
   return h >>> 0;
 }
 
+/**
+ * frameClaim of the three float64s whose words are `w[0..5]` (seq, offset,
+ * group, as a Float64Array of three holds them on a little-endian machine;
+ * claimWords says whether this one is): the same bits, hashed without
+ * storing the values again. The page planner's walk has every line's fields
+ * in such an array already. Traced (--trace-turbo-inlining), walkPage's
+ * optimized code inlines the line's takeOne but calls the hash out of line,
+ * 15,000 times a tail page, frameClaim as well as this one; this one does
+ * less a call (no stores of values already in memory, no loads back), and
+ * its three rounds are one loop over one fmix, less bytecode for the walk's
+ * inlining budget (inlined into walkPage in 1 of 2 traced processes): the
+ * tail page's plan alone took 0.97-1.02 ms against 1.03-1.08 with frameClaim
+ * (60c6f60, which hashed nothing: 0.69; docs/benchmarks.md, "same, second
+ * round (thirteenth session)").
+ */
+export function wordsClaim(w: Int32Array): number {
+  let h = 0;
+  for (let i = 0; i < 3; i++) h = fmix(h ^ (w[2 * i] as number) ^ Math.imul(w[2 * i + 1] as number, CLAIM_MULTIPLIERS[i] as number));
+  return h >>> 0;
+}
+
+/** frameClaim's multipliers of each value's high word, in its order. */
+const CLAIM_MULTIPLIERS = new Int32Array([0x9e3779b1, 0x27d4eb2f, 0x165667b1]);
+
+/** Whether wordsClaim may read a Float64Array's words as frameClaim does (low word first: little endian). */
+export const claimWords = ((): boolean => {
+  f64[0] = 1;
+  return w32[0] === 0 && w32[1] === 0x3ff00000;
+})();
+
 /** `sum` with one more frame's claim folded in. */
 export function addClaim(sum: number, claim: number): number {
   return (sum + claim) >>> 0;

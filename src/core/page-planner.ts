@@ -5,7 +5,7 @@
  * It never sees a payload and reads only as many lines as the page covers;
  * most lines are only asked for their seq and whether they are counted.
  */
-import { addClaim, frameClaim } from './frame-claim.js';
+import { addClaim, claimWords, frameClaim, wordsClaim } from './frame-claim.js';
 import type { ResolvedParams } from './page-rule.js';
 import { keepShape } from './shape-keeper.js';
 import type { EntryLine } from './types.js';
@@ -77,6 +77,8 @@ export const SPLIT_EVERY = 32;
 
 /** Where takeOne has each line's fields put (it runs to completion: one for all walkers). */
 const line = new Float64Array(3);
+/** The same bytes as 32-bit words: the claim is hashed from them (core/frame-claim.ts wordsClaim). */
+const lineWords = new Int32Array(line.buffer);
 
 /** Walks lines downwards from the source, remembering only what the plan needs. */
 class Walker {
@@ -137,7 +139,7 @@ class Walker {
     const g = line[2] as number;
     this.groups.push(g);
     this.lowSeq = seq;
-    this.digest = addClaim(this.digest, frameClaim(seq, offset, g));
+    this.digest = addClaim(this.digest, claimWords ? wordsClaim(lineWords) : frameClaim(seq, offset, g));
     this.lowBlock = b;
     this.lowK = k;
     if (this.last === null) {
