@@ -66,6 +66,8 @@ const { values: a } = parseScriptArgs(import.meta.url, {
     'generator-node-args': { type: 'string', default: '' },
     'accept-encoding': { type: 'string', default: 'identity' },
     start: { type: 'string', default: 'launcher' },
+    // serve's --log-level for the service (warn, as the benches always ran; info is serve's default).
+    'log-level': { type: 'string', default: 'warn' },
   },
 });
 if (a.start !== 'launcher' && a.start !== 'node') throw new Error(`--start launcher|node, not ${a.start}`);
@@ -81,7 +83,7 @@ if (a.generator !== 'lean' && a.generator !== 'autocannon') throw new Error(`--g
 const serverCpus = a.pin ? { cpus: '1' } : {};
 const srv =
   a.server === 'pager'
-    ? await startService(linkedDataDir(a.data, ids, dir), token, { nodeArgs, ...serverCpus, launcher: a.start === 'launcher', env: a['incremental-marking'] ? { SESSION_PAGER_INCREMENTAL_MARKING: '1' } : {}, ...(a.checkout === undefined ? {} : { checkout: a.checkout }) })
+    ? await startService(linkedDataDir(a.data, ids, dir), token, { nodeArgs, ...serverCpus, launcher: a.start === 'launcher', logLevel: a['log-level'], env: a['incremental-marking'] ? { SESSION_PAGER_INCREMENTAL_MARKING: '1' } : {}, ...(a.checkout === undefined ? {} : { checkout: a.checkout }) })
     : await startPeer(db, token, { nodeArgs, ...serverCpus });
 const load = (c, s, measured) => {
   const script = a.generator === 'lean' ? 'bench/lean-load.mjs' : 'bench/http-load.mjs';

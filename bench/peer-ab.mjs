@@ -12,6 +12,7 @@
 //        [--seconds 4] [--http-seconds 4] [--no-in-process] [--no-http]
 //        [--a-env K=V,K=V] [--b-env K=V]     (env of that build's processes, e.g. SESSION_PAGER_INCREMENTAL_MARKING=1)
 //        [--http-lanes lean,autocannon,lean-pinned] [--http-warm-connections level|N] [--http-start launcher|node]
+//        [--http-log-level warn|info]       (serve's --log-level in the HTTP lanes; warn by default)
 //
 // Each HTTP lane's serve starts as a command, through the launcher a user's `session-pager serve` runs
 // (--http-start launcher, the default: its V8 and glibc settings; http-cpu.mjs --start); --http-start
@@ -52,6 +53,8 @@ const { values: a } = parseScriptArgs(import.meta.url, {
     // Connections of each HTTP lane's 2 s warm-up: 'level' (the lane's own, the default) or a number.
     'http-warm-connections': { type: 'string', default: 'level' },
     'http-start': { type: 'string', default: 'launcher' },
+    // serve's --log-level in the HTTP lanes (http-cpu.mjs --log-level): warn, or info (serve's default).
+    'http-log-level': { type: 'string', default: 'warn' },
   },
 });
 if (a.a === undefined) throw new Error('--a DIR (a built checkout) is required');
@@ -88,7 +91,7 @@ for (let r = 0; r < Number(a.rounds); r++) {
         for (const level of [1, 16]) {
           for (const who of order) {
             // This checkout's script, serving from the build's checkout (--checkout).
-            const x = run(peerDir, ['bench/http-cpu.mjs', '--server', who === 'peer' ? 'peer' : 'pager', ...(who === 'peer' ? [] : ['--checkout', builds[who].dir, '--start', a['http-start']]), '--workload', w, '--data', a.data, '--connections', String(level), '--seconds', a['http-seconds'], '--warm', '2', '--warm-connections', a['http-warm-connections'] === 'level' ? String(level) : a['http-warm-connections'], '--generator', generator, ...(pinned === 'pinned' ? ['--pin'] : [])], who === 'peer' ? {} : builds[who].env);
+            const x = run(peerDir, ['bench/http-cpu.mjs', '--server', who === 'peer' ? 'peer' : 'pager', ...(who === 'peer' ? [] : ['--checkout', builds[who].dir, '--start', a['http-start'], '--log-level', a['http-log-level']]), '--workload', w, '--data', a.data, '--connections', String(level), '--seconds', a['http-seconds'], '--warm', '2', '--warm-connections', a['http-warm-connections'] === 'level' ? String(level) : a['http-warm-connections'], '--generator', generator, ...(pinned === 'pinned' ? ['--pin'] : [])], who === 'peer' ? {} : builds[who].env);
             rows.push({ where: `HTTP ${lane}`, workload: w, level, who, okPerSec: x.okPerSec, p99: x.p99, main: x.mainCpuMsPerRequest, all: x.allCpuMsPerRequest, gen: x.generatorCpuMsPerRequest, non2xx: x.non2xx });
             log(JSON.stringify({ round: r + 1, workload: w, level, who, ...x }));
           }

@@ -67,8 +67,9 @@ function start(name, args, env, cpus, command = false) {
   const [cmd, argv] = cpus === undefined ? [exe, rest] : ['taskset', ['-c', cpus, exe, ...rest]];
   const child = spawn(cmd, argv, { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
   let banner = '';
-  child.stdout.on('data', (d) => (banner += d));
-  child.stderr.on('data', (d) => (banner += d));
+  const keep = (d) => (banner += d);
+  child.stdout.on('data', keep);
+  child.stderr.on('data', keep);
   const exited = new Promise((r) => child.once('exit', r));
   return new Promise((res, rej) => {
     const resolveReady = (srv) => ready(srv.url).then(() => res(srv), (err) => srv.stop().then(() => rej(err)));
@@ -77,6 +78,9 @@ function start(name, args, env, cpus, command = false) {
       if (m) {
         clearInterval(t);
         clearTimeout(timeout);
+        // Its log lines from here on (a line a request at info) are read and dropped, not kept.
+        child.stdout.off('data', keep);
+        child.stdout.resume();
         resolveReady({
           name,
           url: m[1],
@@ -110,9 +114,11 @@ function start(name, args, env, cpus, command = false) {
  * threshold); `nodeArgs` then go in NODE_OPTIONS (only flags node allows there; one naming
  * --v8-pool-size replaces the launcher's). `launcher: false`: `node [nodeArgs] bin/session-pager.js`,
  * without them (how the benches started it until the twelfth session).
+ * `logLevel`: serve's --log-level (warn by default, as the benches ran before; info is serve's own
+ * default, a JSON line on stdout a request, which is read here and dropped, as a log shipper would).
  */
-export function startService(dataDir, token, { args = [], env = {}, nodeArgs = [], checkout = root, cpus, launcher = true } = {}) {
-  const serve = [join(checkout, 'bin/session-pager.js'), 'serve', '--data', dataDir, '--port', '0', '--workers', '2', '--log-level', 'warn', ...args];
+export function startService(dataDir, token, { args = [], env = {}, nodeArgs = [], checkout = root, cpus, launcher = true, logLevel = 'warn' } = {}) {
+  const serve = [join(checkout, 'bin/session-pager.js'), 'serve', '--data', dataDir, '--port', '0', '--workers', '2', '--log-level', logLevel, ...args];
   if (!launcher) return start('session-pager', [...nodeArgs, ...serve], { ...env, SESSION_PAGER_TOKEN: token }, cpus);
   const nodeOptions = [process.env.NODE_OPTIONS, env.NODE_OPTIONS, ...nodeArgs].filter(Boolean).join(' ');
   return start('session-pager', serve, { ...env, SESSION_PAGER_TOKEN: token, ...(nodeOptions === '' ? {} : { NODE_OPTIONS: nodeOptions }) }, cpus, true);

@@ -45,6 +45,21 @@ describe('BodyPool', () => {
     expect(pool.take(90_000).buffer).toBe(big.buffer);
   });
 
+  it('keeps the result buffer of a released whole page as a spare for a task of about its size, once', () => {
+    const pool = new BodyPool(1000, 600_000);
+    const page = Buffer.from(new ArrayBuffer(5000), 0, 4000); // a page written whole: a view of its result
+    const release = pool.spareReleaser(page);
+    expect(pool.takeSpare(1, 10_000)).toBeUndefined(); // its caller still holds it
+    release();
+    release(); // once: a second call must not put it there twice
+    expect(pool.freeBytes).toBe(0); // not a body buffer for take()
+    expect(pool.takeSpare(5001, 10_000)).toBeUndefined(); // too small
+    expect(pool.takeSpare(1000, 4999)).toBeUndefined(); // too large
+    expect(pool.takeSpare(2500, 5000)).toBe(page.buffer);
+    expect(pool.takeSpare(1, 10_000)).toBeUndefined(); // handed out once
+    expect(pool.sparesTaken).toBe(1);
+  });
+
   it('keeps nothing once idle', async () => {
     const pool = new BodyPool(1000, 20);
     pool.release(pool.take(10_000));
@@ -167,17 +182,37 @@ describe('pages written whole by their worker', () => {
     expect(first.every(writtenWhole)).toBe(true);
     expect(new Set(first.map((p) => p.body.buffer)).size).toBe(first.length);
     const copies = first.map((p) => Buffer.from(p.body));
-    // More pages at once, the first ones' callers done with theirs.
-    for (const p of first) p.release?.();
+    // More pages at once while the first ones' callers still hold theirs: never written into.
     const later = await Promise.all(seqs.map((s) => whole.pageBuffer('w', at(s + 75))));
     expect(later.every(writtenWhole)).toBe(true);
     for (const p of later) expect(first.some((f) => f.body.buffer === p.body.buffer)).toBe(false);
     for (const [i, p] of first.entries()) expect(p.body.equals(copies[i] as Buffer)).toBe(true);
+    for (const p of first) p.release?.();
     // The same bytes as the assembled pages, one at a time (two slices each) and at once.
     for (const [i, s] of seqs.entries()) expect((await assembled.pageBuffer('w', at(s))).body.equals(copies[i] as Buffer)).toBe(true);
     const together = await Promise.all(seqs.map((s) => assembled.pageBuffer('w', at(s + 75))));
     // (Its bodies come from the pool: buffers with room beyond the body, so writtenWhole cannot tell them.)
     for (const [i, p] of together.entries()) expect(p.body.equals((later[i] as PageBuffer).body)).toBe(true);
+  });
+
+  it('go back to the workers once released, and later pages written into them are right', async () => {
+    const bodies = (whole as unknown as { pages: { bodies: BodyPool } }).pages.bodies;
+    const taken = bodies.sparesTaken;
+    const first = await Promise.all(seqs.map((s) => whole.pageBuffer('w', at(s))));
+    const kept = first.slice(0, 4);
+    const keptCopies = kept.map((p) => Buffer.from(p.body));
+    // Callers done with all but four: their buffers are spares for the next pages' tasks.
+    for (const p of first.slice(4)) p.release?.();
+    for (let round = 0; round < 3; round++) {
+      const next = await Promise.all(seqs.map((s) => whole.pageBuffer('w', at(s + 37 * (round + 1)))));
+      expect(next.every(writtenWhole)).toBe(true);
+      for (const [i, p] of next.entries()) expect(p.body.equals((await assembled.pageBuffer('w', at((seqs[i] as number) + 37 * (round + 1)))).body)).toBe(true);
+      for (const p of next) p.release?.();
+    }
+    expect(bodies.sparesTaken).toBeGreaterThan(taken);
+    // The four still held were never handed back: their bytes are their pages'.
+    for (const [i, p] of kept.entries()) expect(p.body.equals(keptCopies[i] as Buffer)).toBe(true);
+    for (const p of kept) p.release?.();
   });
 
   it('begin with a run as the assembled pages do', async () => {

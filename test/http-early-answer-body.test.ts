@@ -73,14 +73,7 @@ describe('an early answer to a large or unknown body', () => {
     ['415 an unknown Content-Encoding, chunked', ['POST /v1/sessions/s1/events HTTP/1.1', 'Host: x', AUTH, 'Content-Type: application/json', 'Content-Encoding: zstd'], 'chunked', 415, 'unsupported_media_type'],
   ];
   it.each(cases)('%s: answered with Connection: close; the server reads at most the lingering bound', async (what, lines, framing, status, code) => {
-    const r = await floodAfter(server.port, lines, framing);
-    const answer = parseResponse(r.received, true)?.answer;
-    expectSpecError(answer, status, code, what);
-    expect(answer?.headers.connection, what).toBe('close');
-    // Cut (a reset or a broken pipe) after at most the bound plus what the socket buffers hold
-    // and the 256 KiB read before the answer; before, node read on to the client's 512 MiB.
-    expect(r.error, what).toMatch(/^(ECONNRESET|EPIPE)$/);
-    expect(r.bytes, what).toBeLessThan(LINGER_BYTES + 32 * MiB);
+    await expectLingeringAnswer(server.port, what, lines, framing, status, code);
   }, 60_000);
 
   it('a client that writes a 1 MiB body whole before reading reads its 401', async () => {
@@ -141,12 +134,7 @@ describe('a request with a body to no route', () => {
     ['POST to a path only GET answers, 1 GiB declared', ['POST /v1/sessions/s1/page HTTP/1.1', 'Host: x', AUTH, 'Content-Type: application/json'], 'length', 405, 'method_not_allowed'],
   ];
   it.each(cases)('%s: answered at once with Connection: close; the server reads at most the lingering bound', async (what, lines, framing, status, code) => {
-    const r = await floodAfter(server.port, lines, framing);
-    const answer = parseResponse(r.received, true)?.answer;
-    expectSpecError(answer, status, code, what);
-    expect(answer?.headers.connection, what).toBe('close');
-    expect(r.error, what).toMatch(/^(ECONNRESET|EPIPE)$/);
-    expect(r.bytes, what).toBeLessThan(LINGER_BYTES + 32 * MiB);
+    await expectLingeringAnswer(server.port, what, lines, framing, status, code);
   }, 60_000);
 
   it('a 1 MiB body declared and never sent: the 404 comes without it (the body is not waited for)', async () => {
@@ -181,3 +169,17 @@ describe('a request with a body to no route', () => {
     }
   }, 30_000);
 });
+
+/**
+ * An endless body after `lines`: the answer is the SPEC error `status`/`code` with Connection: close, and
+ * the server cuts the client (a reset or a broken pipe) after at most the lingering bound plus what the
+ * socket buffers hold and the 256 KiB read before the answer (before, node read on to the client's 512 MiB).
+ */
+async function expectLingeringAnswer(port: number, what: string, lines: string[], framing: 'length' | 'chunked', status: number, code: string): Promise<void> {
+  const r = await floodAfter(port, lines, framing);
+  const answer = parseResponse(r.received, true)?.answer;
+  expectSpecError(answer, status, code, what);
+  expect(answer?.headers.connection, what).toBe('close');
+  expect(r.error, what).toMatch(/^(ECONNRESET|EPIPE)$/);
+  expect(r.bytes, what).toBeLessThan(LINGER_BYTES + 32 * MiB);
+}

@@ -107,9 +107,11 @@ describe('optimized page-path code and object shapes', () => {
   it("the planner's warm-up sets off no compile of its own warm-up-only code (it would finish during the first real page)", () => {
     // Traced: syntheticSidecar, marked hot by its large sidecar's loop, was called again at the end of
     // the warm-up, and that call began its compile: ~100 ms of a helper thread and the main thread's
-    // finishing of it landed in the first real page. Compiled on stack (OSR) while it runs is fine.
+    // finishing of it landed in the first real page. Nor on stack (OSR) while its loop runs: 16-43 ms
+    // of a helper thread in every traced start, aborted in 23 of 24 and never used (issue 13's cold
+    // page, docs/benchmarks.md "same (thirteenth session)").
     const out = execFileSync(process.execPath, ['--trace-opt', resolve(here, 'helpers/planner-warmup-trace.mjs'), dist], { encoding: 'utf8' });
-    expect(out.split('\n').filter((l) => /compiling method .*<JSFunction syntheticSidecar .*\(target TURBOFAN\), mode/.test(l))).toEqual([]);
+    expect(out.split('\n').filter((l) => /compiling method .*<JSFunction syntheticSidecar .*\(target TURBOFAN\)/.test(l))).toEqual([]);
   }, 60_000);
 
   it("the planner's warm-up ends with its walk (walkPage) optimized, and its code survives the collection that ends the store's warm-up", () => {

@@ -337,4 +337,23 @@ describe('store warm-up', () => {
     // A pass without the page path (warm-up.ts) waits for both.
     expect(await warmUpPlanner(12, false, tier)).toBe(12);
   }, 60_000);
+
+  it("a walk deoptimized by the pass's last, tiny walk is compiled again before the pass ends (not beside the first real page); one still optimized is left alone", async () => {
+    // V8's answer for walkPage: optimized when the rounds ask, then `after` when asked after the tiny walk.
+    const run = async (after: Tier): Promise<unknown[]> => {
+      const asked: unknown[] = [];
+      let walkAsks = 0;
+      const tier = (f: unknown): Tier => (f === walkPage ? (walkAsks++ === 0 ? 'optimized' : after) : 'optimized');
+      const optimize = (f: unknown): boolean => {
+        asked.push(f);
+        return true;
+      };
+      expect(await warmUpPlanner(12, false, tier, true, optimize)).toBe(3);
+      return asked;
+    };
+    expect(await run('not-optimized')).toEqual([walkPage]);
+    expect(await run('optimized')).toEqual([]);
+    // Being compiled already: nothing asked (V8 is at it).
+    expect(await run('compiling')).toEqual([]);
+  }, 60_000);
 });

@@ -101,6 +101,31 @@ export function optimizeOnNextCall(f: (...args: never[]) => unknown, concurrent 
   }
 }
 
+let neverOptimizer: ((f: unknown) => unknown) | null | undefined;
+
+/**
+ * Ask V8 never to optimize `f` (%NeverOptimizeFunction), on-stack replacement included; false when
+ * this V8 cannot be asked. For warm-up-only code with a long loop: V8 compiled the planner warm-up's
+ * sidecar builder on a helper thread while its loop ran, 16-43 ms of TurboFan in every traced start
+ * that nothing used (aborted in 23 of 24, the loop done before it in the last), on the two cores the
+ * workers warm up on, once finishing inside the first real page (docs/benchmarks.md, "same
+ * (thirteenth session)").
+ */
+export function neverOptimize(f: (...args: never[]) => unknown): boolean {
+  if (neverOptimizer === undefined) {
+    // Probed on a throwaway function of its own.
+    neverOptimizer = nativeFunction('%NeverOptimizeFunction(f);', (made) => made((x: number) => x + 1));
+  }
+  if (neverOptimizer === null) return false;
+  try {
+    neverOptimizer(f);
+    return true;
+  } catch {
+    neverOptimizer = null;
+    return false;
+  }
+}
+
 /** Where `f` is in V8's tiers; null when this V8 cannot say. */
 export function tierOf(f: (...args: never[]) => unknown): Tier | null {
   if (status === undefined) status = statusFunction();

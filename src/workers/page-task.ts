@@ -400,7 +400,13 @@ export function runPageTask(task: SliceTask | CompressTask): SliceResult {
   // docs/benchmarks.md, issue 13, "same (twelfth session)").
   const large = task.inPlace === true;
   const copyOut = large && len >= COPY_OUT_BYTES;
-  const out = copyOut && held.length > 0 ? (spareOut ?? NO_SPARE) : null;
+  // A small whole page (SliceTask.pageHead) is written into a handed-back result when there is one:
+  // the main thread hands consumed small pages back (store/body-pool.ts spares), so the buffers go
+  // round instead of each page bringing the main thread fresh external memory, which V8 counts
+  // toward a full collection (every ~64 MB: ~8 a second at 16 random pages in flight,
+  // docs/benchmarks.md "ready (thirteenth session)").
+  const wholeOut = !large && task.pageHead !== '' && spareOut !== null;
+  const out = copyOut && held.length > 0 ? (spareOut ?? NO_SPARE) : wholeOut ? spareOut : null;
   if (out !== null) spareOut = null;
   let result: SliceResult;
   const coder = pageCoder(task);
@@ -413,6 +419,8 @@ export function runPageTask(task: SliceTask | CompressTask): SliceResult {
     return corrupt(atOffset, atSeq, task.endSeq, `the decoder failed on the frame at offset ${atOffset}: ${(err as Error)?.message ?? String(err)}`, 'decoder');
   }
   keepSmallCursor();
+  // Too small for this page (finishPage took a fresh buffer): kept for the next.
+  if (wholeOut && result !== out) spareOut = out;
   // The output coding: the slice's sections compressed here, where they were built (slice-compress.ts).
   if (task.coding !== CODING_NONE && coder?.used !== true && result instanceof ArrayBuffer) result = codeSlice(result, task.coding, task.level, result === arena.buffer ? len : 0);
   if (result === arena.buffer || arena.length > KEEP_ARENA_BYTES) {

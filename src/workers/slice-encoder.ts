@@ -341,7 +341,8 @@ export class SliceEncoder {
     const headerBytes = Buffer.from(JSON.stringify(h), 'utf8');
     const codedBytes = coded === null ? 0 : coded.length;
     const total = pageBytes + codedBytes + headerBytes.length + RESULT_TRAILER_BYTES;
-    const buf = out !== null && out.byteLength >= total ? Buffer.from(out) : Buffer.allocUnsafeSlow(total);
+    // A handed-back buffer too small for this page: a fresh one with a quarter more room, to go round in its place.
+    const buf = out === null ? Buffer.allocUnsafeSlow(total) : out.byteLength >= total ? Buffer.from(out) : Buffer.allocUnsafeSlow(total + (total >>> 2));
     if (page !== null) {
       buf.set(page, 0);
       buf.set(coded as Buffer, pageBytes);

@@ -9,7 +9,9 @@
  *   └─ api    bearer auth, page admission (admission.ts), load shedding, /v1 routes, follow (SSE), /metrics
  *
  * In front of fastify's request handler, page and follow requests that
- * admission would shed at once are answered without it (fast-shed.ts).
+ * admission would shed at once are answered without it (fast-shed.ts), and
+ * so are page requests the page route would answer from its common path
+ * (fast-page.ts, with the route's own answer: page-answer.ts).
  *
  * The app does not own the store: `shutdown(app, store)` closes the app
  * (stop accepting, end follow streams, finish in-flight pages and appends)
@@ -24,6 +26,7 @@ import { Admission } from './admission.js';
 import { addAuth, tokenChecker } from './auth.js';
 import { registerCors } from './cors.js';
 import { errorsPlugin } from './errors.js';
+import { fastPager } from './fast-page.js';
 import { fastShedder, installFastShed } from './fast-shed.js';
 import { KEEP_ALIVE_DRAIN_BYTES } from './early-answer.js';
 import { clientErrorHandler, frameworkErrors, refuseConnect } from './framework-errors.js';
@@ -36,6 +39,7 @@ import { addValidation, AJV_OPTIONS } from './validation.js';
 import { precompiledValidators } from './route-validators.js';
 import { FollowHub } from './follow.js';
 import { ServerMetrics, metricsPlugin, metricsRoute } from './metrics.js';
+import { PageEncoder } from './page-encoding.js';
 import { addOpenApi, openapiRoute } from './openapi.js';
 import { IN_FLIGHT_PER_THREAD, nodeTimeouts, resolveOptions, type ResolvedOptions, type ServerOptions } from './options.js';
 import { LoadMonitor, ShedPacer, type OverloadPolicy } from './overload.js';
@@ -115,13 +119,14 @@ export function buildServer(store: Store, options: ServerOptions = {}): FastifyI
   // from 'connection': serve's server accepts connections before this app is built (early-listen.ts).
   let connections = 0;
   const counted = new WeakSet<object>();
-  app.server.on('request', (req: import('node:http').IncomingMessage) => {
+  const seen = (req: import('node:http').IncomingMessage) => {
     const socket = req.socket;
     if (counted.has(socket)) return;
     counted.add(socket);
     connections++;
     socket.once('close', () => connections--);
-  });
+  };
+  app.server.on('request', seen);
   store.setClientCount?.(() => connections);
   const routeTable = new RouteTable();
   app.addHook('onRoute', (route) => routeTable.add(route.method, route.url ?? route.path));
@@ -139,13 +144,29 @@ export function buildServer(store: Store, options: ServerOptions = {}): FastifyI
   app.decorate('pagerState', { options: o, metrics, hub, monitor, admission, routes: routeTable });
   const pacer = new ShedPacer(o.shedDelayMs, Math.max(o.shedDelayMs, o.maxShedDelayMs), o.retryAfterSeconds * 1000);
   let closing = false;
-  // What admission would shed at once is answered before fastify sees it (fast-shed.ts); with
-  // CORS on, shed answers go through the framework, which adds its headers.
+  let ready = false;
+  // What admission would shed at once is answered before fastify sees it (fast-shed.ts), and so
+  // is a page request the route would answer from its common path (fast-page.ts); with CORS on,
+  // both go through the framework, which adds its headers.
   if (admission !== null && o.corsOrigin === null) {
-    installFastShed(
-      app.server,
-      fastShedder({ admission, pacer, authorized: tokenChecker(o.token), maxUrlLength: o.maxUrlLength, retryAfterSeconds: o.retryAfterSeconds, metrics, closing: () => closing }),
-    );
+    const authorized = tokenChecker(o.token);
+    const shed = fastShedder({ admission, pacer, authorized, maxUrlLength: o.maxUrlLength, retryAfterSeconds: o.retryAfterSeconds, metrics, closing: () => closing });
+    const page = fastPager({
+      pages: { store, metrics, encoder: new PageEncoder(o.compression), compression: o.compression },
+      admission,
+      pacer,
+      policy,
+      authorized,
+      maxUrlLength: o.maxUrlLength,
+      pageTimeoutMs: o.pageTimeoutMs,
+      retryAfterSeconds: o.retryAfterSeconds,
+      metrics,
+      log: app.log,
+      ready: () => ready,
+      closing: () => closing,
+      seen,
+    });
+    installFastShed(app.server, (req, res) => shed(req, res) || page(req, res));
   }
 
   app.register(errorsPlugin, { metrics, retryAfterSeconds: o.retryAfterSeconds, routes: routeTable });
@@ -198,6 +219,7 @@ export function buildServer(store: Store, options: ServerOptions = {}): FastifyI
   app.register(async (last) => {
     last.addHook('onReady', async () => {
       monitor.reset();
+      ready = true;
     });
   });
 

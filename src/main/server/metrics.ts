@@ -16,12 +16,11 @@ import type { Admission } from './admission.js';
 import { globalPlugin } from './plugin.js';
 import { isWarmupRequest } from './route-warmup.js';
 import { lastAnswered } from './shape-keepers.js';
+import { histogramSeries, type SeriesObserver } from './prom-series.js';
 
 const P = 'session_pager_';
-const PHASE_LABELS = Object.fromEntries(['plan', 'read', 'decode', 'pool', 'assemble', 'total', 'code'].map((phase) => [phase, { phase }])) as Record<
-  'plan' | 'read' | 'decode' | 'pool' | 'assemble' | 'total' | 'code',
-  { phase: string }
->;
+const PHASES = ['plan', 'read', 'decode', 'pool', 'assemble', 'total', 'code'] as const;
+type Phase = (typeof PHASES)[number];
 
 export class ServerMetrics {
   readonly registry = new prom.Registry();
@@ -39,23 +38,38 @@ export class ServerMetrics {
   readonly appendedEvents: Counter;
   readonly aborted: Counter<'route'>;
   readonly notModified: Counter<'route'>;
+  /** pageEvents' and pageBytes' one series each, bound once (prom-series.ts). */
+  private readonly eventsSeries: SeriesObserver;
+  private readonly bytesSeries: SeriesObserver;
+  /** pagePhase's series, one a phase, bound once (prom-series.ts: a page observes 6 or 7 of them). */
+  private readonly phases: Record<Phase, SeriesObserver>;
+  /** httpDuration's GET series by route and status, bound as first used (the direct page path's). */
+  private readonly getDurations = new Map<string, Map<number, SeriesObserver>>();
+
+  /** httpDuration's series of GET answers on `route` with `status` (bound once: prom-series.ts). */
+  getDuration(route: string, status: number): SeriesObserver {
+    let byStatus = this.getDurations.get(route);
+    if (byStatus === undefined) this.getDurations.set(route, (byStatus = new Map()));
+    let series = byStatus.get(status);
+    if (series === undefined) byStatus.set(status, (series = histogramSeries(this.httpDuration, { method: 'GET', route, status_code: String(status) })));
+    return series;
+  }
 
   /** A page answered on `route`: count it, its size and, when it was built for this request, its phases. */
   observePage(route: string, pb: PageBuffer): void {
     this.pagesServed.inc({ route });
-    this.pageEvents.observe(pb.toSeq - pb.fromSeq);
-    this.pageBytes.observe(pb.body.length);
+    this.eventsSeries.observe(pb.toSeq - pb.fromSeq);
+    this.bytesSeries.observe(pb.body.length);
     const t = pb.timing;
     if (t === undefined) return;
-    // One labels object per phase, made once (prom-client keys a series by its labels' values).
-    const l = PHASE_LABELS;
-    this.pagePhase.observe(l.plan, t.plan / 1000);
-    this.pagePhase.observe(l.read, t.read / 1000);
-    this.pagePhase.observe(l.decode, t.decode / 1000);
-    this.pagePhase.observe(l.pool, t.pool / 1000);
-    this.pagePhase.observe(l.assemble, t.assemble / 1000);
-    this.pagePhase.observe(l.total, t.total / 1000);
-    if (t.code !== undefined) this.pagePhase.observe(l.code, t.code / 1000);
+    const p = this.phases;
+    p.plan.observe(t.plan / 1000);
+    p.read.observe(t.read / 1000);
+    p.decode.observe(t.decode / 1000);
+    p.pool.observe(t.pool / 1000);
+    p.assemble.observe(t.assemble / 1000);
+    p.total.observe(t.total / 1000);
+    if (t.code !== undefined) p.code.observe(t.code / 1000);
   }
 
   constructor(store: Store, monitor: LoadMonitor, readiness?: Readiness, admission: () => Admission | null = () => null) {
@@ -94,6 +108,10 @@ export class ServerMetrics {
       buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1],
       registers,
     });
+    this.eventsSeries = histogramSeries(this.pageEvents, {});
+    this.bytesSeries = histogramSeries(this.pageBytes, {});
+    // Bound only: a series appears in /metrics with its first observation, as before.
+    this.phases = Object.fromEntries(PHASES.map((phase) => [phase, histogramSeries(this.pagePhase, { phase })])) as Record<Phase, SeriesObserver>;
     this.errors = new prom.Counter({ name: `${P}errors_total`, help: 'Error responses by code', labelNames: ['code'], registers });
     this.followStreams = new prom.Gauge({ name: `${P}follow_streams`, help: 'Open follow (SSE) streams', registers });
     this.followEvents = new prom.Counter({ name: `${P}follow_events_sent_total`, help: 'Events written to follow streams', registers });
@@ -215,7 +233,8 @@ export const metricsPlugin = globalPlugin('session-pager-metrics', async (app: F
     }
     // Shed answers are counted (errors_total{code="overloaded"}), not logged one by one: a storm of them must not cost a log line each.
     const level = route === '/healthz' || route === '/livez' || route === '/readyz' || route === '/metrics' || reply.statusCode === 503 ? 'debug' : 'info';
-    // Below the logger's level (serve's default is warn, and benches run there) the line's object is not built.
+    // Below the logger's level (benches run at warn; serve's default is info) the line's object is not built.
+    // fast-page.ts writes the same line for the pages it answers: a change here goes there too.
     const log = request.log as { isLevelEnabled?: (l: string) => boolean };
     if (typeof log.isLevelEnabled === 'function' && !log.isLevelEnabled(level)) return done();
     request.log[level](

@@ -33,6 +33,7 @@
  * when there is one): the representation the client holds, which a cache
  * picks by it to freshen (RFC 9111 4.3.4).
  */
+import * as cryptoModule from 'node:crypto';
 import { createHash } from 'node:crypto';
 import { createRequire } from 'node:module';
 import type { FastifyReply } from 'fastify';
@@ -56,12 +57,18 @@ const CODE = `${packageVersion()}/${PAGE_BYTES_REVISION}`;
 export const IMMUTABLE = 'private, max-age=31536000, immutable';
 export const REVALIDATE = 'no-cache';
 
+/**
+ * SHA-256 of a string in base64url: the same bytes either way. Node's one-shot `crypto.hash`
+ * (20.12 and later) makes no Hash object; a page's digest is computed once a request, and the
+ * Hash object and its three calls cost several times the digest (~1.5 against ~5-10 us on this
+ * machine: docs/benchmarks.md, "proof (thirteenth session, 2026-12-03)").
+ */
+const oneShot = (cryptoModule as { hash?: (algorithm: string, data: string, encoding: 'base64url') => string }).hash;
+const sha256 = oneShot !== undefined ? (s: string) => oneShot('sha256', s, 'base64url') : (s: string) => createHash('sha256').update(s).digest('base64url');
+
 /** The digest naming a page: representation-independent (the coding suffix is added by `etagFor`). */
 export function pageDigest(id: string, incarnation: string, r: ResolvedParams): string {
-  return createHash('sha256')
-    .update(`${CODE}\0${id}\0${incarnation}\0${r.throughSeq}:${r.end}:${r.maxMessages}:${r.maxBytes ?? ''}`)
-    .digest('base64url')
-    .slice(0, 27);
+  return sha256(`${CODE}\0${id}\0${incarnation}\0${r.throughSeq}:${r.end}:${r.maxMessages}:${r.maxBytes ?? ''}`).slice(0, 27);
 }
 
 /** A page validated by its bytes (a store without `pageVersion`). */

@@ -5,7 +5,6 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { PagerError } from '../../core/errors.js';
 import { MAX_NESTING_DEPTH, nestingMessage, valueNestingExceeds } from '../../core/nesting.js';
-import { resolvePageParams } from '../../core/page-rule.js';
 import type { PageParams, SessionEvent } from '../../core/types.js';
 import { assertSessionId } from '../paths.js';
 import type { Store } from '../store-types.js';
@@ -15,8 +14,9 @@ import { parseLastEventId } from './follow.js';
 import type { ServerMetrics } from './metrics.js';
 import type { ResolvedOptions } from './options.js';
 import { checkLoop, checkPool, holdShed, type OverloadPolicy, type ShedPacer } from './overload.js';
-import { addVary, bodyDigest, etagFor, noneMatch, notModifiedTag, pageDigest, setPageCaching } from './page-caching.js';
-import { levelFor, negotiate, PageEncoder } from './page-encoding.js';
+import { answerPage, type PageAnswerContext } from './page-answer.js';
+import { addVary, setPageCaching } from './page-caching.js';
+import { negotiate, PageEncoder } from './page-encoding.js';
 import { isWarmupRequest } from './route-warmup.js';
 import { APPEND_SCHEMA, CATALOG_SCHEMA, CREATE_SCHEMA, FOLLOW_SCHEMA, INFO_SCHEMA, PAGE_SCHEMA } from './schemas.js';
 
@@ -51,6 +51,7 @@ function pageParams(q: Record<string, unknown>): PageParams {
 
 export async function routes(app: FastifyInstance, o: RoutesOptions): Promise<void> {
   const encoder = new PageEncoder(o.opts.compression);
+  const pages: PageAnswerContext = { store: o.store, metrics: o.metrics, encoder, compression: o.opts.compression };
   const { store, metrics, policy, hub } = o;
   // Shedding runs before the body is read: an overloaded server does not parse 16 MiB first.
   // A shed answer leaves no sooner than shedDelayMs after the request came (overload.ts: holdShed).
@@ -144,60 +145,25 @@ export async function routes(app: FastifyInstance, o: RoutesOptions): Promise<vo
     const id = sessionId(request);
     // Ranges that depend on the session (throughSeq past the last committed seq) are checked by the store.
     const params = pageParams(request.query as Record<string, unknown>);
-    // The coding depends on Accept-Encoding alone (not on the page's size); the digest If-None-Match is compared with is known before the page.
-    const encoding = negotiate(request.headers['accept-encoding']);
-    const pinned = params.throughSeq !== undefined;
-    const version = store.pageVersion === undefined ? undefined : await store.pageVersion(id, params.throughSeq);
-    // The page is built from the reads this version came from (Store.pageBuffer): its cut is this one.
-    let asked: { throughSeq: number; digest: string } | null = null;
-    if (version !== undefined && version.servable) {
-      const r = resolvePageParams(params, version.nextSeq - 1);
-      asked = { throughSeq: r.throughSeq, digest: pageDigest(id, version.incarnation, r) };
-      const matched = noneMatch(request.headers['if-none-match'], asked.digest, encoding);
-      if (matched !== null) {
-        // Not built, not read: the client holds these identity bytes (in some coding: weak comparison).
-        if (!isWarmupRequest(request)) metrics.notModified.inc({ route: '/v1/sessions/:id/page' });
-        setPageCaching(reply, notModifiedTag(matched, asked.digest, encoding), pinned);
-        return reply.code(304).send();
-      }
-    }
-    // Built in that coding: gzip and zstd by the page workers as they build its slices; kept with the prepared page.
-    const pb = await store.pageBuffer(id, params, request.signal, encoding === null ? undefined : { encoding, levels: o.opts.compression }, version);
-    // The body's memory may take a later page only once the response is done with it: 'close'
-    // comes after the socket's last write has completed (or been cancelled with the socket). A
-    // response already closed (the client left, a timeout answered) never releases: the body is
-    // then the collector's, which is always safe.
-    if (pb.release !== undefined && !reply.raw.destroyed && !reply.raw.writableFinished) reply.raw.once('close', pb.release);
-    if (reply.sent) return reply; // timed out or the client went away meanwhile
-    const events = pb.toSeq - pb.fromSeq;
-    if (request.pager) request.pager.page = { fromSeq: pb.fromSeq, toSeq: pb.toSeq, events, bytes: pb.body.length, frames: pb.frames };
-    metrics.observePage('/v1/sessions/:id/page', pb);
-    // The tag of what was built: an append since the check above moved an unpinned cut.
-    const digest =
-      version === undefined ? bodyDigest(pb.body) : asked !== null && asked.throughSeq === pb.throughSeq ? asked.digest : pageDigest(id, version.incarnation, resolvePageParams(params, pb.throughSeq));
-    if (version === undefined) {
-      const matched = noneMatch(request.headers['if-none-match'], digest, encoding);
-      if (matched !== null) {
-        metrics.notModified.inc({ route: '/v1/sessions/:id/page' });
-        setPageCaching(reply, notModifiedTag(matched, digest, encoding), pinned);
-        return reply.code(304).send();
-      }
-    }
-    // Compressed forms are kept with the prepared page, so a cached page is compressed once, not
-    // per request. A store that gave none: in one stream here, at the level for the body's length.
-    const form =
-      encoding === null
-        ? null
-        : pb.encoded?.encoding === encoding
-          ? pb.encoded
-          : { encoding, body: await encoder.encode(pb.body, encoding), level: levelFor(encoding, pb.body.length, o.opts.compression), pieces: null };
-    if (reply.sent) return reply;
-    // The coded tag names the form's level and cuts (page-caching.ts): one tag, one byte sequence.
-    setPageCaching(reply, etagFor(digest, form), pinned);
+    const a = await answerPage(pages, {
+      id,
+      params,
+      acceptEncoding: request.headers['accept-encoding'],
+      ifNoneMatch: request.headers['if-none-match'],
+      signal: request.signal,
+      res: reply.raw,
+      answered: () => reply.sent,
+      counted: !isWarmupRequest(request),
+    });
+    if (a === null) return reply;
+    setPageCaching(reply, a.etag, a.pinned);
+    if (a.status === 304) return reply.code(304).send();
+    const pb = a.pb;
+    if (request.pager) request.pager.page = { fromSeq: pb.fromSeq, toSeq: pb.toSeq, events: pb.toSeq - pb.fromSeq, bytes: pb.body.length, frames: pb.frames };
     // The prepared body goes out as it is; never re-serialized.
     reply.type('application/json; charset=utf-8');
-    if (form === null) return reply.send(pb.body);
-    return reply.header('content-encoding', form.encoding).send(form.body);
+    if (a.encoding === null) return reply.send(a.body);
+    return reply.header('content-encoding', a.encoding).send(a.body);
   });
 
   app.get('/v1/sessions/:id/follow', { onRequest: admitPage, exposeHeadRoute: false, schema: FOLLOW_SCHEMA }, async (request: FastifyRequest, reply: FastifyReply) => {

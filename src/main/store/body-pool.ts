@@ -32,9 +32,21 @@ const HEADROOM = 1 / 8;
 /** Buffers are whole 4 KiB pages. */
 const ROUND = 4096;
 
+/**
+ * Small whole pages' result buffers (`spareReleaser`) kept, once released, to go back to the workers with
+ * later tasks (`takeSpare`): at most this many, and this many bytes. Pages built at once each hold
+ * one; 16 in flight over two workers took ~10.
+ */
+const MAX_SPARES = 16;
+const MAX_SPARES_BYTES = 8 * 1024 * 1024;
+
 export class BodyPool {
   /** Buffers no one holds, most recently released last. */
   private readonly free: ArrayBuffer[] = [];
+  /** Released whole pages' result buffers (spareReleaser, takeSpare). */
+  private readonly spares: ArrayBuffer[] = [];
+  /** Spares handed back to the workers (tests and benches read this). */
+  sparesTaken = 0;
   /** Holders of each buffer handed out. Weak: a body never released is the collector's. */
   private readonly holders = new WeakMap<ArrayBuffer, number>();
   private readonly idle: NodeJS.Timeout;
@@ -50,6 +62,7 @@ export class BodyPool {
     // Idle: no body released for idleMs (each release starts the wait again).
     this.idle = setTimeout(() => {
       this.free.length = 0;
+      this.spares.length = 0;
     }, idleMs);
     this.idle.unref();
   }
@@ -72,6 +85,40 @@ export class BodyPool {
     } else this.reused++;
     this.holders.set(ab, 1);
     return Buffer.from(ab, 0, n);
+  }
+
+  /**
+   * `release` for the one holder of a small whole page's body, a view of its worker's result buffer
+   * (page-service.ts; a page the prepared-page cache does not keep): once called, the buffer is a
+   * spare for a later task (`takeSpare`). A buffer moved to a worker and back does not add to V8's
+   * external memory, where each fresh result did (page-task.ts). No count and no weak map: a body
+   * whose holder never releases is simply the collector's (a WeakMap entry a page cost the in-process
+   * bench's pages, which are never released, ~5% at 1 in flight: docs/benchmarks.md, "ready
+   * (thirteenth session)").
+   */
+  spareReleaser(body: Buffer): () => void {
+    let ab: ArrayBuffer | null = body.buffer as ArrayBuffer;
+    return () => {
+      if (ab === null) return;
+      this.spares.push(ab);
+      ab = null;
+      let bytes = this.spares.reduce((a, b) => a + b.byteLength, 0);
+      while (this.spares.length > MAX_SPARES || bytes > MAX_SPARES_BYTES) bytes -= (this.spares.shift() as ArrayBuffer).byteLength;
+      this.idle.refresh();
+    };
+  }
+
+  /** A released result buffer of at least `min` and at most `max` bytes, no longer held by anyone, to hand to a worker (moved: it is this caller's). */
+  takeSpare(min: number, max: number): ArrayBuffer | undefined {
+    for (let i = this.spares.length - 1; i >= 0; i--) {
+      const b = this.spares[i] as ArrayBuffer;
+      if (b.byteLength >= min && b.byteLength <= max) {
+        this.spares.splice(i, 1);
+        this.sparesTaken++;
+        return b;
+      }
+    }
+    return undefined;
   }
 
   /** One more holder of `body` (the prepared-page cache); a body not from here is ignored. */

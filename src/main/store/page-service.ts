@@ -292,8 +292,10 @@ export class PageService {
       );
     }
     for (const t of tasks) {
-      if (t.end - t.start >= this.inPlaceBytes) t.inPlace = true;
-      const spare = this.spares.pop();
+      const len = t.end - t.start;
+      if (len >= this.inPlaceBytes) t.inPlace = true;
+      // A small whole page is written into a consumed one's buffer when one of about its size is free (body-pool.ts adopt).
+      const spare = this.spares.pop() ?? (t.pageHead !== '' && !t.inPlace ? this.bodies.takeSpare(len, 2 * len) : undefined);
       if (spare !== undefined) t.arena = spare;
     }
     if (tasks.length === 1) return [await runSlice(this.pool, tasks[0] as SliceTask, true)];
@@ -427,6 +429,9 @@ export class PageService {
     let body: Buffer;
     let encoded: PageBuffer['encoded'];
     let pagePieces: ReturnType<typeof assemblePieces> | null = null;
+    // A page its worker wrote whole: its body is a view of that result buffer, which goes back to
+    // a worker once the caller releases the page (body-pool.ts spareReleaser), unless the cache keeps it.
+    let whole: Uint8Array | null = null;
     try {
       try {
         slices = await decodePlan(plan);
@@ -439,7 +444,7 @@ export class PageService {
         slices = await decodePlan(plan);
       }
       t2 = performance.now();
-      const whole = slices.length === 1 ? (slices[0] as ParsedSlice).page : null;
+      whole = slices.length === 1 ? (slices[0] as ParsedSlice).page : null;
       if (whole !== null) {
         // Written whole by its worker: the result buffer is the body (recycle leaves it alone), no copy.
         body = Buffer.from(whole.buffer, whole.byteOffset, whole.byteLength);
@@ -479,8 +484,11 @@ export class PageService {
       if (encoded !== undefined) prepared.forms = new Map([[encoded.encoding, encoded]]);
       // The cache's hold, taken before it may evict (and so release) anything.
       this.bodies.hold(body);
-      if (!this.pageCache.set(key, prepared, r.throughSeq === view.nextSeq - 1 && r.end === r.throughSeq + 1)) this.bodies.release(body);
-    }
+      if (!this.pageCache.set(key, prepared, r.throughSeq === view.nextSeq - 1 && r.end === r.throughSeq + 1)) {
+        this.bodies.release(body);
+        if (whole !== null) page.release = this.bodies.spareReleaser(body);
+      }
+    } else if (whole !== null) page.release = this.bodies.spareReleaser(body);
     if (encoded !== undefined) page.encoded = encoded;
     return page;
   }

@@ -8,7 +8,7 @@ import { encodeEntry } from '../../streams/entry-codec.js';
 import { INDEX_RECORD_BYTES, indexBackward, indexRecords } from '../../streams/frame-index-file.js';
 import { BackwardEntries } from '../../streams/entries-file.js';
 import { ByteLineBlock, parseEntryBytes } from '../../streams/entry-codec.js';
-import { optimizeOnNextCall, tierOf, type Tier } from '../../workers/optimization-status.js';
+import { neverOptimize, optimizeOnNextCall, tierOf, type Tier } from '../../workers/optimization-status.js';
 import { planPage, walkPage } from '../../core/page-planner.js';
 import { checkPlan, spanFits } from '../../core/plan-check.js';
 import { resolvePageParams } from '../../core/page-rule.js';
@@ -199,6 +199,9 @@ export async function warmUpPlanner(
   again = false,
   optimize: (f: (...args: never[]) => unknown) => boolean = tier === tierOf ? optimizeOnNextCall : () => false,
 ): Promise<number> {
+  // Warm-up-only code: its loop's compile (on-stack replacement, 16-43 ms of a helper thread) was
+  // never used, and took CPU from the workers' warm-up and once from the first real page.
+  if (tiny === null) neverOptimize(syntheticSidecar);
   tiny ??= syntheticSidecar(3);
   const kept = sidecar ?? syntheticSidecar(FRAMES);
   sidecar = keep ? kept : null;
@@ -218,6 +221,15 @@ export async function warmUpPlanner(
   // `serve` it was compiled again from that feedback and then discarded at the store's closing
   // collection ("weak objects") in 5 of 6 traced starts: the first real page compiled it again
   // (docs/benchmarks.md, issue 12 start-up, the planner's last walk).
-  if (!keep) await planOver(tiny, 1, 1);
+  if (!keep) {
+    await planOver(tiny, 1, 1);
+    // That walk still deoptimized walkPage now and then ("wrong map", in 2 of 14 traced
+    // processes): the first real page then walked unoptimized while V8 compiled the walk again
+    // on a helper thread beside it (12-20 ms of TurboFan, CPU the page workers needed on two
+    // cores; docs/benchmarks.md, "same (thirteenth session)"). Compiled again here, on this
+    // thread, from feedback that now holds the tiny walk too, and that walk run once more so
+    // the kept instances still hold the tiny sidecar: ~11-17 ms, only in a start where it happened.
+    if (tier(walkPage) === 'not-optimized' && optimize(walkPage)) await planOver(tiny, 1, 1);
+  }
   return ran;
 }
