@@ -88,9 +88,6 @@ function admissionFromEnv(env: NodeJS.ProcessEnv): ServerOptions {
   if (env.SESSION_PAGER_SHED_DELAY_MS !== undefined && env.SESSION_PAGER_SHED_DELAY_MS !== '' && Number.isFinite(d) && d >= 0) out.shedDelayMs = d;
   const dm = Number(env.SESSION_PAGER_MAX_SHED_DELAY_MS ?? '');
   if (env.SESSION_PAGER_MAX_SHED_DELAY_MS !== undefined && env.SESSION_PAGER_MAX_SHED_DELAY_MS !== '' && Number.isFinite(dm) && dm >= 0) out.maxShedDelayMs = dm;
-  // SESSION_PAGER_FOLLOW_SHED_UTILIZATION=X (0: off): new follows shed while the loop is that busy (saturation.ts).
-  const u = Number(env.SESSION_PAGER_FOLLOW_SHED_UTILIZATION ?? '');
-  if (env.SESSION_PAGER_FOLLOW_SHED_UTILIZATION !== undefined && env.SESSION_PAGER_FOLLOW_SHED_UTILIZATION !== '' && Number.isFinite(u) && u >= 0 && u <= 1) out.followShedUtilization = u;
   if (env.SESSION_PAGER_ADMISSION === 'off') return { ...out, admission: false };
   const n = Number(env.SESSION_PAGER_MAX_IN_FLIGHT ?? '');
   const f = Number(env.SESSION_PAGER_QUEUE_FACTOR ?? '');

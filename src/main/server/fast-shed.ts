@@ -38,34 +38,24 @@ export interface FastShedOptions {
   metrics: ServerMetrics;
   /** The server is closing (its own hook answers then). */
   closing: () => boolean;
-  /** New follows are shed while this says the event loop is saturated (saturation.ts); absent: never. */
-  saturated?: () => boolean;
 }
 
 /** The admitted routes (routes.ts: page and follow), GET only; the id is checked by the route when admitted. */
-const ADMITTED_PATH = /^\/v1\/sessions\/[^/?#]+\/(page|follow)(?:\?|$)/;
+const ADMITTED_PATH = /^\/v1\/sessions\/[^/?#]+\/(?:page|follow)(?:\?|$)/;
 
 /** A handler that answers a request admission would shed at once, and says whether it did. */
 export function fastShedder(o: FastShedOptions): (req: IncomingMessage, res: ServerResponse) => boolean {
-  const gateBody = Buffer.from(JSON.stringify({ error: { code: 'overloaded', message: 'server is overloaded (no page slot free soon enough); retry shortly' } }));
-  const loopBody = Buffer.from(JSON.stringify({ error: { code: 'overloaded', message: 'server is overloaded (event loop saturated: no new follows); retry shortly' } }));
+  const body = Buffer.from(JSON.stringify({ error: { code: 'overloaded', message: 'server is overloaded (no page slot free soon enough); retry shortly' } }));
   const retryAfter = String(o.retryAfterSeconds);
-  const gateLength = String(gateBody.length);
-  const loopLength = String(loopBody.length);
+  const length = String(body.length);
   return (req, res) => {
     const url = req.url;
     // A GET with a body goes the framework's way: its answer settles the body (early-answer.ts).
-    if (req.method !== 'GET' || url === undefined || bodyUnread(req) || url.length > o.maxUrlLength) return false;
-    const route = ADMITTED_PATH.exec(url)?.[1];
-    if (route === undefined) return false;
-    // The gate first (its count is admission's); else a new follow while the loop is saturated.
-    const gate = o.admission.shedsAtOnce();
-    if ((!gate && !(route === 'follow' && o.saturated?.() === true)) || o.closing()) return false;
+    if (req.method !== 'GET' || url === undefined || bodyUnread(req) || url.length > o.maxUrlLength || !ADMITTED_PATH.test(url)) return false;
+    if (!o.admission.shedsAtOnce() || o.closing()) return false;
     if (req.httpVersion === '1.1' && req.headers.host === undefined) return false;
     if (!o.authorized(req.headers.authorization)) return false;
-    if (gate) o.admission.countShed();
-    const body = gate ? gateBody : loopBody;
-    const length = gate ? gateLength : loopLength;
+    o.admission.countShed();
     o.metrics.errors.inc({ code: 'overloaded' });
     const socket = req.socket;
     const id = genReqId(req);
@@ -75,11 +65,7 @@ export function fastShedder(o: FastShedOptions): (req: IncomingMessage, res: Ser
       res.end(body);
     };
     // Held as the framework's path holds it (overload.ts: holdShed, ShedPacer).
-    // A follow shed on the loop's word is held a random 0.5-1.5 times the pacer's hold: the
-    // follows shed in one saturated spell, all held alike, came back together as the next burst
-    // (attach at 256 followers, --hold 100: p99 pooled ~40 ms jittered or not at 0.75-0.9; the
-    // spread is what took it to ~18-21 ms at 0.7: docs/benchmarks.md, rel third round).
-    const delay = o.pacer.shed(socket) * (gate ? 1 : 0.5 + Math.random());
+    const delay = o.pacer.shed(socket);
     if (delay > 1) setTimeout(answer, delay);
     else answer();
     return true;

@@ -53,13 +53,6 @@ export interface ServerOptions {
   maxEventLoopLagMs?: number;
   /** How often the event-loop lag is sampled, ms (default 100). */
   lagSampleMs?: number;
-  /**
-   * Shed new follows while the event loop has been busy at least this share
-   * of the last `followShedWindowMs` (default 0.7; 0 disables; saturation.ts).
-   */
-  followShedUtilization?: number;
-  /** The window of followShedUtilization, ms (default 50; sampled every fifth of it). */
-  followShedWindowMs?: number;
   /** Retry-After on `overloaded`, seconds (default 1). */
   retryAfterSeconds?: number;
   /**
@@ -121,8 +114,6 @@ export interface ResolvedOptions {
   maxPoolQueue: number | undefined;
   maxEventLoopLagMs: number;
   lagSampleMs: number;
-  followShedUtilization: number;
-  followShedWindowMs: number;
   retryAfterSeconds: number;
   shedDelayMs: number;
   maxShedDelayMs: number;
@@ -178,8 +169,6 @@ export function resolveOptions(o: ServerOptions = {}): ResolvedOptions {
     maxPoolQueue: o.maxPoolQueue,
     maxEventLoopLagMs: o.maxEventLoopLagMs ?? 500,
     lagSampleMs: o.lagSampleMs ?? 100,
-    followShedUtilization: o.followShedUtilization ?? 0.7,
-    followShedWindowMs: o.followShedWindowMs ?? 50,
     retryAfterSeconds: o.retryAfterSeconds ?? 1,
     shedDelayMs: o.shedDelayMs ?? 500,
     maxShedDelayMs: o.maxShedDelayMs ?? 4_000,
