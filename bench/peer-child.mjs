@@ -4,7 +4,7 @@
 // and the CPU a page cost during each of those lanes, the main thread's and the other threads'
 // (the page workers', the peer's worker threads, V8's and libuv's helpers), from /proc.
 //   node bench/peer-child.mjs <pager|peer|reference|floor> <dataDir> <dbPath> <pagesJson> <seconds>
-import { closeSync, openSync, readFileSync, readSync } from 'node:fs';
+import { closeSync, openSync, readdirSync, readFileSync, readSync } from 'node:fs';
 import { join } from 'node:path';
 import { Worker } from 'node:worker_threads';
 import { threadCpuSecondsOf } from './servers.mjs';
@@ -79,6 +79,10 @@ if (mode === 'pager') {
   let rr = 0;
   concurrent = (p) => new Promise((resolve, reject) => { const id = nextId++; waiting.set(id, { resolve, reject }); workers[rr++ % 2].postMessage({ id, page: p }); });
   close = async () => { reader.close(); await Promise.all(workers.map((w) => w.terminate())); };
+  // Both workers up and their connections open before anything is timed, as the service's page
+  // workers are (openStore, warmUp): until 12-03 the cold page ran while the two threads booted
+  // (~140 ms of CPU between them beside the page's ~140 on the main thread), and waited for a core.
+  await Promise.all(workers.map((w) => new Promise((resolve, reject) => { const id = nextId++; waiting.set(id, { resolve, reject }); w.postMessage({ id }); })));
 } else if (mode === 'reference') {
   const { readWholeLog, referencePage } = await import(new URL('main/reference-reader.js', dist).href);
   one = async (p) => Buffer.from(JSON.stringify(referencePage(await readWholeLog(join(dataDir, 'sessions', `${p.id}.events`)), p.id, p.params))).length;
@@ -108,9 +112,32 @@ if (mode === 'pager') {
 }
 const startupMs = now() - t0;
 const out = { mode, startupMs };
+// The cold page's CPU (ms) on every thread of this process and on the main thread, from each
+// thread's on-CPU ns (/proc/self/task/*/schedstat): beside the wall time, a figure the machine's
+// load does not move (the peer's page runs on the main thread; the service's on the main thread
+// and its page workers).
+const onCpuNs = () => {
+  const m = new Map();
+  for (const tid of readdirSync('/proc/self/task')) {
+    try {
+      m.set(tid, Number(readFileSync(`/proc/self/task/${tid}/schedstat`, 'utf8').split(' ')[0]));
+    } catch {
+      // the thread ended
+    }
+  }
+  return m;
+};
+const coldCpu0 = onCpuNs();
 let t = now();
 out.coldBytes = await one(pages[0]);
 out.coldMs = now() - t;
+{
+  const cpu1 = onCpuNs();
+  let all = 0;
+  for (const [tid, ns] of cpu1) all += ns - (coldCpu0.get(tid) ?? 0);
+  const main = cpu1.get(String(process.pid)) - coldCpu0.get(String(process.pid));
+  out.coldCpuMs = { all: Math.round(all / 1e3) / 1e3, main: Math.round(main / 1e3) / 1e3 };
+}
 out.coldRssMB = peakRssMB();
 const warm = [];
 const deadline = now() + seconds * 500;

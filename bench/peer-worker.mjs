@@ -19,6 +19,12 @@ function owned(buf) {
 }
 
 parentPort.on('message', async ({ id, page, body, encoding }) => {
+  // A message with no page asks only whether this thread is up: its connection is open by now
+  // (the reader is made before this handler), so the answer says the worker is ready.
+  if (page === undefined) {
+    parentPort.postMessage({ id, bytes: 0 });
+    return;
+  }
   try {
     const bytes = reader.page(page.id, page.params);
     if (!body) {

@@ -61,7 +61,7 @@ function attachOnce(base, headers, path, end, holdMs, trace) {
       if (t !== null) t.head = mono();
       if (res.statusCode !== 200) {
         res.on('data', () => undefined);
-        res.on('end', () => done({ status: res.statusCode, ms: performance.now() - start, retryAfter: Number(res.headers['retry-after'] ?? 1) }));
+        res.on('end', () => done({ status: res.statusCode, ms: performance.now() - start, retryAfter: Number(res.headers['retry-after'] ?? 1), bare: res.headers['retry-after'] === undefined }));
         res.on('error', () => done({ status: 0 }));
         return;
       }
@@ -241,10 +241,15 @@ export async function runClients({ base, headers, path, conns, mode, seconds, se
  * they are that window's level's, and only in its measured part (after its `settle` seconds).
  * A wait for Retry-After ends with its window. Per window: 2xx, 503 (and 503s without
  * Retry-After), other, errors, and the admitted latencies.
+ * Attach (`path.scenario` 'attach'): each loop attaches (a connection of its own, the time to the
+ * whole snapshot is the latency), holds the stream `holdMs` x (1 +- `holdJitter`) and attaches
+ * again, as runClients' do; a hold ends with its window at the latest (no stream of one level stays
+ * open into the next level's window), and a level's loops start at random moments within the first
+ * hold of each of its windows, not all at once (runClients: one burst of N snapshots was a run's p99).
  */
-export async function runSchedule({ base, headers, path, schedule, startAt = Date.now() }) {
+export async function runSchedule({ base, headers, path, schedule, startAt = Date.now(), holdMs = 0, holdJitter = 0 }) {
   const pathFor = pathMaker(path);
-  if (path.scenario === 'attach') throw new Error('interleaved windows: page scenarios only');
+  const attach = path.scenario === 'attach';
   if (startAt > Date.now()) await new Promise((res) => setTimeout(res, startAt - Date.now()));
   const t0 = performance.now();
   let at = t0;
@@ -267,8 +272,11 @@ export async function runSchedule({ base, headers, path, schedule, startAt = Dat
     over = true;
     for (const a of agents.values()) a.destroy();
   }, Math.max(0, end - performance.now()));
-  const one = (agent) =>
-    new Promise((resolve) => {
+  const holdFor = () => holdMs * (1 + holdJitter * (2 * Math.random() - 1));
+  const one = (agent, w) =>
+    // A hold cut by its window's end ends just after it (as a Retry-After wait below): cut at the
+    // end itself, a timer firing a fraction of a ms early had the loop attach once more, at once.
+    attach ? attachOnce(base, headers, pathFor(), w.end + 2, holdFor(), undefined) : new Promise((resolve) => {
       const start = performance.now();
       const req = request(`${base}${pathFor()}`, { agent, headers, timeout: 30_000 }, (res) => {
         res.on('data', () => undefined);
@@ -281,6 +289,7 @@ export async function runSchedule({ base, headers, path, schedule, startAt = Dat
     });
   const loop = async (level, j) => {
     const agent = agents.get(level);
+    let staggered = null; // attach: the window this loop has waited its random start in
     for (;;) {
       const now = performance.now();
       const w = windowAt(now);
@@ -298,10 +307,19 @@ export async function runSchedule({ base, headers, path, schedule, startAt = Dat
         await new Promise((res) => setTimeout(res, w.start + (w.quiet ?? 0) * 1000 + 1 - now));
         continue;
       }
-      const r = await one(agent);
-      const t = performance.now();
+      if (attach && staggered !== w) {
+        staggered = w;
+        await new Promise((res) => setTimeout(res, Math.random() * Math.max(0, Math.min(holdMs, w.end - now))));
+        continue;
+      }
+      const sent = performance.now();
+      const r = await one(agent, w);
+      // An attach returns after its hold: its answer arrived at its snapshot (or its 503), r.ms after it was sent.
+      const t = attach && typeof r.ms === 'number' ? sent + r.ms : performance.now();
       const got = windowAt(t);
-      if (over || got === null) return;
+      // Page requests out at the end are cut (errors, not answers); an attach's snapshot came before
+      // its hold, which the last window's end may outlast.
+      if ((over && !attach) || got === null) return;
       // An answer after its window (a held 503 of a 256 window arriving in the next 16 one) is
       // not the next window's: counted nowhere.
       const measured = t >= got.from && got.level === level;
@@ -313,7 +331,7 @@ export async function runSchedule({ base, headers, path, schedule, startAt = Dat
       } else if (r.status === 503) {
         if (measured) {
           got.shed++;
-          if (r.retryAfter === undefined) got.shedBare++;
+          if (r.retryAfter === undefined || r.bare === true) got.shedBare++;
         }
         // Honouring: a wait cut by its window's end ends just after it (a timer may fire a fraction
         // of a ms early: a whole window's honouring clients then sent one more request each, all at

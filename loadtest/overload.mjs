@@ -77,7 +77,7 @@
  * levels and kinds reversed every other round) and judged by its median run,
  * and the level's p99 also over all its rounds' latencies pooled; each run is
  * also given as a share of the best run of its own round.
- * With --interleave N (page scenarios, --connections low,high) there are no rounds: after the
+ * With --interleave N (--connections low,high; attach too, each hold cut at its window's end) there are no rounds: after the
  * warm-up, windows of --window seconds alternate low / high ignoring / low / high honouring / ...
  * (N pairs per client kind) on one set of connections, and each high window's goodput (and 2xx per
  * server CPU-second, and p99) is taken against its neighbouring low windows', reported as the
@@ -206,7 +206,6 @@ if (interleave > 0) {
   if (!(windowSettle >= 0 && windowSettle < windowSeconds)) argError(import.meta.url, '--window-settle must be a number of seconds in [0, --window)');
   if (!(windowQuiet >= 0 && windowQuiet <= windowSettle)) argError(import.meta.url, '--window-quiet must be a number of seconds in [0, --window-settle]');
   if (levels.length !== 2 || levels[0] >= levels[1]) argError(import.meta.url, '--interleave: --connections names two levels, low,high');
-  if (values.scenario === 'attach') argError(import.meta.url, '--interleave: page scenarios only (tail, older, random)');
   if (values['ignore-client'] !== 'node') argError(import.meta.url, '--interleave: the node:http clients only');
 }
 // A scrape of /metrics costs the server's main thread ~3.7 ms (prom-client's collectors, 12-02
@@ -568,7 +567,7 @@ try {
     const loadStart = loadavg()[0];
     const clientStart = threadCpu(process.pid);
     const before = await serverSide();
-    const ws = await runScheduleThreaded({ base, headers, path: pathSpec, schedule, startAt }, clientThreads);
+    const ws = await runScheduleThreaded({ base, headers, path: pathSpec, schedule, startAt, holdMs, holdJitter }, clientThreads);
     for (const t of timers.flat()) clearTimeout(t);
     const clientEnd = threadCpu(process.pid);
     const after = await serverSide();

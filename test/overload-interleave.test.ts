@@ -105,3 +105,54 @@ describe('interleaved windows: clients', () => {
     }
   }, 30_000);
 });
+
+describe('interleaved windows: attach', () => {
+  // A stand-in follow endpoint: the snapshot event at once, then the stream stays open until the
+  // client closes it; the most streams it ever had open at once.
+  let follow: Server;
+  let followBase = '';
+  let open = 0;
+  let mostOpen = 0;
+  let attaches = 0;
+  beforeAll(async () => {
+    follow = createServer((req, res) => {
+      attaches++;
+      open++;
+      mostOpen = Math.max(mostOpen, open);
+      req.socket.once('close', () => open--);
+      res.writeHead(200, { 'content-type': 'text/event-stream' });
+      res.write('id: 10\nevent: snapshot\ndata: {"cursor":10,"page":{}}\n\n');
+    });
+    await new Promise<void>((resolve) => follow.listen(0, '127.0.0.1', resolve));
+    followBase = `http://127.0.0.1:${(follow.address() as AddressInfo).port}`;
+  });
+  afterAll(() => new Promise<void>((resolve) => { follow.closeAllConnections(); follow.close(() => resolve()); }));
+
+  /**
+   * Each level's followers attach, hold and attach again within their own windows, and every hold
+   * ends with its window: with holds (2 s) longer than a window (1 s), a stream of the 8-connection
+   * window held into the 2-connection window after it would have the server hold up to 10 at once,
+   * and each connection attaches once a window (a hold cut at the window's very end had the loop
+   * attach again at once when its timer fired a fraction of a ms early).
+   */
+  it("counts each window's snapshots and closes every stream by its window's end", async () => {
+    const path = { scenario: 'attach', targets: [{ id: 's', last: 10 }], last: 0, maxMessages: 5 };
+    const schedule = [
+      { conns: 2, mode: 'ignore', seconds: 1, settle: 0.2, quiet: 0.2 },
+      { conns: 8, mode: 'ignore', seconds: 1, settle: 0.2, quiet: 0.2 },
+      { conns: 2, mode: 'ignore', seconds: 1, settle: 0.2, quiet: 0.2 },
+    ];
+    const ws = (await runSchedule({ base: followBase, headers: {}, path, schedule, holdMs: 2000, holdJitter: 0 })) as { conns: number; ok: number; shed: number; other: number; errors: number; lat: number[] }[];
+    expect(ws.map((w) => w.conns)).toEqual([2, 8, 2]);
+    // One attach a connection a window (its hold outlasts the window), each counted in its window
+    // with its latency (its clients start after the settle part), the last window's too.
+    for (const w of ws) {
+      expect(w.ok).toBeGreaterThan(0);
+      expect(w.ok).toBeLessThanOrEqual(w.conns);
+      expect(w.lat.length).toBe(w.ok);
+      expect([w.shed, w.other, w.errors]).toEqual([0, 0, 0]);
+    }
+    expect(mostOpen).toBeLessThanOrEqual(8);
+    expect(attaches).toBeLessThanOrEqual(12);
+  }, 30_000);
+});
