@@ -157,13 +157,7 @@ describe('the direct page path at the log level info (real sockets)', () => {
   it("writes the request log line the framework writes for the same request: keys in the same order, level, msg, reqId, the page's facts", async () => {
     const ts = await tempStore(1);
     await seedSession(ts.store, 'l', 120, 60);
-    const lines: Record<string, unknown>[] = [];
-    const stream = new Writable({
-      write(chunk: Buffer, _enc, cb) {
-        for (const line of chunk.toString().split('\n')) if (line !== '') lines.push(JSON.parse(line) as Record<string, unknown>);
-        cb();
-      },
-    });
+    const { lines, stream } = logLines();
     const s = await serve(ts.store, ts, { logger: { level: 'info', stream } });
     try {
       const completed = (reqId: string) => until(`the log line of ${reqId}`, async () => lines.find((l) => l.reqId === reqId && l.msg === 'request completed'));
@@ -206,13 +200,7 @@ describe('the direct page path at the log level info: a client that leaves (real
     await seedSession(ts.store, 'g', 60, 60);
     let gate: Promise<void> = Promise.resolve();
     const gated = gatedPages(ts.store, () => gate);
-    const lines: Record<string, unknown>[] = [];
-    const stream = new Writable({
-      write(chunk: Buffer, _enc, cb) {
-        for (const line of chunk.toString().split('\n')) if (line !== '') lines.push(JSON.parse(line) as Record<string, unknown>);
-        cb();
-      },
-    });
+    const { lines, stream } = logLines();
     const s = await serve(gated.store, ts, { logger: { level: 'info', stream } });
     let open!: () => void;
     gate = new Promise((r) => (open = r));
@@ -316,3 +304,15 @@ describe('the direct page path: admission, timeouts and failures (real sockets)'
     }
   });
 });
+
+/** A log destination that keeps each JSON line the server writes, parsed, in `lines`. */
+function logLines(): { lines: Record<string, unknown>[]; stream: Writable } {
+  const lines: Record<string, unknown>[] = [];
+  const stream = new Writable({
+    write(chunk: Buffer, _enc, cb) {
+      for (const line of chunk.toString().split('\n')) if (line !== '') lines.push(JSON.parse(line) as Record<string, unknown>);
+      cb();
+    },
+  });
+  return { lines, stream };
+}
