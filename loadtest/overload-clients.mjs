@@ -41,6 +41,15 @@ const BLANK_LINE = Buffer.from('\n\n');
 /** The machine's monotonic clock in ms (CLOCK_MONOTONIC: the same in every process, so the server's probe can be matched). */
 const mono = () => Number(process.hrtime.bigint()) / 1e6;
 
+/** Whether a 503's body is the SPEC's JSON error with code `overloaded`. */
+function overloadedBody(buf) {
+  try {
+    return JSON.parse(buf.toString('utf8'))?.error?.code === 'overloaded';
+  } catch {
+    return false;
+  }
+}
+
 function attachOnce(base, headers, path, end, holdMs, trace) {
   return new Promise((resolve) => {
     const start = performance.now();
@@ -60,8 +69,10 @@ function attachOnce(base, headers, path, end, holdMs, trace) {
       headMs = performance.now() - start;
       if (t !== null) t.head = mono();
       if (res.statusCode !== 200) {
-        res.on('data', () => undefined);
-        res.on('end', () => done({ status: res.statusCode, ms: performance.now() - start, retryAfter: Number(res.headers['retry-after'] ?? 1), bare: res.headers['retry-after'] === undefined }));
+        // A shed answer's body must be the SPEC's JSON error (`overloaded`): kept (it is small) and checked.
+        const body = [];
+        res.on('data', (d) => body.length < 64 && body.push(d));
+        res.on('end', () => done({ status: res.statusCode, ms: performance.now() - start, retryAfter: Number(res.headers['retry-after'] ?? 1), bare: res.headers['retry-after'] === undefined, notJson: res.statusCode === 503 && !overloadedBody(Buffer.concat(body)) }));
         res.on('error', () => done({ status: 0 }));
         return;
       }
@@ -254,7 +265,7 @@ export async function runSchedule({ base, headers, path, schedule, startAt = Dat
   const t0 = performance.now();
   let at = t0;
   const windows = schedule.map((w) => {
-    const win = { ...w, level: w.level ?? w.conns, start: at, from: at + w.settle * 1000, end: at + w.seconds * 1000, ok: 0, shed: 0, shedBare: 0, other: 0, errors: 0, lat: [] };
+    const win = { ...w, level: w.level ?? w.conns, start: at, from: at + w.settle * 1000, end: at + w.seconds * 1000, ok: 0, shed: 0, shedBare: 0, shedNotJson: 0, other: 0, errors: 0, lat: [] };
     at = win.end;
     return win;
   });
@@ -332,6 +343,7 @@ export async function runSchedule({ base, headers, path, schedule, startAt = Dat
         if (measured) {
           got.shed++;
           if (r.retryAfter === undefined || r.bare === true) got.shedBare++;
+          if (r.notJson === true) got.shedNotJson++;
         }
         // Honouring: a wait cut by its window's end ends just after it (a timer may fire a fraction
         // of a ms early: a whole window's honouring clients then sent one more request each, all at
@@ -346,7 +358,7 @@ export async function runSchedule({ base, headers, path, schedule, startAt = Dat
   await Promise.all([...levels].flatMap(([level, conns]) => Array.from({ length: conns }, (_, j) => loop(level, j))));
   clearTimeout(cut);
   for (const a of agents.values()) a.destroy();
-  return windows.map(({ conns, mode, seconds, settle, ok, shed, shedBare, other, errors, lat }) => ({ conns, mode, seconds, settle, ok, shed, shedBare, other, errors, lat }));
+  return windows.map(({ conns, mode, seconds, settle, ok, shed, shedBare, shedNotJson, other, errors, lat }) => ({ conns, mode, seconds, settle, ok, shed, shedBare, shedNotJson, other, errors, lat }));
 }
 
 /** runSchedule over `threads` worker threads (each window's connections split among them), merged per window. */
@@ -368,7 +380,7 @@ export async function runScheduleThreaded(opts, threads) {
   );
   return parts[0].map((w0, k) => {
     const out = { ...w0, conns: opts.schedule[k].conns, lat: [] };
-    for (const key of ['ok', 'shed', 'shedBare', 'other', 'errors']) out[key] = parts.reduce((a, p) => a + p[k][key], 0);
+    for (const key of ['ok', 'shed', 'shedBare', 'shedNotJson', 'other', 'errors']) out[key] = parts.reduce((a, p) => a + p[k][key], 0);
     for (const p of parts) out.lat = out.lat.concat(p[k].lat);
     return out;
   });

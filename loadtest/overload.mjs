@@ -586,6 +586,7 @@ try {
           goodput: Math.round(w.ok / measuredSeconds),
           shed: w.shed,
           shedBare: w.shedBare,
+          shedNotJson: w.shedNotJson ?? 0,
           other: w.other,
           errors: w.errors,
           p99: w.lat.length ? Math.round(percentile([...w.lat].sort((a, b) => a - b), 99) * 10) / 10 : null,
@@ -598,7 +599,7 @@ try {
       );
     });
     const summary = interleavedPairs(windows, { low, high, modes });
-    const totals = { ok: 0, shed: 0, shedBare: 0, other: 0, errors: 0 };
+    const totals = { ok: 0, shed: 0, shedBare: 0, shedNotJson: 0, other: 0, errors: 0 };
     for (const w of windows) if (!w.lead) for (const k of Object.keys(totals)) totals[k] += w[k];
     const seconds = schedule.reduce((a, w) => a + w.seconds, 0);
     out.interleave = {
@@ -620,7 +621,7 @@ try {
       windows,
     };
     log(`interleaved: ${schedule.length} windows of ${windowSeconds} s (${windowSettle} s of each not counted, its clients quiet the first ${windowQuiet} s; the first ${windowLead} not counted at all), ${low} / ${high} connections, ${modes.join(' and ')}; load ${out.interleave.load.join('-')}; load generator ${out.interleave.clientCores} cores`);
-    for (const w of windows) log(`  ${w.lead ? '(lead, not counted) ' : ''}${String(w.conns).padStart(4)} ${w.mode.padEnd(7)} ${String(w.goodput).padStart(6)} 2xx/s  503 ${w.shed} (no Retry-After ${w.shedBare})  other ${w.other}  errors ${w.errors}  p99 ${w.p99} ms  server ${w.serverCores} cores, ${w.goodputPerCpuSecond} 2xx per CPU-second`);
+    for (const w of windows) log(`  ${w.lead ? '(lead, not counted) ' : ''}${String(w.conns).padStart(4)} ${w.mode.padEnd(7)} ${String(w.goodput).padStart(6)} 2xx/s  503 ${w.shed} (no Retry-After ${w.shedBare}, not the JSON error ${w.shedNotJson})  other ${w.other}  errors ${w.errors}  p99 ${w.p99} ms  server ${w.serverCores} cores, ${w.goodputPerCpuSecond} 2xx per CPU-second`);
     log(`  low windows: median ${summary.lowGoodput} 2xx/s, ${summary.lowShed} 503s; unloaded p99 (pooled) ${summary.unloadedP99} ms; one low window against the next (the noise floor): over ${summary.lowControl.pairs} pairs median ${summary.lowControl.median}, worst ${summary.lowControl.worst} (${summary.lowControl.under90} under 0.9)`);
     for (const mode of modes) {
       const m = summary[mode];

@@ -88,6 +88,15 @@ function admissionFromEnv(env: NodeJS.ProcessEnv): ServerOptions {
   if (env.SESSION_PAGER_SHED_DELAY_MS !== undefined && env.SESSION_PAGER_SHED_DELAY_MS !== '' && Number.isFinite(d) && d >= 0) out.shedDelayMs = d;
   const dm = Number(env.SESSION_PAGER_MAX_SHED_DELAY_MS ?? '');
   if (env.SESSION_PAGER_MAX_SHED_DELAY_MS !== undefined && env.SESSION_PAGER_MAX_SHED_DELAY_MS !== '' && Number.isFinite(dm) && dm >= 0) out.maxShedDelayMs = dm;
+  // SESSION_PAGER_FOLLOW_SHED_MS (0: off) and _TO_MS: new follows shed in the loop's busy streaks (saturation.ts).
+  const sf = Number(env.SESSION_PAGER_FOLLOW_SHED_MS ?? '');
+  if (env.SESSION_PAGER_FOLLOW_SHED_MS !== undefined && env.SESSION_PAGER_FOLLOW_SHED_MS !== '' && Number.isFinite(sf) && sf >= 0) out.followShedFromMs = sf;
+  const st = Number(env.SESSION_PAGER_FOLLOW_SHED_TO_MS ?? '');
+  if (env.SESSION_PAGER_FOLLOW_SHED_TO_MS !== undefined && env.SESSION_PAGER_FOLLOW_SHED_TO_MS !== '' && Number.isFinite(st) && st >= 0) out.followShedToMs = st;
+  const su = Number(env.SESSION_PAGER_FOLLOW_SHED_UTILIZATION ?? '');
+  if (env.SESSION_PAGER_FOLLOW_SHED_UTILIZATION !== undefined && env.SESSION_PAGER_FOLLOW_SHED_UTILIZATION !== '' && Number.isFinite(su) && su >= 0 && su <= 1) out.followShedUtilization = su;
+  const sh = Number(env.SESSION_PAGER_FOLLOW_SHED_HOLD_MS ?? '');
+  if (env.SESSION_PAGER_FOLLOW_SHED_HOLD_MS !== undefined && env.SESSION_PAGER_FOLLOW_SHED_HOLD_MS !== '' && Number.isFinite(sh) && sh >= 0) out.followShedHoldMs = sh;
   if (env.SESSION_PAGER_ADMISSION === 'off') return { ...out, admission: false };
   const n = Number(env.SESSION_PAGER_MAX_IN_FLIGHT ?? '');
   const f = Number(env.SESSION_PAGER_QUEUE_FACTOR ?? '');

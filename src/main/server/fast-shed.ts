@@ -23,6 +23,7 @@ import type { Admission } from './admission.js';
 import { bodyUnread } from './early-answer.js';
 import type { ServerMetrics } from './metrics.js';
 import type { ShedPacer } from './overload.js';
+import type { LoopStreak } from './saturation.js';
 import { REQUEST_ID_HEADER, genReqId } from './request-id.js';
 
 type Handler = (req: IncomingMessage, res: ServerResponse) => void;
@@ -38,24 +39,39 @@ export interface FastShedOptions {
   metrics: ServerMetrics;
   /** The server is closing (its own hook answers then). */
   closing: () => boolean;
+  /** The event loop's busy streak: whether to shed a new follow (saturation.ts); absent: never. */
+  streak?: LoopStreak;
+  /** The hold of a follow shed on the streak, ms (times a random 0.5-1.5). */
+  followHoldMs?: number;
 }
 
 /** The admitted routes (routes.ts: page and follow), GET only; the id is checked by the route when admitted. */
-const ADMITTED_PATH = /^\/v1\/sessions\/[^/?#]+\/(?:page|follow)(?:\?|$)/;
+const ADMITTED_PATH = /^\/v1\/sessions\/[^/?#]+\/(page|follow)(?:\?|$)/;
 
 /** A handler that answers a request admission would shed at once, and says whether it did. */
 export function fastShedder(o: FastShedOptions): (req: IncomingMessage, res: ServerResponse) => boolean {
-  const body = Buffer.from(JSON.stringify({ error: { code: 'overloaded', message: 'server is overloaded (no page slot free soon enough); retry shortly' } }));
+  const gateBody = Buffer.from(JSON.stringify({ error: { code: 'overloaded', message: 'server is overloaded (no page slot free soon enough); retry shortly' } }));
+  const loopBody = Buffer.from(JSON.stringify({ error: { code: 'overloaded', message: 'server is overloaded (new follows wait too long for the event loop); retry shortly' } }));
   const retryAfter = String(o.retryAfterSeconds);
-  const length = String(body.length);
+  const gateLength = String(gateBody.length);
+  const loopLength = String(loopBody.length);
+  const streak = o.streak;
   return (req, res) => {
+    // Every request looks at the streak: it starts at the first look after the loop last blocked.
+    const busy = streak === undefined ? 0 : streak.streak();
     const url = req.url;
     // A GET with a body goes the framework's way: its answer settles the body (early-answer.ts).
-    if (req.method !== 'GET' || url === undefined || bodyUnread(req) || url.length > o.maxUrlLength || !ADMITTED_PATH.test(url)) return false;
-    if (!o.admission.shedsAtOnce() || o.closing()) return false;
+    if (req.method !== 'GET' || url === undefined || bodyUnread(req) || url.length > o.maxUrlLength) return false;
+    const route = ADMITTED_PATH.exec(url)?.[1];
+    if (route === undefined) return false;
+    // The gate first (its count is admission's); else a new follow while the loop is saturated.
+    const gate = o.admission.shedsAtOnce();
+    if ((!gate && !(route === 'follow' && streak?.shed(busy) === true)) || o.closing()) return false;
     if (req.httpVersion === '1.1' && req.headers.host === undefined) return false;
     if (!o.authorized(req.headers.authorization)) return false;
-    o.admission.countShed();
+    if (gate) o.admission.countShed();
+    const body = gate ? gateBody : loopBody;
+    const length = gate ? gateLength : loopLength;
     o.metrics.errors.inc({ code: 'overloaded' });
     const socket = req.socket;
     const id = genReqId(req);
@@ -64,8 +80,13 @@ export function fastShedder(o: FastShedOptions): (req: IncomingMessage, res: Ser
       res.writeHead(503, { 'content-type': 'application/json; charset=utf-8', 'content-length': length, 'retry-after': retryAfter, [REQUEST_ID_HEADER]: id });
       res.end(body);
     };
-    // Held as the framework's path holds it (overload.ts: holdShed, ShedPacer).
-    const delay = o.pacer.shed(socket);
+    // Held as the framework's path holds it (overload.ts: holdShed, ShedPacer). A follow shed
+    // on the streak is held a random 0.5-1.5 times its own base (growing as the pacer's on a
+    // connection shed again): the follows shed in one streak, all held alike, came back together
+    // as the next burst (docs/benchmarks.md, rel third round of the thirteenth session); and a
+    // client kept away the page's 500 ms for each follow shed took more snapshots/s away than
+    // the queue was over its bound (rel, fourteenth session).
+    const delay = gate ? o.pacer.shed(socket) : o.pacer.shed(socket, undefined, o.followHoldMs) * (0.5 + Math.random());
     if (delay > 1) setTimeout(answer, delay);
     else answer();
     return true;

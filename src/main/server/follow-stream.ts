@@ -49,7 +49,6 @@ export class FollowStream {
   private recheck = false;
   private settleTries = 0;
   private settleTimer: NodeJS.Timeout | undefined;
-  private unwatch: () => void = () => undefined;
   private graceTimer: NodeJS.Timeout | undefined;
   private sent = 0;
   private bytes = 0;
@@ -79,6 +78,13 @@ export class FollowStream {
   get bufferedBytes(): number {
     return this.queuedBytes + this.res.writableLength;
   }
+
+  /** The session's files changed (store.watch, set up by follow.ts): maybe another process appended. */
+  onChange = (): void => {
+    if (this.closed) return;
+    this.hub.shared.changed(this.sessionId);
+    void this.checkEnd();
+  };
 
   /** Store notification: a durable batch. Never blocks, never throws. */
   onLive = (events: readonly SessionEvent[]): void => {
@@ -115,7 +121,7 @@ export class FollowStream {
    * connections (docs/benchmarks.md); `coded`: the same frame as its edges
    * around its page coded already, when the page came coded.
    */
-  start(first: readonly Buffer[], coded?: { before: Buffer; page: CodedPiece; after: Buffer }): void {
+  start(first: readonly Buffer[], coded?: { before: Buffer; page: CodedPiece; after: Buffer }, changedEarly = false): void {
     const res = this.res;
     res.on('close', () => this.onClose());
     this.request.raw.socket?.setNoDelay(true);
@@ -138,13 +144,12 @@ export class FollowStream {
       if (!this.closed && !this.waitingDrain) this.rawWrite(': heartbeat\n\n');
     }, o.heartbeatMs);
     this.heartbeat.unref();
-    this.unwatch = this.hub.store.watch(this.sessionId, () => {
-      this.hub.shared.changed(this.sessionId);
+    // The session's files are watched from before the snapshot (follow.ts): a change notified
+    // since it was read is looked at now (a look of its own: the shared one may be older).
+    if (changedEarly) {
+      this.hub.shared.changed(this.sessionId, true);
       void this.checkEnd();
-    });
-    // Whatever another process appended between the snapshot and the watch: a look of its own.
-    this.hub.shared.changed(this.sessionId, true);
-    void this.checkEnd();
+    }
     void this.pump();
   }
 
@@ -322,7 +327,6 @@ export class FollowStream {
     this.closed = true;
     clearInterval(this.heartbeat);
     clearTimeout(this.settleTimer);
-    this.unwatch();
     clearTimeout(this.graceTimer);
     this.unsubscribe();
     this.queue = [];

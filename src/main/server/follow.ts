@@ -82,7 +82,19 @@ export class FollowHub {
     // Subscribe first, so nothing appended from here on can be missed.
     const early: (readonly SessionEvent[])[] = [];
     pending = (events) => early.push(events);
-    const unsubscribe = this.store.subscribe(id, (events) => pending?.(events));
+    const unsubscribeLive = this.store.subscribe(id, (events) => pending?.(events));
+    // The session's files watched before the snapshot (or the resume's end) is read: anything
+    // another process appends from here on is notified, and what it appended before is in that
+    // read. The stream then needs no look of its own after its snapshot: that look, the store's
+    // view of the session again (three stats on the main thread), was a third of an attach's
+    // stats at 256 followers (docs/benchmarks.md, rel fourteenth session).
+    let changedEarly = false;
+    let changed: () => void = () => (changedEarly = true);
+    const unwatch = this.store.watch(id, () => changed());
+    const unsubscribe = () => {
+      unsubscribeLive();
+      unwatch();
+    };
     let first: Buffer[];
     let next: number;
     let knownEnd: number;
@@ -137,12 +149,13 @@ export class FollowHub {
     });
     const stream = new FollowStream(this, request, res, id, next, knownEnd, coder);
     stream.unsubscribe = unsubscribe;
+    changed = stream.onChange;
     this.streams.add(stream);
     this.metrics.followStreams.inc();
     if (request.pager) request.pager.streaming = true;
     pending = stream.onLive;
     for (const events of early) stream.onLive(events);
-    stream.start(first, firstCoded);
+    stream.start(first, firstCoded, changedEarly);
     this.metrics.httpDuration.observe({ method: 'GET', route: '/v1/sessions/:id/follow', status_code: '200' }, reply.elapsedTime / 1000);
   }
 

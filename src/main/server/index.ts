@@ -43,6 +43,7 @@ import { PageEncoder } from './page-encoding.js';
 import { addOpenApi, openapiRoute } from './openapi.js';
 import { IN_FLIGHT_PER_THREAD, nodeTimeouts, resolveOptions, type ResolvedOptions, type ServerOptions } from './options.js';
 import { LoadMonitor, ShedPacer, type OverloadPolicy } from './overload.js';
+import { LoopStreak } from './saturation.js';
 import { readinessRoutes } from './readiness.js';
 import { routes } from './routes.js';
 
@@ -135,6 +136,9 @@ export function buildServer(store: Store, options: ServerOptions = {}): FastifyI
   monitor.start();
   // The warm-up's own stalls are not load: shedding starts from a clean slate once ready.
   o.readiness.onReady(() => monitor.reset());
+  // Started once ready: the warm-up keeps the loop busy, and that is not load (saturation.ts).
+  const streak = new LoopStreak(o.followShedFromMs, o.followShedToMs, o.followShedUtilization);
+  o.readiness.onReady(() => streak.start());
   const metrics = new ServerMetrics(store, monitor, o.readiness, () => admission);
   const hub = new FollowHub(store, o.follow, metrics, o.compression);
   const threads = store.stats().pool.threads;
@@ -150,7 +154,7 @@ export function buildServer(store: Store, options: ServerOptions = {}): FastifyI
   // both go through the framework, which adds its headers.
   if (admission !== null && o.corsOrigin === null) {
     const authorized = tokenChecker(o.token);
-    const shed = fastShedder({ admission, pacer, authorized, maxUrlLength: o.maxUrlLength, retryAfterSeconds: o.retryAfterSeconds, metrics, closing: () => closing });
+    const shed = fastShedder({ admission, pacer, authorized, maxUrlLength: o.maxUrlLength, retryAfterSeconds: o.retryAfterSeconds, metrics, closing: () => closing, streak, followHoldMs: o.followShedHoldMs });
     const page = fastPager({
       pages: { store, metrics, encoder: new PageEncoder(o.compression), compression: o.compression },
       admission,
@@ -229,6 +233,7 @@ export function buildServer(store: Store, options: ServerOptions = {}): FastifyI
   });
   app.addHook('onClose', async () => {
     monitor.stop();
+    streak.stop();
   });
   return app;
 }

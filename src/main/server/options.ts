@@ -53,6 +53,18 @@ export interface ServerOptions {
   maxEventLoopLagMs?: number;
   /** How often the event-loop lag is sampled, ms (default 100). */
   lagSampleMs?: number;
+  /**
+   * New follows are shed once the event loop has not blocked for I/O for this
+   * long, ms, with a probability rising to 1 at `followShedToMs` (default 2;
+   * 0 disables; saturation.ts).
+   */
+  followShedFromMs?: number;
+  /** Where every new follow is shed, ms (default 6; at least followShedFromMs). */
+  followShedToMs?: number;
+  /** And only while the loop was busy at least this share of the last ~200 ms (default 0.8). */
+  followShedUtilization?: number;
+  /** A follow shed so is answered after this, ms, times a random 0.5-1.5 (default 250). */
+  followShedHoldMs?: number;
   /** Retry-After on `overloaded`, seconds (default 1). */
   retryAfterSeconds?: number;
   /**
@@ -114,6 +126,10 @@ export interface ResolvedOptions {
   maxPoolQueue: number | undefined;
   maxEventLoopLagMs: number;
   lagSampleMs: number;
+  followShedFromMs: number;
+  followShedToMs: number;
+  followShedUtilization: number;
+  followShedHoldMs: number;
   retryAfterSeconds: number;
   shedDelayMs: number;
   maxShedDelayMs: number;
@@ -169,6 +185,10 @@ export function resolveOptions(o: ServerOptions = {}): ResolvedOptions {
     maxPoolQueue: o.maxPoolQueue,
     maxEventLoopLagMs: o.maxEventLoopLagMs ?? 500,
     lagSampleMs: o.lagSampleMs ?? 100,
+    followShedFromMs: o.followShedFromMs ?? 2,
+    followShedToMs: Math.max(o.followShedFromMs ?? 2, o.followShedToMs ?? 6),
+    followShedUtilization: o.followShedUtilization ?? 0.8,
+    followShedHoldMs: o.followShedHoldMs ?? 250,
     retryAfterSeconds: o.retryAfterSeconds ?? 1,
     shedDelayMs: o.shedDelayMs ?? 500,
     maxShedDelayMs: o.maxShedDelayMs ?? 4_000,

@@ -186,15 +186,15 @@ export class ShedPacer {
   /**
    * The hold for a request on `conn` shed now (and counts it), counted from `at`, when the
    * request came (its answer leaves `at` + the hold; a request that waited in the queue
-   * before it was shed came earlier than now).
+   * before it was shed came earlier than now); `baseMs`: the first hold on a connection.
    */
-  shed(conn: object | undefined, at: number = this.now()): number {
-    if (typeof conn !== 'object' || conn === null) return this.baseMs;
+  shed(conn: object | undefined, at: number = this.now(), baseMs = this.baseMs): number {
+    if (typeof conn !== 'object' || conn === null) return baseMs;
     const t = at;
     const last = this.conns.get(conn);
     const k = last?.streak ?? 0;
     const early = last === undefined || this.retryAfterMs === 0 ? 0 : Math.max(0, last.retryAt - t);
-    const hold = early + Math.min(this.maxMs, this.baseMs * 2 ** Math.min(k, 30));
+    const hold = early + Math.min(this.maxMs, baseMs * 2 ** Math.min(k, 30));
     this.conns.set(conn, { streak: k + 1, retryAt: t + hold + this.retryAfterMs });
     return hold;
   }
