@@ -86,7 +86,7 @@ export class FollowHub {
     // The session's files watched before the snapshot (or the resume's end) is read: anything
     // another process appends from here on is notified, and what it appended before is in that
     // read. The stream then needs no look of its own after its snapshot: that look, the store's
-    // view of the session again (three stats on the main thread), was a third of an attach's
+    // view of the session again (three stats on the main thread), was half of an attach's
     // stats at 256 followers (docs/benchmarks.md, rel fourteenth session).
     let changedEarly = false;
     let changed: () => void = () => (changedEarly = true);
