@@ -101,6 +101,17 @@ describe('negotiate (RFC 9110 12.5.3)', () => {
   it.each(table.map(([h, want]) => [JSON.stringify(h), h, want] as const))('%s', (_name, header, want) => {
     expect(negotiate(header)).toBe(want);
   });
+
+  it('answers a header value the same every time it comes (kept answers), past the bound of kept values and for long ones', () => {
+    for (let round = 0; round < 3; round++) {
+      for (const [h, want] of table) expect(negotiate(h)).toBe(want);
+      // More distinct values than are kept, then the table again.
+      for (let i = 0; i < 100; i++) expect(negotiate(`x-made-up-${round}-${i}, gzip;q=0.${(i % 9) + 1}, br;q=0.05`)).toBe('gzip');
+      const long = `${'a, '.repeat(200)}br;q=0.5, zstd;q=0.4`;
+      expect(negotiate(long)).toBe('br');
+      expect(negotiate(long)).toBe('br');
+    }
+  });
 });
 
 describe('levels by body size', () => {

@@ -174,13 +174,17 @@ function serve(o: FastPageOptions, req: IncomingMessage, res: ServerResponse, id
   }
   // What the request log lines say of the page (the route's request.pager facts).
   const facts: LogFacts = { sessionId: undefined, page: undefined };
-  res.once('finish', () => {
+  // One listener for both ends: 'close' follows 'finish' (node emits it on the next tick) and also
+  // comes when the client leaves first; a second listener a request was a wrapper and an emit more.
+  res.once('close', () => {
     release?.();
+    clearTimeout(timer);
+    if (!res.writableFinished) return left();
     const ms = performance.now() - t0;
     metrics.getDuration(PAGE_ROUTE, res.statusCode).observe(ms / 1000);
     let out = typeof socket?.bytesWritten === 'number' ? socket.bytesWritten - bytes0 : 0;
     if (out <= 0) out = Number(res.getHeader('content-length') ?? 0) || 0;
-    metrics.bytesOut.inc({ route: PAGE_ROUTE }, out);
+    metrics.bytesOutOf(PAGE_ROUTE).inc(out);
     // metrics.ts's onResponse line: shed answers (503) at debug, the rest at info.
     const level = res.statusCode === 503 ? 'debug' : 'info';
     if (logs(o.log, level)) {
@@ -188,18 +192,15 @@ function serve(o: FastPageOptions, req: IncomingMessage, res: ServerResponse, id
       o.log[level]({ reqId, method: 'GET', url: req.url, statusCode: res.statusCode, sessionId: facts.sessionId, page: facts.page, durationMs: Math.round(ms * 100) / 100 }, 'request completed');
     }
   });
-  res.once('close', () => {
-    release?.();
-    clearTimeout(timer);
-    if (res.writableFinished) return;
-    // The client went away before its answer was written (or while it waited for a slot).
+  // The client went away before its answer was written (or while it waited for a slot).
+  const left = (): void => {
     if (!ac.signal.aborted) ac.abort();
     metrics.aborted.inc({ route: PAGE_ROUTE });
     // metrics.ts's onRequest hook logs these too.
     if (logs(o.log, 'info')) {
       o.log.info({ reqId, method: 'GET', url: req.url, sessionId: facts.sessionId, page: facts.page, durationMs: Math.round((performance.now() - t0) * 100) / 100 }, 'request aborted by the client');
     }
-  });
+  };
   const now = admission.tryAcquire();
   if (now !== null) {
     release = now;

@@ -16,7 +16,7 @@ import type { Admission } from './admission.js';
 import { globalPlugin } from './plugin.js';
 import { isWarmupRequest } from './route-warmup.js';
 import { lastAnswered } from './shape-keepers.js';
-import { histogramSeries, type SeriesObserver } from './prom-series.js';
+import { counterSeries, histogramSeries, type CounterSeries, type SeriesObserver } from './prom-series.js';
 
 const P = 'session_pager_';
 const PHASES = ['plan', 'read', 'decode', 'pool', 'assemble', 'total', 'code'] as const;
@@ -45,6 +45,16 @@ export class ServerMetrics {
   private readonly phases: Record<Phase, SeriesObserver>;
   /** httpDuration's GET series by route and status, bound as first used (the direct page path's). */
   private readonly getDurations = new Map<string, Map<number, SeriesObserver>>();
+  /** pagesServed's and bytesOut's series by route, bound as first used (prom-series.ts counterSeries). */
+  private readonly servedSeries = new Map<string, CounterSeries>();
+  private readonly bytesOutSeries = new Map<string, CounterSeries>();
+
+  /** bytesOut's series of `route` (bound once: the direct page path counts every answer's bytes). */
+  bytesOutOf(route: string): CounterSeries {
+    let series = this.bytesOutSeries.get(route);
+    if (series === undefined) this.bytesOutSeries.set(route, (series = counterSeries(this.bytesOut, { route })));
+    return series;
+  }
 
   /** httpDuration's series of GET answers on `route` with `status` (bound once: prom-series.ts). */
   getDuration(route: string, status: number): SeriesObserver {
@@ -57,7 +67,9 @@ export class ServerMetrics {
 
   /** A page answered on `route`: count it, its size and, when it was built for this request, its phases. */
   observePage(route: string, pb: PageBuffer): void {
-    this.pagesServed.inc({ route });
+    let served = this.servedSeries.get(route);
+    if (served === undefined) this.servedSeries.set(route, (served = counterSeries(this.pagesServed, { route })));
+    served.inc();
     this.eventsSeries.observe(pb.toSeq - pb.fromSeq);
     this.bytesSeries.observe(pb.body.length);
     const t = pb.timing;

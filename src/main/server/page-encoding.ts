@@ -48,7 +48,26 @@ function parseAcceptEncoding(header: string): Map<string, number> {
  */
 export function negotiate(acceptEncoding: string | string[] | undefined): PageEncoding | null {
   if (acceptEncoding === undefined) return null;
-  const weights = parseAcceptEncoding(Array.isArray(acceptEncoding) ? acceptEncoding.join(',') : acceptEncoding);
+  if (typeof acceptEncoding !== 'string') return negotiateNow(acceptEncoding.join(','));
+  // A client sends the same header with every request, and clients are few kinds (browsers,
+  // libraries): the answer for a header value is kept (a page parsed it, split it and made a Map).
+  const known = negotiated.get(acceptEncoding);
+  if (known !== undefined) return known;
+  const out = negotiateNow(acceptEncoding);
+  // Bounded: values a client makes up anew each request cannot grow it, nor long ones fill it.
+  if (acceptEncoding.length > NEGOTIATED_MAX_LENGTH) return out;
+  if (negotiated.size >= NEGOTIATED_MAX) negotiated.clear();
+  negotiated.set(acceptEncoding, out);
+  return out;
+}
+
+/** negotiate's answers by header value, at most NEGOTIATED_MAX of them (then forgotten at once). */
+const negotiated = new Map<string, PageEncoding | null>();
+const NEGOTIATED_MAX = 64;
+const NEGOTIATED_MAX_LENGTH = 256;
+
+function negotiateNow(acceptEncoding: string): PageEncoding | null {
+  const weights = parseAcceptEncoding(acceptEncoding);
   const star = weights.get('*');
   let best: PageEncoding | null = null;
   let bestQ = 0;

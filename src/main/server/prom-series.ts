@@ -19,7 +19,7 @@
  * (test/prom-series.test.ts compares the text with a histogram observed the
  * public way).
  */
-import type { Histogram } from 'prom-client';
+import type { Counter, Histogram } from 'prom-client';
 
 /** prom-client's per-series record (lib/histogram.js createBaseValues). */
 interface SeriesRecord {
@@ -83,6 +83,58 @@ export function histogramSeries<T extends string>(h: Histogram<T>, labels: Recor
       if (!publicOnly) {
         record = find();
         // Not prom-client's shape: the public way from now on.
+        if (record === undefined) publicOnly = true;
+      }
+    },
+  };
+}
+
+/** prom-client's per-series record of a counter (lib/counter.js setValue). */
+interface CounterRecord {
+  labels: Record<string, unknown>;
+  value: number;
+}
+
+export interface CounterSeries {
+  /** Adds `value` (1 when omitted; a finite number >= 0, as prom-client's `inc` takes). */
+  inc(value?: number): void;
+}
+
+/**
+ * `c`'s series of `labels`, bound as histogramSeries binds a histogram's: prom-client's `inc(labels,
+ * v)` hashes the labels and checks their names at every call (two a page on the direct page path:
+ * pages served and bytes out). Bound, an increment adds to the series' own record (`value`), found
+ * after one public increment made it, and only while it has prom-client's shape and the counter's
+ * map is the one it was found in; anything else goes the public way.
+ */
+export function counterSeries<T extends string>(c: Counter<T>, labels: Record<T, string>): CounterSeries {
+  const inner = c as unknown as { hashMap?: Record<string, CounterRecord> };
+  const names = Object.keys(labels) as T[];
+  let map: Record<string, CounterRecord> | undefined;
+  let record: CounterRecord | undefined;
+  let publicOnly = false;
+  const find = (): CounterRecord | undefined => {
+    const now = inner.hashMap;
+    if (now === null || typeof now !== 'object') return undefined;
+    for (const r of Object.values(now)) {
+      if (r === null || typeof r !== 'object' || r.labels === null || typeof r.labels !== 'object') return undefined;
+      if (names.some((n) => r.labels[n] !== labels[n]) || Object.keys(r.labels).length !== names.length) continue;
+      if (typeof r.value !== 'number') return undefined;
+      map = now;
+      return r;
+    }
+    return undefined;
+  };
+  return {
+    inc(value = 1): void {
+      if (record !== undefined && inner.hashMap === map && Number.isFinite(value) && value >= 0) {
+        record.value += value;
+        return;
+      }
+      // The public way (it makes the series, and refuses what a counter cannot add).
+      c.inc(labels, value);
+      if (!publicOnly) {
+        record = find();
         if (record === undefined) publicOnly = true;
       }
     },

@@ -51,14 +51,38 @@ async function stamp(storage: StorageBackend, paths: SessionKeys): Promise<Stamp
   return { stamp, incarnation: events?.incarnation ?? '', events, entries, meta };
 }
 
+/**
+ * A PageVersion that carries the view it was answered from (pageView builds the page from it):
+ * a field of the version rather than a WeakMap entry a request, whose ephemeron the collector
+ * visits at every scavenge. Private: only this module reads it.
+ */
+class ViewedVersion implements PageVersion {
+  readonly #view: SessionView;
+  constructor(
+    readonly nextSeq: number,
+    readonly servable: boolean,
+    readonly incarnation: string,
+    view: SessionView,
+  ) {
+    this.#view = view;
+  }
+
+  static viewOf(v: PageVersion): SessionView | undefined {
+    return v instanceof ViewedVersion ? v.#view : undefined;
+  }
+}
+
+/** Keys kept per session id at most (sessionKeys makes five strings and an object a call); cleared when full. */
+const KEYS_KEPT = 4096;
+
 export class SessionViews {
   private readonly views = new Map<string, { stamp: string; state: SessionState }>();
   /** Catalog states read from metadata alone (catalogState); never used by pages. */
   private readonly catalogViews = new Map<string, { stamp: string; state: SessionState }>();
   /** Frames found corrupt by pages, per session: the session shows degraded. */
   private readonly damage = new Map<string, StateProblem[]>();
-  /** The view each PageVersion was answered from, so the page asked with it is built from that view (pageView). */
-  private readonly versionViews = new WeakMap<PageVersion, SessionView>();
+  /** Each session's keys, made once (not per request); bounded (KEYS_KEPT), since ids come from clients. */
+  private readonly keys = new Map<string, SessionKeys>();
   /** Stale metadata caught up by earlier loads: the next load of such a session reads only what is new. */
   readonly catchUps = new CatchUpMemo();
   hits = 0;
@@ -134,8 +158,18 @@ export class SessionViews {
     return this.viewNow(id);
   }
 
+  private keysOf(id: string): SessionKeys {
+    let k = this.keys.get(id);
+    if (k === undefined) {
+      if (this.keys.size >= KEYS_KEPT) this.keys.clear();
+      k = sessionKeys(id);
+      this.keys.set(id, k);
+    }
+    return k;
+  }
+
   private async viewNow(id: string): Promise<SessionView> {
-    const paths = sessionKeys(id);
+    const paths = this.keysOf(id);
     const m = await this.committed(id);
     if (m !== undefined) {
       // The in-process writer knows exactly what is committed; no reads needed.
@@ -162,14 +196,13 @@ export class SessionViews {
   async pageVersion(id: string, throughSeq?: number): Promise<PageVersion> {
     const v = await this.view(id, throughSeq);
     const incarnation = v.incarnation ?? (await this.storage.stat(v.paths.events))?.incarnation ?? '';
-    const version: PageVersion = { nextSeq: v.nextSeq, servable: v.status !== 'repair_required', incarnation };
-    this.versionViews.set(version, v);
-    return version;
+    // The page then asked with this version is built from this view (pageView).
+    return new ViewedVersion(v.nextSeq, v.status !== 'repair_required', incarnation, v);
   }
 
   /** The view a page is built from: the one `version` was answered from, else a fresh one. */
   async pageView(id: string, throughSeq: number | undefined, version?: PageVersion): Promise<SessionView> {
-    const v = version === undefined ? undefined : this.versionViews.get(version);
+    const v = version === undefined ? undefined : ViewedVersion.viewOf(version);
     return v !== undefined && v.paths.id === id ? v : this.view(id, throughSeq);
   }
 
