@@ -121,7 +121,10 @@ describe('shed answers on one keep-alive connection (real sockets)', () => {
     other.destroy();
     agent.destroy();
     expect(fresh.status).toBe(503);
-    expect(again.ms).toBeGreaterThanOrEqual(2595);
+    // Counted from the last request's send, as above: the server starts the cap's hold when its
+    // answer left, and a loaded machine can be late to read that answer and ask again, so the
+    // time from this request's own send may be shorter than a whole second and a hold.
+    expect(again.at - answers[4]!.sent).toBeGreaterThanOrEqual(1600 + 1000 + 1600 - 2);
     expect(fresh.ms).toBeLessThan(again.ms - 400);
     open();
     expect((await held).status).toBe(200);
