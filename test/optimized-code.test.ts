@@ -104,6 +104,21 @@ describe('optimized page-path code and object shapes', () => {
     }
   }, 180_000);
 
+  it("the store's warm-up never deoptimizes the workers' decode loop, the claim memo's table and compare included", () => {
+    // The workers' claim memo (workers/claim-memo.ts) is inlined into the loop and never hit by a
+    // warm-up task: built first with an "unknown" answer of -1 and no calls at load, the loop
+    // deoptimized ("not a Smi") in both workers at the end of the warm-up, and the first real pages
+    // ran it unoptimized while V8 compiled it again beside them (traced; docs/benchmarks.md "same
+    // (fourteenth session)"). That build gives two such lines here, this one none.
+    const dataDir = mkdtempSync(join(tmpdir(), 'warmup-trace-'));
+    try {
+      const out = execFileSync(process.execPath, [resolve(here, 'helpers/warmup-trace-probe.mjs'), dist, dataDir], { encoding: 'utf8', maxBuffer: 1 << 28 });
+      expect(out.match(/deoptimizing 0x[0-9a-f]+ <JSFunction decodeSlice [^\n]*/g) ?? []).toEqual([]);
+    } finally {
+      rmSync(dataDir, { recursive: true, force: true });
+    }
+  }, 180_000);
+
   it("the planner's warm-up sets off no compile of its own warm-up-only code (it would finish during the first real page)", () => {
     // Traced: syntheticSidecar, marked hot by its large sidecar's loop, was called again at the end of
     // the warm-up, and that call began its compile: ~100 ms of a helper thread and the main thread's

@@ -156,6 +156,14 @@ export function readCrcRecordsAt(read: RangeRead, first: number, count: number):
 
 const NO_META = new Uint8Array(0);
 
+/**
+ * CrcCursor.pin (and seed) when the slice is not pinned. Not an integer on purpose, as
+ * frame-claim.ts NO_CLAIM: CRCs are uint32, half past V8's small-integer range, and a field
+ * first holding a small integer changed representation (a new map) on the first such CRC,
+ * deoptimizing the decode loop optimized for the old one.
+ */
+export const NOT_PINNED = -0.5;
+
 /** trustedLength's answer for a frame proven changed since the writer wrote it. */
 export const CHANGED = -2;
 
@@ -287,6 +295,14 @@ export class CrcCursor {
   /** Row metadata (frame-meta-file.ts), one record per checksum record, as float64 and uint32 views; empty when absent or broken. */
   private readonly mf: Float64Array;
   private readonly mu: Uint32Array;
+  /**
+   * When one CRC-32 computed here over all of `bytes` (chained from `seed`) matched the last
+   * record, so every byte of the slice is the writer's: that CRC; else NOT_PINNED. Two slices read at
+   * the same offset with the same seed and pin hold the same bytes but with probability ~2^-32
+   * (workers/claim-memo.ts relies on it).
+   */
+  readonly pin: number = NOT_PINNED;
+  readonly seed: number = NOT_PINNED;
 
   /**
    * `records` from sliceCrcRecords/readCrcRecords; `bytes` the slice's
@@ -298,6 +314,15 @@ export class CrcCursor {
     this.n = this.u.length >>> 2;
     this.ok = new Uint8Array(this.n);
     const all = this.n > 0 && markTrusted(this.u, this.ok, bytes, start);
+    // markTrusted's one-call case, and it reached the slice's end.
+    const u = this.u;
+    const n = this.n;
+    const lastEnd = n > 0 ? (u[4 * n - 4] as number) + (u[4 * n - 3] as number) * 2 ** 32 + (u[4 * n - 2] as number) : -1;
+    const pinned = all && lastEnd === start + bytes.byteLength;
+    if (pinned) {
+      this.pin = u[4 * n - 1] as number;
+      this.seed = chainSeed(u, (u[0] as number) + (u[1] as number) * 2 ** 32 < start ? 1 : 0);
+    }
     const m = this.n > 0 && meta !== undefined && usableMeta(meta, this.n, this.u, start) ? meta : NO_META;
     this.mf = new Float64Array(m.buffer, m.byteOffset, m.byteLength / 8);
     this.mu = new Uint32Array(m.buffer, m.byteOffset, m.byteLength / 4);

@@ -31,6 +31,7 @@ import { optimizeOnNextCall, tierOf, type Tier } from './optimization-status.js'
 import { CODING_NONE, decodeTask, sliceTask, type BatchResult, type CompressTask, type PageCoder, type SliceBatch, type SliceFault, type SliceResult, type SliceTask } from './slice-protocol.js';
 import { codeBytes, codeSlice, pageCoder } from './slice-compress.js';
 import { addClaim, frameClaim, NO_CLAIM } from '../core/frame-claim.js';
+import { knownDigest, rememberDigest, UNKNOWN_DIGEST } from './claim-memo.js';
 import { GROUP_READERS, isMessageTypeAt, messageGroup } from '../streams/message-group.js';
 import { binary, BINARY_READ, BINARY_WRONG_SEQ, binaryFrame } from './binary-frame.js';
 import { whole, WHOLE_BAD, WHOLE_WRONG_SEQ, wholeFrame } from './whole-frame.js';
@@ -159,8 +160,12 @@ export function decodeSlice(task: SliceTask, bytes: Buffer, readMs = 0, into: En
   let prevKey: RunKey | null = null;
   let pos = 0;
   let seq = task.firstSeq;
-  // The plan's claims about these frames, as found in them (core/frame-claim.ts).
-  let claims = 0;
+  // The plan's claims about these frames, as found in them (core/frame-claim.ts); or, when these
+  // very bytes gave them before (claim-memo.ts: pinned by a CRC over the whole slice computed just
+  // now), as they were found then.
+  const known = knownDigest(task.start, task.end, task.firstSeq, task.endSeq, crcs.seed, crcs.pin);
+  const hash = known === UNKNOWN_DIGEST;
+  let claims = hash ? 0 : known;
   const len = task.end - task.start;
   if (bytes.length < len) return corrupt(task.start + bytes.length, seq, task.endSeq, `log ends at byte ${task.start + bytes.length}, before the indexed end ${task.end}`);
   while (pos < len) {
@@ -201,7 +206,7 @@ export function decodeSlice(task: SliceTask, bytes: Buffer, readMs = 0, into: En
         const from = Math.max(task.fromSeq - raw.seq0, 0);
         const to = Math.min(task.toSeq - raw.seq0, count);
         if (from < to) enc.rawRow(raw, from, to);
-        claims = addClaim(claims, frameClaim(seq, offset, -1));
+        if (hash) claims = addClaim(claims, frameClaim(seq, offset, -1));
         seq += count;
         pos += length;
         enc.frames++;
@@ -213,11 +218,13 @@ export function decodeSlice(task: SliceTask, bytes: Buffer, readMs = 0, into: En
       if (evSeq >= 0) {
         if (evSeq !== seq) return corrupt(offset, seq, seq + 1, `frame holds seq ${evSeq}, the entry sidecar says ${seq}`);
         if (seq >= task.fromSeq && seq < task.toSeq) enc.rawEvent(bytes, pos, pos + length - 1);
-        // Its message group: by its type token (after `{"type":"` in the trusted layout), else as the scanner read it.
-        const message = layout === TRUSTED_EVENT ? isMessageTypeAt(bytes, pos + 9) : (ev as RawEvent).message;
-        // (A trusted message may have the group keys: message-group.ts looks for them itself.)
-        const groupKeys = message && (layout === TRUSTED_EVENT || (ev as RawEvent).groupKeys);
-        claims = addClaim(claims, frameClaim(seq, offset, message ? messageGroup(bytes, pos, pos + length - 1, seq, groupKeys) : -1));
+        if (hash) {
+          // Its message group: by its type token (after `{"type":"` in the trusted layout), else as the scanner read it.
+          const message = layout === TRUSTED_EVENT ? isMessageTypeAt(bytes, pos + 9) : (ev as RawEvent).message;
+          // (A trusted message may have the group keys: message-group.ts looks for them itself.)
+          const groupKeys = message && (layout === TRUSTED_EVENT || (ev as RawEvent).groupKeys);
+          claims = addClaim(claims, frameClaim(seq, offset, message ? messageGroup(bytes, pos, pos + length - 1, seq, groupKeys) : -1));
+        }
         seq += 1;
         pos += length;
         enc.frames++;
@@ -229,7 +236,7 @@ export function decodeSlice(task: SliceTask, bytes: Buffer, readMs = 0, into: En
       const r = binaryFrame(bytes, pos, offset, len, seq, task, crcs, enc, block);
       if (r === BINARY_READ) {
         prevKey = binary.key;
-        claims = addClaim(claims, binary.claim);
+        if (hash) claims = addClaim(claims, binary.claim);
         seq += binary.count;
         pos += binary.length;
         enc.frames++;
@@ -241,12 +248,14 @@ export function decodeSlice(task: SliceTask, bytes: Buffer, readMs = 0, into: En
     const w = wholeFrame(bytes, pos, offset, len, seq, task, enc);
     if (w === WHOLE_BAD) return corrupt(offset, seq, task.endSeq, whole.message);
     if (w === WHOLE_WRONG_SEQ) return corrupt(offset, seq, seq + whole.count, `frame holds seq ${whole.first}, the entry sidecar says ${seq}`);
-    claims = addClaim(claims, whole.claim);
+    if (hash) claims = addClaim(claims, whole.claim);
     seq += whole.count;
     pos += whole.length;
     enc.frames++;
   }
   if (seq !== task.endSeq) return corrupt(task.end, seq, task.endSeq, `frames end at seq ${seq}, the entry sidecar says ${task.endSeq}`);
+  // Called on every slice (the warm-up's too), so that the call is no new path on the first real page.
+  rememberDigest(task.start, task.end, task.firstSeq, task.endSeq, crcs.seed, crcs.pin, claims, task.digest);
   // Every frame is sound and where the plan said: now the plan's seqs, offsets and message
   // groups, which shaped the page, must be the frames' own.
   // Both compares run on every task: the JIT warm-up's tasks carry no claim, and a compare that
