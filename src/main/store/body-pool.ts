@@ -88,6 +88,23 @@ export class BodyPool {
   }
 
   /**
+   * One free buffer of `bytes` (whole 4 KiB pages), every page of it touched now: the store's
+   * warm-up leaves it here for the first large page a process serves, whose body otherwise takes
+   * fresh memory and a page fault per 4 KiB in its assembly (~1,150 for a 5M tail page's 4.6 MB,
+   * ~1.5 ms of the main thread on the page's critical path: docs/benchmarks.md, "ready (fourteenth
+   * session)"). It is free memory like any released body: taken for a body of 1/2 to 1 of its
+   * size, let go after idleMs without a page.
+   */
+  prepare(bytes: number): void {
+    if (bytes < this.minBytes) return;
+    const b = Buffer.allocUnsafeSlow(Math.ceil(bytes / ROUND) * ROUND);
+    b.fill(0);
+    this.free.push(b.buffer as ArrayBuffer);
+    while (this.free.length > MAX_FREE || this.freeBytes > MAX_FREE_BYTES) this.free.shift();
+    this.idle.refresh();
+  }
+
+  /**
    * `release` for the one holder of a small whole page's body, a view of its worker's result buffer
    * (page-service.ts; a page the prepared-page cache does not keep): once called, the buffer is a
    * spare for a later task (`takeSpare`). A buffer moved to a worker and back does not add to V8's
