@@ -64,17 +64,19 @@ describe('BodyPool', () => {
     expect(pool.sparesTaken).toBe(1);
   });
 
-  it('holds a prepared buffer, every page of it touched, for a body of half to all its size', () => {
-    const pool = new BodyPool(1000);
+  it('keeps a prepared buffer, every page of it touched, for the first body that fits in it, also once idle', async () => {
+    const pool = new BodyPool(1000, 20);
     pool.prepare(500); // below the pool's smallest body: nothing
-    expect(pool.freeBytes).toBe(0);
+    expect(pool.preparedBytes).toBe(0);
     pool.prepare(10_000);
-    expect(pool.freeBytes).toBe(12_288); // whole 4 KiB pages
-    expect(pool.take(5000).buffer.byteLength).not.toBe(12_288); // under half its size: a fresh buffer
-    const body = pool.take(12_000);
+    expect(pool.preparedBytes).toBe(12_288); // whole 4 KiB pages
+    await sleep(60); // past the idle time: released bodies are let go, this one is kept
+    expect(pool.take(13_000).buffer.byteLength).not.toBe(12_288); // too large for it: a fresh buffer
+    const body = pool.take(2000);
     expect(body.buffer.byteLength).toBe(12_288);
+    expect(body.length).toBe(2000);
     expect(pool.reused).toBe(1);
-    expect(pool.freeBytes).toBe(0);
+    expect(pool.preparedBytes).toBe(0);
   });
 
   it('keeps nothing once idle', async () => {

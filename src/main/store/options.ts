@@ -30,8 +30,8 @@ export interface WarmUpOptions {
   /**
    * Bytes of page-body memory `store.warmUp()` touches last and leaves free in the body pool
    * (store/body-pool.ts prepare) for the first large page, whose assembly otherwise faults in
-   * fresh memory a 4 KiB page at a time (default DEFAULT_WARM_BODY_BYTES; 0: none). Bodies of
-   * half to all of it use it; it is let go like any free body after the pool's idle time.
+   * fresh memory a 4 KiB page at a time (default DEFAULT_WARM_BODY_BYTES; 0: none). The first
+   * pooled body of at most this size takes it; kept until then (idle RSS pays for it).
    */
   bodyBytes?: number;
   /**
@@ -177,10 +177,9 @@ export const DEFAULT_PAGE_CACHE_BYTES = 64 * 1024 * 1024;
 export const DEFAULT_DECODE_BUDGET_BYTES = 8 * 1024 * 1024;
 
 /**
- * WarmUpOptions.bodyBytes's default: room for a body of 3 to 6 MiB, the size of a long session's
- * tail page (the 5M bench session's is 4.65 MB). Resident from the warm-up's end until the body
- * pool's idle time passes with no page (+6 MiB of idle RSS in that time; a server at rest has
- * none of it once V8 collects the buffer).
+ * WarmUpOptions.bodyBytes's default: room for the body of a long session's tail page (the 5M
+ * bench session's is 4.65 MB). Resident from the warm-up's end until the first pooled body takes
+ * it: +6 MiB of idle RSS (issue 12's <= 120 MB: 103-105 MB without it, 109-111 with it).
  */
 export const DEFAULT_WARM_BODY_BYTES = 6 * 1024 * 1024;
 export const DEFAULT_WRITER_IDLE_MS = 60_000;

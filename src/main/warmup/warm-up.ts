@@ -40,7 +40,7 @@ export interface WarmUpPlan {
   /** Run last, before the closing collection (the main thread's small-slice decoder is loaded here: its loading's garbage is collected too). */
   finish?: () => Promise<void>;
   /**
-   * Page-body memory touched at the very end and left free for the first large page
+   * Page-body memory touched at the very end and kept for the first large page
    * (StoreOptions.warmUp.bodyBytes; store/body-pool.ts prepare): `prepare(bytes)`.
    */
   bodies?: { bytes: number; prepare: (bytes: number) => void };
