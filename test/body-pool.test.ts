@@ -64,11 +64,63 @@ describe('BodyPool', () => {
     expect(pool.sparesTaken).toBe(1);
   });
 
+  it('keeps a prepared buffer, every page of it touched, for the first body that fits in it, also once idle', async () => {
+    const pool = new BodyPool(1000, 20);
+    pool.prepare(500); // below the pool's smallest body: nothing
+    expect(pool.preparedBytes).toBe(0);
+    pool.prepare(10_000);
+    expect(pool.preparedBytes).toBe(12_288); // whole 4 KiB pages
+    await sleep(60); // past the idle time: released bodies are let go, this one is kept
+    expect(pool.take(13_000).buffer.byteLength).not.toBe(12_288); // too large for it: a fresh buffer
+    const body = pool.take(2000);
+    expect(body.buffer.byteLength).toBe(12_288);
+    expect(body.length).toBe(2000);
+    expect(pool.reused).toBe(1);
+    expect(pool.preparedBytes).toBe(0);
+  });
+
   it('keeps nothing once idle', async () => {
     const pool = new BodyPool(1000, 20);
     pool.release(pool.take(10_000));
     expect(pool.freeBytes).toBeGreaterThan(0);
     await until('the idle timer', () => pool.freeBytes === 0);
+  });
+});
+
+describe("the warm-up's body for the first large page", () => {
+  let ts: TempStore;
+  const opened: PagerStore[] = [];
+  beforeAll(async () => {
+    ts = await tempStore(1);
+    await seedSession(ts.store, 'w', 1200, 300);
+  });
+  afterAll(async () => {
+    for (const s of opened) await s.close();
+    await ts?.cleanup();
+  });
+  const open = async (bodyBytes: number) => {
+    const s = await openStore({ dataDir: ts.dir, workers: 1, pageCacheBytes: 0, inPlaceBytes: 1, bodyPool: { minBytes: 1, idleMs: 600_000 }, warmUp: { jit: false, pagePath: false, bodyBytes } });
+    opened.push(s);
+    await s.warmUp();
+    return s;
+  };
+
+  it("is the first page's body when the page fits it, and that page is the reference page", async () => {
+    const params = { maxMessages: 200 };
+    const want = referencePage(await readWholeLog(join(ts.dir, 'sessions', 'w.events')), 'w', params);
+    const size = Buffer.byteLength(JSON.stringify(want));
+    // Half as large again as the body: not the size a fresh body's buffer gets (1/8 of headroom).
+    expect(size).toBeGreaterThan(16 * 1024);
+    const prepared = Math.ceil((size * 1.5) / 4096) * 4096;
+    const store = await open(prepared);
+    const first = await store.pageBuffer('w', params);
+    expect(first.body.buffer.byteLength).toBe(prepared);
+    expect(JSON.parse(first.body.toString('utf8'))).toEqual(want);
+    expect(Buffer.from(first.body).equals(Buffer.from((await ts.store.pageBuffer('w', params)).body))).toBe(true);
+    // Without it (bodyBytes 0) the first body is a fresh buffer with the pool's headroom.
+    const without = await (await open(0)).pageBuffer('w', params);
+    expect(without.body.buffer.byteLength).not.toBe(prepared);
+    expect(without.body.equals(first.body)).toBe(true);
   });
 });
 

@@ -19,7 +19,7 @@ import type { PagePlan } from '../core/page-planner.js';
 import type { Page, PageParams, SessionEvent, SessionHeaderInit } from '../core/types.js';
 import type { AppendResult } from './session-writer.js';
 import type { CatalogEntry, FollowListener, PageBuffer, PageVersion, Store, StoreStats } from './store-types.js';
-import { DEFAULT_IN_PLACE_BYTES, DEFAULT_INLINE_SLICE_BYTES, DEFAULT_DECODE_BUDGET_BYTES, DEFAULT_PAGE_CACHE_BYTES, DEFAULT_SPLIT_COST, DEFAULT_WRITER_IDLE_MS, type StoreOptions } from './store/options.js';
+import { DEFAULT_IN_PLACE_BYTES, DEFAULT_INLINE_SLICE_BYTES, DEFAULT_DECODE_BUDGET_BYTES, DEFAULT_WARM_BODY_BYTES, DEFAULT_PAGE_CACHE_BYTES, DEFAULT_SPLIT_COST, DEFAULT_WRITER_IDLE_MS, type StoreOptions } from './store/options.js';
 import { PageService } from './store/page-service.js';
 import { SessionViews, type SessionView } from './store/session-views.js';
 import { Subscriptions } from './store/subscriptions.js';
@@ -62,6 +62,8 @@ export class PagerStore implements Store {
   private readonly pagePathWarmUp: boolean;
   /** StoreOptions.warmUp.collect. */
   private readonly collectAfterWarmUp: boolean;
+  /** StoreOptions.warmUp.bodyBytes: page-body memory the warm-up leaves ready for the first large page. */
+  private readonly warmBodyBytes: number;
   private readonly views: SessionViews;
   private readonly pages: PageService;
   private readonly writers: SessionWriters;
@@ -108,6 +110,7 @@ export class PagerStore implements Store {
     this.splitCost = opts.splitCost ?? DEFAULT_SPLIT_COST;
     this.pagePathWarmUp = opts.warmUp?.pagePath ?? true;
     this.collectAfterWarmUp = opts.warmUp?.collect ?? false;
+    this.warmBodyBytes = opts.warmUp?.bodyBytes ?? DEFAULT_WARM_BODY_BYTES;
     this.writers = new SessionWriters(
       this.storage,
       opts.format ?? 'jsonl',
@@ -274,6 +277,7 @@ export class PagerStore implements Store {
       threads: this.threads,
       pagePath: this.pagePathWarmUp,
       collect: this.collectAfterWarmUp,
+      bodies: { bytes: this.warmBodyBytes, prepare: (bytes) => this.pages.bodies.prepare(bytes) },
       ...(inline === undefined ? {} : { inline }),
       openStore: async (storage) => new PagerStore({ ...opts, storage }, this.pool),
       // Then small slices may go inline: the decoder is loaded here now, not on a request (small-slice-pool.ts).

@@ -43,6 +43,8 @@ const MAX_SPARES_BYTES = 8 * 1024 * 1024;
 export class BodyPool {
   /** Buffers no one holds, most recently released last. */
   private readonly free: ArrayBuffer[] = [];
+  /** The warm-up's buffer for the first body that fits in it (`prepare`). */
+  private prepared: ArrayBuffer | null = null;
   /** Released whole pages' result buffers (spareReleaser, takeSpare). */
   private readonly spares: ArrayBuffer[] = [];
   /** Spares handed back to the workers (tests and benches read this). */
@@ -79,12 +81,38 @@ export class BodyPool {
         break;
       }
     }
+    if (ab === undefined && this.prepared !== null && n <= this.prepared.byteLength) {
+      ab = this.prepared;
+      this.prepared = null;
+    }
     if (ab === undefined) {
       ab = Buffer.allocUnsafeSlow(Math.ceil((n * (1 + HEADROOM)) / ROUND) * ROUND).buffer as ArrayBuffer;
       this.fresh++;
     } else this.reused++;
     this.holders.set(ab, 1);
     return Buffer.from(ab, 0, n);
+  }
+
+  /**
+   * One buffer of `bytes` (whole 4 KiB pages), every page of it touched now, kept for the first
+   * body of at most its size: the store's warm-up leaves it for the first large page a process
+   * serves, whose body otherwise takes fresh memory and a page fault per 4 KiB in its assembly
+   * (~1,150 for a 5M tail page's 4.6 MB, ~1.5 ms of the main thread on the page's critical path:
+   * docs/benchmarks.md, "ready (fourteenth session)"). Not let go when idle, unlike released
+   * bodies: the first page may come long after the start, and a dropped buffer stays resident
+   * until V8 collects it anyway (`serve` idles without collections). Once taken it is a body like
+   * any other.
+   */
+  prepare(bytes: number): void {
+    if (bytes < this.minBytes) return;
+    const b = Buffer.allocUnsafeSlow(Math.ceil(bytes / ROUND) * ROUND);
+    b.fill(0);
+    this.prepared = b.buffer as ArrayBuffer;
+  }
+
+  /** Bytes kept by `prepare` and not taken yet. */
+  get preparedBytes(): number {
+    return this.prepared?.byteLength ?? 0;
   }
 
   /**

@@ -28,6 +28,13 @@ export interface WarmUpOptions {
    */
   collect?: boolean;
   /**
+   * Bytes of page-body memory `store.warmUp()` touches last and leaves free in the body pool
+   * (store/body-pool.ts prepare) for the first large page, whose assembly otherwise faults in
+   * fresh memory a 4 KiB page at a time (default DEFAULT_WARM_BODY_BYTES; 0: none). The first
+   * pooled body of at most this size takes it; kept until then (idle RSS pays for it).
+   */
+  bodyBytes?: number;
+  /**
    * The workers' JIT warm-up also warms the binary path (binary frames, MessagePack to JSON).
    * Unset: when the store's writer writes binary or its catalog holds a binary session at open.
    */
@@ -168,6 +175,13 @@ export const DEFAULT_PAGE_CACHE_BYTES = 64 * 1024 * 1024;
  * and never holds back small pages (a 50-message page is ~10-200 KB).
  */
 export const DEFAULT_DECODE_BUDGET_BYTES = 8 * 1024 * 1024;
+
+/**
+ * WarmUpOptions.bodyBytes's default: room for the body of a long session's tail page (the 5M
+ * bench session's is 4.65 MB). Resident from the warm-up's end until the first pooled body takes
+ * it: +6 MiB of idle RSS (issue 12's <= 120 MB: 103-105 MB without it, 109-111 with it).
+ */
+export const DEFAULT_WARM_BODY_BYTES = 6 * 1024 * 1024;
 export const DEFAULT_WRITER_IDLE_MS = 60_000;
 
 /** The environment variables the CLI honours for the warm-ups (README): `SESSION_PAGER_JIT_WARMUP=0`, `SESSION_PAGER_PAGE_WARMUP=0`, `SESSION_PAGER_BINARY_WARMUP=0|1`. */
