@@ -41,7 +41,9 @@
  * each session's last seq); `attach` follows a random one of those
  * sessions (its tail page is the snapshot), holds the stream --hold ms (each attach its own, within --hold-jitter) and
  * detaches (issue 15's attach: goodput is snapshots/s, latency the time to
- * the whole snapshot). Clients ignoring Retry-After in `attach` re-attach
+ * the arrival of the snapshot's last byte; it asks as a browser does, Accept-Encoding
+ * `gzip, deflate, br, zstd`, unless --encoding says otherwise; the snapshot's end found
+ * without decoding the page, the whole snapshot checked ~10 times a second: snapshot-end.mjs). Clients ignoring Retry-After in `attach` re-attach
  * at once after a 503 (node:http, as autocannon cannot read a stream).
  * With `--phases` (attach) each attach's time is split by who adds it: the
  * clients' times matched with the server's accept, request and first write
