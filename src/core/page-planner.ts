@@ -186,25 +186,23 @@ class Walker {
       if (last.count === 1) this.eventBytes += last.length;
     } else {
       if (this.aboveSeq - seq === 1) this.eventBytes += this.aboveOffset - offset;
-      if ((n + 1) % SPLIT_EVERY === 0) this.addSplit(b.entry(k), n + 1);
+      if ((n + 1) % SPLIT_EVERY === 0) {
+        const j = this.splitCount;
+        if (j === this.splitDepths.length) {
+          this.splitDepths = grown(this.splitDepths);
+          this.splitDigests = grown(this.splitDigests);
+          this.splitEventBytes = grown(this.splitEventBytes);
+        }
+        this.splits[j] = b.entry(k);
+        this.splitDepths[j] = n + 1;
+        this.splitDigests[j] = this.digest;
+        this.splitEventBytes[j] = this.eventBytes;
+        this.splitCount = j + 1;
+      }
     }
     this.aboveSeq = seq;
     this.aboveOffset = offset;
     return true;
-  }
-
-  private addSplit(e: EntryLine, depth: number): void {
-    const j = this.splitCount;
-    if (j === this.splitDepths.length) {
-      this.splitDepths = grown(this.splitDepths);
-      this.splitDigests = grown(this.splitDigests);
-      this.splitEventBytes = grown(this.splitEventBytes);
-    }
-    this.splits[j] = e;
-    this.splitDepths[j] = depth;
-    this.splitDigests[j] = this.digest;
-    this.splitEventBytes[j] = this.eventBytes;
-    this.splitCount = j + 1;
   }
 
   async loadOne(): Promise<boolean> {
@@ -282,6 +280,14 @@ class Walker {
     return { first, last, count, bytes: last.offset + last.length - first.offset, splits, splitFrames, eventBytes: this.eventBytes, splitEventBytes, digest: this.digest, splitDigests };
   }
 }
+
+/**
+ * What a walk calls once (span) or once in 32 lines (a block's entry: the split candidates), so
+ * that V8 marks it hot only on the second or third real page and compiles it on a helper thread
+ * beside that page's decoding workers (`--trace-opt`): the planner's warm-up has them compiled
+ * on its own thread (main/warmup/planner-warmup.ts).
+ */
+export const WALK_ONCE_A_PAGE: readonly ((...args: never[]) => unknown)[] = [Walker.prototype['span']];
 
 /** `a`'s elements in an array of twice its length. */
 function grown(a: Float64Array<ArrayBuffer>): Float64Array<ArrayBuffer> {
