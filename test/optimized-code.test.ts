@@ -53,7 +53,9 @@ describe('optimized page-path code and object shapes', () => {
     // runs on every message), isMessageTypeAt and scanTrustedFrame were then compiled during a fresh process's
     // first tail page in 4 of 6 traced processes (--trace-opt), a third thread's CPU beside the two workers.
     const out = execFileSync(process.execPath, [resolve(here, 'helpers/frame-readers-probe.mjs'), dist], { encoding: 'utf8' });
-    expect(JSON.parse(out)).toEqual({ scanTrustedFrame: 'optimized', isMessageTypeAt: 'optimized', keysGroup: 'optimized' });
+    // toolIdentity (a tool frame's identity, called out of line by scanTrustedFrame): left to the first real
+    // pages by one worker in 2 of 5 traced starts of the fourteenth session, before the warm-up waited for it.
+    expect(JSON.parse(out)).toEqual({ scanTrustedFrame: 'optimized', isMessageTypeAt: 'optimized', keysGroup: 'optimized', toolIdentity: 'optimized' });
   }, 60_000);
 
   it('the planner stays optimized across a garbage collection between pages', () => {

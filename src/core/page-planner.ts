@@ -80,37 +80,72 @@ const line = new Float64Array(3);
 /** The same bytes as 32-bit words: the claim is hashed from them (core/frame-claim.ts wordsClaim). */
 const lineWords = new Int32Array(line.buffer);
 
-/** Walks lines downwards from the source, remembering only what the plan needs. */
+/** Lines a walker starts with room for (a typical page's walk), and the most it keeps room for between walks. */
+const FIRST_ROOM = 1024;
+const KEPT_ROOM = 32768;
+/** Walkers idle between walks, for the next walk to reuse (walkerFor), at most this many. */
+const IDLE_MAX = 8;
+const idle: Walker[] = [];
+
+/**
+ * Walks lines downwards from the source, remembering only what the plan
+ * needs. Its per-line state is in typed arrays it keeps between walks (a
+ * walker goes back to `idle` when finished): a tail page's walk loads
+ * ~15,000 lines, and growing fresh arrays for them was the main thread's
+ * largest allocation per page (docs/benchmarks.md, "same, second round
+ * (fourteenth session)"). One walker serves one walk at a time: walks
+ * interleave at their awaits (one per connection), and each takes its own
+ * from walkerFor.
+ */
 class Walker {
+  private source: BackwardEntrySource | null = null;
   private block: EntryLines | null = null;
   private k = 0;
   /** Where the lowest loaded line is (the cursor may sit on the header line below it). */
   private lowBlock: EntryLines | null = null;
   private lowK = 0;
   private exhausted = false;
-  /** Group start of each loaded line (newest first), -1 when not counted. */
-  readonly groups: number[] = [];
+  /** How many lines are loaded. */
+  loaded = 0;
+  /** Group start of each loaded line (newest first), -1 when not counted: elements [0, loaded). */
+  private groups = new Float64Array(FIRST_ROOM);
   lowSeq = Number.POSITIVE_INFINITY;
   last: EntryLine | null = null;
-  /** Split candidates, newest first, and how many lines were loaded when each was (itself included). */
-  readonly splits: EntryLine[] = [];
-  readonly splitDepths: number[] = [];
-  /** Digest of the claims of the lines loaded so far (core/frame-claim.ts), and its value at each split. */
-  digest = 0;
-  readonly splitDigests: number[] = [];
   /**
-   * Stored bytes of the one-event frames loaded so far, and their value at
-   * each split (that split included). A frame's count and length are the
-   * differences of its seq and offset from the frame above it (loaded just
-   * before), so no line is parsed for them.
+   * Split candidates, newest first: elements [0, splitCount). For each, how
+   * many lines were loaded when it was (itself included), the digest of the
+   * claims loaded so far (core/frame-claim.ts) and the stored bytes of the
+   * one-event frames loaded so far (that split included).
+   */
+  private splitCount = 0;
+  private readonly splits: EntryLine[] = [];
+  private splitDepths = new Float64Array(FIRST_ROOM / SPLIT_EVERY);
+  private splitDigests = new Float64Array(FIRST_ROOM / SPLIT_EVERY);
+  private splitEventBytes = new Float64Array(FIRST_ROOM / SPLIT_EVERY);
+  /** Digest of the claims of the lines loaded so far. */
+  digest = 0;
+  /**
+   * Stored bytes of the one-event frames loaded so far. A frame's count and
+   * length are the differences of its seq and offset from the frame above it
+   * (loaded just before), so no line is parsed for them.
    */
   eventBytes = 0;
-  readonly splitEventBytes: number[] = [];
   private aboveSeq = 0;
   private aboveOffset = 0;
 
-  constructor(private readonly source: BackwardEntrySource) {
+  constructor() {
     keepShape(this);
+  }
+
+  /** Ready to walk `source` from its start. */
+  begin(source: BackwardEntrySource): this {
+    this.source = source;
+    return this;
+  }
+
+  /** Group start of the i-th line loaded (newest first), -1 when not counted; i < loaded. */
+  group(i: number): number {
+    return this.groups[i] as number;
   }
 
   /**
@@ -137,7 +172,10 @@ class Walker {
     const seq = line[0] as number;
     const offset = line[1] as number;
     const g = line[2] as number;
-    this.groups.push(g);
+    const n = this.loaded;
+    if (n === this.groups.length) this.groups = grown(this.groups);
+    this.groups[n] = g;
+    this.loaded = n + 1;
     this.lowSeq = seq;
     this.digest = addClaim(this.digest, claimWords ? wordsClaim(lineWords) : frameClaim(seq, offset, g));
     this.lowBlock = b;
@@ -148,11 +186,18 @@ class Walker {
       if (last.count === 1) this.eventBytes += last.length;
     } else {
       if (this.aboveSeq - seq === 1) this.eventBytes += this.aboveOffset - offset;
-      if (this.groups.length % SPLIT_EVERY === 0) {
-        this.splits.push(b.entry(k));
-        this.splitDepths.push(this.groups.length);
-        this.splitDigests.push(this.digest);
-        this.splitEventBytes.push(this.eventBytes);
+      if ((n + 1) % SPLIT_EVERY === 0) {
+        const j = this.splitCount;
+        if (j === this.splitDepths.length) {
+          this.splitDepths = grown(this.splitDepths);
+          this.splitDigests = grown(this.splitDigests);
+          this.splitEventBytes = grown(this.splitEventBytes);
+        }
+        this.splits[j] = b.entry(k);
+        this.splitDepths[j] = n + 1;
+        this.splitDigests[j] = this.digest;
+        this.splitEventBytes[j] = this.eventBytes;
+        this.splitCount = j + 1;
       }
     }
     this.aboveSeq = seq;
@@ -164,7 +209,7 @@ class Walker {
     for (;;) {
       const took = this.takeOne();
       if (took !== null) return took;
-      const b = await this.source.prevBlock();
+      const b = await (this.source as BackwardEntrySource).prevBlock();
       if (b === null) {
         this.exhausted = true;
         return false;
@@ -187,16 +232,30 @@ class Walker {
     return (this.lowBlock as EntryLines).entry(this.lowK);
   }
 
-  /** The span walked, and the walk's per-line state let go (this walker is kept alive: core/shape-keeper.ts). */
+  /**
+   * The span walked; then the walk's state is let go and this walker goes
+   * back to `idle` (its arrays kept unless a long walk grew them past
+   * KEPT_ROOM: an idle walker must not hold memory that grows with the
+   * largest page ever asked for).
+   */
   finish(): FrameSpan | null {
     const span = this.span();
-    this.groups.length = 0;
-    this.splits.length = 0;
-    this.splitDepths.length = 0;
-    this.splitDigests.length = 0;
-    this.splitEventBytes.length = 0;
-    this.digest = 0;
-    this.eventBytes = 0;
+    this.source = this.block = this.lowBlock = this.last = null;
+    this.k = this.lowK = 0;
+    this.exhausted = false;
+    this.loaded = 0;
+    this.lowSeq = Number.POSITIVE_INFINITY;
+    this.splits.fill(null as unknown as EntryLine, 0, this.splitCount);
+    this.splitCount = 0;
+    this.digest = this.eventBytes = this.aboveSeq = this.aboveOffset = 0;
+    if (this.groups.length > KEPT_ROOM) {
+      this.groups = new Float64Array(FIRST_ROOM);
+      this.splits.length = 0;
+      this.splitDepths = new Float64Array(FIRST_ROOM / SPLIT_EVERY);
+      this.splitDigests = new Float64Array(FIRST_ROOM / SPLIT_EVERY);
+      this.splitEventBytes = new Float64Array(FIRST_ROOM / SPLIT_EVERY);
+    }
+    if (idle.length < IDLE_MAX) idle.push(this);
     return span;
   }
 
@@ -204,12 +263,12 @@ class Walker {
     if (this.last === null) return null;
     const first = this.low();
     const last = this.last;
-    const count = this.groups.length;
+    const count = this.loaded;
     const splits: EntryLine[] = [];
     const splitFrames: number[] = [];
     const splitDigests: number[] = [];
     const splitEventBytes: number[] = [];
-    for (let j = this.splits.length - 1; j >= 0; j--) {
+    for (let j = this.splitCount - 1; j >= 0; j--) {
       const e = this.splits[j] as EntryLine;
       if (e.offset <= first.offset || e.offset >= last.offset) continue;
       splits.push(e);
@@ -220,6 +279,26 @@ class Walker {
     }
     return { first, last, count, bytes: last.offset + last.length - first.offset, splits, splitFrames, eventBytes: this.eventBytes, splitEventBytes, digest: this.digest, splitDigests };
   }
+}
+
+/**
+ * What a walk calls once (span) or once in 32 lines (a block's entry: the split candidates), so
+ * that V8 marks it hot only on the second or third real page and compiles it on a helper thread
+ * beside that page's decoding workers (`--trace-opt`): the planner's warm-up has them compiled
+ * on its own thread (main/warmup/planner-warmup.ts).
+ */
+export const WALK_ONCE_A_PAGE: readonly ((...args: never[]) => unknown)[] = [Walker.prototype['span']];
+
+/** `a`'s elements in an array of twice its length. */
+function grown(a: Float64Array<ArrayBuffer>): Float64Array<ArrayBuffer> {
+  const b = new Float64Array(2 * a.length);
+  b.set(a);
+  return b;
+}
+
+/** A walker for a walk of `source`: an idle one when there is one. */
+function walkerFor(source: BackwardEntrySource): Walker {
+  return (idle.pop() ?? new Walker()).begin(source);
 }
 
 /**
@@ -242,13 +321,13 @@ const NO_MAX_BYTES = -1;
 /** planPage's walk; `maxBytes` NO_MAX_BYTES: no byte bound. */
 export async function walkPage(throughSeq: number, end: number, maxMessages: number, maxBytes: number, source: BackwardEntrySource): Promise<PagePlan> {
   if (end <= 0) return { throughSeq, fromSeq: 0, toSeq: 0, hasMore: false, span: null };
-  const w = new Walker(source);
+  const w = walkerFor(source);
   let cut = end;
   let counted = 0;
   let stopped = false;
   for (let i = 0; ; i++) {
-    if (i === w.groups.length && !(w.takeOne() ?? (await w.loadOne()))) break;
-    const g = w.groups[i] as number;
+    if (i === w.loaded && !(w.takeOne() ?? (await w.loadOne()))) break;
+    const g = w.group(i);
     if (g < 0) continue;
     if (g < cut) cut = g;
     counted++;
@@ -277,7 +356,7 @@ export async function walkPage(throughSeq: number, end: number, maxMessages: num
  */
 export async function planRange(from: number, to: number, source: BackwardEntrySource): Promise<FrameSpan | null> {
   if (to <= from) return null;
-  const w = new Walker(source);
+  const w = walkerFor(source);
   await w.loadOne();
   await w.loadDownTo(from);
   return w.finish();

@@ -17,7 +17,8 @@
  * Cost: one map store per instance created (per plan, block, slice task),
  * and the memory of one instance per class, replaced by the next one. A
  * kept instance must not hold data that grows with the operation: the
- * planner empties its walk's arrays when done (Walker.finish), a worker
+ * planner's idle walkers keep their arrays only up to a bound
+ * (Walker.finish), a worker
  * keeps a checksum cursor over nothing after each task. What stays is a
  * block of sidecar lines or index records (<= 64 KiB) and what the last
  * reader's closure holds (after start-up: the planner warm-up's synthetic

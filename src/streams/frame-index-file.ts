@@ -117,6 +117,9 @@ class IndexLines implements EntryLines {
   }
 }
 
+/** The index lines' reader the walk calls once in 32 lines (core/page-planner.ts WALK_ONCE_A_PAGE says why it is exported). */
+export const INDEX_ENTRY: (...args: never[]) => unknown = IndexLines.prototype.entry;
+
 /** Records held in memory: `records` starts with record number `first`. */
 export interface HeldRecords {
   first: number;

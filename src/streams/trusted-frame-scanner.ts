@@ -172,7 +172,14 @@ function scanTrustedDelta(b: Uint8Array, i: number, seq: number, end: number): b
  * was compiled beside its decode (~10 ms of a helper thread, traced: docs/benchmarks.md, "ready,
  * second round (eleventh session)").
  */
-export const TRUSTED_READERS: readonly ((...args: never[]) => unknown)[] = [scanTrustedFrame, scanTrustedDelta];
+export const TRUSTED_READERS: readonly ((...args: never[]) => unknown)[] = [
+  scanTrustedFrame,
+  scanTrustedDelta,
+  // A tool frame's identity reader: compiled on its own too, and left to the first real pages by
+  // one worker in two of the fourteenth session's traced starts (docs/benchmarks.md, "same, second
+  // round (fourteenth session)"): the warm-up's tool frames call it, so it has feedback by then.
+  toolIdentity,
+];
 
 /** What scanTrustedFrame found (a small integer, so the caller's branch stays monomorphic). */
 export const OTHER_LAYOUT = 0;

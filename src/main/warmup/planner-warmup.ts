@@ -5,11 +5,11 @@
  * plan of a 15k-frame tail page took ~60 ms, a warm one ~15 ms).
  */
 import { encodeEntry } from '../../streams/entry-codec.js';
-import { INDEX_RECORD_BYTES, indexBackward, indexRecords } from '../../streams/frame-index-file.js';
+import { INDEX_ENTRY, INDEX_RECORD_BYTES, indexBackward, indexRecords } from '../../streams/frame-index-file.js';
 import { BackwardEntries } from '../../streams/entries-file.js';
 import { ByteLineBlock, parseEntryBytes } from '../../streams/entry-codec.js';
 import { neverOptimize, optimizeOnNextCall, tierOf, type Tier } from '../../workers/optimization-status.js';
-import { planPage, walkPage } from '../../core/page-planner.js';
+import { planPage, WALK_ONCE_A_PAGE, walkPage } from '../../core/page-planner.js';
 import { checkPlan, spanFits } from '../../core/plan-check.js';
 import { resolvePageParams } from '../../core/page-rule.js';
 import type { EntryLine } from '../../core/types.js';
@@ -213,6 +213,10 @@ export async function warmUpPlanner(
   // every fresh process), CPU taken from the page workers on two cores (docs/benchmarks.md,
   // "same, second round (eleventh session)").
   if (tier(spanFits) === 'not-optimized') optimize(spanFits);
+  // Likewise the walk's span() and the index lines' entry(): marked hot on the second or third
+  // real page and compiled on a helper thread beside it (traced in every fresh process,
+  // docs/benchmarks.md "same, second round (fourteenth session)"); compiled at the tiny walk below.
+  if (!keep) for (const f of [...WALK_ONCE_A_PAGE, INDEX_ENTRY]) if (tier(f) === 'not-optimized') optimize(f);
   // The planner's kept instances (core/shape-keeper.ts) hold the last reader's closure, and
   // with it this sidecar, until the first real plan: leave them holding a tiny one instead.
   // Its walk is round 1's (50 messages, no byte bound): round 0's byte bound walked the tiny
