@@ -9,16 +9,18 @@
  * page; the frame index's blocks are read into buffers used again from plan
  * to plan (block-scratch.ts), given back only when the plan is made.
  */
-import { readFileSync, renameSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { planPage } from '../src/core/page-planner.js';
 import { resolvePageParams } from '../src/core/page-rule.js';
 import { openStore, type PagerStore } from '../src/main/store.js';
 import { ScratchBlocks } from '../src/main/store/block-scratch.js';
+import { HOLD_FILE_MAX_BYTES, HOLD_TOTAL_MAX_BYTES, KeptReaders } from '../src/main/store/kept-readers.js';
 import { LocalBackend } from '../src/storage/local/local-backend.js';
 import { CRC_RECORD_BYTES, recordOffset, sliceCrcRecords } from '../src/streams/frame-crc-file.js';
-import { FrameIndexFile, INDEX_BLOCK_BYTES, INDEX_RECORD_BYTES } from '../src/streams/frame-index-file.js';
+import { FrameIndexFile, INDEX_BLOCK_BYTES, INDEX_RECORD_BYTES, indexRecords } from '../src/streams/frame-index-file.js';
 import { META_RECORD_BYTES } from '../src/streams/frame-meta-file.js';
 import { projectionReadStats } from '../src/streams/record-file.js';
 import type { SliceTask } from '../src/workers/slice-protocol.js';
@@ -204,31 +206,30 @@ describe('slice records read by number', () => {
 });
 
 describe('frame index blocks read into scratch buffers', () => {
-  let ts: TempStore;
-  beforeAll(async () => {
-    ts = await tempStore(1);
-    // More frames than a few blocks of the index (2,048 records each).
-    await seedSession(ts.store, 'big', 9000, 1);
-    await ts.store.close();
+  let dir: string;
+  const FRAMES = 9000;
+  beforeAll(() => {
+    dir = mkdtempSync(join(tmpdir(), 'sp-scratch-'));
+    // An index of more frames than a few of its blocks (2,048 records each): the header, then
+    // one-event frames of 50 bytes, every fifth a counted message (its own group).
+    const entries = [{ seq: 0, offset: 0, length: 100, count: 0 }];
+    for (let i = 0; i < FRAMES; i++) entries.push({ seq: i, offset: 100 + 50 * i, length: 50, count: 1, ...(i % 5 === 0 ? { group: i } : {}) });
+    mkdirSync(join(dir, 'sessions/index/big'), { recursive: true });
+    writeFileSync(join(dir, 'sessions/index/big/frames.idx'), indexRecords(entries));
   });
-  afterAll(async () => {
-    await ts?.cleanup();
+  afterAll(() => {
+    rmSync(dir, { recursive: true, force: true });
   });
 
   async function plan(scratch: ScratchBlocks | null, maxMessages: number) {
-    const backend = new LocalBackend(ts.dir);
+    const backend = new LocalBackend(dir);
     const reader = await backend.openReader('sessions/index/big/frames.idx');
     const records = reader.size / INDEX_RECORD_BYTES;
-    const last = await reader.read((records - 1) * INDEX_RECORD_BYTES, INDEX_RECORD_BYTES);
-    const nextSeq = last.readDoubleLE(0) + last.readUInt32LE(28);
-    const indexedLength = last.readDoubleLE(8) + last.readUInt32LE(24);
-    const index = (await FrameIndexFile.openIfWhole(reader, records, indexedLength, nextSeq, scratch)) as FrameIndexFile;
+    const index = (await FrameIndexFile.openIfWhole(reader, records, 100 + 50 * FRAMES, FRAMES, scratch)) as FrameIndexFile;
     expect(index).not.toBeNull();
-    const taken: number[] = [];
     try {
-      const p = await planPage(resolvePageParams({ maxMessages }, nextSeq - 1), index.backwardFrom(records - 1));
-      taken.push(scratch?.size ?? 0);
-      return { p, freeDuring: taken[0] };
+      const p = await planPage(resolvePageParams({ maxMessages }, FRAMES - 1), index.backwardFrom(records - 1));
+      return { p, freeDuring: scratch?.size ?? 0 };
     } finally {
       await index.close();
     }
@@ -268,5 +269,43 @@ describe('frame index blocks read into scratch buffers', () => {
     const c = scratch.take(100);
     const d = scratch.take(100);
     expect(new Set([c, d]).size).toBe(2);
+  });
+});
+
+describe('readInto', () => {
+  it("writes into the caller's buffer what read returns (fewer bytes at the end, none past it), from a local reader and a kept one, holding or not", async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'sp-into-'));
+    try {
+      const backend = new LocalBackend(dir);
+      const key = 'sessions/index/s/frames.crc2';
+      const bytes = Buffer.from(Array.from({ length: 400 }, (_, i) => `r${i};`).join(''));
+      await backend.replace(key, bytes);
+      const kept = new KeptReaders(backend, 384, HOLD_FILE_MAX_BYTES, HOLD_TOTAL_MAX_BYTES, 0);
+      const cases = [[0, bytes.length], [5, 17], [bytes.length - 3, 10], [bytes.length, 4], [bytes.length + 9, 4], [7, 0]] as const;
+      const check = async (r: { read(p: number, l: number): Promise<Buffer>; readInto?(p: number, d: Uint8Array): Promise<number> }) => {
+        for (const [pos, len] of cases) {
+          const dest = Buffer.alloc(len, 0xee);
+          const got = await (r.readInto as (p: number, d: Uint8Array) => Promise<number>)(pos, dest);
+          const want = await r.read(pos, len);
+          expect(got).toBe(want.length);
+          expect(dest.subarray(0, got).equals(want)).toBe(true);
+          // Past what was read: untouched.
+          expect(dest.subarray(got).every((b) => b === 0xee)).toBe(true);
+        }
+      };
+      const plain = await backend.openReader(key);
+      await check(plain);
+      await plain.close();
+      // Kept: read through its reader, then (read whole once, used again) from the held bytes.
+      for (let i = 0; i < 3; i++) {
+        const r = (await kept.open(key, 'A')) as Parameters<typeof check>[0] & { close(): Promise<void> };
+        await check(r);
+        await r.close();
+      }
+      expect(kept.heldBytes).toBe(bytes.length);
+      kept.closeAll();
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 });
