@@ -52,6 +52,8 @@ export interface RandomReader {
   readonly size: number;
   /** Bytes [pos, pos + len), fewer at the object's end. */
   read(pos: number, len: number): Promise<Buffer>;
+  /** Bytes [pos, pos + dest.length) written into `dest`, fewer at the object's end: how many (optional: streams/positional-reader.ts). */
+  readInto?(pos: number, dest: Uint8Array): Promise<number>;
   close(): Promise<void>;
   /**
    * Whether the key still names the object this reader opened, as it was:

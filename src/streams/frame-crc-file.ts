@@ -148,7 +148,8 @@ export async function readCrcRecordsFrom(file: PositionalReader, start: number, 
  * (every session this writer created), record k is frame k's, so a span
  * planned from the frame index needs no binary search. The caller checks
  * that assumption against a known frame offset. Null when the file is
- * missing or shorter.
+ * missing or shorter. (The page path reads them slice by slice into each
+ * slice's own buffer instead: record-file.ts readRecordsInto.)
  */
 export function readCrcRecordsAt(read: RangeRead, first: number, count: number): Promise<Buffer | null> {
   return readRecordsAt(read, CRC_RECORD_BYTES, first, count);

@@ -126,13 +126,32 @@ export interface HeldRecords {
   records: Buffer;
 }
 
+/**
+ * Where an index file may read its record blocks instead of fresh memory
+ * (main/store/block-scratch.ts): a buffer of at least `bytes` bytes, or
+ * null; `give` takes it back once the file is closed and no walk reads it.
+ */
+export interface BlockScratch {
+  take(bytes: number): Uint8Array | null;
+  give(b: Uint8Array): void;
+}
+
+/** Bytes of the largest block an index file reads: a walk's (BLOCK_RECORDS) or findBySeq's (one more, the header). */
+export const INDEX_BLOCK_BYTES = (BLOCK_RECORDS + 1) * INDEX_RECORD_BYTES;
+
+/** Blocks smaller than this are read into fresh memory (single records: Buffer's pool serves them). */
+const SCRATCH_MIN_BYTES = 4096;
+
 export class FrameIndexFile {
   /** The block findBySeq read last: the page's walk starts inside it (backwardFrom). */
   private held: HeldRecords | null = null;
+  /** Buffers taken from `scratch`, given back by close(). */
+  private readonly taken: Uint8Array[] = [];
 
   private constructor(
     private readonly file: PositionalReader,
     readonly records: number,
+    private readonly scratch: BlockScratch | null,
   ) {}
 
   /**
@@ -141,8 +160,8 @@ export class FrameIndexFile {
    * `indexedLength` and holding seq `nextSeq - 1`. Null otherwise, and then
    * `file` is closed.
    */
-  static async openIfWhole(file: PositionalReader, frames: number, indexedLength: number, nextSeq: number): Promise<FrameIndexFile | null> {
-    const f = new FrameIndexFile(file, Math.floor(file.size / INDEX_RECORD_BYTES));
+  static async openIfWhole(file: PositionalReader, frames: number, indexedLength: number, nextSeq: number, scratch: BlockScratch | null = null): Promise<FrameIndexFile | null> {
+    const f = new FrameIndexFile(file, Math.floor(file.size / INDEX_RECORD_BYTES), scratch);
     try {
       if (f.records !== frames || frames === 0) throw new Error('size');
       const head = await f.entryAt(0);
@@ -155,16 +174,33 @@ export class FrameIndexFile {
     }
   }
 
+  /**
+   * Close the file, giving its scratch buffers back: what was read into
+   * them (the blocks, and the views of a walk over them) is not read after
+   * this, so the file must outlive its walks (a plan is made before close).
+   */
   close(): Promise<void> {
+    this.held = null;
+    for (const b of this.taken) this.scratch?.give(b);
+    this.taken.length = 0;
     return this.file.close();
   }
 
+  /** Records [first, first + n): into a scratch buffer when the reader can read into one, else fresh. */
   private async read(first: number, n: number): Promise<Buffer> {
-    const b = await this.file.read(first * INDEX_RECORD_BYTES, n * INDEX_RECORD_BYTES);
+    const len = n * INDEX_RECORD_BYTES;
+    const file = this.file;
+    const dest = len >= SCRATCH_MIN_BYTES && file.readInto !== undefined ? (this.scratch?.take(len) ?? null) : null;
+    let b: Buffer;
+    if (dest !== null && file.readInto !== undefined) {
+      this.taken.push(dest);
+      const got = await file.readInto(first * INDEX_RECORD_BYTES, dest.subarray(0, len));
+      b = Buffer.from(dest.buffer, dest.byteOffset, got);
+    } else b = await this.file.read(first * INDEX_RECORD_BYTES, len);
     // Counted with the sidecar's bytes: the bounded-read guard covers both planners.
     entryReadStats.bytes += b.length;
     entryReadStats.reads++;
-    if (b.length !== n * INDEX_RECORD_BYTES) throw new Error('frame index read short');
+    if (b.length !== len) throw new Error('frame index read short');
     return b;
   }
 

@@ -8,6 +8,12 @@ export interface PositionalReader {
   readonly size: number;
   /** Bytes [pos, pos + len), fewer at the end. */
   read(pos: number, len: number): Promise<Buffer>;
+  /**
+   * Bytes [pos, pos + dest.length) written into `dest`, fewer at the end: how many. Optional (a
+   * reader that cannot is read with `read` and copied): a caller whose destination is the buffer
+   * it hands on (a slice task's records, moved to a worker) then makes no buffer of its own.
+   */
+  readInto?(pos: number, dest: Uint8Array): Promise<number>;
   close(): Promise<void>;
 }
 

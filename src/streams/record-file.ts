@@ -3,7 +3,7 @@
  * `sessions/index/<id>/`), which are optional: a file that does not exist
  * or is too short reads as null, never as an error.
  */
-import type { RangeRead } from './positional-reader.js';
+import type { PositionalReader, RangeRead } from './positional-reader.js';
 
 /** Whether typed arrays are little endian here, as the record files are (every platform Node ships for but s390x): typed views then read records in place. */
 export const LITTLE_ENDIAN = new Uint8Array(new Uint32Array([1]).buffer)[0] === 1;
@@ -22,4 +22,26 @@ export async function readRecordsAt(read: RangeRead, recordBytes: number, first:
   if (out === null) return null;
   projectionReadStats.bytes += out.length;
   return out.length === count * recordBytes ? out : null;
+}
+
+/**
+ * Records [first, first + count) of `recordBytes` bytes each written into
+ * `dest` (exactly that long), in one read: whether they were all there.
+ * Through the reader's readInto when it has one, else read and copied.
+ */
+export async function readRecordsInto(file: PositionalReader, recordBytes: number, first: number, dest: Uint8Array): Promise<boolean> {
+  const pos = first * recordBytes;
+  let got: number;
+  try {
+    if (file.readInto !== undefined) got = await file.readInto(pos, dest);
+    else {
+      const b = await file.read(pos, dest.length);
+      dest.set(b.subarray(0, dest.length));
+      got = b.length;
+    }
+  } catch {
+    return false;
+  }
+  projectionReadStats.bytes += got;
+  return got === dest.length;
 }

@@ -183,6 +183,21 @@ export class KeptReaders {
         k.readBytes += Math.max(0, len);
         return k.reader.read(pos, len);
       },
+      // The same bytes as `read` gives, written into the caller's buffer (copied from the held ones, or read there).
+      readInto: async (pos, dest) => {
+        const held = k.held;
+        if (held !== null) {
+          const from = held.subarray(pos, Math.max(pos, Math.min(size, pos + dest.length)));
+          dest.set(from);
+          return from.length;
+        }
+        k.readBytes += dest.length;
+        const reader = k.reader;
+        if (reader.readInto !== undefined) return reader.readInto(pos, dest);
+        const got = await reader.read(pos, dest.length);
+        dest.set(got);
+        return got.length;
+      },
       close: async () => {
         if (done) return;
         done = true;

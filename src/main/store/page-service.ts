@@ -8,9 +8,10 @@
  */
 import type { StorageBackend } from '../../storage/backend.js';
 import { sourceString } from '../../storage/worker-reads.js';
-import { CRC_RECORD_BYTES, readCrcRecordsAt, readCrcRecordsFrom, recordOffset, sliceCrcRecords } from '../../streams/frame-crc-file.js';
+import { CRC_RECORD_BYTES, readCrcRecordsFrom, recordOffset, sliceCrcRecords } from '../../streams/frame-crc-file.js';
 import { META_RECORD_BYTES, readMetaRecordsAt } from '../../streams/frame-meta-file.js';
-import { FrameIndexFile } from '../../streams/frame-index-file.js';
+import { FrameIndexFile, INDEX_BLOCK_BYTES } from '../../streams/frame-index-file.js';
+import { ScratchBlocks } from './block-scratch.js';
 import { EntriesFile, EntryFormatError } from '../../streams/entries-file.js';
 import { sliceTask, type SliceResult, type SliceTask } from '../../workers/slice-protocol.js';
 import { expandRecords } from '../../core/chunk-codec.js';
@@ -18,7 +19,7 @@ import { PagerError } from '../../core/errors.js';
 import { planPage, planRange, type FrameSpan, type PagePlan } from '../../core/page-planner.js';
 import { resolvePageParams, type ResolvedParams } from '../../core/page-rule.js';
 import { decodeCost, sliceStarts } from '../../core/slice-cuts.js';
-import type { Page, PageParams, SessionEvent } from '../../core/types.js';
+import type { EntryLine, Page, PageParams, SessionEvent } from '../../core/types.js';
 import { sliceDigests } from '../../core/frame-claim.js';
 import { checkPlan, checkRange } from '../../core/plan-check.js';
 import { crcKey, metaKey } from '../crc-projection.js';
@@ -35,7 +36,8 @@ import { BodyPool } from './body-pool.js';
 import { codedForm, codedPage, wholeCodedPage, workerCoding } from '../coded-page.js';
 import { compressBody, levelFor, type CodedForm, type OutputCoding, type PageEncoding } from '../page-coding.js';
 import type { CodedPiece } from '../../streams/gzip-members.js';
-import type { RangeRead } from '../../streams/positional-reader.js';
+import type { PositionalReader, RangeRead } from '../../streams/positional-reader.js';
+import { readRecordsInto, u32 } from '../../streams/record-file.js';
 import type { SessionView, SessionViews } from './session-views.js';
 
 /** A plan, and when it came from the binary frame index, the record number of its last frame. */
@@ -67,6 +69,25 @@ function inThreadDecoder(): Promise<typeof import('../../workers/page-task.js').
   return decoder;
 }
 
+/**
+ * How many of `span`'s frames come before the one at log offset `offset`: 0 for its first frame,
+ * a split's count for a split (slices start at those: core/slice-cuts.ts), else -1.
+ */
+function framesBefore(span: FrameSpan, offset: number): number {
+  if (offset === span.first.offset) return 0;
+  const { splits } = span;
+  let lo = 0;
+  let hi = splits.length - 1;
+  while (lo <= hi) {
+    const mid = (lo + hi) >>> 1;
+    const o = (splits[mid] as EntryLine).offset;
+    if (o === offset) return span.splitFrames[mid] as number;
+    if (o < offset) lo = mid + 1;
+    else hi = mid - 1;
+  }
+  return -1;
+}
+
 /** Result buffers kept for reuse as worker arenas: at most this many bytes in all. */
 const SPARE_MAX_TOTAL_BYTES = 128 * 1024 * 1024;
 
@@ -96,6 +117,8 @@ export class PageService {
   private readonly indexTrust: IndexTrust;
   /** The projection files' readers, kept open between pages while unchanged (kept-readers.ts). */
   readonly readers: KeptReaders;
+  /** Buffers the frame index's blocks are read into, plan after plan (block-scratch.ts). */
+  readonly indexBlocks = new ScratchBlocks(INDEX_BLOCK_BYTES);
   pagesServed = 0;
   /** Pages being built now (the small-slice pool asks whether a page is alone: store.ts). */
   inFlight = 0;
@@ -177,7 +200,7 @@ export class PageService {
   private async planResolved(v: SessionView, r: ResolvedParams, useIndex = true, hint?: Promise<{ lo: number; hi: number } | null>): Promise<IndexedPlan> {
     if (r.end <= 0) return { throughSeq: r.throughSeq, fromSeq: 0, toSeq: 0, hasMore: false, span: null };
     const reader = useIndex && (await this.indexTrust.usable(v.paths)) ? await this.readers.open(indexKey(v.paths), v.version) : null;
-    const index = reader === null ? null : await FrameIndexFile.openIfWhole(reader, v.frameCount, v.indexedLength, v.nextSeq);
+    const index = reader === null ? null : await FrameIndexFile.openIfWhole(reader, v.frameCount, v.indexedLength, v.nextSeq, this.indexBlocks);
     if (index !== null) {
       try {
         const from = r.end - 1 >= v.nextSeq - 1 ? index.records - 1 : await index.findBySeq(r.end - 1, await hint);
@@ -223,29 +246,22 @@ export class PageService {
   }
 
   /**
-   * Attach each slice's frame-checksum records (one read for the span), when
-   * the session has the projection. A span planned from the frame index
-   * knows its record numbers, which are the projection's too when it holds
-   * one record per frame (checked on the first frame's offset); otherwise
-   * the records are found by binary search on offsets.
+   * Attach each slice's frame-checksum and row-metadata records, when the
+   * session has the projections. A span planned from the frame index knows
+   * its record numbers, which are the projections' too when they hold one
+   * record per frame (recordsByNumber: read straight into each slice's
+   * buffer); otherwise, or when that does not check out, the records are
+   * found by binary search on offsets (one read for the span, then copied
+   * slice by slice).
    */
-  private async withChecksums(v: SessionView, tasks: SliceTask[], frames: number, lastRecord?: number): Promise<SliceTask[]> {
+  private async withChecksums(v: SessionView, tasks: SliceTask[], frames: number, lastRecord?: number, span?: FrameSpan | null): Promise<SliceTask[]> {
     if (tasks.length === 0) return tasks;
     const { paths, version } = v;
     const start = (tasks[0] as SliceTask).start;
+    if (lastRecord !== undefined && span != null && (await this.recordsByNumber(v, tasks, span, lastRecord))) return tasks;
     let records: Uint8Array | null = null;
     // Row metadata, record for record with the checksums (record k of both files is the same frame's).
     let meta: Uint8Array | null = null;
-    if (lastRecord !== undefined) {
-      // The span's records and the one before (the chain's seed).
-      const first = lastRecord - frames + 1;
-      const seed = first > 0 ? 1 : 0;
-      const byNumber = await this.records(crcKey(paths), version, (read) => readCrcRecordsAt(read, first - seed, frames + seed));
-      if (byNumber !== null && recordOffset(byNumber, seed) === start) {
-        records = byNumber;
-        meta = await this.records(metaKey(paths), version, (read) => readMetaRecordsAt(read, first - seed, frames + seed));
-      }
-    }
     if (records === null) {
       // By offset: row metadata by the same record numbers (bound to its frames by their CRCs).
       const file = await this.readers.open(crcKey(paths), version);
@@ -280,6 +296,64 @@ export class PageService {
       }
     }
     return tasks;
+  }
+
+  /**
+   * withChecksums for a span planned from the frame index (record `lastRecord` is its last
+   * frame's): each slice's checksum and row-metadata records read by record number straight
+   * into the one buffer that is moved to its worker (the checksums, then the metadata: see
+   * below), with no buffer of the span's records between and no copy. Record k of the
+   * projections is frame k's for every session this writer made; that is checked on each
+   * slice's first and last frame (offsets and end), and any slice that does not fit, or a
+   * checksum file missing or short, leaves every slice without records and returns false (the
+   * caller then finds them by offset). The records stay derived data: the worker checks them
+   * against the frames (frame-crc-file.ts), and they are read through the kept readers, which
+   * read a replaced, rewritten or grown file as it is now (kept-readers.ts).
+   */
+  private async recordsByNumber(v: SessionView, tasks: SliceTask[], span: FrameSpan, lastRecord: number): Promise<boolean> {
+    const first = lastRecord - span.count + 1;
+    if (first < 0) return false;
+    const crcFile = await this.readers.open(crcKey(v.paths), v.version);
+    if (crcFile === null) return false;
+    const metaFile = await this.readers.open(metaKey(v.paths), v.version);
+    try {
+      // Row metadata while every slice's read is whole (a file shorter than the checksums': none from there on).
+      let withMeta = metaFile !== null;
+      const records: { both: Uint8Array; crcBytes: number; meta: boolean }[] = [];
+      for (let i = 0; i < tasks.length; i++) {
+        const t = tasks[i] as SliceTask;
+        // The slice's frames, and the record before them (the chain's seed).
+        const at = framesBefore(span, t.start);
+        const to = i + 1 < tasks.length ? framesBefore(span, (tasks[i + 1] as SliceTask).start) : span.count;
+        if (at < 0 || to <= at) return false;
+        const seed = first + at > 0 ? 1 : 0;
+        const r0 = first + at - seed;
+        const n = to - at + seed;
+        const crcBytes = n * CRC_RECORD_BYTES;
+        // Memory of its own (not a slab of Buffer's pool: the whole slab would be moved), all of it written by the reads.
+        const both = new Uint8Array(Buffer.allocUnsafeSlow(crcBytes + (withMeta ? n * META_RECORD_BYTES : 0)).buffer);
+        const crcs = both.subarray(0, crcBytes);
+        if (!(await readRecordsInto(crcFile, CRC_RECORD_BYTES, r0, crcs))) return false;
+        // Record k is frame k's: the slice's first frame starts at its start, its last ends at its end.
+        const lastAt = (n - 1) * CRC_RECORD_BYTES;
+        if (recordOffset(crcs, seed) !== t.start || recordOffset(crcs, n - 1) + u32(crcs, lastAt + 8) !== t.end) return false;
+        if (withMeta) withMeta = await readRecordsInto(metaFile as PositionalReader, META_RECORD_BYTES, r0, both.subarray(crcBytes));
+        records.push({ both, crcBytes, meta: withMeta });
+      }
+      tasks.forEach((t, i) => {
+        const { both, crcBytes, meta } = records[i] as (typeof records)[number];
+        // Moved to the worker as one buffer (worker-pool.ts runSlice): the checksums, then the metadata
+        // to its end, 8-byte aligned as the worker's float64 view needs (16-byte records first).
+        if (meta) {
+          t.crcs = both.subarray(0, crcBytes);
+          t.meta = both.subarray(crcBytes);
+        } else t.crcs = both.byteLength === crcBytes ? both : both.slice(0, crcBytes);
+      });
+      return true;
+    } finally {
+      await crcFile.close();
+      await metaFile?.close();
+    }
   }
 
   /**
@@ -427,7 +501,7 @@ export class PageService {
       // Compressed, such a page is one piece, coded where it was written (coded-page.ts wholeCodedPage).
       const only = tasks.length === 1 ? (tasks[0] as SliceTask) : null;
       if (only !== null && only.end - only.start < this.inPlaceBytes) only.pageHead = pageHead({ sessionId: id, throughSeq: p.throughSeq, fromSeq: p.fromSeq, toSeq: p.toSeq, hasMore: p.hasMore });
-      return this.decode(id, view, await this.withChecksums(view, tasks, p.span?.count ?? 0, p.lastRecord), p.fromIndex !== true);
+      return this.decode(id, view, await this.withChecksums(view, tasks, p.span?.count ?? 0, p.lastRecord, p.span), p.fromIndex !== true);
     };
     // Room for this page's results among the pages being built (decode-budget.ts): held until it is assembled.
     const release = await this.budget.acquire(plan.span?.bytes ?? 0, signal);

@@ -45,13 +45,19 @@ function objectStat(s: Stats): ObjectStat {
 /** Bytes [pos, pos + len) of an open file, fewer at its end. */
 export function readAt(fd: number, pos: number, len: number): Buffer {
   const buf = Buffer.allocUnsafe(Math.max(0, len));
+  const got = readIntoAt(fd, pos, buf);
+  return got === buf.length ? buf : buf.subarray(0, got);
+}
+
+/** Bytes [pos, pos + dest.length) of an open file written into `dest`, fewer at its end: how many. */
+export function readIntoAt(fd: number, pos: number, dest: Uint8Array): number {
   let got = 0;
-  while (got < buf.length) {
-    const n = readSync(fd, buf, got, buf.length - got, pos + got);
+  while (got < dest.length) {
+    const n = readSync(fd, dest, got, dest.length - got, pos + got);
     if (n === 0) break;
     got += n;
   }
-  return got === buf.length ? buf : buf.subarray(0, got);
+  return got;
 }
 
 /** Write all of `buf` at `position` of `fd` (writeSync may write less than asked). */
@@ -80,6 +86,10 @@ class LocalReader implements RandomReader {
 
   async read(pos: number, len: number): Promise<Buffer> {
     return readAt(this.fd, pos, Math.min(len, this.size - pos));
+  }
+
+  async readInto(pos: number, dest: Uint8Array): Promise<number> {
+    return readIntoAt(this.fd, pos, dest.subarray(0, Math.max(0, Math.min(dest.length, this.size - pos))));
   }
 
   async close(): Promise<void> {
