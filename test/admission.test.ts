@@ -264,7 +264,7 @@ describe('the default gate on two workers (issue 15: 16 connections are normal l
     await app.ready();
     try {
       // All 16 in the store together: with 4 slots a worker (8) half of them waited in the queue,
-      // and the main thread's work a page was 8-12% more than with all in flight (docs/decisions.md).
+      // and the main thread's work a page was 12-20% more than with all in flight (docs/decisions.md).
       const pages = Array.from({ length: 16 }, (_, i) => app.inject({ url: `/v1/sessions/d/page?maxMessages=${i + 2}`, headers: AUTH }));
       await until('16 pages in the store', () => slow.entered() === 16);
       expect(app.pagerState.admission?.running).toBe(16);

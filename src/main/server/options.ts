@@ -167,12 +167,12 @@ export function nodeTimeouts(requestTimeoutMs: number): { connectionsCheckingInt
  * (1 + queueFactor / 2) in-flight times whatever the offered load.
  * 2 per thread with 0.5 held ~6 on two workers, so 16 connections were
  * shed; 4 per thread with 4 held 24, but admitted only 8 of 16 connections'
- * pages, the rest waiting in the queue: the main thread then did 8-15% more
- * work a page (fewer pages a turn of the event loop, workers idling between
- * tasks), and issue 15's typical pages at 16 connections stayed under 3x
+ * pages, the rest waiting in the queue: the main thread then did 12-20% more
+ * work a page (its workers slept between tasks, and waking them is the
+ * main thread's work), and issue 15's typical pages at 16 connections stayed under 3x
  * the peer. 8 per thread admits all 16; the queue factor of 2 keeps the hold
  * at 32 (4 held 48: admitted p99 at 256 connections 2.1-2.5x unloaded, one
- * pair in four past 3x, against 1.4-1.5x at 24).
+ * pair in four past 3x, against 1.3-1.5x at 24).
  */
 export const IN_FLIGHT_PER_THREAD = 8;
 export const QUEUE_FACTOR = 2;
