@@ -80,8 +80,8 @@ export interface ServerOptions {
   maxShedDelayMs?: number;
   /**
    * Admission of page requests (admission.ts): at most `maxInFlight` at once
-   * (default IN_FLIGHT_PER_THREAD = 8 per worker thread), the others wait at most `queueFactor`
-   * (default QUEUE_FACTOR = 2) times the smoothed in-flight time, within [minQueueMs,
+   * (default IN_FLIGHT_PER_THREAD = 4 per worker thread), the others wait at most `queueFactor`
+   * (default QUEUE_FACTOR = 4) times the smoothed in-flight time, within [minQueueMs,
    * maxQueueMs] (default 20 ms, 2 s), `maxQueue` (default 1024) at most;
    * past that `overloaded`. `false` admits every page (the old behaviour,
    * for comparison runs only).
@@ -159,23 +159,22 @@ export function nodeTimeouts(requestTimeoutMs: number): { connectionsCheckingInt
 
 /**
  * Default admission sizing (docs/decisions.md, "Admission sized for 16
- * connections" and "The gate at 8 pages a worker thread, queue factor 2").
- * The gate holds maxInFlight x (1 + queueFactor / 2) page requests in
- * steady state (one joins the queue while its expected wait, its place over
- * maxInFlight in-flight times, is within half the bound of queueFactor
- * in-flight times), and past that an admitted page's latency stays about
- * (1 + queueFactor / 2) in-flight times whatever the offered load.
- * 2 per thread with 0.5 held ~6 on two workers, so 16 connections were
- * shed; 4 per thread with 4 held 24, but admitted only 8 of 16 connections'
- * pages, the rest waiting in the queue: the main thread then did 12-20% more
- * work a page (its workers slept between tasks, and waking them is the
- * main thread's work), and issue 15's typical pages at 16 connections stayed under 3x
- * the peer. 8 per thread admits all 16; the queue factor of 2 keeps the hold
- * at 32 (4 held 48: admitted p99 at 256 connections 2.1-2.5x unloaded, one
- * pair in four past 3x, against 1.3-1.5x at 24).
+ * connections" and "The gate's size, measured side by side: kept at 4 a
+ * worker thread"). The gate holds maxInFlight x (1 + queueFactor / 2) page
+ * requests in steady state (one joins the queue while its expected wait,
+ * its place over maxInFlight in-flight times, is within half the bound of
+ * queueFactor in-flight times), and past that an admitted page's latency
+ * stays about (1 + queueFactor / 2) in-flight times whatever the offered
+ * load. 2 per thread with 0.5 held ~6 on two workers, so 16 connections were
+ * shed; 4 per thread with 4 hold 24. 8 per thread (16 slots: every page of
+ * 16 connections in flight, the main thread 12-20% less a page, issue 15's
+ * typical row 3.0-3.2x the peer) was measured and not kept: follow
+ * snapshots share the gate, and past capacity (256 attaches of 100 ms) they
+ * got 22% fewer snapshots a second and twice the p99, their sends being the
+ * one main thread's work that more slots only queue inside.
  */
-export const IN_FLIGHT_PER_THREAD = 8;
-export const QUEUE_FACTOR = 2;
+export const IN_FLIGHT_PER_THREAD = 4;
+export const QUEUE_FACTOR = 4;
 
 export function resolveOptions(o: ServerOptions = {}): ResolvedOptions {
   const f = o.follow ?? {};
