@@ -170,7 +170,7 @@ export function nodeTimeouts(requestTimeoutMs: number): { connectionsCheckingInt
  * 16 connections in flight, the main thread 12-20% less a page, issue 15's
  * typical row 3.0-3.2x the peer) was measured and not kept: follow
  * snapshots share the gate, and past capacity (256 attaches of 100 ms) they
- * got 22% fewer snapshots a second and twice the p99, their sends being the
+ * got 19% fewer snapshots and twice the p99 (two pairs), their sends being the
  * one main thread's work that more slots only queue inside.
  */
 export const IN_FLIGHT_PER_THREAD = 4;
