@@ -8,7 +8,9 @@ import { PeerReader } from './sqlite-peer.mjs';
 const dist = new URL('../dist/', import.meta.url);
 const reader = new PeerReader(workerData.dbPath);
 let compress; // loaded on the first compressed answer: the same codings and levels as the service's
-const levels = { brotliQuality: 4, gzipLevel: 6, zstdLevel: 6 };
+// The service's default levels, read from its options (zstd: page-coding.ts's DEFAULT_ZSTD_LEVEL, 3;
+// this file said zstd 6 after the service went to 3, so a compressed lane compared unequal levels).
+let levels;
 
 /** A Buffer that owns its whole ArrayBuffer (small Buffer.from results share a pool, which must not move). */
 function owned(buf) {
@@ -34,6 +36,7 @@ parentPort.on('message', async ({ id, page, body, encoding }) => {
     let out = bytes;
     if (encoding) {
       compress ??= await import(new URL('main/server/page-encoding.js', dist).href);
+      levels ??= (await import(new URL('main/server/options.js', dist).href)).resolveOptions().compression;
       out = await compress.compressBody(bytes, encoding, compress.levelFor(encoding, bytes.length, levels));
     }
     const moved = owned(out);

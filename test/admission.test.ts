@@ -10,6 +10,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { FastifyInstance } from 'fastify';
 import { Admission } from '../src/main/server/admission.js';
 import { buildServer, type ServerOptions } from '../src/main/server/index.js';
+import { IN_FLIGHT_PER_THREAD } from '../src/main/server/options.js';
 import { gatedPages, openSse, seedSession, sleep, tempStore, until, type TempStore } from './server-helpers.js';
 
 const TOKEN = 'admission-token-0123456789';
@@ -249,6 +250,38 @@ describe('page route admission', () => {
     expect((await app.inject({ url: '/readyz' })).statusCode).toBe(200);
     open();
     expect((await page).statusCode).toBe(200);
+  });
+});
+
+describe('the default gate on two workers', () => {
+  it('admits IN_FLIGHT_PER_THREAD pages a worker at once, none queued; the next waits its turn and is served', async () => {
+    const slots = 2 * IN_FLIGHT_PER_THREAD;
+    const ts = await tempStore(2);
+    await seedSession(ts.store, 'd', 300, 300);
+    await ts.store.pageBuffer('d', { maxMessages: 3 });
+    let open!: () => void;
+    const gate = new Promise<void>((r) => (open = r));
+    const slow = gatedPages(ts.store, () => gate);
+    const app = buildServer(slow.store, { token: TOKEN, maxEventLoopLagMs: 0 });
+    await app.ready();
+    try {
+      // The slots come from the store's worker threads (index.ts), not a fixed number.
+      const pages = Array.from({ length: slots }, (_, i) => app.inject({ url: `/v1/sessions/d/page?maxMessages=${i + 2}`, headers: AUTH }));
+      await until("every slot's page in the store", () => slow.entered() === slots);
+      expect(app.pagerState.admission?.running).toBe(slots);
+      expect(app.pagerState.admission?.queued).toBe(0);
+      const more = app.inject({ url: '/v1/sessions/d/page?maxMessages=40', headers: AUTH });
+      await until('the next one queued', () => app.pagerState.admission?.queued === 1);
+      expect(slow.entered()).toBe(slots);
+      open();
+      for (const r of await Promise.all([...pages, more])) expect(r.statusCode).toBe(200);
+      expect(slow.entered()).toBe(slots + 1);
+      await until('the slots given back', () => app.pagerState.admission?.running === 0);
+    } finally {
+      open();
+      await app.close();
+      await ts.cleanup();
+    }
   });
 });
 

@@ -159,13 +159,19 @@ export function nodeTimeouts(requestTimeoutMs: number): { connectionsCheckingInt
 
 /**
  * Default admission sizing (docs/decisions.md, "Admission sized for 16
- * connections"). The gate holds maxInFlight x (1 + queueFactor / 2) page
+ * connections" and "The gate's size, measured side by side: kept at 4 a
+ * worker thread"). The gate holds maxInFlight x (1 + queueFactor / 2) page
  * requests in steady state (one joins the queue while its expected wait,
  * its place over maxInFlight in-flight times, is within half the bound of
- * queueFactor in-flight times). 2 per thread with 0.5 held ~6 on two
- * workers, so 16 connections, normal load here, were shed; 4 per thread
- * with 4 hold 24, and past that an admitted page's latency stays ~3
- * in-flight times whatever the offered load.
+ * queueFactor in-flight times), and past that an admitted page's latency
+ * stays about (1 + queueFactor / 2) in-flight times whatever the offered
+ * load. 2 per thread with 0.5 held ~6 on two workers, so 16 connections were
+ * shed; 4 per thread with 4 hold 24. 8 per thread (16 slots: every page of
+ * 16 connections in flight, the main thread 12-20% less a page, issue 15's
+ * typical row 3.0-3.2x the peer) was measured and not kept: follow
+ * snapshots share the gate, and past capacity (256 attaches of 100 ms) they
+ * got 19% fewer snapshots and twice the p99 (two pairs), their sends being the
+ * one main thread's work that more slots only queue inside.
  */
 export const IN_FLIGHT_PER_THREAD = 4;
 export const QUEUE_FACTOR = 4;
