@@ -14,6 +14,7 @@
 import { Agent, request } from 'node:http';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { isMainThread, parentPort, Worker, workerData } from 'node:worker_threads';
+import { SnapshotEnd } from './snapshot-end.mjs';
 
 /** The request path of each scenario: `targets` ({ id, last } per session) or the long session's `last`. */
 export function pathMaker({ scenario, targets, last, maxMessages }) {
@@ -35,8 +36,14 @@ export function pathMaker({ scenario, targets, last, maxMessages }) {
  * is then held `holdMs` (or to the end of the run) and closed. Resolves when the attach is
  * over (the status, the latency, Retry-After).
  */
-const SNAPSHOT_MARK = Buffer.from('event: snapshot');
-const BLANK_LINE = Buffer.from('\n\n');
+/**
+ * An attach has its snapshot decoded whole and checked (snapshot-end.mjs) when this many ms have
+ * passed since the last one so checked (per client thread; the first attach included): ~10 a second.
+ * Checking one in 16 (~125 a second at 256 followers: a zstd decode and a JSON.parse of 236 KiB,
+ * ~2 ms each) was a quarter of the load generator's own CPU.
+ */
+const VALIDATE_GAP_MS = 100;
+let lastValidated = -Infinity;
 
 /** The machine's monotonic clock in ms (CLOCK_MONOTONIC: the same in every process, so the server's probe can be matched). */
 const mono = () => Number(process.hrtime.bigint()) / 1e6;
@@ -76,44 +83,37 @@ function attachOnce(base, headers, path, end, holdMs, trace) {
         res.on('error', () => done({ status: 0 }));
         return;
       }
-      // Bytes, not text: decoding and re-searching a growing string per chunk cost this process
-      // more than the server spent on the attach (it was the bottleneck at 256 connections).
-      // The snapshot is the first event: its frame ends at the first blank line after
-      // `event: snapshot` (the page JSON is compact, no raw line break).
-      let head = Buffer.alloc(0);
-      let marked = false;
-      let prev = 0; // last byte of the previous chunk, for a blank line split across chunks
-      let ms = null;
+      // The snapshot's end found in the bytes as they arrive, identity or coded (snapshot-end.mjs:
+      // a zstd stream's frames walked, not decoded, but the small ones around the page); the time
+      // is the arrival of the chunk that completed it, taken before that chunk is searched. An
+      // attach every VALIDATE_GAP_MS (and the first) has its whole snapshot decoded and checked after
+      // its time is taken: one that fails is counted `other`, not as an answer.
+      const validate = headMs + start - lastValidated >= VALIDATE_GAP_MS;
+      if (validate) lastValidated = headMs + start;
+      const found = new SnapshotEnd(res.headers['content-encoding'], validate);
+      let result = null;
+      found.onEnd = (at) => {
+        const ms = at - start;
+        if (t !== null) t.snapshot = mono() - (performance.now() - at);
+        found.close();
+        result = found.valid === false ? { status: -1, badSnapshot: true } : { status: 200, ms, connectMs, headMs, checked: found.valid === true };
+        const wait = Math.max(0, Math.min(holdMs, end - performance.now()));
+        setTimeout(() => {
+          req.destroy();
+          done(result);
+        }, wait);
+      };
       res.on('data', (d) => {
-        if (ms !== null) return;
-        let at = -1;
-        if (!marked) {
-          head = Buffer.concat([head, d]);
-          const m = head.indexOf(SNAPSHOT_MARK);
-          if (m === -1) {
-            if (head.length > 4096) head = head.subarray(head.length - SNAPSHOT_MARK.length);
-            return;
-          }
-          marked = true;
-          at = head.indexOf(BLANK_LINE, m);
-          prev = head[head.length - 1];
-          head = Buffer.alloc(0);
-        } else {
-          at = prev === 0x0a && d[0] === 0x0a ? 0 : d.indexOf(BLANK_LINE);
-          prev = d[d.length - 1];
-        }
-        if (at !== -1) {
-          ms = performance.now() - start;
-          if (t !== null) t.snapshot = mono();
-          const wait = Math.max(0, Math.min(holdMs, end - performance.now()));
-          setTimeout(() => {
-            req.destroy();
-            done({ status: 200, ms, connectMs, headMs });
-          }, wait);
+        try {
+          found.push(d, performance.now());
+        } catch {
+          // not the coding it names (a zstd stream that is not zstd frames): a wrong answer
+          result = { status: -1, badSnapshot: true };
+          req.destroy();
         }
       });
-      res.on('error', () => done(ms === null ? { status: 0 } : { status: 200, ms }));
-      res.on('close', () => done(ms === null ? { status: 0 } : { status: 200, ms }));
+      res.on('error', () => done(result ?? { status: 0 }));
+      res.on('close', () => done(result ?? { status: 0 }));
     });
     req.on('socket', (s) =>
       s.once('connect', () => {
@@ -151,7 +151,7 @@ export async function runClients({ base, headers, path, conns, mode, seconds, se
   let served = 0;
   const waitPages = [];
   const phases = { connect: [], head: [] };
-  const counts = { ok: 0, shed: 0, other: 0, errors: 0 };
+  const counts = { ok: 0, shed: 0, other: 0, errors: 0, checked: 0 };
   // The first `settle` seconds are load, not measurement: 2xx and 503 answers arriving in them are
   // counted apart (`settled`), their latencies not at all (overload.mjs, --settle).
   const settled = { ok: 0, shed: 0 };
@@ -217,6 +217,7 @@ export async function runClients({ base, headers, path, conns, mode, seconds, se
         if (typeof r.pages === 'number') waitPages.push(r.pages);
         if (typeof r.connectMs === 'number') phases.connect.push(r.connectMs);
         if (typeof r.headMs === 'number') phases.head.push(r.headMs);
+        if (r.checked === true) counts.checked++;
       } else if (r.status === 503) {
         if (measured) {
           counts.shed++;
@@ -265,7 +266,7 @@ export async function runSchedule({ base, headers, path, schedule, startAt = Dat
   const t0 = performance.now();
   let at = t0;
   const windows = schedule.map((w) => {
-    const win = { ...w, level: w.level ?? w.conns, start: at, from: at + w.settle * 1000, end: at + w.seconds * 1000, ok: 0, shed: 0, shedBare: 0, shedNotJson: 0, other: 0, errors: 0, lat: [] };
+    const win = { ...w, level: w.level ?? w.conns, start: at, from: at + w.settle * 1000, end: at + w.seconds * 1000, ok: 0, shed: 0, shedBare: 0, shedNotJson: 0, other: 0, errors: 0, checked: 0, lat: [] };
     at = win.end;
     return win;
   });
@@ -338,6 +339,7 @@ export async function runSchedule({ base, headers, path, schedule, startAt = Dat
         if (measured) {
           got.ok++;
           got.lat.push(r.ms);
+          if (r.checked === true) got.checked++;
         }
       } else if (r.status === 503) {
         if (measured) {
@@ -358,7 +360,7 @@ export async function runSchedule({ base, headers, path, schedule, startAt = Dat
   await Promise.all([...levels].flatMap(([level, conns]) => Array.from({ length: conns }, (_, j) => loop(level, j))));
   clearTimeout(cut);
   for (const a of agents.values()) a.destroy();
-  return windows.map(({ conns, mode, seconds, settle, ok, shed, shedBare, shedNotJson, other, errors, lat }) => ({ conns, mode, seconds, settle, ok, shed, shedBare, shedNotJson, other, errors, lat }));
+  return windows.map(({ conns, mode, seconds, settle, ok, shed, shedBare, shedNotJson, other, errors, checked, lat }) => ({ conns, mode, seconds, settle, ok, shed, shedBare, shedNotJson, other, errors, checked, lat }));
 }
 
 /** runSchedule over `threads` worker threads (each window's connections split among them), merged per window. */
@@ -380,7 +382,7 @@ export async function runScheduleThreaded(opts, threads) {
   );
   return parts[0].map((w0, k) => {
     const out = { ...w0, conns: opts.schedule[k].conns, lat: [] };
-    for (const key of ['ok', 'shed', 'shedBare', 'shedNotJson', 'other', 'errors']) out[key] = parts.reduce((a, p) => a + p[k][key], 0);
+    for (const key of ['ok', 'shed', 'shedBare', 'shedNotJson', 'other', 'errors', 'checked']) out[key] = parts.reduce((a, p) => a + p[k][key], 0);
     for (const p of parts) out.lat = out.lat.concat(p[k].lat);
     return out;
   });
@@ -403,7 +405,7 @@ export async function runClientsThreaded(opts, threads) {
       });
     }),
   );
-  const out = { lat: [], waitPages: [], phases: { connect: [], head: [] }, counts: { ok: 0, shed: 0, other: 0, errors: 0 }, settled: { ok: 0, shed: 0 }, okBySecond: [], shedBySecond: [], trace: opts.traceAttach ? [] : undefined, seconds: 0, loopDelay: { p50: 0, p99: 0, max: 0 } };
+  const out = { lat: [], waitPages: [], phases: { connect: [], head: [] }, counts: { ok: 0, shed: 0, other: 0, errors: 0, checked: 0 }, settled: { ok: 0, shed: 0 }, okBySecond: [], shedBySecond: [], trace: opts.traceAttach ? [] : undefined, seconds: 0, loopDelay: { p50: 0, p99: 0, max: 0 } };
   for (const p of parts) {
     out.lat = out.lat.concat(p.lat);
     out.waitPages = out.waitPages.concat(p.waitPages);

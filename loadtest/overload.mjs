@@ -26,7 +26,7 @@
  *   npm run build && node loadtest/overload.mjs [--connections 1,4,16,64,256]
  *        [--modes ignore,honour] [--duration 5] [--scenario tail|older]
  *        [--events 300000] [--tail 100000] [--workers N] [--json]
- *        [--max-messages 50] [--encoding identity|br|gzip] [--server-env K=V,...]
+ *        [--max-messages 50] [--encoding identity|br|gzip|zstd|browser] [--server-env K=V,...]
  *        [--sessions 40] [--session-events 10000] [--hold 1000] [--hold-jitter 0.5] [--warmup 10] [--settle 1] [--rounds 1]
  *        [--server-node-args='--cpu-prof --cpu-prof-dir=DIR'] [--root OTHER_CHECKOUT] [--burst]
  *        [--ignore-client node|autocannon] [--client-threads N] [--launch command|node] [--phases]
@@ -41,7 +41,9 @@
  * each session's last seq); `attach` follows a random one of those
  * sessions (its tail page is the snapshot), holds the stream --hold ms (each attach its own, within --hold-jitter) and
  * detaches (issue 15's attach: goodput is snapshots/s, latency the time to
- * the whole snapshot). Clients ignoring Retry-After in `attach` re-attach
+ * the arrival of the snapshot's last byte; it asks as a browser does, Accept-Encoding
+ * `gzip, deflate, br, zstd`, unless --encoding says otherwise; the snapshot's end found
+ * without decoding the page, the whole snapshot checked ~10 times a second: snapshot-end.mjs). Clients ignoring Retry-After in `attach` re-attach
  * at once after a 503 (node:http, as autocannon cannot read a stream).
  * With `--phases` (attach) each attach's time is split by who adds it: the
  * clients' times matched with the server's accept, request and first write
@@ -118,7 +120,11 @@ const { values } = parseScriptArgs(import.meta.url, {
     json: { type: 'boolean', default: false },
     'server-env': { type: 'string', default: '' },
     'max-messages': { type: 'string', default: '50' },
-    encoding: { type: 'string', default: 'identity' },
+    // Accept-Encoding sent: identity (none), a coding, or `browser` (what Chrome's and Firefox's fetch
+    // and EventSource send: gzip, deflate, br, zstd). Default: `browser` for attach (issue 15 measures
+    // what a browser's follow gets: the server answers it zstd), identity for the page scenarios (their
+    // history was measured so).
+    encoding: { type: 'string' },
     sessions: { type: 'string', default: '40' },
     'session-events': { type: 'string', default: '10000' },
     hold: { type: 'string', default: '1000' },
@@ -186,6 +192,9 @@ const workers = values.workers === undefined ? undefined : int(values.workers, 1
 const SCENARIOS = ['tail', 'older', 'random', 'attach'];
 if (!SCENARIOS.includes(values.scenario)) argError(import.meta.url, `--scenario: one of ${SCENARIOS.join(', ')}`);
 const manySessions = values.scenario === 'random' || values.scenario === 'attach';
+const BROWSER_ACCEPT_ENCODING = 'gzip, deflate, br, zstd';
+const encoding = values.encoding ?? (values.scenario === 'attach' ? 'browser' : 'identity');
+const acceptEncoding = encoding === 'browser' ? BROWSER_ACCEPT_ENCODING : encoding;
 const sessionCount = int(values.sessions, 1, 400, 'sessions');
 const sessionEvents = int(values['session-events'], 100, 1_000_000, 'session-events');
 const holdMs = int(values.hold, 0, 60_000, 'hold');
@@ -310,7 +319,7 @@ if (values.pin) {
 
 const dir = await mkdtemp(join(tmpdir(), 'sp-overload-'));
 let server;
-const out = { launch: values.launch, scenario: values.scenario, ...(manySessions ? { sessions: sessionCount, sessionEvents } : {}), ...(values.scenario === 'attach' ? { holdMs, holdJitter } : {}), maxMessages, encoding: values.encoding, ignoreClient: values['ignore-client'], duration, settle, events, tail, workers: workers ?? null, serverEnv, runs: [] };
+const out = { launch: values.launch, scenario: values.scenario, ...(manySessions ? { sessions: sessionCount, sessionEvents } : {}), ...(values.scenario === 'attach' ? { holdMs, holdJitter } : {}), maxMessages, encoding, acceptEncoding, ignoreClient: values['ignore-client'], duration, settle, events, tail, workers: workers ?? null, serverEnv, runs: [] };
 try {
   const t = Date.now();
   const targets = [];
@@ -365,7 +374,7 @@ try {
   }
   if (values.pin) out.pinned = { serverCpus: cpusAllowed(server.pid), clientCpus: cpusAllowed(process.pid) };
   if (values['server-autogroup']) out.serverAutogroup = readFileSync(`/proc/${server.pid}/autogroup`, 'utf8').trim();
-  const headers = { authorization: `Bearer ${token}`, ...(values.encoding !== 'identity' ? { 'accept-encoding': values.encoding } : {}) };
+  const headers = { authorization: `Bearer ${token}`, ...(acceptEncoding !== 'identity' ? { 'accept-encoding': acceptEncoding } : {}) };
   const last = long === undefined ? 0 : long.events - 1;
   const pick = () => targets[Math.floor(Math.random() * targets.length)];
   // What the clients ask (they may run in other threads: the description, not a function).
@@ -378,7 +387,7 @@ try {
   const sample = await fetch(`${base}${pagePathFor()}`, { headers });
   const bytes = (await sample.arrayBuffer()).byteLength;
   out.sampleBytes = bytes;
-  log(`server ${base}, scenario ${values.scenario}, maxMessages ${maxMessages}, ${values.encoding}, a page ~${Math.round(bytes / 1024)} KiB on the wire, ${interleave > 0 ? `${windowSeconds} s windows` : `${duration} s per run`}${values.pin ? `, server pinned to CPU ${out.pinned.serverCpus}, load generator to CPU ${out.pinned.clientCpus}` : ''}`);
+  log(`server ${base}, scenario ${values.scenario}, maxMessages ${maxMessages}, Accept-Encoding ${acceptEncoding}, a page ~${Math.round(bytes / 1024)} KiB on the wire, ${interleave > 0 ? `${windowSeconds} s windows` : `${duration} s per run`}${values.pin ? `, server pinned to CPU ${out.pinned.serverCpus}, load generator to CPU ${out.pinned.clientCpus}` : ''}`);
   if (interleave === 0) log('conns  mode     goodput/s  share   p50 ms   p99 ms   max ms   503/s  other errors  server mean ms  server cpu (main)  client cpu  rss/peak MB  load  recovery ms');
   // Server-side view: time from request to response written, for the pages it answered (200; attach: to the snapshot).
   const route = values.scenario === 'attach' ? '/v1/sessions/:id/follow' : '/v1/sessions/:id/page';
@@ -589,6 +598,7 @@ try {
           shedNotJson: w.shedNotJson ?? 0,
           other: w.other,
           errors: w.errors,
+          checked: w.checked ?? 0,
           p99: w.lat.length ? Math.round(percentile([...w.lat].sort((a, b) => a - b), 99) * 10) / 10 : null,
           cpuSeconds: cpuSeconds === null ? null : Math.round(cpuSeconds * 1000) / 1000,
           serverCores: cpuSeconds === null || !wall ? null : Math.round((cpuSeconds / wall) * 100) / 100,
@@ -599,7 +609,7 @@ try {
       );
     });
     const summary = interleavedPairs(windows, { low, high, modes });
-    const totals = { ok: 0, shed: 0, shedBare: 0, shedNotJson: 0, other: 0, errors: 0 };
+    const totals = { ok: 0, shed: 0, shedBare: 0, shedNotJson: 0, other: 0, errors: 0, checked: 0 };
     for (const w of windows) if (!w.lead) for (const k of Object.keys(totals)) totals[k] += w[k];
     const seconds = schedule.reduce((a, w) => a + w.seconds, 0);
     out.interleave = {

@@ -2,8 +2,11 @@
  * The per-session change watcher followers share (storage/local/change-watch.ts): one
  * fs.watch per session for all its listeners, closed with the last one;
  * still watching after the file is replaced by rename; a file that appears
- * later, and what fs.watch misses, caught by the backstop poll.
+ * later, and what fs.watch misses, caught by the backstop poll; a watcher
+ * outliving its last listener (the linger) is the one the next listener gets,
+ * closes on its own, and keeps no process alive.
  */
+import { spawn } from 'node:child_process';
 import { appendFileSync, mkdtempSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -111,4 +114,46 @@ describe('ChangeWatchers', () => {
     w.watch('t', file, c.fn)();
     expect(w.size).toBe(0);
   });
+
+  it('keeps a watcher its linger after the last listener: the next listener gets it (and is told), then it closes on its own', async () => {
+    const w = new ChangeWatchers(noPoll, 300);
+    const file = join(dir, 'l.entries.jsonl');
+    writeFileSync(file, 'x\n');
+    w.watch('l', file, counter().fn)();
+    expect({ size: w.size, lingering: w.lingering }).toEqual({ size: 0, lingering: 1 });
+    // A listener that comes back within the linger: the same watcher, told of what is appended.
+    const back = counter();
+    const stop = w.watch('l', file, back.fn);
+    expect({ size: w.size, lingering: w.lingering }).toEqual({ size: 1, lingering: 0 });
+    appendFileSync(file, 'y\n');
+    await until('the returning listener told', () => back.n > 0, 5000);
+    stop();
+    expect(w.lingering).toBe(1);
+    await until('the lingering watcher closed', () => w.lingering === 0, 5000);
+    // Closed for real: a listener now gets a new watcher that works.
+    const fresh = counter();
+    const stopFresh = w.watch('l', file, fresh.fn);
+    appendFileSync(file, 'z\n');
+    await until('the new watcher told', () => fresh.n > 0, 5000);
+    stopFresh();
+    w.close();
+    expect({ size: w.size, lingering: w.lingering }).toEqual({ size: 0, lingering: 0 });
+  });
+
+  it('a lingering watcher keeps no process alive (a library follower exits when its last follow ends)', async () => {
+    const file = join(dir, 'p.entries.jsonl');
+    writeFileSync(file, 'x\n');
+    // The built module in a process of its own: a listener that keeps the process alive, removed; the
+    // watcher then lingers 10 minutes, and the process must exit by itself long before (the test's timeout).
+    const mod = new URL('../dist/storage/local/change-watch.js', import.meta.url).href;
+    const script = `const { ChangeWatchers } = await import(${JSON.stringify(mod)});
+      const w = new ChangeWatchers(60_000, 600_000);
+      const stop = w.watch('p', ${JSON.stringify(file)}, () => {}, { keepAlive: true });
+      setTimeout(() => { stop(); console.log('lingering ' + w.lingering); }, 50);`;
+    const child = spawn(process.execPath, ['--input-type=module', '-e', script], { stdio: ['ignore', 'pipe', 'inherit'] });
+    let out = '';
+    child.stdout.on('data', (d: Buffer) => (out += d.toString()));
+    const code = await new Promise((res) => child.on('exit', res));
+    expect({ code, out: out.trim() }).toEqual({ code: 0, out: 'lingering 1' });
+  }, 30_000);
 });

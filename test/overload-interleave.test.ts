@@ -121,7 +121,8 @@ describe('interleaved windows: attach', () => {
       mostOpen = Math.max(mostOpen, open);
       req.socket.once('close', () => open--);
       res.writeHead(200, { 'content-type': 'text/event-stream' });
-      res.write('id: 10\nevent: snapshot\ndata: {"cursor":10,"page":{}}\n\n');
+      // The SPEC's snapshot (the load generator checks one now and then: loadtest/snapshot-end.mjs).
+      res.write('id: 10\nevent: snapshot\ndata: {"cursor":10,"page":{"sessionId":"s","throughSeq":10,"fromSeq":10,"toSeq":11,"hasMore":true,"records":[]}}\n\n');
     });
     await new Promise<void>((resolve) => follow.listen(0, '127.0.0.1', resolve));
     followBase = `http://127.0.0.1:${(follow.address() as AddressInfo).port}`;

@@ -2,8 +2,8 @@
  * Change notification for followers: "the session's entry sidecar may have
  * grown", whoever appended (this process or another one on this machine).
  *
- * One watcher per session, shared by all its listeners and closed with the
- * last one: `fs.watch` on the entry sidecar (every durable append writes a
+ * One watcher per session, shared by all its listeners and closed a second
+ * after the last one leaves (DEFAULT_WATCH_LINGER_MS): `fs.watch` on the entry sidecar (every durable append writes a
  * line there, after its frames), and a slow poll of the file's stamp as a
  * backstop for what file notification misses (some file systems, a watch
  * limit reached, a file that did not exist yet).
@@ -25,6 +25,17 @@ export type { ChangeListener };
 /** The backstop poll: rare enough to cost nothing, frequent enough that a missed notification is a short delay. */
 export const DEFAULT_WATCH_POLL_MS = 2_000;
 
+/**
+ * How long a session's watcher outlives its last listener. Browsers' followers come and go
+ * (a tab reloaded, a page left and come back to): closing the fs.watch with the last one and
+ * arming a new one (two stats, an inotify watch added and removed) for the next was 4% of the
+ * server's main thread at 256 followers re-attaching every ~100 ms over 40 sessions
+ * (docs/benchmarks.md, rel second round, fourteenth session). A watcher kept so is watching
+ * already when the next listener comes, which is all a listener needs (it reads the session's
+ * end after it is added).
+ */
+export const DEFAULT_WATCH_LINGER_MS = 1_000;
+
 interface Watched {
   path: string;
   listeners: WatchListeners;
@@ -33,6 +44,8 @@ interface Watched {
   ino: number;
   /** size:mtime:ino at the last look ('' when the file was missing). */
   stamp: string;
+  /** While the watcher outlives its last listener: the timer that closes it. */
+  linger: NodeJS.Timeout | null;
 }
 
 function look(path: string): { stamp: string; ino: number } {
@@ -44,11 +57,21 @@ export class ChangeWatchers {
   private readonly watched = new Map<string, Watched>();
   private closed = false;
 
-  constructor(private readonly pollMs: number = DEFAULT_WATCH_POLL_MS) {}
+  constructor(
+    private readonly pollMs: number = DEFAULT_WATCH_POLL_MS,
+    private readonly lingerMs: number = DEFAULT_WATCH_LINGER_MS,
+  ) {}
 
-  /** Sessions with a live watcher (tests: none is leaked). */
+  /** Sessions watched for a listener (tests: none is leaked); watchers outliving their last listener are `lingering`. */
   get size(): number {
-    return this.watched.size;
+    let n = 0;
+    for (const w of this.watched.values()) if (w.linger === null) n++;
+    return n;
+  }
+
+  /** Watchers kept after their last listener left, closing within `lingerMs`. */
+  get lingering(): number {
+    return this.watched.size - this.size;
   }
 
   /**
@@ -60,14 +83,21 @@ export class ChangeWatchers {
   watch(key: string, path: string, fn: ChangeListener, opts: { keepAlive?: boolean } = {}): () => void {
     if (this.closed) return () => undefined;
     let w = this.watched.get(key);
+    if (w !== undefined && w.path !== path) {
+      this.drop(key, w);
+      w = undefined;
+    }
     if (w === undefined) {
       const now = look(path);
-      w = { path, listeners: new WatchListeners(setInterval(() => this.poll(key), this.pollMs)), watcher: null, ino: -1, stamp: now.stamp };
+      w = { path, listeners: new WatchListeners(setInterval(() => this.poll(key), this.pollMs)), watcher: null, ino: -1, stamp: now.stamp, linger: null };
       this.watched.set(key, w);
       this.arm(w);
+    } else if (w.linger !== null) {
+      clearTimeout(w.linger);
+      w.linger = null;
     }
     const own = w;
-    return w.listeners.add(fn, opts.keepAlive === true, () => this.drop(key, own));
+    return w.listeners.add(fn, opts.keepAlive === true, () => this.lastLeft(key, own));
   }
 
   close(): void {
@@ -75,7 +105,18 @@ export class ChangeWatchers {
     for (const [key, w] of this.watched) this.drop(key, w);
   }
 
+  /** The last listener left: the watcher closes now, or after `lingerMs` unless another comes. */
+  private lastLeft(key: string, w: Watched): void {
+    if (this.closed || this.lingerMs <= 0) return this.drop(key, w);
+    // Nothing it keeps alive: a library follower's process exits when its last follow ends.
+    w.listeners.timer.unref();
+    w.linger = setTimeout(() => this.drop(key, w), this.lingerMs);
+    w.linger.unref();
+  }
+
   private drop(key: string, w: Watched): void {
+    if (w.linger !== null) clearTimeout(w.linger);
+    w.linger = null;
     w.listeners.stop();
     this.disarm(w);
     if (this.watched.get(key) === w) this.watched.delete(key);
