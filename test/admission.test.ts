@@ -67,6 +67,38 @@ describe('Admission', () => {
     expect(a.admitted).toBe(4);
   });
 
+  it("follows have a gate of their own: pages are admitted while its slots are full, and follows past them queue and are shed as pages are", async () => {
+    const a = admission({ maxInFlight: 2, maxFollowsInFlight: 1, followQueueFactor: 1, minQueueMs: 5000, maxQueueMs: 5000, maxQueue: 1 });
+    const f1 = await a.follows.acquire();
+    expect(a.follows.running).toBe(1);
+    // The page slots are untouched: two pages at once.
+    const p1 = a.tryAcquire();
+    const p2 = a.tryAcquire();
+    expect(p1).not.toBeNull();
+    expect(p2).not.toBeNull();
+    expect(a.running).toBe(2);
+    // A second follow queues for the follow slot; a third finds the queue full and is shed.
+    const f2 = a.follows.acquire();
+    await sleep(5);
+    expect(a.follows.queued).toBe(1);
+    expect(a.follows.shedsAtOnce()).toBe(true);
+    await expect(a.follows.acquire()).rejects.toMatchObject({ code: 'overloaded', statusCode: 503, details: { retryAfter: 2 } });
+    expect(a.follows.shed).toBe(1);
+    expect(a.shed).toBe(0);
+    // Freeing a page slot admits no follow; freeing the follow slot does.
+    p1?.();
+    expect(a.follows.queued).toBe(1);
+    f1();
+    (await f2)();
+    p2?.();
+    expect(a.running).toBe(0);
+    expect(a.follows.running).toBe(0);
+    // Without a limit of their own, follows share the page slots.
+    expect(admission().follows).toBeInstanceOf(Admission);
+    const shared = admission();
+    expect(shared.follows).toBe(shared);
+  });
+
   it('sheds a request that waited the bound, with overloaded and Retry-After', async () => {
     const a = admission({ maxInFlight: 1, minQueueMs: 40, maxQueueMs: 40 });
     const r1 = await a.acquire();
@@ -329,36 +361,46 @@ function useGatedServer(id: string, queueMs: number, over: ServerOptions = {}): 
 }
 
 describe('follow admission (real sockets)', () => {
-  const srv = useGatedServer('f', 300);
+  // One page slot and one follow slot: follows have a gate of their own beside the page slots.
+  const srv = useGatedServer('f', 300, { admission: { maxInFlight: 1, maxFollowsInFlight: 1, minQueueMs: 300, maxQueueMs: 300 } });
 
-  it("a follow's snapshot takes a page slot (shed while the slots are full), and gives it back once the snapshot is written", async () => {
+  it("a follow's snapshot takes a slot of the follows' own gate, not a page slot: pages are admitted while it is full, follows past it are shed like pages, and the slot is given back once the snapshot is written", async () => {
     const { app, base, entered } = srv;
     const open = srv.hold();
-    // A page holds the one slot: a follow waits its 300 ms bound, then is shed like a page.
+    // A follow holds the one follow slot (its snapshot held in the store).
+    const opening = openSse(`${base}/v1/sessions/f/follow?maxMessages=2`, AUTH);
+    await until('the snapshot in the store', () => entered() === 1);
+    expect(app.pagerState.admission?.follows.running).toBe(1);
+    expect(app.pagerState.admission?.running).toBe(0);
+    // A page is admitted at once all the same.
     const page = fetch(`${base}/v1/sessions/f/page?maxMessages=3`, { headers: AUTH });
-    await until('the page in the store', () => entered() === 1);
+    await until('the page in the store', () => entered() === 2);
+    // A second follow waits its 300 ms bound for the follow slot, then is shed like a page.
     const shed = await openSse(`${base}/v1/sessions/f/follow?maxMessages=2`, AUTH);
     await shed.ended;
     expect(shed.status).toBe(503);
     expect(shed.res.headers['retry-after']).toBe('2');
-    expect(entered()).toBe(1);
+    expect(entered()).toBe(2);
     open();
     expect((await page).status).toBe(200);
-    // With the slot free: the snapshot, then the open stream holds no slot.
+    // The snapshot written, the open stream holds no slot.
+    const first = await opening;
+    expect(first.status).toBe(200);
+    await first.waitFor('the snapshot', (ev) => ev.some((e) => e.event === 'snapshot'));
+    await until('the follow slot given back', () => app.pagerState.admission?.follows.running === 0);
     const f = await openSse(`${base}/v1/sessions/f/follow?maxMessages=2`, AUTH);
     expect(f.status).toBe(200);
     await f.waitFor('the snapshot', (ev) => ev.some((e) => e.event === 'snapshot'));
-    await until('the slot given back', () => app.pagerState.admission?.running === 0);
-    // So a page is admitted at once while the follower stays attached.
-    expect((await fetch(`${base}/v1/sessions/f/page?maxMessages=4`, { headers: AUTH })).status).toBe(200);
-    expect(f.isEnded()).toBe(false);
+    expect(first.isEnded()).toBe(false);
+    first.close();
     f.close();
   });
 });
 
 describe('requests shed at once (real sockets)', () => {
   // One slot and no room to wait: while a page holds the slot, the next is shed at once.
-  const srv = useGatedServer('s', 1000, { admission: { maxInFlight: 1, maxQueue: 0 }, shedDelayMs: 150 });
+  // Follows' own gate has no slot: a follow is shed at once too.
+  const srv = useGatedServer('s', 1000, { admission: { maxInFlight: 1, maxQueue: 0, maxFollowsInFlight: 0 }, shedDelayMs: 150 });
 
   it('are answered before the framework: 503 overloaded in the SPEC shape, Retry-After, a request id, held the shed delay, counted; the rest as before', async () => {
     const { base, entered, framework } = srv;
@@ -388,7 +430,8 @@ describe('requests shed at once (real sockets)', () => {
     expect((await page).status).toBe(200);
     expect((await fetch(`${base}/v1/sessions/s/page?maxMessages=5`, { headers: AUTH })).status).toBe(200);
     const m = await (await fetch(`${base}/metrics`, { headers: AUTH })).text();
-    expect(m).toMatch(/^session_pager_admission_shed_total 2$/m);
+    // The page gate's sheds (the follow's was its own gate's, not in this metric).
+    expect(m).toMatch(/^session_pager_admission_shed_total 1$/m);
     expect(m).toMatch(/^session_pager_errors_total\{code="overloaded"\} 2$/m);
   });
 });

@@ -8,7 +8,8 @@
  * - At most `maxInFlight` page requests are in flight at once, from
  *   admission until their response is written (building a page is the
  *   pool's work, sending a cached 1 MB page is the event loop's: both count);
- *   a follow request counts until its snapshot (the tail page) is written.
+ *   a follow request counts until its snapshot (the tail page) is written,
+ *   in a gate of its own (`follows`, maxFollowsInFlight) beside the page slots.
  * - The others wait in one FIFO queue, bounded in time: a request is
  *   answered `overloaded` (503 + Retry-After) at once when the wait it would
  *   face (its place in the queue times the smoothed in-flight time, over
@@ -44,6 +45,15 @@ export interface AdmissionOptions {
   /** Most requests waiting at once, whatever the time bound says. */
   maxQueue: number;
   retryAfterSeconds: number;
+  /**
+   * Follow snapshots' own gate: at most this many in flight, with their own queue (bound
+   * `followQueueFactor` in-flight times), beside the page slots instead of in them. Sharing the
+   * page slots, 16 of them cost attaches past capacity 19% of their snapshots and twice the p99
+   * (docs/benchmarks.md, proof second round of the fourteenth session): a snapshot's send is
+   * main-thread work that more slots only queue inside. Absent: follows share the page slots.
+   */
+  maxFollowsInFlight?: number;
+  followQueueFactor?: number;
 }
 
 /** Gives the slot back; `unused`: no work was done in it, so its time is no sample of a page's. */
@@ -91,8 +101,15 @@ export class Admission {
   private drySecondsSoFar = 0;
   private lastChange = performance.now();
 
+  /** The gate follow requests go through (their own, or this one when they share the page slots). */
+  readonly follows: Admission;
+
   constructor(private readonly o: AdmissionOptions) {
     this.smoothedMs = 0;
+    this.follows =
+      o.maxFollowsInFlight === undefined
+        ? this
+        : new Admission({ ...o, maxInFlight: o.maxFollowsInFlight, queueFactor: o.followQueueFactor ?? o.queueFactor, maxFollowsInFlight: undefined });
   }
 
   get queued(): number {

@@ -65,11 +65,12 @@ export function fastShedder(o: FastShedOptions): (req: IncomingMessage, res: Ser
     const route = ADMITTED_PATH.exec(url)?.[1];
     if (route === undefined) return false;
     // The gate first (its count is admission's); else a new follow while the loop is saturated.
-    const gate = o.admission.shedsAtOnce();
+    const admission = route === 'follow' ? o.admission.follows : o.admission;
+    const gate = admission.shedsAtOnce();
     if ((!gate && !(route === 'follow' && streak?.shed(busy) === true)) || o.closing()) return false;
     if (req.httpVersion === '1.1' && req.headers.host === undefined) return false;
     if (!o.authorized(req.headers.authorization)) return false;
-    if (gate) o.admission.countShed();
+    if (gate) admission.countShed();
     const body = gate ? gateBody : loopBody;
     const length = gate ? gateLength : loopLength;
     o.metrics.errors.inc({ code: 'overloaded' });

@@ -41,7 +41,7 @@ import { FollowHub } from './follow.js';
 import { ServerMetrics, metricsPlugin, metricsRoute } from './metrics.js';
 import { PageEncoder } from './page-encoding.js';
 import { addOpenApi, openapiRoute } from './openapi.js';
-import { IN_FLIGHT_PER_THREAD, nodeTimeouts, resolveOptions, type ResolvedOptions, type ServerOptions } from './options.js';
+import { FOLLOW_IN_FLIGHT_PER_THREAD, IN_FLIGHT_PER_THREAD, nodeTimeouts, resolveOptions, type ResolvedOptions, type ServerOptions } from './options.js';
 import { LoadMonitor, ShedPacer, type OverloadPolicy } from './overload.js';
 import { LoopStreak } from './saturation.js';
 import { readinessRoutes } from './readiness.js';
@@ -143,7 +143,12 @@ export function buildServer(store: Store, options: ServerOptions = {}): FastifyI
   const hub = new FollowHub(store, o.follow, metrics, o.compression);
   const threads = store.stats().pool.threads;
   const admission =
-    o.admission === null ? null : new Admission({ ...o.admission, maxInFlight: o.admission.maxInFlight ?? IN_FLIGHT_PER_THREAD * threads, retryAfterSeconds: o.retryAfterSeconds });
+    o.admission === null ? null : new Admission({
+          ...o.admission,
+          maxInFlight: o.admission.maxInFlight ?? IN_FLIGHT_PER_THREAD * threads,
+          maxFollowsInFlight: o.admission.maxFollowsInFlight ?? FOLLOW_IN_FLIGHT_PER_THREAD * threads,
+          retryAfterSeconds: o.retryAfterSeconds,
+        });
   const policy: OverloadPolicy = { monitor, store, maxLagMs: o.maxEventLoopLagMs, maxPoolQueue: o.maxPoolQueue, retryAfterSeconds: o.retryAfterSeconds, readiness: o.readiness };
   app.decorate('pagerState', { options: o, metrics, hub, monitor, admission, routes: routeTable });
   const pacer = new ShedPacer(o.shedDelayMs, Math.max(o.shedDelayMs, o.maxShedDelayMs), o.retryAfterSeconds * 1000);

@@ -86,7 +86,7 @@ export interface ServerOptions {
    * past that `overloaded`. `false` admits every page (the old behaviour,
    * for comparison runs only).
    */
-  admission?: false | { maxInFlight?: number; queueFactor?: number; minQueueMs?: number; maxQueueMs?: number; maxQueue?: number };
+  admission?: false | { maxInFlight?: number; queueFactor?: number; minQueueMs?: number; maxQueueMs?: number; maxQueue?: number; maxFollowsInFlight?: number; followQueueFactor?: number };
   compression?: {
     /** Responses smaller than this are sent as they are (default 1024 bytes). */
     threshold?: number;
@@ -136,7 +136,7 @@ export interface ResolvedOptions {
   // zstdLevel undefined: page-coding.ts's DEFAULT_ZSTD_LEVEL (levelFor), not imported here: it would load the zstd binding before the port is bound.
   compression: { threshold: number; brotliQuality: number; gzipLevel: number; zstdLevel: number | undefined };
   /** null: admission off. maxInFlight null: IN_FLIGHT_PER_THREAD per worker thread (known once the store is). */
-  admission: null | { maxInFlight: number | null; queueFactor: number; minQueueMs: number; maxQueueMs: number; maxQueue: number };
+  admission: null | { maxInFlight: number | null; queueFactor: number; minQueueMs: number; maxQueueMs: number; maxQueue: number; maxFollowsInFlight: number | null; followQueueFactor: number };
   follow: ResolvedFollowOptions;
   readiness: Readiness;
   corsOrigin: string | null;
@@ -166,15 +166,22 @@ export function nodeTimeouts(requestTimeoutMs: number): { connectionsCheckingInt
  * queueFactor in-flight times), and past that an admitted page's latency
  * stays about (1 + queueFactor / 2) in-flight times whatever the offered
  * load. 2 per thread with 0.5 held ~6 on two workers, so 16 connections were
- * shed; 4 per thread with 4 hold 24. 8 per thread (16 slots: every page of
- * 16 connections in flight, the main thread 12-20% less a page, issue 15's
- * typical row 3.0-3.2x the peer) was measured and not kept: follow
- * snapshots share the gate, and past capacity (256 attaches of 100 ms) they
- * got 19% fewer snapshots and twice the p99 (two pairs), their sends being the
- * one main thread's work that more slots only queue inside.
+ * shed; 4 per thread with 4 hold 24. 8 per thread with 2 (16 slots, holding
+ * 32: every page of 16 connections in flight, the main thread 12-20% less a
+ * page, issue 15's typical row 3.0-3.2x the peer) cost attaches past
+ * capacity 19% of their snapshots and twice the p99 while follow snapshots
+ * shared the page slots; with their own gate (FOLLOW_IN_FLIGHT_PER_THREAD
+ * below) attach at 256 measured no worse than the shared 4-a-thread gate
+ * (docs/benchmarks.md, proof third round of the fourteenth session).
  */
-export const IN_FLIGHT_PER_THREAD = 4;
-export const QUEUE_FACTOR = 4;
+export const IN_FLIGHT_PER_THREAD = 8;
+export const QUEUE_FACTOR = 2;
+/**
+ * Follow snapshots' own gate (admission.ts: follows): the size and queue factor the shared gate
+ * had (4 a worker thread, factor 4), so attaches keep what they had while pages take 16 slots.
+ */
+export const FOLLOW_IN_FLIGHT_PER_THREAD = 4;
+export const FOLLOW_QUEUE_FACTOR = 4;
 
 export function resolveOptions(o: ServerOptions = {}): ResolvedOptions {
   const f = o.follow ?? {};
@@ -207,6 +214,8 @@ export function resolveOptions(o: ServerOptions = {}): ResolvedOptions {
             minQueueMs: o.admission?.minQueueMs ?? 20,
             maxQueueMs: o.admission?.maxQueueMs ?? 2_000,
             maxQueue: o.admission?.maxQueue ?? 1024,
+            maxFollowsInFlight: o.admission?.maxFollowsInFlight ?? null,
+            followQueueFactor: o.admission?.followQueueFactor ?? FOLLOW_QUEUE_FACTOR,
           },
     compression: { threshold: c.threshold ?? 1024, brotliQuality: c.brotliQuality ?? 4, gzipLevel: c.gzipLevel ?? 6, zstdLevel: c.zstdLevel },
     follow: {

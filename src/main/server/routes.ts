@@ -72,8 +72,10 @@ export async function routes(app: FastifyInstance, o: RoutesOptions): Promise<vo
   };
   // The common case (nothing to shed, a slot free) is taken synchronously, callback style: no
   // promise, no async frame, no signal (fastify makes the request's AbortSignal on first use).
-  const admitPage = (request: FastifyRequest, reply: FastifyReply, done: (err?: Error) => void) => {
-    const admission = o.admission;
+  // Follows go through their own gate (admission.ts: follows), beside the page slots.
+  const admitPage = (request: FastifyRequest, reply: FastifyReply, done: (err?: Error) => void) => admitTo(o.admission, request, reply, done);
+  const admitFollow = (request: FastifyRequest, reply: FastifyReply, done: (err?: Error) => void) => admitTo(o.admission?.follows ?? null, request, reply, done);
+  const admitTo = (admission: Admission | null, request: FastifyRequest, reply: FastifyReply, done: (err?: Error) => void) => {
     if (admission !== null && !request.raw.destroyed) {
       let free = true;
       try {
@@ -88,11 +90,10 @@ export async function routes(app: FastifyInstance, o: RoutesOptions): Promise<vo
         return done();
       }
     }
-    admitOrShed(request, reply).then(() => done(), done);
+    admitOrShed(admission, request, reply).then(() => done(), done);
   };
-  const admitOrShed = async (request: FastifyRequest, reply: FastifyReply) => {
-    if (o.admission === null) return hold(shedPool);
-    const admission = o.admission;
+  const admitOrShed = async (admission: Admission | null, request: FastifyRequest, reply: FastifyReply) => {
+    if (admission === null) return hold(shedPool);
     const conn = request.raw.socket;
     let release!: Release;
     // When the request came: a shed answer's hold (holdShed's) is counted from here.
@@ -166,7 +167,7 @@ export async function routes(app: FastifyInstance, o: RoutesOptions): Promise<vo
     return reply.header('content-encoding', a.encoding).send(a.body);
   });
 
-  app.get('/v1/sessions/:id/follow', { onRequest: admitPage, exposeHeadRoute: false, schema: FOLLOW_SCHEMA }, async (request: FastifyRequest, reply: FastifyReply) => {
+  app.get('/v1/sessions/:id/follow', { onRequest: admitFollow, exposeHeadRoute: false, schema: FOLLOW_SCHEMA }, async (request: FastifyRequest, reply: FastifyReply) => {
     try {
       const id = sessionId(request);
       const q = request.query as Record<string, unknown>;
