@@ -17,12 +17,10 @@
  * them. With FOLLOW_SATURATION_TEST_OFF=1 the server runs with the streak off
  * (SESSION_PAGER_FOLLOW_SHED_MS=0, as main before it): that run must fail.
  */
-import { spawn } from 'node:child_process';
-import { join, resolve } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { LoopStreak } from '../src/main/server/saturation.js';
+import { runOverload } from './helpers/overload-run.js';
 
-const ROOT = resolve(import.meta.dirname, '..');
 
 /** A loop whose busy and idle time the test spends by hand. */
 function fakeLoop(): { streak: (fromMs: number, toMs: number, minUtilization?: number, draw?: number) => LoopStreak; busy: (ms: number) => void; idle: (ms: number) => void } {
@@ -123,27 +121,10 @@ interface Window {
   errors: number;
 }
 
-function attachRun(env: Record<string, string>): Promise<Window[]> {
-  return new Promise((done, reject) => {
-    const args = [join(ROOT, 'loadtest', 'overload.mjs'), '--json', '--scenario', 'attach', '--hold', '100', '--workers', '2', '--connections', '16,256', '--modes', 'ignore', '--interleave', '2', '--window', '2', '--window-settle', '0.5', '--warmup', '2'];
-    const serverEnv = Object.entries(env).map(([k, v]) => `${k}=${v}`).join(',');
-    if (serverEnv) args.push('--server-env', serverEnv);
-    const child = spawn(process.execPath, args, { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
-    let out = '';
-    let err = '';
-    child.stdout.on('data', (d: Buffer) => (out += d.toString()));
-    child.stderr.on('data', (d: Buffer) => (err += d.toString()));
-    const timer = setTimeout(() => child.kill('SIGKILL'), 120_000);
-    child.on('exit', (code) => {
-      clearTimeout(timer);
-      if (code !== 0) return reject(new Error(`overload.mjs exited ${code}: ${err.trim()}`));
-      try {
-        done((JSON.parse(out.trim().split('\n').at(-1) as string) as { interleave: { windows: Window[] } }).interleave.windows.filter((w) => w.lead !== true));
-      } catch (e) {
-        reject(e as Error);
-      }
-    });
-  });
+async function attachRun(env: Record<string, string>): Promise<Window[]> {
+  const args = ['--scenario', 'attach', '--hold', '100', '--workers', '2', '--connections', '16,256', '--modes', 'ignore', '--interleave', '2', '--window', '2', '--window-settle', '0.5', '--warmup', '2'];
+  const run = await runOverload<{ interleave: { windows: Window[] } }>(args, env);
+  return run.interleave.windows.filter((w) => w.lead !== true);
 }
 
 describe('follows past capacity (real server process)', () => {

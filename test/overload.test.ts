@@ -23,13 +23,10 @@
  * Tried up to three times.
  * Bounded: 3 s per level.
  */
-import { spawn } from 'node:child_process';
-import { join, resolve } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { IN_FLIGHT_PER_THREAD, QUEUE_FACTOR } from '../src/main/server/options.js';
+import { runOverload } from './helpers/overload-run.js';
 
-const ROOT = resolve(import.meta.dirname, '..');
-const SCRIPT = join(ROOT, 'loadtest', 'overload.mjs');
 const WORKERS = 2;
 
 /**
@@ -86,28 +83,8 @@ const OLDER = ['--scenario', 'older', '--max-messages', '3', '--events', '100000
 const RANDOM = ['--scenario', 'random', '--max-messages', '50', '--sessions', '20', '--session-events', '5000'];
 
 function measure(workload: string[], extraEnv: Record<string, string> = {}, modes = 'ignore,honour', settle = 0, extraArgs: string[] = []): Promise<{ runs: Run[]; interleave?: Interleaved }> {
-  return new Promise((resolvePromise, reject) => {
-    const serverEnv = Object.entries(extraEnv)
-      .map(([k, v]) => `${k}=${v}`)
-      .join(',');
-    const args = [SCRIPT, '--json', ...workload, '--workers', String(WORKERS), '--connections', '4,256', '--modes', modes, '--duration', '3', '--warmup', '2', '--settle', String(settle), ...extraArgs];
-    if (serverEnv) args.push('--server-env', serverEnv);
-    const child = spawn(process.execPath, args, { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
-    let out = '';
-    let err = '';
-    child.stdout.on('data', (d: Buffer) => (out += d.toString()));
-    child.stderr.on('data', (d: Buffer) => (err += d.toString()));
-    const timer = setTimeout(() => child.kill('SIGKILL'), 120_000);
-    child.on('exit', (code) => {
-      clearTimeout(timer);
-      if (code !== 0) return reject(new Error(`overload.mjs exited ${code}: ${err.trim()}`));
-      try {
-        resolvePromise(JSON.parse(out.trim().split('\n').at(-1) as string) as { runs: Run[]; interleave?: Interleaved });
-      } catch (e) {
-        reject(e as Error);
-      }
-    });
-  });
+  const args = [...workload, '--workers', String(WORKERS), '--connections', '4,256', '--modes', modes, '--duration', '3', '--warmup', '2', '--settle', String(settle), ...extraArgs];
+  return runOverload(args, extraEnv);
 }
 
 export function verdict(all: Run[]): { ok: boolean; why: string } {
