@@ -24,6 +24,7 @@ import { FrameIndexFile, INDEX_BLOCK_BYTES, INDEX_RECORD_BYTES, indexRecords } f
 import { META_RECORD_BYTES } from '../src/streams/frame-meta-file.js';
 import { projectionReadStats } from '../src/streams/record-file.js';
 import type { SliceTask } from '../src/workers/slice-protocol.js';
+import { withoutSliceRecords } from './helpers/slice-records.js';
 import { seedSession, tempStore, type TempStore } from './server-helpers.js';
 
 interface Sent {
@@ -87,15 +88,7 @@ describe('slice records read by number', () => {
     // Pages of several slices, and no records at all for the reference: nothing trusted, nothing skipped.
     const plain = await openStore({ dataDir: ts.dir, workers: 2, pageCacheBytes: 0, splitCost: 4096 });
     try {
-      const pages = (plain as unknown as { pages: Pages }).pages;
-      const onPool = pages.onPool.bind(pages);
-      pages.onPool = (v, tasks) => {
-        for (const t of tasks) {
-          t.crcs = undefined;
-          t.meta = undefined;
-        }
-        return onPool(v, tasks);
-      };
+      withoutSliceRecords(plain);
       reference = [];
       for (const p of params) reference.push((await plain.pageBuffer('s', p)).body.toString());
     } finally {

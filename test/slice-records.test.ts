@@ -9,6 +9,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { openStore, type PagerStore } from '../src/main/store.js';
 import { createPagePool, runSlice } from '../src/main/worker-pool.js';
 import { sliceTask, type SliceTask } from '../src/workers/slice-protocol.js';
+import { withoutSliceRecords } from './helpers/slice-records.js';
 import { seedSession, tempStore, type TempStore } from './server-helpers.js';
 
 describe("a slice's records", () => {
@@ -55,15 +56,7 @@ describe("a slice's records", () => {
     // The same pages from a store whose slices carry no records at all (nothing to trust, nothing skipped).
     const plain = await openStore({ dataDir: ts.dir, workers: 2, pageCacheBytes: 0, splitCost: 4096 });
     try {
-      const plainPages = (plain as unknown as { pages: { onPool: (v: unknown, tasks: SliceTask[]) => Promise<unknown> } }).pages;
-      const plainOnPool = plainPages.onPool.bind(plainPages);
-      plainPages.onPool = (v, tasks) => {
-        for (const t of tasks) {
-          t.crcs = undefined;
-          t.meta = undefined;
-        }
-        return plainOnPool(v, tasks);
-      };
+      withoutSliceRecords(plain);
       for (const [i, p] of params.entries()) expect((await plain.pageBuffer('s', p)).body.toString()).toBe(bodies[i]);
     } finally {
       await plain.close();
