@@ -18,12 +18,12 @@
  * These answers close the connection: the parser's state is unknown after
  * a parse error.
  */
-import { STATUS_CODES, type IncomingMessage, type Server } from 'node:http';
+import { STATUS_CODES, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { ERROR_STATUS, PagerError, type ErrorCode } from '../../core/errors.js';
-import { lingerThenDestroy } from './lingering-close.js';
+import { closeLingering, isLingering, lingerThenDestroy, lingerWhenClosed } from './lingering-close.js';
 import { settleUnreadBody, type EarlyAnswerOptions } from './early-answer.js';
 import { REQUEST_ID_HEADER, requestIdOf } from './request-id.js';
 
@@ -81,22 +81,45 @@ export function parserErrorAnswer(err: ParserError, maxUrlLength: number): { cod
  */
 const PARSER_ERROR_LINGER = { ms: 5_000, bytes: 16 * 1024 * 1024 };
 
-/** fastify's `clientErrorHandler`: the SPEC shape where node would answer its own. */
+/**
+ * fastify's `clientErrorHandler`: the SPEC shape where node would answer its own, and a close
+ * that lingers, so the answer is not lost to a reset while the client is still sending.
+ *
+ * Bytes after a request that said `Connection: close` (llhttp's HPE_CLOSED_CONNECTION: a body
+ * longer than declared, or a pipelined request) are no request: that request's own answer stands
+ * (RFC 9112 9.6: the server answers it, then closes, and processes nothing after it). They were
+ * answered `400` in place of it until 12-04; and a parse error on the bytes a lingering close was
+ * discarding reset the connection (the client, still writing, could lose the answer it had not
+ * read yet: found by test/http-fuzz.test.ts, 1 in ~400 such requests).
+ */
 export function clientErrorHandler(maxUrlLength: number): (err: ParserError, socket: Socket) => void {
   // Node's parser reports every later chunk of a broken request again; the first answer stands.
   const answered = new WeakSet<Socket>();
   return (err, socket) => {
     if (err.code === 'ECONNRESET' || err.code === 'EPIPE' || socket.destroyed || answered.has(socket)) return;
     answered.add(socket);
-    const inFlight = (socket as Socket & { _httpMessage?: { headersSent?: boolean } })._httpMessage;
-    // A response already under way cannot be followed by another one on this socket.
-    if (socket.writable && !(inFlight?.headersSent === true)) {
-      const { code, message } = parserErrorAnswer(err, maxUrlLength);
-      socket.end(rawErrorResponse(code, message));
-      lingerThenDestroy(socket, PARSER_ERROR_LINGER);
+    // Whatever closes this connection from here (node, after a response marked last) lingers.
+    lingerWhenClosed(socket, PARSER_ERROR_LINGER);
+    if (isLingering(socket)) return;
+    const inFlight = (socket as Socket & { _httpMessage?: ServerResponse | null })._httpMessage;
+    const unfinished = inFlight !== undefined && inFlight !== null && !inFlight.writableFinished;
+    if (err.code === 'HPE_CLOSED_CONNECTION') {
+      // The in-flight answer is the connection's last: node closes after it (lingering, above).
+      // Until then the extra bytes are not read (the kernel's window holds the client back).
+      if (unfinished) socket.pause();
+      else closeLingering(socket, PARSER_ERROR_LINGER);
       return;
     }
-    socket.destroy();
+    // A response already under way cannot be followed by another one on this socket.
+    if (unfinished && inFlight.headersSent) {
+      socket.destroy();
+      return;
+    }
+    if (socket.writable) {
+      const { code, message } = parserErrorAnswer(err, maxUrlLength);
+      socket.end(rawErrorResponse(code, message));
+    }
+    closeLingering(socket, PARSER_ERROR_LINGER);
   };
 }
 

@@ -30,12 +30,22 @@ export interface LingerBounds {
   ms: number;
 }
 
+/** Sockets closing lingering: a second close of one (a parser error on the bytes it discards) must not reset it. */
+const lingering = new WeakSet<Duplex>();
+
+/** Whether `socket` is already closing lingering. */
+export function isLingering(socket: Duplex): boolean {
+  return lingering.has(socket);
+}
+
 /**
  * Read and discard what the peer still sends until it closes its side, or
  * `bounds` are reached; then destroy. The caller has written (or ended with)
  * its answer.
  */
 export function lingerThenDestroy(socket: Duplex, bounds: LingerBounds): void {
+  if (lingering.has(socket)) return;
+  lingering.add(socket);
   let seen = 0;
   const timer = setTimeout(() => socket.destroy(), bounds.ms);
   timer.unref();
@@ -103,5 +113,27 @@ export function lingerOnClose(socket: Socket, request: IncomingMessage, bounds: 
     // lingering read until its timer cut the connection (found by test/http-early-answer-body).
     unread.resume();
     lingerThenDestroy(this, bounds);
+  };
+}
+
+/**
+ * Close `socket` lingering now: half-close after what is already written, then read and discard
+ * within `bounds`. A close node has begun (its `destroySoon`, which destroys once the end is
+ * written) is taken over, so bytes still arriving do not turn it into a reset.
+ */
+export function closeLingering(socket: Socket, bounds: LingerBounds): void {
+  if (socket.destroyed || lingering.has(socket)) return;
+  socket.removeListener('finish', socket.destroy);
+  if (socket.writable) socket.end();
+  lingerThenDestroy(socket, bounds);
+}
+
+/**
+ * From now on, when node closes `socket` after a response (its `destroySoon`), close it lingering,
+ * whatever became of the request's body: for a connection whose peer may still be sending.
+ */
+export function lingerWhenClosed(socket: Socket, bounds: LingerBounds): void {
+  socket.destroySoon = function lingeringClose(this: Socket): void {
+    closeLingering(this, bounds);
   };
 }
