@@ -142,6 +142,18 @@ export const INDEX_BLOCK_BYTES = (BLOCK_RECORDS + 1) * INDEX_RECORD_BYTES;
 /** Blocks smaller than this are read into fresh memory (single records: Buffer's pool serves them). */
 const SCRATCH_MIN_BYTES = 4096;
 
+/**
+ * The last index file opened, kept alive (core/shape-keeper.ts says why): a
+ * page opens one and closes it before the next request, so between requests
+ * no instance would be left, and a full collection would free their hidden
+ * class and deoptimize the code that reads it (this class's methods, and
+ * the page path that inlined them: planResolved, buildPage). A live instance
+ * keeps the hidden class. A plain variable, not keepShape's map: one store a
+ * page. What it holds once closed is small (its reader, no block: close()
+ * drops them).
+ */
+let lastOpened: FrameIndexFile | null = null;
+
 export class FrameIndexFile {
   /** The block findBySeq read last: the page's walk starts inside it (backwardFrom). */
   private held: HeldRecords | null = null;
@@ -162,6 +174,7 @@ export class FrameIndexFile {
    */
   static async openIfWhole(file: PositionalReader, frames: number, indexedLength: number, nextSeq: number, scratch: BlockScratch | null = null): Promise<FrameIndexFile | null> {
     const f = new FrameIndexFile(file, Math.floor(file.size / INDEX_RECORD_BYTES), scratch);
+    lastOpened = f;
     try {
       if (f.records !== frames || frames === 0) throw new Error('size');
       const head = await f.entryAt(0);

@@ -72,6 +72,15 @@ class ViewedVersion implements PageVersion {
   }
 }
 
+/**
+ * The last page version made, kept alive (core/shape-keeper.ts says why): one is made a page
+ * request and dropped with it, so between requests none would be left, and a full collection
+ * would free its hidden class, and with it the hidden class of the view it carries, and
+ * deoptimize the code that checks for them (viewOf, pageView, the page path that inlined them).
+ * A live instance keeps both. It holds one view: a few small fields.
+ */
+let lastVersion: ViewedVersion | null = null;
+
 /** Keys kept per session id at most (sessionKeys makes five strings and an object a call); cleared when full. */
 const KEYS_KEPT = 4096;
 
@@ -197,7 +206,9 @@ export class SessionViews {
     const v = await this.view(id, throughSeq);
     const incarnation = v.incarnation ?? (await this.storage.stat(v.paths.events))?.incarnation ?? '';
     // The page then asked with this version is built from this view (pageView).
-    return new ViewedVersion(v.nextSeq, v.status !== 'repair_required', incarnation, v);
+    const version = new ViewedVersion(v.nextSeq, v.status !== 'repair_required', incarnation, v);
+    lastVersion = version;
+    return version;
   }
 
   /** The view a page is built from: the one `version` was answered from, else a fresh one. */
