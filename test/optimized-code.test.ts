@@ -63,6 +63,30 @@ describe('optimized page-path code and object shapes', () => {
     expect(JSON.parse(out)).toEqual({ warmed: true, afterGc: true });
   }, 60_000);
 
+  it("the page path's planning and views keep their optimized code across full collections between pages", () => {
+    // A page opens a frame index file and makes a page version carrying its view, and drops them
+    // before the next request: with no instance left between pages, a full collection freed their
+    // hidden classes, and V8 discarded the code that checks for them ("weak objects"): traced in
+    // `serve` at 1 connection, planResolved, the index file's methods, viewNow, spanFits and frameFits
+    // at most full collections, and the next pages ran them unoptimized while V8 compiled them again.
+    // Here: planResolved and read without the kept index file, planResolved and recordsByNumber
+    // without the kept version (frame-index-file.ts lastOpened, session-views.ts lastVersion).
+    const dataDir = mkdtempSync(join(tmpdir(), 'index-shape-'));
+    try {
+      const out = execFileSync(process.execPath, ['--expose-gc', '--no-concurrent-recompilation', resolve(here, 'helpers/index-file-shape-probe.mjs'), dist, dataDir], { encoding: 'utf8', maxBuffer: 1 << 28 });
+      expect(out).toMatch(/probe done: 900 pages, 6 full collections/);
+      const pagePath = /^(planResolved|openIfWhole|entryAt|findBySeq|seqAt|read|backwardFrom|close|viewNow|pageVersion|pageView|viewOf|checkPlan|spanFits|frameFits|recordsByNumber|withChecksums|buildPage|pageBuffer)$/;
+      // Precondition: the pages had V8 optimize the planning and the index file's reads (else nothing could be discarded).
+      const optimized = new Set([...out.matchAll(/completed (?:optimizing|compiling) 0x[0-9a-f]+ <JSFunction (\S+) /g)].map((m) => m[1]));
+      const traced = () => out.split('\n').filter((l) => /weak objects|JSFunction (planResolved|read|recordsByNumber) /.test(l)).slice(-40).join('\n');
+      expect(['planResolved', 'read', 'recordsByNumber'].filter((f) => !optimized.has(f)), traced()).toEqual([]);
+      const discarded = [...out.matchAll(/<SharedFunctionInfo (\S+)>\) \(opt id \d+\) for deoptimization, reason: weak objects/g)].map((m) => m[1] as string);
+      expect(discarded.filter((f) => pagePath.test(f)), traced()).toEqual([]);
+    } finally {
+      rmSync(dataDir, { recursive: true, force: true });
+    }
+  }, 120_000);
+
   it("a worker's JIT warm-up runs until V8 says the decode loop is optimized, waiting out its background compile", async () => {
     // V8 marks the loop late (a large function wants ~17 ticks of stable feedback) and compiles it on a
     // helper thread from the next call; seven fixed rounds ended before that compile in most traced
