@@ -147,10 +147,10 @@ const SCRATCH_MIN_BYTES = 4096;
  * page opens one and closes it before the next request, so between requests
  * no instance would be left, and a full collection would free their hidden
  * class and deoptimize the code that reads it (this class's methods, and
- * the page path that inlined them: planResolved, buildPage). A live instance
- * keeps the hidden class. A plain variable, not keepShape's map: one store a
- * page. What it holds once closed is small (its reader, no block: close()
- * drops them).
+ * planResolved, which inlines them). A live instance keeps the hidden class.
+ * A plain variable, not keepShape's map: one store a page; written by a
+ * function, it lives in the module's context. What it holds once closed is
+ * small (its reader; close() drops the blocks).
  */
 let lastOpened: FrameIndexFile | null = null;
 

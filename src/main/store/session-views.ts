@@ -75,9 +75,11 @@ class ViewedVersion implements PageVersion {
 /**
  * The last page version made, kept alive (core/shape-keeper.ts says why): one is made a page
  * request and dropped with it, so between requests none would be left, and a full collection
- * would free its hidden class, and with it the hidden class of the view it carries, and
- * deoptimize the code that checks for them (viewOf, pageView, the page path that inlined them).
- * A live instance keeps both. It holds one view: a few small fields.
+ * would free its hidden class and the hidden class of the view it carries (a view whose
+ * incarnation was added), and deoptimize the code that checks for them (viewNow, and the page
+ * path reading the view: planResolved, the plan checks, recordsByNumber). A live instance keeps
+ * both; written by a function, the variable lives in the module's context. It holds one view:
+ * a few small fields.
  */
 let lastVersion: ViewedVersion | null = null;
 
