@@ -10,7 +10,8 @@
  * connections), and the objects of a request held for its shed delay lived
  * long enough to be promoted to the old generation. Here it is a path test,
  * the admission check, a timer and a prepared body; the request is counted
- * (errors_total{code="overloaded"}, admission_shed_total), not logged.
+ * (errors_total{code="overloaded"}, and admission_shed_total or, for a
+ * follow, follow_shed_total), not logged.
  *
  * Only what the framework's path would shed at once is answered here, in the
  * same order of checks: not while the server closes, a URL within the limit,
