@@ -19,6 +19,14 @@ import { lastAnswered } from './shape-keepers.js';
 import { counterSeries, histogramSeries, type CounterSeries, type SeriesObserver } from './prom-series.js';
 
 const P = 'session_pager_';
+/**
+ * Why a request was answered `overloaded` by load shedding rather than by an admission gate (those
+ * count their own: admission_shed_total, follow_shed_total): the event loop's sustained lag, the
+ * worker queue past its bound (overload.ts), a new follow while the loop had not waited for I/O
+ * for too long (saturation.ts), the follow streams at their limit (follow.ts).
+ */
+export const LOAD_SHED_REASONS = ['event_loop_lag', 'worker_queue', 'follow_loop_busy', 'follow_streams'] as const;
+export type LoadShedReason = (typeof LOAD_SHED_REASONS)[number];
 const PHASES = ['plan', 'read', 'decode', 'pool', 'assemble', 'total', 'code'] as const;
 type Phase = (typeof PHASES)[number];
 
@@ -38,6 +46,8 @@ export class ServerMetrics {
   readonly appendedEvents: Counter;
   readonly aborted: Counter<'route'>;
   readonly notModified: Counter<'route'>;
+  /** Requests shed by load shedding, not by an admission gate (LOAD_SHED_REASONS). */
+  readonly loadShed: Counter<'reason'>;
   /** pageEvents' and pageBytes' one series each, bound once (prom-series.ts). */
   private readonly eventsSeries: SeriesObserver;
   private readonly bytesSeries: SeriesObserver;
@@ -135,6 +145,14 @@ export class ServerMetrics {
     });
     this.aborted = new prom.Counter({ name: `${P}http_aborted_total`, help: 'Requests whose client went away before the response was complete', labelNames: ['route'], registers });
     this.notModified = new prom.Counter({ name: `${P}not_modified_total`, help: 'Conditional requests answered 304 (If-None-Match) without building the page', labelNames: ['route'], registers });
+    this.loadShed = new prom.Counter({
+      name: `${P}load_shed_total`,
+      help: 'Requests answered overloaded by load shedding, not by an admission gate, by reason: event_loop_lag, worker_queue, follow_loop_busy (a new follow while the event loop had not waited for I/O for too long), follow_streams',
+      labelNames: ['reason'],
+      registers,
+    });
+    // Every reason from the start, at 0: a rate over a series that appears with its first shed misses that shed.
+    for (const reason of LOAD_SHED_REASONS) this.loadShed.inc({ reason }, 0);
     this.appendedEvents = new prom.Counter({ name: `${P}appended_events_total`, help: 'Events appended over HTTP (durable)', registers });
 
     // Store-side numbers are read when scraped.
