@@ -80,6 +80,7 @@ export const command = defineCommand({
     'Listens at once, then warms up while serving: /livez is 200 from the start, /readyz and /healthz 503 until warmed up.\n' +
     'The banner goes to stderr; stdout carries only JSON log lines. Every flag may come from its environment variable (the flag wins).\n' +
     'Without a token the server listens on loopback only (auth off); on any other address it refuses to start.\n' +
+    'Admission is tuned further by SESSION_PAGER_QUEUE_FACTOR, _MIN_QUEUE_MS, _MAX_QUEUE_MS, _MAX_QUEUE, _SHED_DELAY_MS and others (docs/api.md, "Limits and overload"); a bad value of any refuses to start (exit 2).\n' +
     'SIGTERM / SIGINT finish in-flight requests, then exit.',
   options: OPTIONS,
   examples: ['session-pager serve --demo', 'SESSION_PAGER_TOKEN=secret session-pager serve --host 0.0.0.0 --port 8080 --data ./data'],
