@@ -396,14 +396,16 @@ try {
     const num = (re) => Number(re.exec(m)?.[1] ?? 0);
     return {
       sum: num(new RegExp(`^session_pager_http_request_duration_seconds_sum\\{method="GET",route="${route}",status_code="200"\\} (\\S+)$`, 'm')),
-      // 503s by cause: admission's (gate full or waited too long) against all overloaded answers
-      // (the rest: the pool's queue or the event loop's lag, checked before admission).
-      shedAdmission: num(/^session_pager_admission_shed_total (\S+)$/m),
+      // 503s by cause: admission's (gate full or waited too long; the page gate's and the follow
+      // gate's, 0 on a build without one) against all overloaded answers (the rest: load shedding,
+      // by reason in session_pager_load_shed_total: the pool's queue, the event loop's lag, the
+      // loop's busy streak for new follows).
+      shedAdmission: num(/^session_pager_admission_shed_total (\S+)$/m) + num(/^session_pager_follow_shed_total (\S+)$/m),
       // This suite's own scrapes of /metrics, and the server's time answering them (its main thread's).
       scrapes: num(/^session_pager_http_request_duration_seconds_count\{method="GET",route="\/metrics",status_code="200"\} (\S+)$/m),
       scrapeSeconds: num(/^session_pager_http_request_duration_seconds_sum\{method="GET",route="\/metrics",status_code="200"\} (\S+)$/m),
       shedAll: num(/^session_pager_errors_total\{code="overloaded"\} (\S+)$/m),
-      shedWaited: num(/^session_pager_admission_shed_waited_total (\S+)$/m),
+      shedWaited: num(/^session_pager_admission_shed_waited_total (\S+)$/m) + num(/^session_pager_follow_shed_waited_total (\S+)$/m),
       // The main thread's full collections (prom-client's GC histogram): each one a pause of the one
       // event loop, which every request arriving meanwhile waits out before the server reads it.
       majorGcs: num(/^nodejs_gc_duration_seconds_count\{kind="major"\} (\S+)$/m),

@@ -397,6 +397,61 @@ describe('follow admission (real sockets)', () => {
   });
 });
 
+/** A sample's value from /metrics text (a series without labels, or with the labels given as written). */
+function sample(metrics: string, series: string): number | undefined {
+  const line = metrics.split('\n').find((l) => l.startsWith(`${series} `));
+  return line === undefined ? undefined : Number(line.slice(series.length + 1));
+}
+
+describe("the follow gate's metrics (real sockets)", () => {
+  // One follow slot and room for one follow to wait (3 s); the loop-streak shed off, so only the gate sheds.
+  const srv = useGatedServer('g', 3000, { admission: { maxInFlight: 2, maxFollowsInFlight: 1, maxQueue: 1, minQueueMs: 3000, maxQueueMs: 3000 }, shedDelayMs: 0, followShedFromMs: 0 });
+
+  it('show its size, what is in flight and queued, and count its sheds, at once and after waiting, apart from the page gate\'s', async () => {
+    const { app, base, entered } = srv;
+    const metrics = async () => (await fetch(`${base}/metrics`, { headers: AUTH })).text();
+    const open = srv.hold();
+    const first = openSse(`${base}/v1/sessions/g/follow?maxMessages=2`, AUTH);
+    await until('its snapshot in the store', () => entered() === 1);
+    const queued = openSse(`${base}/v1/sessions/g/follow?maxMessages=2`, AUTH);
+    await until('the second follow queued', () => app.pagerState.admission?.follows.queued === 1);
+    // The queue is full: the third is shed at once.
+    const atOnce = await openSse(`${base}/v1/sessions/g/follow?maxMessages=2`, AUTH);
+    await atOnce.ended;
+    expect(atOnce.status).toBe(503);
+    let m = await metrics();
+    expect(sample(m, 'session_pager_follow_admission_max_in_flight')).toBe(1);
+    expect(sample(m, 'session_pager_follow_admission_in_flight')).toBe(1);
+    expect(sample(m, 'session_pager_follow_admission_queued')).toBe(1);
+    // No snapshot timed yet: the bound is the upper one.
+    expect(sample(m, 'session_pager_follow_admission_queue_bound_seconds')).toBe(3);
+    expect(sample(m, 'session_pager_follow_shed_total')).toBe(1);
+    expect(sample(m, 'session_pager_follow_shed_waited_total')).toBe(0);
+    // The page gate: its own size, nothing of the follows'.
+    expect(sample(m, 'session_pager_admission_max_in_flight')).toBe(2);
+    expect(sample(m, 'session_pager_admission_in_flight')).toBe(0);
+    expect(sample(m, 'session_pager_admission_shed_total')).toBe(0);
+    // The queued one waits out its bound without a slot: shed after waiting.
+    const late = await queued;
+    await late.ended;
+    expect(late.status).toBe(503);
+    m = await metrics();
+    expect(sample(m, 'session_pager_follow_admission_queued')).toBe(0);
+    expect(sample(m, 'session_pager_follow_shed_total')).toBe(2);
+    expect(sample(m, 'session_pager_follow_shed_waited_total')).toBe(1);
+    expect(sample(m, 'session_pager_admission_shed_total')).toBe(0);
+    // Every overloaded answer is a shed of one gate or the other.
+    expect(sample(m, 'session_pager_errors_total{code="overloaded"}')).toBe(2);
+    open();
+    const f = await first;
+    expect(f.status).toBe(200);
+    await f.waitFor('the snapshot', (ev) => ev.some((e) => e.event === 'snapshot'));
+    await until('the follow slot given back', () => app.pagerState.admission?.follows.running === 0);
+    expect(sample(await metrics(), 'session_pager_follow_admission_in_flight')).toBe(0);
+    f.close();
+  });
+});
+
 describe('requests shed at once (real sockets)', () => {
   // One slot and no room to wait: while a page holds the slot, the next is shed at once.
   // Follows' own gate has no slot: a follow is shed at once too.

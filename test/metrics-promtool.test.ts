@@ -10,6 +10,7 @@ import { spawnSync } from 'node:child_process';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { FastifyInstance } from 'fastify';
 import { buildServer } from '../src/main/server/index.js';
+import { FOLLOW_IN_FLIGHT_PER_THREAD, IN_FLIGHT_PER_THREAD } from '../src/main/server/options.js';
 import { makeEvents, seedSession, tempStore, type TempStore } from './server-helpers.js';
 
 const TOKEN = 'metrics-token-0123456789';
@@ -80,6 +81,17 @@ describe('/metrics', () => {
     }
     expect(text).toMatch(/^session_pager_not_modified_total\{route="\/v1\/sessions\/:id\/page"\} 1$/m);
     expect(text).toMatch(/^session_pager_store_pages_served_total [1-9]\d*$/m);
+  });
+
+  it('exposes both admission gates, the page gate and the follow gate, as gauges and counters', () => {
+    const t = types();
+    for (const gate of ['admission', 'follow_admission']) {
+      for (const g of ['in_flight', 'queued', 'max_in_flight', 'queue_bound_seconds']) expect(t.get(`session_pager_${gate}_${g}`), `${gate}_${g}`).toBe('gauge');
+    }
+    for (const c of ['admission_shed_total', 'admission_shed_waited_total', 'follow_shed_total', 'follow_shed_waited_total']) expect(t.get(`session_pager_${c}`), c).toBe('counter');
+    // The default sizing on one worker thread (options.ts).
+    expect(text).toMatch(new RegExp(`^session_pager_admission_max_in_flight ${IN_FLIGHT_PER_THREAD}$`, 'm'));
+    expect(text).toMatch(new RegExp(`^session_pager_follow_admission_max_in_flight ${FOLLOW_IN_FLIGHT_PER_THREAD}$`, 'm'));
   });
 
   it("exposes prom-client's default metrics under their standard names", () => {

@@ -204,6 +204,68 @@ describe('configuration', () => {
   });
 });
 
+describe('admission gates', () => {
+  it('--max-in-flight and --max-follows-in-flight (or their variables, the flag winning) size the page and follow gates, as /metrics shows', async () => {
+    const p = serve(['--data', ts.dir, '--port', '0', '--log-level', 'warn', '--max-follows-in-flight', '3'], {
+      SESSION_PAGER_MAX_IN_FLIGHT: '5',
+      SESSION_PAGER_MAX_FOLLOWS_IN_FLIGHT: '9',
+      SESSION_PAGER_READY_DELAY_MS: '0',
+    });
+    const url = await until('the banner', () => /listening on (http:\/\/127\.0\.0\.1:\d+)/.exec(p.err())?.[1] ?? undefined, 30_000);
+    const metrics = (await rawRequest(`${url}/metrics`)).body.toString();
+    expect(metrics).toMatch(/^session_pager_admission_max_in_flight 5$/m);
+    expect(metrics).toMatch(/^session_pager_follow_admission_max_in_flight 3$/m);
+    expect(await stop(p)).toBe(0);
+  });
+
+  it('parses the gate sizes from flags and variables, and refuses a bad one naming it', () => {
+    expect(parseServeArgs(['--max-in-flight', '12', '--max-follows-in-flight', '6'], {})).toMatchObject({ maxInFlight: 12, maxFollowsInFlight: 6 });
+    expect(parseServeArgs([], { SESSION_PAGER_MAX_IN_FLIGHT: '7', SESSION_PAGER_MAX_FOLLOWS_IN_FLIGHT: '2' })).toMatchObject({ maxInFlight: 7, maxFollowsInFlight: 2 });
+    expect(parseServeArgs(['--max-in-flight', '3'], { SESSION_PAGER_MAX_IN_FLIGHT: '7' })).toMatchObject({ maxInFlight: 3 });
+    // Unset (or empty): the per-thread defaults, decided once the workers are known.
+    const none = parseServeArgs([], { SESSION_PAGER_MAX_IN_FLIGHT: '' });
+    expect(none.maxInFlight).toBeUndefined();
+    expect(none.maxFollowsInFlight).toBeUndefined();
+    expect(() => parseServeArgs(['--max-follows-in-flight', '0'], {})).toThrow(/^--max-follows-in-flight must be an integer >= 1/);
+    expect(() => parseServeArgs(['--max-in-flight', '1.5'], {})).toThrow(/^--max-in-flight must be an integer >= 1, got "1\.5"/);
+    expect(() => parseServeArgs([], { SESSION_PAGER_MAX_IN_FLIGHT: 'abc' })).toThrow(/^SESSION_PAGER_MAX_IN_FLIGHT must be an integer >= 1, got "abc"/);
+    expect(() => parseServeArgs([], { SESSION_PAGER_MAX_FOLLOWS_IN_FLIGHT: '-1' })).toThrow(/^SESSION_PAGER_MAX_FOLLOWS_IN_FLIGHT must be an integer >= 1, got "-1"/);
+    // The other admission variables, once ignored when bad, refuse too.
+    expect(() => parseServeArgs([], { SESSION_PAGER_QUEUE_FACTOR: 'abc' })).toThrow(/^SESSION_PAGER_QUEUE_FACTOR must be a number > 0, got "abc"/);
+    expect(() => parseServeArgs([], { SESSION_PAGER_QUEUE_FACTOR: '0' })).toThrow(/^SESSION_PAGER_QUEUE_FACTOR must be a number > 0/);
+    expect(() => parseServeArgs([], { SESSION_PAGER_MAX_QUEUE: '1.5' })).toThrow(/^SESSION_PAGER_MAX_QUEUE must be an integer >= 0, got "1\.5"/);
+    expect(() => parseServeArgs([], { SESSION_PAGER_SHED_DELAY_MS: '-1' })).toThrow(/^SESSION_PAGER_SHED_DELAY_MS must be a number >= 0/);
+    expect(() => parseServeArgs([], { SESSION_PAGER_FOLLOW_SHED_UTILIZATION: '2' })).toThrow(/^SESSION_PAGER_FOLLOW_SHED_UTILIZATION must be a number >= 0 and <= 1/);
+    expect(() => parseServeArgs([], { SESSION_PAGER_ADMISSION: 'of' })).toThrow(/^SESSION_PAGER_ADMISSION must be on or off, got "of"/);
+    expect(parseServeArgs([], { SESSION_PAGER_QUEUE_FACTOR: '0.5', SESSION_PAGER_MAX_QUEUE: '0', SESSION_PAGER_SHED_DELAY_MS: '0', SESSION_PAGER_ADMISSION: 'on' }).port).toBe(8080);
+  });
+
+  it('a bad gate size, flag or variable, refuses to start: one line naming it on stderr, exit 2 (a usage error), nothing served', async () => {
+    const cases: [string[], Record<string, string>, RegExp][] = [
+      [['--max-follows-in-flight', '0'], {}, /--max-follows-in-flight must be an integer >= 1/],
+      [['--max-follows-in-flight=-1'], {}, /--max-follows-in-flight must be an integer >= 1, got "-1"/],
+      // As a separate word, "-1" reads as an option: refused too, naming the flag.
+      [['--max-follows-in-flight', '-1'], {}, /Option '--max-follows-in-flight' argument is ambiguous/],
+      [['--max-in-flight', '1.5'], {}, /--max-in-flight must be an integer >= 1, got "1\.5"/],
+      [['--max-in-flight', 'abc'], {}, /--max-in-flight must be an integer >= 1, got "abc"/],
+      [[], { SESSION_PAGER_MAX_FOLLOWS_IN_FLIGHT: 'abc' }, /SESSION_PAGER_MAX_FOLLOWS_IN_FLIGHT must be an integer >= 1, got "abc"/],
+      [[], { SESSION_PAGER_MAX_IN_FLIGHT: '0' }, /SESSION_PAGER_MAX_IN_FLIGHT must be an integer >= 1/],
+      [[], { SESSION_PAGER_QUEUE_FACTOR: 'abc' }, /SESSION_PAGER_QUEUE_FACTOR must be a number > 0, got "abc"/],
+    ];
+    const runs = cases.map(([args, env]) => serve(['--data', ts.dir, '--port', '0', ...args], env));
+    for (const [i, p] of runs.entries()) {
+      const [args, env, message] = cases[i]!;
+      const what = JSON.stringify({ args, env });
+      expect(await p.exited, what).toBe(2);
+      const lines = p.err().trim().split('\n');
+      expect(lines, what).toHaveLength(1);
+      expect(lines[0], what).toMatch(/^session-pager serve: /);
+      expect(lines[0], what).toMatch(message);
+      expect(p.out(), what).toBe('');
+    }
+  });
+});
+
 it('leaves nothing in its temp folder (the warm-ups removed their sessions)', async () => {
   // Defined last, so it runs last in this file: every server above has exited.
   expect(await readdir(tmp)).toEqual([]);

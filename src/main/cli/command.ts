@@ -185,9 +185,10 @@ function usageError(decl: CommandDecl<OptionsDecl>, message: string): CliError {
 
 function convert(decl: CommandDecl<OptionsDecl>, o: OptionDecl, raw: string, from: string): string | number {
   if (o.type === 'int') {
-    if (!/^[0-9]+$/.test(raw)) throw usageError(decl, `${from} must be a non-negative integer, got ${quoteInput(raw)}`);
-    const n = Number(raw);
     const min = o.min ?? 0;
+    // Named by its real lower bound: "-1" is refused by "an integer >= 1", not "non-negative".
+    if (!/^[0-9]+$/.test(raw)) throw usageError(decl, `${from} must be ${min === 0 ? 'a non-negative integer' : `an integer >= ${min}`}, got ${quoteInput(raw)}`);
+    const n = Number(raw);
     if (!Number.isSafeInteger(n) || n < min) throw usageError(decl, `${from} must be an integer >= ${min}`);
     if (o.max !== undefined && n > o.max) throw usageError(decl, `${from} must be at most ${o.max}`);
     return n;

@@ -25,6 +25,7 @@ import { warmUpFromEnv, type StoreOptions } from '../store/options.js';
 import { markingOff } from './serve-gc.js';
 import type { PagePool } from '../page-pool.js';
 import { CliError, Progress } from './common.js';
+import { quoteInput } from '../../core/excerpt.js';
 import { storageFromFlag } from './store-flag.js';
 import { holdsBinaryLog } from '../store/binary-logs.js';
 import { LocalBackend } from '../../storage/local/local-backend.js';
@@ -47,6 +48,10 @@ export interface ServeConfig {
   corsOrigin: string | null;
   /** Redis for follow across processes (null: none; store/redis-bus.ts). */
   redisUrl?: string | null;
+  /** Page requests in flight at once (`--max-in-flight`); absent: the environment's, else IN_FLIGHT_PER_THREAD a worker thread. */
+  maxInFlight?: number;
+  /** Follow snapshots in flight at once, the follow gate (`--max-follows-in-flight`); absent: the environment's, else FOLLOW_IN_FLIGHT_PER_THREAD a worker thread. */
+  maxFollowsInFlight?: number;
   /** The demo corpus to make (tests use a small one); default DEMO_PLAN. */
   demoPlan?: readonly DemoSessionPlan[];
 }
@@ -74,42 +79,95 @@ function tokenLine(token: string | null, source: TokenSource): string {
   return `auth: bearer token from ${source === 'env' ? 'SESSION_PAGER_TOKEN' : '--token'} (not shown)`;
 }
 
+/** What a tuning variable takes: an integer or any number, at least (or above) `min`, at most `max`. */
+interface EnvRule {
+  integer?: boolean;
+  min: number;
+  /** The value must be greater than `min`, not equal to it. */
+  above?: boolean;
+  max?: number;
+}
+
+function ruleText(r: EnvRule): string {
+  const low = `${r.above === true ? '>' : '>='} ${r.min}`;
+  return `${r.integer === true ? 'an integer' : 'a number'} ${low}${r.max === undefined ? '' : ` and <= ${r.max}`}`;
+}
+
+/**
+ * SESSION_PAGER_<name> as a number; undefined when unset or empty. A value that is not one, or is
+ * out of range, refuses to start (exit 2, as a bad flag value), naming the variable: ignored as it
+ * once was, a typo left the server running on the defaults the operator meant to change.
+ */
+function envNumber(env: NodeJS.ProcessEnv, name: string, rule: EnvRule): number | undefined {
+  const raw = env[name];
+  if (raw === undefined || raw.trim() === '') return undefined;
+  const text = raw.trim();
+  const n = (rule.integer === true ? /^[0-9]+$/ : /^(?:[0-9]+\.?[0-9]*|\.[0-9]+)$/).test(text) ? Number(text) : NaN;
+  const inRange = rule.above === true ? n > rule.min : n >= rule.min;
+  if (!Number.isFinite(n) || (rule.integer === true && !Number.isSafeInteger(n)) || !inRange || (rule.max !== undefined && n > rule.max)) {
+    throw new CliError(`${name} must be ${ruleText(rule)}, got ${quoteInput(raw)}`);
+  }
+  return n;
+}
+
 /**
  * Admission tuning from the environment, for operators and comparison runs
  * (loadtest/overload.mjs): SESSION_PAGER_ADMISSION=off admits every page (the
  * unbounded behaviour, with SESSION_PAGER_SHED_DELAY_MS=0 the one before
- * issue 16), SESSION_PAGER_MAX_IN_FLIGHT=N, SESSION_PAGER_QUEUE_FACTOR=X,
- * SESSION_PAGER_MIN_QUEUE_MS=N, SESSION_PAGER_MAX_QUEUE_MS=N, SESSION_PAGER_MAX_QUEUE=N
- * (0: no queue), SESSION_PAGER_SHED_DELAY_MS=N and SESSION_PAGER_MAX_SHED_DELAY_MS=N tune it.
+ * issue 16; `on`, the default, as unset), SESSION_PAGER_MAX_IN_FLIGHT=N,
+ * SESSION_PAGER_MAX_FOLLOWS_IN_FLIGHT=N (also `serve`'s flags --max-in-flight,
+ * --max-follows-in-flight), SESSION_PAGER_QUEUE_FACTOR=X, SESSION_PAGER_MIN_QUEUE_MS=N,
+ * SESSION_PAGER_MAX_QUEUE_MS=N, SESSION_PAGER_MAX_QUEUE=N (0: no queue),
+ * SESSION_PAGER_SHED_DELAY_MS=N and SESSION_PAGER_MAX_SHED_DELAY_MS=N tune it. A bad value
+ * refuses to start (envNumber), as a bad flag value does. Exported for `serve`'s parsing, which
+ * checks them before anything starts.
  */
-function admissionFromEnv(env: NodeJS.ProcessEnv): ServerOptions {
+export function admissionFromEnv(env: NodeJS.ProcessEnv): ServerOptions {
   const out: ServerOptions = {};
-  const d = Number(env.SESSION_PAGER_SHED_DELAY_MS ?? '');
-  if (env.SESSION_PAGER_SHED_DELAY_MS !== undefined && env.SESSION_PAGER_SHED_DELAY_MS !== '' && Number.isFinite(d) && d >= 0) out.shedDelayMs = d;
-  const dm = Number(env.SESSION_PAGER_MAX_SHED_DELAY_MS ?? '');
-  if (env.SESSION_PAGER_MAX_SHED_DELAY_MS !== undefined && env.SESSION_PAGER_MAX_SHED_DELAY_MS !== '' && Number.isFinite(dm) && dm >= 0) out.maxShedDelayMs = dm;
+  const d = envNumber(env, 'SESSION_PAGER_SHED_DELAY_MS', { min: 0 });
+  if (d !== undefined) out.shedDelayMs = d;
+  const dm = envNumber(env, 'SESSION_PAGER_MAX_SHED_DELAY_MS', { min: 0 });
+  if (dm !== undefined) out.maxShedDelayMs = dm;
   // SESSION_PAGER_FOLLOW_SHED_MS (0: off) and _TO_MS: new follows shed in the loop's busy streaks (saturation.ts).
-  const sf = Number(env.SESSION_PAGER_FOLLOW_SHED_MS ?? '');
-  if (env.SESSION_PAGER_FOLLOW_SHED_MS !== undefined && env.SESSION_PAGER_FOLLOW_SHED_MS !== '' && Number.isFinite(sf) && sf >= 0) out.followShedFromMs = sf;
-  const st = Number(env.SESSION_PAGER_FOLLOW_SHED_TO_MS ?? '');
-  if (env.SESSION_PAGER_FOLLOW_SHED_TO_MS !== undefined && env.SESSION_PAGER_FOLLOW_SHED_TO_MS !== '' && Number.isFinite(st) && st >= 0) out.followShedToMs = st;
-  const su = Number(env.SESSION_PAGER_FOLLOW_SHED_UTILIZATION ?? '');
-  if (env.SESSION_PAGER_FOLLOW_SHED_UTILIZATION !== undefined && env.SESSION_PAGER_FOLLOW_SHED_UTILIZATION !== '' && Number.isFinite(su) && su >= 0 && su <= 1) out.followShedUtilization = su;
-  const sh = Number(env.SESSION_PAGER_FOLLOW_SHED_HOLD_MS ?? '');
-  if (env.SESSION_PAGER_FOLLOW_SHED_HOLD_MS !== undefined && env.SESSION_PAGER_FOLLOW_SHED_HOLD_MS !== '' && Number.isFinite(sh) && sh >= 0) out.followShedHoldMs = sh;
-  if (env.SESSION_PAGER_ADMISSION === 'off') return { ...out, admission: false };
-  const n = Number(env.SESSION_PAGER_MAX_IN_FLIGHT ?? '');
-  const f = Number(env.SESSION_PAGER_QUEUE_FACTOR ?? '');
-  const lo = Number(env.SESSION_PAGER_MIN_QUEUE_MS ?? '');
-  const hi = Number(env.SESSION_PAGER_MAX_QUEUE_MS ?? '');
-  const q = env.SESSION_PAGER_MAX_QUEUE === undefined || env.SESSION_PAGER_MAX_QUEUE === '' ? NaN : Number(env.SESSION_PAGER_MAX_QUEUE);
-  const a: { maxInFlight?: number; queueFactor?: number; minQueueMs?: number; maxQueueMs?: number; maxQueue?: number } = {};
-  if (Number.isSafeInteger(n) && n >= 1) a.maxInFlight = n;
-  if (Number.isFinite(f) && f > 0) a.queueFactor = f;
-  if (Number.isFinite(lo) && lo > 0) a.minQueueMs = lo;
-  if (Number.isFinite(hi) && hi > 0) a.maxQueueMs = hi;
-  if (Number.isSafeInteger(q) && q >= 0) a.maxQueue = q;
+  const sf = envNumber(env, 'SESSION_PAGER_FOLLOW_SHED_MS', { min: 0 });
+  if (sf !== undefined) out.followShedFromMs = sf;
+  const st = envNumber(env, 'SESSION_PAGER_FOLLOW_SHED_TO_MS', { min: 0 });
+  if (st !== undefined) out.followShedToMs = st;
+  const su = envNumber(env, 'SESSION_PAGER_FOLLOW_SHED_UTILIZATION', { min: 0, max: 1 });
+  if (su !== undefined) out.followShedUtilization = su;
+  const sh = envNumber(env, 'SESSION_PAGER_FOLLOW_SHED_HOLD_MS', { min: 0 });
+  if (sh !== undefined) out.followShedHoldMs = sh;
+  const a: { maxInFlight?: number; maxFollowsInFlight?: number; queueFactor?: number; minQueueMs?: number; maxQueueMs?: number; maxQueue?: number } = {};
+  const n = envNumber(env, 'SESSION_PAGER_MAX_IN_FLIGHT', { integer: true, min: 1 });
+  if (n !== undefined) a.maxInFlight = n;
+  const nf = envNumber(env, 'SESSION_PAGER_MAX_FOLLOWS_IN_FLIGHT', { integer: true, min: 1 });
+  if (nf !== undefined) a.maxFollowsInFlight = nf;
+  const f = envNumber(env, 'SESSION_PAGER_QUEUE_FACTOR', { min: 0, above: true });
+  if (f !== undefined) a.queueFactor = f;
+  const lo = envNumber(env, 'SESSION_PAGER_MIN_QUEUE_MS', { min: 0, above: true });
+  if (lo !== undefined) a.minQueueMs = lo;
+  const hi = envNumber(env, 'SESSION_PAGER_MAX_QUEUE_MS', { min: 0, above: true });
+  if (hi !== undefined) a.maxQueueMs = hi;
+  const q = envNumber(env, 'SESSION_PAGER_MAX_QUEUE', { integer: true, min: 0 });
+  if (q !== undefined) a.maxQueue = q;
+  const switched = env.SESSION_PAGER_ADMISSION?.trim() ?? '';
+  if (switched !== '' && switched !== 'on' && switched !== 'off') throw new CliError(`SESSION_PAGER_ADMISSION must be on or off, got ${quoteInput(env.SESSION_PAGER_ADMISSION as string)}`);
+  // Off admits every page: the gate's sizes (checked above all the same) have nothing to size.
+  if (switched === 'off') return { ...out, admission: false };
   return Object.keys(a).length > 0 ? { ...out, admission: a } : out;
+}
+
+/** The gates' sizes `serve` was given (its flags, or their variables), over the environment's other admission tuning. */
+function withGateSizes(o: ServerOptions, cfg: ServeConfig): ServerOptions {
+  if (o.admission === false || (cfg.maxInFlight === undefined && cfg.maxFollowsInFlight === undefined)) return o;
+  return {
+    ...o,
+    admission: {
+      ...o.admission,
+      ...(cfg.maxInFlight !== undefined ? { maxInFlight: cfg.maxInFlight } : {}),
+      ...(cfg.maxFollowsInFlight !== undefined ? { maxFollowsInFlight: cfg.maxFollowsInFlight } : {}),
+    },
+  };
 }
 
 /** SESSION_PAGER_INLINE_SLICE_BYTES=N: slices of at most N stored bytes are decoded on the main thread while a lone client's page is the only work (small-slice-pool.ts; default 262144; 0: none). */
@@ -129,7 +187,7 @@ function limitsFromEnv(env: NodeJS.ProcessEnv): ServerOptions {
 
 /** Listen at once, then build the app, then warm up while serving. Used by `run` and by the tests. */
 export async function startServe(cfg: ServeConfig, extra: ServerOptions = {}, out: NodeJS.WritableStream = process.stderr): Promise<RunningServer> {
-  const serverOptions: ServerOptions = { ...admissionFromEnv(process.env), ...limitsFromEnv(process.env), ...(cfg.corsOrigin !== null ? { corsOrigin: cfg.corsOrigin } : {}), ...extra };
+  const serverOptions: ServerOptions = { ...withGateSizes(admissionFromEnv(process.env), cfg), ...limitsFromEnv(process.env), ...(cfg.corsOrigin !== null ? { corsOrigin: cfg.corsOrigin } : {}), ...extra };
   const limits = resolveOptions(serverOptions);
   const early = new EarlyListener({ requestTimeoutMs: limits.requestTimeoutMs, keepAliveTimeoutMs: limits.keepAliveTimeoutMs, maxConnections: limits.maxConnections, retryAfterSeconds: limits.retryAfterSeconds });
   let url: string;

@@ -2,7 +2,8 @@
  * `session-pager serve`: the HTTP API of SPEC section 6 on fastify.
  *
  * Every flag has an environment variable (SESSION_PAGER_DATA, _HOST, _PORT,
- * _TOKEN, _WORKERS, _LOG_LEVEL, _CORS_ORIGIN, _REDIS_URL); the flag wins, an empty
+ * _TOKEN, _WORKERS, _LOG_LEVEL, _MAX_IN_FLIGHT, _MAX_FOLLOWS_IN_FLIGHT, _CORS_ORIGIN,
+ * _REDIS_URL); the flag wins, an empty
  * variable counts as unset, a bad value is named by its variable. Without
  * a token the server listens on loopback only (auth off); on any other
  * address it refuses to start. --demo serves the demo corpus (generated
@@ -16,7 +17,8 @@ import { defineCommand, type OptionsDecl, type OptionValues } from './command.js
 import { checkRedisUrl } from '../store/append-bus.js';
 import { CliError } from './common.js';
 import { tuneServeGc } from './serve-gc.js';
-import { startServe, type ServeConfig, type TokenSource } from './serve-start.js';
+import { admissionFromEnv, startServe, type ServeConfig, type TokenSource } from './serve-start.js';
+import { FOLLOW_IN_FLIGHT_PER_THREAD, IN_FLIGHT_PER_THREAD } from '../server/options.js';
 import { STORE, isRemoteStore } from './store-flag.js';
 
 export { startServe, type RunningServer, type ServeConfig } from './serve-start.js';
@@ -48,6 +50,20 @@ const OPTIONS = {
     describe: 'follow across processes and hosts: publish appends on Redis and hear of other processes\' there (redis://host:port)',
     defaultText: 'none',
   },
+  'max-in-flight': {
+    type: 'int',
+    min: 1,
+    env: 'SESSION_PAGER_MAX_IN_FLIGHT',
+    describe: 'page requests in flight at once (the admission gate); the next wait in its queue or are answered 503 overloaded',
+    defaultText: `${IN_FLIGHT_PER_THREAD} per worker thread`,
+  },
+  'max-follows-in-flight': {
+    type: 'int',
+    min: 1,
+    env: 'SESSION_PAGER_MAX_FOLLOWS_IN_FLIGHT',
+    describe: "follow requests whose snapshot is being sent at once (the follow gate, beside the page gate's slots); the next wait or are answered 503 overloaded",
+    defaultText: `${FOLLOW_IN_FLIGHT_PER_THREAD} per worker thread`,
+  },
   'cors-origin': {
     type: 'string',
     arg: 'ORIGIN',
@@ -64,6 +80,7 @@ export const command = defineCommand({
     'Listens at once, then warms up while serving: /livez is 200 from the start, /readyz and /healthz 503 until warmed up.\n' +
     'The banner goes to stderr; stdout carries only JSON log lines. Every flag may come from its environment variable (the flag wins).\n' +
     'Without a token the server listens on loopback only (auth off); on any other address it refuses to start.\n' +
+    'Admission is tuned further by SESSION_PAGER_QUEUE_FACTOR, _MIN_QUEUE_MS, _MAX_QUEUE_MS, _MAX_QUEUE, _SHED_DELAY_MS and others (docs/api.md, "Limits and overload"); a bad value of any refuses to start (exit 2).\n' +
     'SIGTERM / SIGINT finish in-flight requests, then exit.',
   options: OPTIONS,
   examples: ['session-pager serve --demo', 'SESSION_PAGER_TOKEN=secret session-pager serve --host 0.0.0.0 --port 8080 --data ./data'],
@@ -117,7 +134,25 @@ function configFrom(values: ServeValues, env: NodeJS.ProcessEnv): ServeConfig {
   const cors = values['cors-origin'];
   const corsOrigin = cors === undefined ? null : checkOrigin(cors, env.SESSION_PAGER_CORS_ORIGIN === cors ? 'SESSION_PAGER_CORS_ORIGIN' : '--cors-origin');
   const redisUrl = values.redis === undefined ? null : redisFrom(values.redis, env.SESSION_PAGER_REDIS_URL === values.redis ? 'SESSION_PAGER_REDIS_URL' : '--redis');
-  return { dataDir, ...(store !== null ? { store } : {}), host, port, token, tokenSource, workers, demo, logLevel, corsOrigin, redisUrl };
+  // The other admission variables (SESSION_PAGER_QUEUE_FACTOR ...) are read when the server starts; a bad one refuses here, before anything starts.
+  admissionFromEnv(env);
+  const maxInFlight = values['max-in-flight'];
+  const maxFollowsInFlight = values['max-follows-in-flight'];
+  return {
+    dataDir,
+    ...(store !== null ? { store } : {}),
+    host,
+    port,
+    token,
+    tokenSource,
+    workers,
+    demo,
+    logLevel,
+    corsOrigin,
+    redisUrl,
+    ...(maxInFlight !== undefined ? { maxInFlight } : {}),
+    ...(maxFollowsInFlight !== undefined ? { maxFollowsInFlight } : {}),
+  };
 }
 
 function redisFrom(url: string, from: string): string {

@@ -120,6 +120,11 @@ export class Admission {
     return this.inFlight;
   }
 
+  /** Requests let in flight at once (the configured size, for /metrics). */
+  get maxInFlight(): number {
+    return this.o.maxInFlight;
+  }
+
   /** The current time bound of the queue, ms. */
   get boundMs(): number {
     // Until a page is timed nothing says what a page costs here: the first burst on a fresh

@@ -10,7 +10,9 @@
  * connections), and the objects of a request held for its shed delay lived
  * long enough to be promoted to the old generation. Here it is a path test,
  * the admission check, a timer and a prepared body; the request is counted
- * (errors_total{code="overloaded"}, admission_shed_total), not logged.
+ * (errors_total{code="overloaded"}, and admission_shed_total or, for a
+ * follow, follow_shed_total; a follow shed for the loop's busy streak in
+ * load_shed_total{reason="follow_loop_busy"}), not logged.
  *
  * Only what the framework's path would shed at once is answered here, in the
  * same order of checks: not while the server closes, a URL within the limit,
@@ -71,6 +73,7 @@ export function fastShedder(o: FastShedOptions): (req: IncomingMessage, res: Ser
     if (req.httpVersion === '1.1' && req.headers.host === undefined) return false;
     if (!o.authorized(req.headers.authorization)) return false;
     if (gate) admission.countShed();
+    else o.metrics.loadShed.inc({ reason: 'follow_loop_busy' });
     const body = gate ? gateBody : loopBody;
     const length = gate ? gateLength : loopLength;
     o.metrics.errors.inc({ code: 'overloaded' });

@@ -77,7 +77,10 @@ export class FollowHub {
   /** GET /v1/sessions/:id/follow */
   async handle(request: FastifyRequest, reply: FastifyReply, id: string, maxMessages: number | undefined, lastEventId: number | undefined): Promise<void> {
     if (this.closing) throw new PagerError('overloaded', 'server is shutting down');
-    if (this.streams.size >= this.opts.maxStreams) throw new PagerError('overloaded', `too many follow streams (${this.streams.size})`);
+    if (this.streams.size >= this.opts.maxStreams) {
+      this.metrics.loadShed.inc({ reason: 'follow_streams' });
+      throw new PagerError('overloaded', `too many follow streams (${this.streams.size})`);
+    }
     let pending: FollowListener | undefined;
     // Subscribe first, so nothing appended from here on can be missed.
     const early: (readonly SessionEvent[])[] = [];

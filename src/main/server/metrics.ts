@@ -19,6 +19,14 @@ import { lastAnswered } from './shape-keepers.js';
 import { counterSeries, histogramSeries, type CounterSeries, type SeriesObserver } from './prom-series.js';
 
 const P = 'session_pager_';
+/**
+ * Why a request was answered `overloaded` by load shedding rather than by an admission gate (those
+ * count their own: admission_shed_total, follow_shed_total): the event loop's sustained lag, the
+ * worker queue past its bound (overload.ts), a new follow while the loop had not waited for I/O
+ * for too long (saturation.ts), the follow streams at their limit (follow.ts).
+ */
+export const LOAD_SHED_REASONS = ['event_loop_lag', 'worker_queue', 'follow_loop_busy', 'follow_streams'] as const;
+export type LoadShedReason = (typeof LOAD_SHED_REASONS)[number];
 const PHASES = ['plan', 'read', 'decode', 'pool', 'assemble', 'total', 'code'] as const;
 type Phase = (typeof PHASES)[number];
 
@@ -38,6 +46,8 @@ export class ServerMetrics {
   readonly appendedEvents: Counter;
   readonly aborted: Counter<'route'>;
   readonly notModified: Counter<'route'>;
+  /** Requests shed by load shedding, not by an admission gate (LOAD_SHED_REASONS). */
+  readonly loadShed: Counter<'reason'>;
   /** pageEvents' and pageBytes' one series each, bound once (prom-series.ts). */
   private readonly eventsSeries: SeriesObserver;
   private readonly bytesSeries: SeriesObserver;
@@ -135,6 +145,14 @@ export class ServerMetrics {
     });
     this.aborted = new prom.Counter({ name: `${P}http_aborted_total`, help: 'Requests whose client went away before the response was complete', labelNames: ['route'], registers });
     this.notModified = new prom.Counter({ name: `${P}not_modified_total`, help: 'Conditional requests answered 304 (If-None-Match) without building the page', labelNames: ['route'], registers });
+    this.loadShed = new prom.Counter({
+      name: `${P}load_shed_total`,
+      help: 'Requests answered overloaded by load shedding, not by an admission gate, by reason: event_loop_lag, worker_queue, follow_loop_busy (a new follow while the event loop had not waited for I/O for too long), follow_streams',
+      labelNames: ['reason'],
+      registers,
+    });
+    // Every reason from the start, at 0: a rate over a series that appears with its first shed misses that shed.
+    for (const reason of LOAD_SHED_REASONS) this.loadShed.inc({ reason }, 0);
     this.appendedEvents = new prom.Counter({ name: `${P}appended_events_total`, help: 'Events appended over HTTP (durable)', registers });
 
     // Store-side numbers are read when scraped.
@@ -174,12 +192,22 @@ export class ServerMetrics {
     new prom.Gauge({ name: `${P}page_cache_bytes`, help: 'Bytes of prepared pages held for repeated requests', registers, collect() { this.set(stats().cache.pageBytes); } });
     new prom.Gauge({ name: `${P}admission_in_flight`, help: 'Page requests admitted and not yet answered', registers, collect() { this.set(admission()?.running ?? 0); } });
     new prom.Gauge({ name: `${P}admission_queued`, help: 'Page requests waiting for admission', registers, collect() { this.set(admission()?.queued ?? 0); } });
+    new prom.Gauge({ name: `${P}admission_max_in_flight`, help: 'Page requests admitted at once at most (the gate\'s size; 0: admission off)', registers, collect() { this.set(admission()?.maxInFlight ?? 0); } });
     new prom.Gauge({ name: `${P}admission_queue_bound_seconds`, help: 'Longest a page request may wait for admission now', registers, collect() { this.set((admission()?.boundMs ?? 0) / 1000); } });
     // Their rates over a run: mean slots held, and the share of the time the gate was dry (admission.ts).
     counter('admission_slot_seconds', 'Page slots held, integrated over time (seconds)', () => admission()?.slotSeconds ?? 0);
     counter('admission_dry_seconds', 'Time with a page slot free and no request waiting for it (seconds)', () => admission()?.drySeconds ?? 0);
     counter('admission_shed', 'Page requests answered overloaded by admission (queue full or waited too long)', () => admission()?.shed ?? 0);
     counter('admission_shed_waited', 'Of those, the ones shed after waiting out the queue bound (the rest: at once)', () => admission()?.shedWaited ?? 0);
+    // Follow snapshots' own gate (admission.ts: follows), beside the page slots: its sheds are in
+    // errors_total{code="overloaded"} but not in admission_shed_total, which counts the page gate's.
+    const follows = () => admission()?.follows ?? null;
+    new prom.Gauge({ name: `${P}follow_admission_in_flight`, help: 'Follow requests admitted and their snapshot not yet written', registers, collect() { this.set(follows()?.running ?? 0); } });
+    new prom.Gauge({ name: `${P}follow_admission_queued`, help: 'Follow requests waiting for admission', registers, collect() { this.set(follows()?.queued ?? 0); } });
+    new prom.Gauge({ name: `${P}follow_admission_max_in_flight`, help: 'Follow requests admitted at once at most (the follow gate\'s size; 0: admission off)', registers, collect() { this.set(follows()?.maxInFlight ?? 0); } });
+    new prom.Gauge({ name: `${P}follow_admission_queue_bound_seconds`, help: 'Longest a follow request may wait for admission now', registers, collect() { this.set((follows()?.boundMs ?? 0) / 1000); } });
+    counter('follow_shed', 'Follow requests answered overloaded by the follow gate (queue full or waited too long)', () => follows()?.shed ?? 0);
+    counter('follow_shed_waited', 'Of those, the ones shed after waiting out the queue bound (the rest: at once)', () => follows()?.shedWaited ?? 0);
     new prom.Gauge({ name: `${P}ready`, help: '1 once the warm-up is done (what /readyz says), else 0', registers, collect() { this.set(readiness === undefined || readiness.state === 'ready' ? 1 : 0); } });
     new prom.Gauge({ name: `${P}event_loop_lag_seconds`, help: 'Sustained event-loop lag that the server\'s own work accounts for (drives load shedding)', registers, collect() { this.set(monitor.lagMs / 1000); } });
   }

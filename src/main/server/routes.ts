@@ -11,7 +11,7 @@ import type { Store } from '../store-types.js';
 import type { Admission, Release } from './admission.js';
 import type { FollowHub } from './follow.js';
 import { parseLastEventId } from './follow.js';
-import type { ServerMetrics } from './metrics.js';
+import type { LoadShedReason, ServerMetrics } from './metrics.js';
 import type { ResolvedOptions } from './options.js';
 import { checkLoop, checkPool, holdShed, type OverloadPolicy, type ShedPacer } from './overload.js';
 import { answerPage, type PageAnswerContext } from './page-answer.js';
@@ -56,10 +56,20 @@ export async function routes(app: FastifyInstance, o: RoutesOptions): Promise<vo
   // Shedding runs before the body is read: an overloaded server does not parse 16 MiB first.
   // A shed answer leaves no sooner than shedDelayMs after the request came (overload.ts: holdShed).
   const hold = (fn: () => void | Promise<void>) => holdShed(fn, o.opts.shedDelayMs);
-  const shedLoop = async () => hold(() => checkLoop(policy));
+  // A check that sheds is counted by its reason (load_shed_total) where its answer is given: the
+  // admission hook's synchronous look (admitTo) only probes, and sheds through shedPool after.
+  const counted = (check: (p: OverloadPolicy) => void, reason: LoadShedReason) => {
+    try {
+      check(policy);
+    } catch (err) {
+      metrics.loadShed.inc({ reason });
+      throw err;
+    }
+  };
+  const shedLoop = async () => hold(() => counted(checkLoop, 'event_loop_lag'));
   const shedPool = () => {
-    checkLoop(policy);
-    checkPool(policy);
+    counted(checkLoop, 'event_loop_lag');
+    counted(checkPool, 'worker_queue');
   };
   // A page request shed again and again on one connection is held longer each time (overload.ts: ShedPacer).
   const pacer = o.pacer;
@@ -79,7 +89,8 @@ export async function routes(app: FastifyInstance, o: RoutesOptions): Promise<vo
     if (admission !== null && !request.raw.destroyed) {
       let free = true;
       try {
-        shedPool();
+        checkLoop(policy);
+        checkPool(policy);
       } catch {
         free = false; // shed below, with its hold
       }
