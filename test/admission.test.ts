@@ -330,7 +330,7 @@ async function gatedServer(
   await seedSession(ts.store, id, 200, 200);
   let gate: Promise<void> = Promise.resolve();
   const slow = gatedPages(ts.store, () => gate);
-  const app = buildServer(slow.store, { token: TOKEN, maxEventLoopLagMs: 0, admission: { maxInFlight: 1, minQueueMs: queueMs, maxQueueMs: queueMs }, retryAfterSeconds: 2, ...over });
+  const app = buildServer(slow.store, { token: TOKEN, maxEventLoopLagMs: 0, followShedFromMs: 0, admission: { maxInFlight: 1, minQueueMs: queueMs, maxQueueMs: queueMs }, retryAfterSeconds: 2, ...over });
   // Page and follow requests that reached the framework (its first hook).
   let framework = 0;
   app.addHook('onRequest', async (request) => {

@@ -38,7 +38,7 @@ let sse: SseClient | undefined;
 beforeAll(async () => {
   dir = await mkdtemp(join(tmpdir(), 'sp-xproc-'));
   store = await openStore({ dataDir: dir, workers: 1, watchPollMs: 10 * 60_000 });
-  app = buildServer(store, { token: null, maxEventLoopLagMs: 0 });
+  app = buildServer(store, { token: null, maxEventLoopLagMs: 0, followShedFromMs: 0 });
   await app.listen({ host: '127.0.0.1', port: 0 });
 });
 
@@ -115,7 +115,7 @@ describe('follow across processes', () => {
         return typeof v === 'function' ? (v as (...a: unknown[]) => unknown).bind(target) : v;
       },
     }) as Store;
-    const fan = buildServer(counted, { token: null, maxEventLoopLagMs: 0 });
+    const fan = buildServer(counted, { token: null, maxEventLoopLagMs: 0, followShedFromMs: 0 });
     await fan.listen({ host: '127.0.0.1', port: 0 });
     const clients: SseClient[] = [];
     try {

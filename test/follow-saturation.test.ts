@@ -13,9 +13,16 @@
  * 160 attaches/s at 16, 2,560/s at 256, past what the server's one event loop
  * serves, ~2,000-2,400/s on two cores): every answer a 200
  * or a 503 with Retry-After and the JSON `overloaded` error; some follows
- * shed in the 256 windows, none in the 16 windows, which come right after
- * them. With FOLLOW_SATURATION_TEST_OFF=1 the server runs with the streak off
+ * shed in the 256 windows; the 16 windows, which come right after them, served,
+ * with a share of their answers shed under a quarter of the 256 windows'. With
+ * FOLLOW_SATURATION_TEST_OFF=1 the server runs with the streak off
  * (SESSION_PAGER_FOLLOW_SHED_MS=0, as main before it): that run must fail.
+ *
+ * Not "none shed at 16": on a loaded machine (the CI's, load ~20 on two cores)
+ * the streak is wall time and a server descheduled inside its callbacks makes
+ * streaks of tens of ms at 16 followers; 12 follows of a 16 window were shed
+ * so, and runs beside two busy loops shed 1-6 in 5 of 6 runs, against 53-78%
+ * of the 256 windows' answers (docs/decisions.md).
  */
 import { describe, expect, it } from 'vitest';
 import { LoopStreak } from '../src/main/server/saturation.js';
@@ -129,7 +136,7 @@ async function attachRun(env: Record<string, string>): Promise<Window[]> {
 
 describe('follows past capacity (real server process)', () => {
   const env: Record<string, string> = process.env.FOLLOW_SATURATION_TEST_OFF === '1' ? { SESSION_PAGER_FOLLOW_SHED_MS: '0' } : {};
-  it('256 followers re-attaching every ~100 ms: some shed (503, Retry-After, the JSON error), none at 16 right after, nothing but 200 and 503', async () => {
+  it('256 followers re-attaching every ~100 ms: some shed (503, Retry-After, the JSON error), few at 16 right after, nothing but 200 and 503', async () => {
     const windows = await attachRun(env);
     const sum = (ws: Window[], k: keyof Window) => ws.reduce((a, w) => a + Number(w[k]), 0);
     const high = windows.filter((w) => w.conns === 256);
@@ -139,8 +146,10 @@ describe('follows past capacity (real server process)', () => {
     for (const k of ['errors', 'other', 'shedBare', 'shedNotJson'] as const) expect(sum(windows, k)).toBe(0);
     expect(sum(high, 'ok')).toBeGreaterThan(0);
     expect(sum(high, 'shed')).toBeGreaterThan(0);
-    // Each 16 window after a 256 one: served at once, nothing shed.
-    expect(sum(low, 'shed')).toBe(0);
-    for (const w of low) expect(w.ok).toBeGreaterThan(0);
+    // The 16 windows after the 256 ones: served, and shed far less (a loaded machine's stalls
+    // shed a few there; a shed that did not stop when the load fell would shed as at 256).
+    expect(sum(low, 'ok')).toBeGreaterThan(0);
+    const shedShare = (ws: Window[]) => sum(ws, 'shed') / (sum(ws, 'shed') + sum(ws, 'ok'));
+    expect(shedShare(low), JSON.stringify(windows)).toBeLessThan(shedShare(high) / 4);
   }, 180_000);
 });

@@ -10,7 +10,7 @@ import type { AddressInfo } from 'node:net';
 import { buildServer, type ServerOptions } from '../src/main/server/index.js';
 import { SessionWriter } from '../src/main/session-writer.js';
 import type { SessionEvent } from '../src/core/types.js';
-import { makeEvents, openSse, seedSession, sleep, tempStore, until, type SseClient, type SseEvent, type TempStore } from './server-helpers.js';
+import { burnCpu, makeEvents, openSse, seedSession, sleep, tempStore, until, type SseClient, type SseEvent, type TempStore } from './server-helpers.js';
 import { damageFrame } from './helpers/damage.js';
 
 const TOKEN = 'follow-token-abcdef';
@@ -21,7 +21,7 @@ const servers: FastifyInstance[] = [];
 const clients: SseClient[] = [];
 
 async function listen(opts: ServerOptions = {}): Promise<{ app: FastifyInstance; base: string }> {
-  const app = buildServer(ts.store, { token: TOKEN, maxEventLoopLagMs: 0, ...opts, follow: { heartbeatMs: 10_000, ...opts.follow } });
+  const app = buildServer(ts.store, { token: TOKEN, maxEventLoopLagMs: 0, followShedFromMs: 0, ...opts, follow: { heartbeatMs: 10_000, ...opts.follow } });
   servers.push(app);
   await app.listen({ host: '127.0.0.1', port: 0 });
   const port = (app.server.address() as AddressInfo).port;
@@ -291,6 +291,40 @@ describe('follow', () => {
     expect(r.status).toBe(503);
     expect(r.headers.get('retry-after')).toBe('1');
     expect(((await r.json()) as { error: { code: string } }).error.code).toBe('overloaded');
+  });
+
+  it("these tests' servers turn the follow shed off (followShedFromMs: 0): a follow is admitted while the loop is kept busy, where the defaults shed it", async () => {
+    await seedSession(ts.store, 'busy', 20, 20);
+    // Four follows one after another while the loop never waits for I/O (a chain of immediates
+    // doing busy work, as a loaded machine or a neighbouring test can make it): the first starts
+    // the busy streak, the others come 400 ms into it (the loop's utilization, over its ~200 ms
+    // time constant, then well above 0.8), and the fourth is the fourth request of the streak
+    // (saturation.ts: LoopStreak), so the defaults shed it: no draw, the streak is past toMs.
+    const statuses = async (opts: ServerOptions): Promise<number[]> => {
+      const { base } = await listen(opts);
+      const out: number[] = [];
+      const open = async () => {
+        const c = await sse(`${base}/v1/sessions/busy/follow?maxMessages=1`);
+        out.push(c.status);
+        c.close();
+      };
+      let spinning = true;
+      const spin = () => {
+        burnCpu(5);
+        if (spinning) setImmediate(spin);
+      };
+      setImmediate(spin);
+      try {
+        await open();
+        await sleep(400);
+        for (let i = 0; i < 3; i++) await open();
+      } finally {
+        spinning = false;
+      }
+      return out;
+    };
+    expect(await statuses({})).toEqual([200, 200, 200, 200]);
+    expect(await statuses({ followShedFromMs: undefined })).toEqual([200, 200, 200, 503]);
   });
 
   it('ends every stream with an end event on shutdown', async () => {

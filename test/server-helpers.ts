@@ -215,16 +215,33 @@ export interface RawResponse {
   body: Buffer;
 }
 
-/** One request with node:http: the body as received (no automatic decompression). */
+/**
+ * One request with node:http: the body as received (no automatic decompression).
+ *
+ * A GET or HEAD whose reused keep-alive connection is reset before any answer (ECONNRESET or
+ * EPIPE) is sent once more, on a new connection: the server may close an idle keep-alive socket
+ * just as the client reuses it, and the request then never reached it; every HTTP client retries
+ * an idempotent request so (node's docs: request.reusedSocket). Anything else fails as it came.
+ */
 export function rawRequest(url: string, opts: { method?: string; headers?: Record<string, string>; body?: string | Buffer } = {}): Promise<RawResponse> {
-  return new Promise((resolve, reject) => {
-    const req = httpRequest(url, { method: opts.method ?? 'GET', headers: opts.headers ?? {} }, (res) => {
-      const chunks: Buffer[] = [];
-      res.on('data', (c: Buffer) => chunks.push(c));
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body: Buffer.concat(chunks) }));
-      res.on('error', reject);
+  const method = opts.method ?? 'GET';
+  const idempotent = /^(GET|HEAD)$/i.test(method);
+  const attempt = (mayRetry: boolean): Promise<RawResponse> =>
+    new Promise((resolve, reject) => {
+      let answered = false;
+      const req = httpRequest(url, { method, headers: opts.headers ?? {} }, (res) => {
+        answered = true;
+        const chunks: Buffer[] = [];
+        res.on('data', (c: Buffer) => chunks.push(c));
+        res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body: Buffer.concat(chunks) }));
+        res.on('error', reject);
+      });
+      req.on('error', (err: NodeJS.ErrnoException) => {
+        const stale = req.reusedSocket && !answered && (err.code === 'ECONNRESET' || err.code === 'EPIPE');
+        if (mayRetry && idempotent && stale) resolve(attempt(false));
+        else reject(err);
+      });
+      req.end(opts.body);
     });
-    req.on('error', reject);
-    req.end(opts.body);
-  });
+  return attempt(true);
 }

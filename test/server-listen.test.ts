@@ -29,7 +29,7 @@ let ts: TempStore;
 const cleanups: (() => Promise<void>)[] = [];
 
 async function listen(store: Store, opts: Parameters<typeof buildServer>[1] = {}): Promise<{ app: FastifyInstance; base: string }> {
-  const app = buildServer(store, { token: TOKEN, maxEventLoopLagMs: 0, ...opts });
+  const app = buildServer(store, { token: TOKEN, maxEventLoopLagMs: 0, followShedFromMs: 0, ...opts });
   await app.listen({ host: '127.0.0.1', port: 0 });
   cleanups.push(() => app.close());
   return { app, base: `http://127.0.0.1:${(app.server.address() as AddressInfo).port}` };
@@ -145,7 +145,7 @@ describe('on the wire', () => {
         return typeof v === 'function' ? (v as (...a: unknown[]) => unknown).bind(target) : v;
       },
     });
-    const app = buildServer(slow, { token: TOKEN, maxEventLoopLagMs: 0 });
+    const app = buildServer(slow, { token: TOKEN, maxEventLoopLagMs: 0, followShedFromMs: 0 });
     await app.listen({ host: '127.0.0.1', port: 0 });
     const base = `http://127.0.0.1:${(app.server.address() as AddressInfo).port}`;
     const page = rawRequest(`${base}/v1/sessions/g/page?maxMessages=10`, { headers: AUTH });
