@@ -154,6 +154,26 @@ describe('optimized page-path code and object shapes', () => {
     }
   }, 120_000);
 
+  it("the planner's optimized walk survives this thread's first detached ArrayBuffer", () => {
+    // The first ArrayBuffer a thread detaches invalidates V8's ArrayBufferDetaching protector, and V8
+    // discards every optimized function compiled while it held ("code dependencies"): walkPage reads
+    // Float64Arrays. Without a page-path warm-up (whose decoder's loading detaches one first) that was
+    // the first real page's buffers moved to a worker, after the planner's warm-up: the page walked
+    // unoptimized while V8 compiled the walk again. After the warm-ups, one detach, then a page
+    // planned by both walks, in a fresh process.
+    for (let run = 0; run < 2; run++) {
+      const out = execFileSync(process.execPath, ['--trace-opt', '--trace-deopt', resolve(here, 'helpers/planner-detach-probe.mjs'), dist], { encoding: 'utf8', maxBuffer: 1 << 26 });
+      const walkLines = out.split('\n').filter((l) => l.includes('walkPage')).join('\n');
+      // The probe's line, wherever it falls among V8's (a background compile may still print after it).
+      const tiers = JSON.parse(/^\{"warmed".*$/m.exec(out)?.[0] ?? 'null') as Record<string, string> | null;
+      expect(tiers, out.slice(-2000)).not.toBeNull();
+      // Precondition: the warm-up had the walk optimized (else nothing could be discarded).
+      expect(tiers?.warmed, walkLines).toBe('optimized');
+      expect(out.match(/SharedFunctionInfo walkPage>\) \(opt id \d+\) for deoptimization, reason: code dependencies/g) ?? [], walkLines).toEqual([]);
+      expect(tiers, walkLines).toEqual({ warmed: 'optimized', afterDetach: 'optimized', afterPage: 'optimized' });
+    }
+  }, 120_000);
+
   it("the planner's warm-up leaves the plan check's loop (spanFits) optimized, and its code survives a full collection", () => {
     // Called once a page, V8 marked it on the fifth real 5M tail page and compiled it on a helper
     // thread during the sixth, beside the decoding workers (traced, issue 13's warm page). Asked
