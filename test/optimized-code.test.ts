@@ -174,6 +174,26 @@ describe('optimized page-path code and object shapes', () => {
     }
   }, 120_000);
 
+  it("the planner's optimized walk survives the first walk that outgrows a walker's arrays", () => {
+    // A walker's arrays are replaced when a walk loads more lines than they hold (core/page-planner.ts
+    // grown). V8 takes a field written only by its initializer for a constant, and code compiled so
+    // (walkPage, with the walker's `group` inlined) was discarded ("code dependencies") at the first
+    // such replacement. In `serve` the page-path warm-up's short walks had the walk compiled now and
+    // then before the planner's last pass made the first long walk: the serve-start probe below failed
+    // so (CI, and traced: the 'groups' field made mutable in takeOne, then walkPage's code discarded).
+    for (let run = 0; run < 2; run++) {
+      const out = execFileSync(process.execPath, ['--trace-opt', '--trace-deopt', resolve(here, 'helpers/planner-grow-probe.mjs'), dist], { encoding: 'utf8', maxBuffer: 1 << 26 });
+      const walkLines = out.split('\n').filter((l) => l.includes('walkPage')).join('\n');
+      const tiers = JSON.parse(/^\{"warmed".*$/m.exec(out)?.[0] ?? 'null') as Record<string, unknown> | null;
+      expect(tiers, out.slice(-2000)).not.toBeNull();
+      // Preconditions: the short walks had the walk optimized, and the long one outgrew a walker's first arrays (1,024 lines).
+      expect(tiers?.warmed, walkLines).toBe('optimized');
+      expect(tiers?.frames).toBeGreaterThan(1024);
+      expect(out.match(/SharedFunctionInfo walkPage>\) \(opt id \d+\) for deoptimization[^\n]*/g) ?? [], walkLines).toEqual([]);
+      expect(tiers?.afterLong, walkLines).toBe('optimized');
+    }
+  }, 120_000);
+
   it("the planner's warm-up leaves the plan check's loop (spanFits) optimized, and its code survives a full collection", () => {
     // Called once a page, V8 marked it on the fifth real 5M tail page and compiled it on a helper
     // thread during the sixth, beside the decoding workers (traced, issue 13's warm page). Asked
