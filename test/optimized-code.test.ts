@@ -178,9 +178,10 @@ describe('optimized page-path code and object shapes', () => {
     // A walker's arrays are replaced when a walk loads more lines than they hold (core/page-planner.ts
     // grown). V8 takes a field written only by its initializer for a constant, and code compiled so
     // (walkPage, with the walker's `group` inlined) was discarded ("code dependencies") at the first
-    // such replacement. In `serve` the page-path warm-up's short walks had the walk compiled now and
-    // then before the planner's last pass made the first long walk: the serve-start probe below failed
-    // so (CI, and traced: the 'groups' field made mutable in takeOne, then walkPage's code discarded).
+    // such replacement. In `serve` the page-path warm-up's short walks can have the walk compiled
+    // before the planner's last pass makes the first long walk (traced: the 'groups' field made mutable
+    // in takeOne, `group`'s code discarded in every start, walkPage's compile aborted in one): the
+    // serve-start probe below failed in CI with walkPage discarded, "code dependencies".
     for (let run = 0; run < 2; run++) {
       const out = execFileSync(process.execPath, ['--trace-opt', '--trace-deopt', resolve(here, 'helpers/planner-grow-probe.mjs'), dist], { encoding: 'utf8', maxBuffer: 1 << 26 });
       const walkLines = out.split('\n').filter((l) => l.includes('walkPage')).join('\n');
