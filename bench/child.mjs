@@ -33,7 +33,7 @@ if (mode === 'reference') {
   const { openStore } = await import(new URL('main/store.js', dist));
   const t0 = performance.now();
   // No prepared-page cache: the repeated pages below must be built, not served from it.
-  const store = await openStore({ dataDir, workers: opts.workers, pageCacheBytes: 0 });
+  const store = await openStore({ dataDir, workers: opts.workers, pageCacheBytes: 0, ...(opts.pageWarmUp === false ? { warmUp: { pagePath: false } } : {}) });
   // Let the fixed-size pool finish starting its threads, as a serving process would have.
   await store.warmUp();
   const t1 = performance.now();

@@ -1,13 +1,17 @@
 #!/usr/bin/env node
 // bench/page-bench.mjs's figures for two builds side by side in one run: the
-// cold and warm 5M tail page and the typical-page p50, each from fresh
+// cold and warm 5M tail page (and the cold one from the store's opening: open,
+// warm-up, page) and the typical-page p50, each from fresh
 // bench/child.mjs processes of build A and build B alternating (A B B A ...),
 // so a noisy stretch of a shared machine hits both alike. Both run this
 // checkout's bench/child.mjs (each build's dist/ given to it): a build's own
 // copy could measure differently (an older one read the floor's 6 MB buffer
 // before the repeated pages, garbage that started marking among them).
 //
-//   node bench/page-ab.mjs --a DIR --b DIR [--data DIR] [--runs N] [--typical-runs N]
+//   node bench/page-ab.mjs --a DIR --b DIR [--data DIR] [--runs N] [--typical-runs N] [--page-warmup 0|1]
+//
+// --page-warmup 0: the tail page's stores open without the page-path warm-up
+// (StoreOptions.warmUp.pagePath false, as SESSION_PAGER_PAGE_WARMUP=0 runs `serve`).
 //
 // DIR: a built checkout (its dist/), e.g. from
 // `git worktree add /tmp/a <commit> && (cd /tmp/a && npm ci && npm run build)`.
@@ -27,6 +31,8 @@ const { values } = parseScriptArgs(import.meta.url, {
     runs: { type: 'string', default: '12' },
     'typical-runs': { type: 'string', default: '4' },
     workers: { type: 'string', default: '2' },
+    // 0: the stores open without the page-path warm-up (what SESSION_PAGER_PAGE_WARMUP=0 gives `serve`).
+    'page-warmup': { type: 'string', default: '1' },
   },
 });
 if (!values.a || !values.b) throw new Error('--a and --b are required');
@@ -39,6 +45,8 @@ const runs = count('runs');
 const typicalRuns = count('typical-runs');
 const builds = [resolve(values.a), resolve(values.b)];
 const workers = Number(values.workers);
+if (values['page-warmup'] !== '0' && values['page-warmup'] !== '1') throw new Error(`--page-warmup must be 0 or 1, got ${values['page-warmup']}`);
+const pageWarmUp = values['page-warmup'] === '1';
 
 const child = new URL('child.mjs', import.meta.url).pathname;
 
@@ -49,16 +57,18 @@ function measure(build, mode, id, params, extra) {
 }
 
 const load = [loadavg()[0]];
-const got = builds.map(() => ({ cold: [], warm: [], typical: [] }));
-const pairs = { cold: [], warm: [], typical: [] };
+const got = builds.map(() => ({ start: [], cold: [], warm: [], typical: [] }));
+const pairs = { start: [], cold: [], warm: [], typical: [] };
 const order = (i) => (i % 2 === 0 ? [0, 1] : [1, 0]);
 for (let i = 0; i < runs; i++) {
   const r = [];
-  for (const k of order(i)) r[k] = measure(builds[k], 'pager', 'bench-5m', { maxMessages: 50 }, {});
+  for (const k of order(i)) r[k] = measure(builds[k], 'pager', 'bench-5m', { maxMessages: 50 }, pageWarmUp ? {} : { pageWarmUp: false });
   for (const k of [0, 1]) {
+    got[k].start.push(r[k].msWithStartup);
     got[k].cold.push(r[k].ms);
     got[k].warm.push(r[k].warmMs);
   }
+  pairs.start.push(r[1].msWithStartup / r[0].msWithStartup);
   pairs.cold.push(r[1].ms / r[0].ms);
   pairs.warm.push(r[1].warmMs / r[0].warmMs);
   load.push(loadavg()[0]);
@@ -72,11 +82,11 @@ for (let i = 0; i < typicalRuns; i++) {
 }
 const f = (x, d = 2) => x.toFixed(d);
 const lines = [];
-lines.push(`A = ${builds[0]}, B = ${builds[1]}; ${runs} alternating fresh processes per build for the tail page, ${typicalRuns} for typical pages; load average (1 min) ${f(Math.min(...load), 1)}-${f(Math.max(...load), 1)} during the run.`);
+lines.push(`A = ${builds[0]}, B = ${builds[1]}; ${runs} alternating fresh processes per build for the tail page, ${typicalRuns} for typical pages; load average (1 min) ${f(Math.min(...load), 1)}-${f(Math.max(...load), 1)} during the run.${pageWarmUp ? '' : ' Stores opened without the page-path warm-up.'}`);
 lines.push('');
 lines.push('| figure | A median ms | B median ms | B / A (medians) | B / A (median of pairs) |');
 lines.push('|---|---|---|---|---|');
-for (const [name, key] of [['5M tail page, cold', 'cold'], ['5M tail page, warm (median of builds 6-10)', 'warm'], ['typical page p50 (1M fixture-shaped)', 'typical']]) {
+for (const [name, key] of [['start to the first 5M tail page (open, warm-up, page), cold', 'start'], ['5M tail page, cold', 'cold'], ['5M tail page, warm (median of builds 6-10)', 'warm'], ['typical page p50 (1M fixture-shaped)', 'typical']]) {
   // A figure asked no runs of (--runs 0, --typical-runs 0) has no row.
   if (pairs[key].length === 0) continue;
   const a = median(got[0][key]);

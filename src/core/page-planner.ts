@@ -135,6 +135,15 @@ class Walker {
 
   constructor() {
     keepShape(this);
+    // The arrays a long walk replaces (grown, finish), stored once more now: V8 takes a field written
+    // only by its initializer for a constant, and code compiled on that assumption (walkPage, with
+    // `group` inlined) was discarded ("code dependencies") by the first walk that outgrew
+    // FIRST_ROOM lines. In `serve` that was the planner's last warm-up pass, after the page-path
+    // pages' short walks had the walk compiled: the serve-start probe in test/optimized-code.test.ts.
+    this.groups = new Float64Array(FIRST_ROOM);
+    this.splitDepths = new Float64Array(FIRST_ROOM / SPLIT_EVERY);
+    this.splitDigests = new Float64Array(FIRST_ROOM / SPLIT_EVERY);
+    this.splitEventBytes = new Float64Array(FIRST_ROOM / SPLIT_EVERY);
   }
 
   /** Ready to walk `source` from its start. */

@@ -53,6 +53,29 @@ function syntheticSidecar(frames: number): { bytes: Buffer; index: Buffer; lastS
   return { bytes: Buffer.concat(byteParts), index: Buffer.concat(indexParts), lastSeq: seq - 1, logBytes: offset };
 }
 
+/** Whether detachOnce has run on this thread. */
+let detached = false;
+
+/**
+ * Detaches one empty ArrayBuffer, once a thread, before any warm-up compiles the planner. The
+ * first ArrayBuffer an isolate detaches invalidates V8's ArrayBufferDetaching protector, and every
+ * optimized function compiled while it held is discarded ("code dependencies"): its typed-array
+ * reads were compiled without a detached check, walkPage's Float64Arrays among them. On this thread
+ * the first detach is otherwise page-task.ts's own (when this thread loads the decoder for small
+ * slices, at the start of a page-path warm-up) or, with no page-path warm-up, the first page task
+ * whose buffers are moved to a worker (worker-pool.ts runSlice): the first real page, which then
+ * walked unoptimized while V8 compiled the walk again. Code compiled after this one carries the
+ * check and outlives every later detach. (The workers detach before their JIT warm-up:
+ * workers/page-task.ts.) Node 20's V8 has no ArrayBuffer.prototype.transfer: a transferring
+ * structured clone detaches it.
+ */
+export function detachOnce(): void {
+  if (detached) return;
+  detached = true;
+  const probe = new ArrayBuffer(0);
+  structuredClone(probe, { transfer: [probe] });
+}
+
 /** Kept between two warm-ups (`keep`): a second one reuses it instead of building it again. */
 let sidecar: ReturnType<typeof syntheticSidecar> | null = null;
 
@@ -199,6 +222,7 @@ export async function warmUpPlanner(
   again = false,
   optimize: (f: (...args: never[]) => unknown) => boolean = tier === tierOf ? optimizeOnNextCall : () => false,
 ): Promise<number> {
+  detachOnce();
   // Warm-up-only code: its loop's compile (on-stack replacement, 16-43 ms of a helper thread) was
   // never used, and took CPU from the workers' warm-up and once from the first real page.
   if (tiny === null) neverOptimize(syntheticSidecar);

@@ -20,7 +20,7 @@ import { runSlice, type PagePool } from '../worker-pool.js';
 import { sliceTask } from '../../workers/slice-protocol.js';
 import { preparePagePath, warmUpInlineDecoder, warmUpLocalPages, warmUpPagePath, type InlineDecoder, type WarmupStore } from './page-path-warmup.js';
 import { holdYoungGeneration, releaseYoungGeneration } from '../young-generation.js';
-import { warmUpPlanner } from './planner-warmup.js';
+import { detachOnce, warmUpPlanner } from './planner-warmup.js';
 import { collectGarbage } from '../../workers/full-gc.js';
 
 export interface WarmUpPlan {
@@ -47,6 +47,8 @@ export interface WarmUpPlan {
 }
 
 export async function warmUpStore(plan: WarmUpPlan): Promise<void> {
+  // Before anything here compiles on this thread, whatever loads or runs first (planner-warmup.ts detachOnce).
+  detachOnce();
   holdYoungGeneration();
   try {
     await warmUp(plan);
