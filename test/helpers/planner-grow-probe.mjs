@@ -7,28 +7,10 @@
 const dist = process.argv[2];
 const { walkPage, planPage } = await import(`${dist}/core/page-planner.js`);
 const { tierOf, optimizeOnNextCall } = await import(`${dist}/workers/optimization-status.js`);
-const { INDEX_RECORD_BYTES, indexBackward, indexRecords } = await import(`${dist}/streams/frame-index-file.js`);
 const { resolvePageParams } = await import(`${dist}/core/page-rule.js`);
-/** A frame index of `frames` frames past 2^31 bytes, as the warm-up's: a message every 40th frame, text chunks between. */
-function log(frames) {
-  const head = { v: 1, seq: 0, count: 0, offset: 0, length: 2 ** 31 + 4096, kind: 'session', schema: 1 };
-  const entries = [head];
-  let seq = 0;
-  let offset = head.length;
-  for (let i = 0; i < frames; i++) {
-    const counted = i % 40 === 0;
-    const count = counted ? 1 : 1 + (i % 37);
-    const e = { v: 1, seq, count, offset, length: 60 + count * 11, kind: counted ? 'assistant/message' : 'text-chunks', schema: 1 };
-    if (counted) e.group = Math.max(0, seq - 30);
-    entries.push(e);
-    seq += count;
-    offset += e.length;
-  }
-  const index = indexRecords(entries);
-  return { lastSeq: (seq - 1) | 0, source: () => indexBackward((first, n) => index.subarray(first * INDEX_RECORD_BYTES, (first + n) * INDEX_RECORD_BYTES), entries.length - 1) };
-}
-const frames = log(4000);
-const plan = (l, maxMessages) => planPage(resolvePageParams({ maxMessages }, l.lastSeq), l.source());
+const { syntheticFrameLog } = await import('./synthetic-frame-log.mjs');
+const frames = await syntheticFrameLog(dist, 4000);
+const plan = (l, maxMessages) => planPage(resolvePageParams({ maxMessages }, l.lastSeq), l.records());
 // Short walks (10 messages, ~400 lines), then the walk optimized at the next one, on this thread.
 for (let r = 0; r < 40; r++) await plan(frames, 10);
 optimizeOnNextCall(walkPage);
