@@ -161,14 +161,16 @@ export function fastPager(o: FastPageOptions): (req: IncomingMessage, res: Serve
 }
 
 /**
- * The last response this route answered (and through it its request), kept alive until the next:
- * node adds a response's fields as it goes, and the hidden classes it passes through live only
- * as long as a response that has them. Between requests none is left, and a full collection freed
- * them and discarded the code that checks for them (`build`, which hands the response to the
- * page's answer: "weak objects" in --trace-deopt at about half the main thread's full collections
- * at 1 connection). What stays alive is one finished response and its request, until the next.
+ * The last response this route answered (and through it its request) and the last request's
+ * AbortController (with its signal), kept alive until the next request: node adds their fields as
+ * it goes, and the hidden classes they pass through live only as long as an object that has them.
+ * Between requests none was left, and a full collection freed them and discarded the code that
+ * checks for them (`build`, which hands the response and the signal to the page's answer;
+ * answerPage and node's header writing: "weak objects" in --trace-deopt; the response alone did
+ * not keep `build`). What stays alive is one finished response, its request and a controller.
  */
 let lastResponse: ServerResponse | null = null;
+let lastController: AbortController | null = null;
 
 function serve(o: FastPageOptions, req: IncomingMessage, res: ServerResponse, id: string, params: PageParams): void {
   const { metrics, admission } = o;
@@ -180,6 +182,7 @@ function serve(o: FastPageOptions, req: IncomingMessage, res: ServerResponse, id
   // The request's signal: a client that leaves, or the handler timeout, drops its queued work.
   const ac = new AbortController();
   lastResponse = res;
+  lastController = ac;
   let timer: NodeJS.Timeout | undefined;
   if (o.pageTimeoutMs > 0) {
     timer = setTimeout(() => {
