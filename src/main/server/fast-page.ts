@@ -165,9 +165,10 @@ export function fastPager(o: FastPageOptions): (req: IncomingMessage, res: Serve
  * AbortController (with its signal), kept alive until the next request: node adds their fields as
  * it goes, and the hidden classes they pass through live only as long as an object that has them.
  * Between requests none was left, and a full collection freed them and discarded the code that
- * checks for them (`build`, which hands the response and the signal to the page's answer;
- * answerPage and node's header writing: "weak objects" in --trace-deopt; the response alone did
- * not keep `build`). What stays alive is one finished response, its request and a controller.
+ * checks for them ("weak objects" in --trace-deopt: answerPage and node's header writing, which
+ * check the response; `build`, which hands the response and the signal to the page's answer, at
+ * fewer collections, though not at none: it checks more that dies between requests). What stays
+ * alive is one finished response, its request and a controller.
  */
 let lastResponse: ServerResponse | null = null;
 let lastController: AbortController | null = null;
