@@ -96,11 +96,17 @@ const RANGES: Record<string, readonly [number, number]> = {
 /** maxMessages when the query has none (the route schema's default). */
 const DEFAULT_MAX_MESSAGES = 50;
 const JSON_TYPE = 'application/json; charset=utf-8';
+const VARY = 'Accept-Encoding';
 const TIMED_OUT = 'the request took too long; retry shortly';
 
 /** The query's page parameters, or null for anything but the plain form (the framework judges it). */
 export function plainPageQuery(query: string | undefined): PageParams | null {
-  const out: PageParams = {};
+  // One literal of all four, undefined until the query gives one (what PageParams's absent
+  // parameter means): the parameters passed through the page path keep one hidden class, the
+  // literal's, which lives as long as this code; added one by one as the query orders them, each
+  // order's classes died with the last request's parameters, and a full collection between
+  // requests could discard the code that reads them ("weak objects" in --trace-deopt).
+  const out: PageParams = { throughSeq: undefined, beforeSeq: undefined, maxMessages: undefined, maxBytes: undefined };
   if (query !== undefined && query !== '') {
     for (const part of query.split('&')) {
       const eq = part.indexOf('=');
@@ -154,6 +160,19 @@ export function fastPager(o: FastPageOptions): (req: IncomingMessage, res: Serve
   };
 }
 
+/**
+ * The last response this route answered (and through it its request) and the last request's
+ * AbortController (with its signal), kept alive until the next request: node adds their fields as
+ * it goes, and the hidden classes they pass through live only as long as an object that has them.
+ * Between requests none was left, and a full collection freed them and discarded the code that
+ * checks for them ("weak objects" in --trace-deopt: answerPage and node's header writing, which
+ * check the response; `build`, which hands the response and the signal to the page's answer, at
+ * fewer collections, though not at none: it checks more that dies between requests). What stays
+ * alive is one finished response, its request and a controller.
+ */
+let lastResponse: ServerResponse | null = null;
+let lastController: AbortController | null = null;
+
 function serve(o: FastPageOptions, req: IncomingMessage, res: ServerResponse, id: string, params: PageParams): void {
   const { metrics, admission } = o;
   const t0 = performance.now();
@@ -163,6 +182,8 @@ function serve(o: FastPageOptions, req: IncomingMessage, res: ServerResponse, id
   const reqId = genReqId(req);
   // The request's signal: a client that leaves, or the handler timeout, drops its queued work.
   const ac = new AbortController();
+  lastResponse = res;
+  lastController = ac;
   let timer: NodeJS.Timeout | undefined;
   if (o.pageTimeoutMs > 0) {
     timer = setTimeout(() => {
@@ -246,22 +267,30 @@ function build(o: FastPageOptions, req: IncomingMessage, res: ServerResponse, id
     (a) => {
       done();
       if (a === null || res.destroyed || res.headersSent) return;
-      const headers: Record<string, string> = {};
-      if (a.etag !== null) headers.etag = a.etag;
-      headers['cache-control'] = a.pinned ? IMMUTABLE : REVALIDATE;
-      headers.vary = 'Accept-Encoding';
+      const cacheControl = a.pinned ? IMMUTABLE : REVALIDATE;
+      // Each answer's headers are one object literal of all its fields (the four forms below), not
+      // fields added one by one: a literal's hidden class lives as long as this code (the literal
+      // holds it), while the classes an object passes through as fields are added die with the
+      // last such object, and a full collection between requests then discarded the code that
+      // checks for them ("weak objects" in --trace-deopt: the headers' finishing). 'x-request-id'
+      // is REQUEST_ID_HEADER, spelled out: a computed key is added after the literal is made.
+      // Connection: close, added only while the server closes, is the exception.
       if (a.status === 304) {
-        finishHeaders(o, headers, reqId);
+        const headers: Record<string, string> =
+          a.etag === null ? { 'cache-control': cacheControl, vary: VARY, 'x-request-id': reqId } : { etag: a.etag, 'cache-control': cacheControl, vary: VARY, 'x-request-id': reqId };
+        closeWhileClosing(o, headers);
         res.writeHead(304, headers);
         res.end();
         return;
       }
       const pb = a.pb;
       facts.page = { fromSeq: pb.fromSeq, toSeq: pb.toSeq, events: pb.toSeq - pb.fromSeq, bytes: pb.body.length, frames: pb.frames };
-      headers['content-type'] = JSON_TYPE;
-      if (a.encoding !== null) headers['content-encoding'] = a.encoding;
-      finishHeaders(o, headers, reqId);
-      headers['content-length'] = String(a.body.length);
+      const length = String(a.body.length);
+      const headers: Record<string, string> =
+        a.encoding === null
+          ? { etag: a.etag, 'cache-control': cacheControl, vary: VARY, 'content-type': JSON_TYPE, 'x-request-id': reqId, 'content-length': length }
+          : { etag: a.etag, 'cache-control': cacheControl, vary: VARY, 'content-type': JSON_TYPE, 'content-encoding': a.encoding, 'x-request-id': reqId, 'content-length': length };
+      closeWhileClosing(o, headers);
       res.writeHead(200, headers);
       res.end(a.body);
     },
@@ -274,9 +303,8 @@ function build(o: FastPageOptions, req: IncomingMessage, res: ServerResponse, id
   );
 }
 
-function finishHeaders(o: FastPageOptions, headers: Record<string, string>, reqId: string): void {
-  headers[REQUEST_ID_HEADER] = reqId;
-  // Responses finishing during shutdown close their connection (server/index.ts's onSend hook).
+/** Responses finishing during shutdown close their connection (server/index.ts's onSend hook). */
+function closeWhileClosing(o: FastPageOptions, headers: Record<string, string>): void {
   if (o.closing()) headers.connection = 'close';
 }
 
@@ -294,7 +322,8 @@ function fail(o: FastPageOptions, res: ServerResponse, reqId: string, err: unkno
     headers['retry-after'] = String(typeof ra === 'number' && ra > 0 ? Math.ceil(ra) : o.retryAfterSeconds);
   }
   headers['content-type'] = JSON_TYPE;
-  finishHeaders(o, headers, reqId);
+  headers[REQUEST_ID_HEADER] = reqId;
+  closeWhileClosing(o, headers);
   const body = Buffer.from(JSON.stringify(pe.toJSON()));
   headers['content-length'] = String(body.length);
   res.writeHead(pe.statusCode, headers);

@@ -70,6 +70,28 @@ function inThreadDecoder(): Promise<typeof import('../../workers/page-task.js').
 }
 
 /**
+ * A page as the store hands it out or keeps it: one object literal of every field, undefined where
+ * absent, for pages built, kept and handed out from the cache alike. A literal's hidden class lives
+ * as long as this code (the literal holds it). Built as a spread with fields added after, and copied
+ * from the cache with spreads, a page had classes that died with the last page between requests,
+ * and a full collection then discarded the code that makes and reads pages ("weak objects" in
+ * --trace-deopt: buildPage). One class also keeps that code's checks for it monomorphic.
+ */
+function pageOf(
+  body: Buffer,
+  env: { sessionId: string; throughSeq: number; fromSeq: number; toSeq: number; hasMore: boolean },
+  frames: number,
+  frameBytes: number,
+  logBytesRead: number,
+  timing: PageBuffer['timing'],
+  forms: PageBuffer['forms'],
+  encoded: PageBuffer['encoded'],
+  release: PageBuffer['release'],
+): PageBuffer {
+  return { body, sessionId: env.sessionId, throughSeq: env.throughSeq, fromSeq: env.fromSeq, toSeq: env.toSeq, hasMore: env.hasMore, frames, frameBytes, logBytesRead, timing, forms, encoded, release };
+}
+
+/**
  * How many of `span`'s frames come before the one at log offset `offset`: 0 for its first frame,
  * a split's count for a split (slices start at those: core/slice-cuts.ts), else -1.
  */
@@ -558,11 +580,10 @@ export class PageService {
     const decode = Math.max(0, ...slices.map((s) => s.decodeMs));
     const code = Math.max(0, ...slices.map((s) => s.codeMs));
     const timing = { plan: t1 - t0, read, decode, pool: Math.max(0, t2 - t1 - Math.max(0, ...slices.map((s) => s.readMs + s.decodeMs + s.codeMs))), assemble: t3 - t2, total: t3 - t0, code };
-    const page: PageBuffer = { body, ...env, frames: plan.span?.count ?? 0, frameBytes: plan.span?.bytes ?? 0, logBytesRead, timing, release: this.bodies.releaser(body) };
+    const page = pageOf(body, env, plan.span?.count ?? 0, plan.span?.bytes ?? 0, logBytesRead, timing, undefined, encoded, this.bodies.releaser(body));
     if (key !== null) {
       // A cached page was not built by the request that gets it: no timing.
-      const { timing: _built, release: _caller, ...prepared } = page;
-      if (encoded !== undefined) prepared.forms = new Map([[encoded.encoding, encoded]]);
+      const prepared = pageOf(body, env, page.frames, page.frameBytes, logBytesRead, undefined, encoded === undefined ? undefined : new Map([[encoded.encoding, encoded]]), undefined, undefined);
       // The cache's hold, taken before it may evict (and so release) anything.
       this.bodies.hold(body);
       if (!this.pageCache.set(key, prepared, r.throughSeq === view.nextSeq - 1 && r.end === r.throughSeq + 1)) {
@@ -570,7 +591,6 @@ export class PageService {
         if (whole !== null) page.release = this.bodies.spareReleaser(body);
       }
     } else if (whole !== null) page.release = this.bodies.spareReleaser(body);
-    if (encoded !== undefined) page.encoded = encoded;
     return page;
   }
 
@@ -578,7 +598,7 @@ export class PageService {
   private handOut(hit: PageBuffer, encoded?: PageBuffer['encoded']): PageBuffer {
     this.bodies.hold(hit.body);
     const release = this.bodies.releaser(hit.body);
-    return encoded === undefined ? { ...hit, release } : { ...hit, encoded, release };
+    return pageOf(hit.body, hit, hit.frames, hit.frameBytes, hit.logBytesRead, hit.timing, hit.forms, encoded ?? hit.encoded, release);
   }
 
   async page(id: string, params: PageParams = {}): Promise<Page> {
