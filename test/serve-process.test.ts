@@ -14,6 +14,7 @@ import { join, resolve } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { CliError } from '../src/main/cli/common.js';
 import { parseServeArgs } from '../src/main/cli/serve.js';
+import { admissionFromEnv } from '../src/main/cli/serve-start.js';
 import { rawRequest, seedSession, tempStore, until, type TempStore } from './server-helpers.js';
 
 const ROOT = resolve(import.meta.dirname, '..');
@@ -236,6 +237,10 @@ describe('admission gates', () => {
     expect(() => parseServeArgs([], { SESSION_PAGER_MAX_QUEUE: '1.5' })).toThrow(/^SESSION_PAGER_MAX_QUEUE must be an integer >= 0, got "1\.5"/);
     expect(() => parseServeArgs([], { SESSION_PAGER_SHED_DELAY_MS: '-1' })).toThrow(/^SESSION_PAGER_SHED_DELAY_MS must be a number >= 0/);
     expect(() => parseServeArgs([], { SESSION_PAGER_FOLLOW_SHED_UTILIZATION: '2' })).toThrow(/^SESSION_PAGER_FOLLOW_SHED_UTILIZATION must be a number >= 0 and <= 1/);
+    // The lag guard's bound, as the follow sheds' bounds: 0 turns it off (the spawned-server test helpers do).
+    expect(admissionFromEnv({ SESSION_PAGER_MAX_EVENT_LOOP_LAG_MS: '0', SESSION_PAGER_FOLLOW_SHED_MS: '0' })).toEqual({ maxEventLoopLagMs: 0, followShedFromMs: 0 });
+    expect(admissionFromEnv({ SESSION_PAGER_MAX_EVENT_LOOP_LAG_MS: '750' })).toEqual({ maxEventLoopLagMs: 750 });
+    expect(() => parseServeArgs([], { SESSION_PAGER_MAX_EVENT_LOOP_LAG_MS: 'abc' })).toThrow(/^SESSION_PAGER_MAX_EVENT_LOOP_LAG_MS must be a number >= 0, got "abc"/);
     expect(() => parseServeArgs([], { SESSION_PAGER_ADMISSION: 'of' })).toThrow(/^SESSION_PAGER_ADMISSION must be on or off, got "of"/);
     expect(parseServeArgs([], { SESSION_PAGER_QUEUE_FACTOR: '0.5', SESSION_PAGER_MAX_QUEUE: '0', SESSION_PAGER_SHED_DELAY_MS: '0', SESSION_PAGER_ADMISSION: 'on' }).port).toBe(8080);
   });
