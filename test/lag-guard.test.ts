@@ -31,7 +31,8 @@ beforeAll(async () => {
   await ts.store.append('s', makeEvents(0, 200));
   nextSeq = 200;
   await ts.store.close();
-  server = await startServerProcess({ dataDir: ts.dir, token: TOKEN, env: { SESSION_PAGER_PAGE_WARMUP: '0', SESSION_PAGER_JIT_WARMUP: '0' } });
+  // The lag guard on (the helpers turn it off): what this suite guards is that it does not shed for a stall.
+  server = await startServerProcess({ dataDir: ts.dir, token: TOKEN, env: { SESSION_PAGER_PAGE_WARMUP: '0', SESSION_PAGER_JIT_WARMUP: '0' }, shedding: true });
   await until('ready', async () => (await rawRequest(`${server.url}/readyz`)).status === 200, 30_000, 50);
 }, 60_000);
 

@@ -18,13 +18,13 @@ export interface OneSessionServer {
   stop(): Promise<void>;
 }
 
-export async function oneSessionServer(opts: { prefix: string; token: string; events: number; env?: NodeJS.ProcessEnv }): Promise<OneSessionServer> {
+export async function oneSessionServer(opts: { prefix: string; token: string; events: number; env?: NodeJS.ProcessEnv; shedding?: boolean }): Promise<OneSessionServer> {
   const dir = await mkdtemp(join(tmpdir(), opts.prefix));
   const store = await openStore({ dataDir: dir, workers: 1 });
   await store.create('s1', { title: 'one' });
   await store.append('s1', makeEvents(0, opts.events));
   await store.close();
-  const server = await startServerProcess({ dataDir: dir, token: opts.token, ...(opts.env === undefined ? {} : { env: opts.env }) });
+  const server = await startServerProcess({ dataDir: dir, token: opts.token, ...(opts.env === undefined ? {} : { env: opts.env }), ...(opts.shedding === undefined ? {} : { shedding: opts.shedding }) });
   return {
     dir,
     server,

@@ -6,6 +6,7 @@ import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
+import { SHEDDING_OFF } from './server-process.js';
 
 export const ROOT = resolve(import.meta.dirname, '..', '..');
 export const BIN = join(ROOT, 'bin', 'session-pager.js');
@@ -26,11 +27,12 @@ export interface ServerProcess {
   stop(): Promise<void>;
 }
 
-export async function startServerProcess(opts: { token?: string; workers?: number; dir?: string; env?: Record<string, string>; args?: string[] } = {}): Promise<ServerProcess> {
+/** A spawned server without the follow streak shed and the lag guard unless `shedding` (SHEDDING_OFF says why). */
+export async function startServerProcess(opts: { token?: string; workers?: number; dir?: string; env?: Record<string, string>; args?: string[]; shedding?: boolean } = {}): Promise<ServerProcess> {
   const dir = opts.dir ?? (await mkdtemp(join(tmpdir(), 'sp-proc-')));
   const token = opts.token ?? 'proc-token-0123456789';
   const child = spawn(process.execPath, [BIN, 'serve', '--data', dir, '--port', '0', '--log-level', 'warn', '--workers', String(opts.workers ?? 1), ...(opts.args ?? [])], {
-    env: { ...process.env, ...(opts.env ?? {}), SESSION_PAGER_TOKEN: token },
+    env: { ...process.env, ...(opts.shedding === true ? {} : SHEDDING_OFF), ...(opts.env ?? {}), SESSION_PAGER_TOKEN: token },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let out = '';

@@ -23,9 +23,19 @@ export interface ServerProcess {
   stop(): Promise<number | null>;
 }
 
-export async function startServerProcess(opts: { dataDir: string; token?: string; args?: string[]; cwd?: string; env?: NodeJS.ProcessEnv }): Promise<ServerProcess> {
+/**
+ * The load sheds a spawned server is started without unless a test asks for them
+ * (`shedding: true`): new follows shed in the event loop's busy streaks, and every
+ * `/v1` request while the loop lags. On a loaded CI machine (load ~15 on 2 cores) they
+ * answer `503 overloaded` to a test that is not about them; the in-process test
+ * servers turn them off the same way. The admission gates stay on (they shed only
+ * past their sizes, which these tests do not reach). `opts.env` still wins.
+ */
+export const SHEDDING_OFF: Readonly<Record<string, string>> = { SESSION_PAGER_FOLLOW_SHED_MS: '0', SESSION_PAGER_MAX_EVENT_LOOP_LAG_MS: '0' };
+
+export async function startServerProcess(opts: { dataDir: string; token?: string; args?: string[]; cwd?: string; env?: NodeJS.ProcessEnv; /** Keep the follow streak shed and the lag guard at their defaults (SHEDDING_OFF). */ shedding?: boolean }): Promise<ServerProcess> {
   const args = [BIN, 'serve', '--data', opts.dataDir, '--port', '0', '--log-level', 'warn', '--workers', '1', ...(opts.args ?? [])];
-  const env: NodeJS.ProcessEnv = { ...process.env, ...(opts.env ?? {}) };
+  const env: NodeJS.ProcessEnv = { ...process.env, ...(opts.shedding === true ? {} : SHEDDING_OFF), ...(opts.env ?? {}) };
   delete env.SESSION_PAGER_TOKEN;
   if (opts.token !== undefined) env.SESSION_PAGER_TOKEN = opts.token;
   const child = spawn(process.execPath, args, { cwd: opts.cwd ?? ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
