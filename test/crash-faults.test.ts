@@ -55,6 +55,7 @@ import { sessionPaths } from '../src/main/paths.js';
 import { decodeWholeLog, referencePage } from '../src/main/reference-reader.js';
 import { loadSessionState } from '../src/main/session-state.js';
 import { SessionWriter } from '../src/main/session-writer.js';
+import { SHEDDING_OFF } from './helpers/server-process.js';
 import { makeEvents, sleep, until } from './server-helpers.js';
 
 const ROOT = resolve(import.meta.dirname, '..');
@@ -140,10 +141,11 @@ afterAll(() => {
   for (const d of dirs) rmSync(d, { recursive: true, force: true });
 });
 
-/** The server on `dataDir`, warm-ups off (SESSION_PAGER_JIT_WARMUP: the worker's ~1 s of CPU competed with every trial's start and load). */
+/** The server on `dataDir`, load sheds and warm-ups off (SESSION_PAGER_JIT_WARMUP: the worker's ~1 s of CPU competed with every trial's start and load). */
 async function startServer(dataDir: string): Promise<{ url: string; child: ChildProcess; exited: Promise<unknown> }> {
   const child = spawn(process.execPath, [BIN, 'serve', '--data', dataDir, '--port', '0', '--workers', '1', '--log-level', 'fatal'], {
-    env: { ...process.env, SESSION_PAGER_TOKEN: TOKEN, SESSION_PAGER_PAGE_WARMUP: '0', SESSION_PAGER_JIT_WARMUP: '0' },
+    // No load sheds (SHEDDING_OFF): a trial's append or page shed 503 on a loaded machine is not what is tested.
+    env: { ...process.env, ...SHEDDING_OFF, SESSION_PAGER_TOKEN: TOKEN, SESSION_PAGER_PAGE_WARMUP: '0', SESSION_PAGER_JIT_WARMUP: '0' },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   children.add(child);
