@@ -190,24 +190,23 @@ export class ServerMetrics {
     counter('page_cache_hits', 'Pages served from the prepared-page cache', () => stats().cache.pageHits);
     counter('store_pages_served', 'Pages answered by the store (built or from its cache)', () => stats().pagesServed);
     new prom.Gauge({ name: `${P}page_cache_bytes`, help: 'Bytes of prepared pages held for repeated requests', registers, collect() { this.set(stats().cache.pageBytes); } });
-    new prom.Gauge({ name: `${P}admission_in_flight`, help: 'Page requests admitted and not yet answered', registers, collect() { this.set(admission()?.running ?? 0); } });
-    new prom.Gauge({ name: `${P}admission_queued`, help: 'Page requests waiting for admission', registers, collect() { this.set(admission()?.queued ?? 0); } });
-    new prom.Gauge({ name: `${P}admission_max_in_flight`, help: 'Page requests admitted at once at most (the gate\'s size; 0: admission off)', registers, collect() { this.set(admission()?.maxInFlight ?? 0); } });
-    new prom.Gauge({ name: `${P}admission_queue_bound_seconds`, help: 'Longest a page request may wait for admission now', registers, collect() { this.set((admission()?.boundMs ?? 0) / 1000); } });
+    /** One admission gate's series (admission.ts): occupancy, size, queue bound and sheds. */
+    const gateSeries = (series: string, shed: string, what: 'page' | 'follow', gateName: string, gate: () => Admission | null): void => {
+      const requests = `${what === 'page' ? 'Page' : 'Follow'} requests`;
+      new prom.Gauge({ name: `${P}${series}_in_flight`, help: what === 'page' ? 'Page requests admitted and not yet answered' : 'Follow requests admitted and their snapshot not yet written', registers, collect() { this.set(gate()?.running ?? 0); } });
+      new prom.Gauge({ name: `${P}${series}_queued`, help: `${requests} waiting for admission`, registers, collect() { this.set(gate()?.queued ?? 0); } });
+      new prom.Gauge({ name: `${P}${series}_max_in_flight`, help: `${requests} admitted at once at most (${gateName}'s size; 0: admission off)`, registers, collect() { this.set(gate()?.maxInFlight ?? 0); } });
+      new prom.Gauge({ name: `${P}${series}_queue_bound_seconds`, help: `Longest a ${what} request may wait for admission now`, registers, collect() { this.set((gate()?.boundMs ?? 0) / 1000); } });
+      counter(shed, `${requests} answered overloaded by ${gateName} (queue full or waited too long)`, () => gate()?.shed ?? 0);
+      counter(`${shed}_waited`, 'Of those, the ones shed after waiting out the queue bound (the rest: at once)', () => gate()?.shedWaited ?? 0);
+    };
+    gateSeries('admission', 'admission_shed', 'page', 'the page gate', admission);
     // Their rates over a run: mean slots held, and the share of the time the gate was dry (admission.ts).
     counter('admission_slot_seconds', 'Page slots held, integrated over time (seconds)', () => admission()?.slotSeconds ?? 0);
     counter('admission_dry_seconds', 'Time with a page slot free and no request waiting for it (seconds)', () => admission()?.drySeconds ?? 0);
-    counter('admission_shed', 'Page requests answered overloaded by admission (queue full or waited too long)', () => admission()?.shed ?? 0);
-    counter('admission_shed_waited', 'Of those, the ones shed after waiting out the queue bound (the rest: at once)', () => admission()?.shedWaited ?? 0);
     // Follow snapshots' own gate (admission.ts: follows), beside the page slots: its sheds are in
     // errors_total{code="overloaded"} but not in admission_shed_total, which counts the page gate's.
-    const follows = () => admission()?.follows ?? null;
-    new prom.Gauge({ name: `${P}follow_admission_in_flight`, help: 'Follow requests admitted and their snapshot not yet written', registers, collect() { this.set(follows()?.running ?? 0); } });
-    new prom.Gauge({ name: `${P}follow_admission_queued`, help: 'Follow requests waiting for admission', registers, collect() { this.set(follows()?.queued ?? 0); } });
-    new prom.Gauge({ name: `${P}follow_admission_max_in_flight`, help: 'Follow requests admitted at once at most (the follow gate\'s size; 0: admission off)', registers, collect() { this.set(follows()?.maxInFlight ?? 0); } });
-    new prom.Gauge({ name: `${P}follow_admission_queue_bound_seconds`, help: 'Longest a follow request may wait for admission now', registers, collect() { this.set((follows()?.boundMs ?? 0) / 1000); } });
-    counter('follow_shed', 'Follow requests answered overloaded by the follow gate (queue full or waited too long)', () => follows()?.shed ?? 0);
-    counter('follow_shed_waited', 'Of those, the ones shed after waiting out the queue bound (the rest: at once)', () => follows()?.shedWaited ?? 0);
+    gateSeries('follow_admission', 'follow_shed', 'follow', 'the follow gate', () => admission()?.follows ?? null);
     new prom.Gauge({ name: `${P}ready`, help: '1 once the warm-up is done (what /readyz says), else 0', registers, collect() { this.set(readiness === undefined || readiness.state === 'ready' ? 1 : 0); } });
     new prom.Gauge({ name: `${P}event_loop_lag_seconds`, help: 'Sustained event-loop lag that the server\'s own work accounts for (drives load shedding)', registers, collect() { this.set(monitor.lagMs / 1000); } });
   }
