@@ -26,6 +26,22 @@ const here = dirname(fileURLToPath(import.meta.url));
 const dist = resolve(here, '../dist');
 const BIN = resolve(here, '../bin/session-pager.js');
 
+/**
+ * Runs a planner probe (test/helpers) in a fresh process with V8's optimization trace: the probe's
+ * JSON line of walkPage's tiers (wherever it falls among V8's lines: a background compile may still
+ * print after it), the trace's walkPage lines (for failure messages) and every walkPage deoptimization.
+ */
+function tracedWalkProbe(probe: string): { tiers: Record<string, unknown>; walkLines: string; walkDeopts: string[] } {
+  const out = execFileSync(process.execPath, ['--trace-opt', '--trace-deopt', resolve(here, probe), dist], { encoding: 'utf8', maxBuffer: 1 << 26 });
+  const tiers = JSON.parse(/^\{"warmed".*$/m.exec(out)?.[0] ?? 'null') as Record<string, unknown> | null;
+  expect(tiers, out.slice(-2000)).not.toBeNull();
+  return {
+    tiers: tiers ?? {},
+    walkLines: out.split('\n').filter((l) => l.includes('walkPage')).join('\n'),
+    walkDeopts: out.match(/SharedFunctionInfo walkPage>\) \(opt id \d+\) for deoptimization[^\n]*/g) ?? [],
+  };
+}
+
 describe('optimized page-path code and object shapes', () => {
   it('stays optimized when tasks arrive as structured clones, across a garbage collection between tasks, and on the first tasks carrying a claim digest', () => {
     expect(existsSync(`${dist}/workers/page-task.js`), 'dist/ is built by `npm test` (tsc) before the tests run').toBe(true);
@@ -204,14 +220,10 @@ describe('optimized page-path code and object shapes', () => {
     // unoptimized while V8 compiled the walk again. After the warm-ups, one detach, then a page
     // planned by both walks, in a fresh process.
     for (let run = 0; run < 2; run++) {
-      const out = execFileSync(process.execPath, ['--trace-opt', '--trace-deopt', resolve(here, 'helpers/planner-detach-probe.mjs'), dist], { encoding: 'utf8', maxBuffer: 1 << 26 });
-      const walkLines = out.split('\n').filter((l) => l.includes('walkPage')).join('\n');
-      // The probe's line, wherever it falls among V8's (a background compile may still print after it).
-      const tiers = JSON.parse(/^\{"warmed".*$/m.exec(out)?.[0] ?? 'null') as Record<string, string> | null;
-      expect(tiers, out.slice(-2000)).not.toBeNull();
+      const { tiers, walkLines, walkDeopts } = tracedWalkProbe('helpers/planner-detach-probe.mjs');
       // Precondition: the warm-up had the walk optimized (else nothing could be discarded).
-      expect(tiers?.warmed, walkLines).toBe('optimized');
-      expect(out.match(/SharedFunctionInfo walkPage>\) \(opt id \d+\) for deoptimization, reason: code dependencies/g) ?? [], walkLines).toEqual([]);
+      expect(tiers.warmed, walkLines).toBe('optimized');
+      expect(walkDeopts, walkLines).toEqual([]);
       expect(tiers, walkLines).toEqual({ warmed: 'optimized', afterDetach: 'optimized', afterPage: 'optimized' });
     }
   }, 120_000);
@@ -225,15 +237,12 @@ describe('optimized page-path code and object shapes', () => {
     // in takeOne, `group`'s code discarded in every start, walkPage's compile aborted in one): the
     // serve-start probe below failed in CI with walkPage discarded, "code dependencies".
     for (let run = 0; run < 2; run++) {
-      const out = execFileSync(process.execPath, ['--trace-opt', '--trace-deopt', resolve(here, 'helpers/planner-grow-probe.mjs'), dist], { encoding: 'utf8', maxBuffer: 1 << 26 });
-      const walkLines = out.split('\n').filter((l) => l.includes('walkPage')).join('\n');
-      const tiers = JSON.parse(/^\{"warmed".*$/m.exec(out)?.[0] ?? 'null') as Record<string, unknown> | null;
-      expect(tiers, out.slice(-2000)).not.toBeNull();
+      const { tiers, walkLines, walkDeopts } = tracedWalkProbe('helpers/planner-grow-probe.mjs');
       // Preconditions: the short walks had the walk optimized, and the long one outgrew a walker's first arrays (1,024 lines).
-      expect(tiers?.warmed, walkLines).toBe('optimized');
-      expect(tiers?.frames).toBeGreaterThan(1024);
-      expect(out.match(/SharedFunctionInfo walkPage>\) \(opt id \d+\) for deoptimization[^\n]*/g) ?? [], walkLines).toEqual([]);
-      expect(tiers?.afterLong, walkLines).toBe('optimized');
+      expect(tiers.warmed, walkLines).toBe('optimized');
+      expect(tiers.frames).toBeGreaterThan(1024);
+      expect(walkDeopts, walkLines).toEqual([]);
+      expect(tiers.afterLong, walkLines).toBe('optimized');
     }
   }, 120_000);
 
