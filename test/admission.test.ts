@@ -11,7 +11,7 @@ import type { FastifyInstance } from 'fastify';
 import { Admission } from '../src/main/server/admission.js';
 import { buildServer, type ServerOptions } from '../src/main/server/index.js';
 import { IN_FLIGHT_PER_THREAD } from '../src/main/server/options.js';
-import { gatedPages, openSse, seedSession, sleep, tempStore, until, type TempStore } from './server-helpers.js';
+import { gatedPages, metricSample, openSse, seedSession, sleep, tempStore, until, type TempStore } from './server-helpers.js';
 
 const TOKEN = 'admission-token-0123456789';
 const AUTH = { authorization: `Bearer ${TOKEN}` };
@@ -397,12 +397,6 @@ describe('follow admission (real sockets)', () => {
   });
 });
 
-/** A sample's value from /metrics text (a series without labels, or with the labels given as written). */
-function sample(metrics: string, series: string): number | undefined {
-  const line = metrics.split('\n').find((l) => l.startsWith(`${series} `));
-  return line === undefined ? undefined : Number(line.slice(series.length + 1));
-}
-
 describe("the follow gate's metrics (real sockets)", () => {
   // One follow slot and room for one follow to wait (3 s); the loop-streak shed off, so only the gate sheds.
   const srv = useGatedServer('g', 3000, { admission: { maxInFlight: 2, maxFollowsInFlight: 1, maxQueue: 1, minQueueMs: 3000, maxQueueMs: 3000 }, shedDelayMs: 0, followShedFromMs: 0 });
@@ -420,34 +414,34 @@ describe("the follow gate's metrics (real sockets)", () => {
     await atOnce.ended;
     expect(atOnce.status).toBe(503);
     let m = await metrics();
-    expect(sample(m, 'session_pager_follow_admission_max_in_flight')).toBe(1);
-    expect(sample(m, 'session_pager_follow_admission_in_flight')).toBe(1);
-    expect(sample(m, 'session_pager_follow_admission_queued')).toBe(1);
+    expect(metricSample(m, 'session_pager_follow_admission_max_in_flight')).toBe(1);
+    expect(metricSample(m, 'session_pager_follow_admission_in_flight')).toBe(1);
+    expect(metricSample(m, 'session_pager_follow_admission_queued')).toBe(1);
     // No snapshot timed yet: the bound is the upper one.
-    expect(sample(m, 'session_pager_follow_admission_queue_bound_seconds')).toBe(3);
-    expect(sample(m, 'session_pager_follow_shed_total')).toBe(1);
-    expect(sample(m, 'session_pager_follow_shed_waited_total')).toBe(0);
+    expect(metricSample(m, 'session_pager_follow_admission_queue_bound_seconds')).toBe(3);
+    expect(metricSample(m, 'session_pager_follow_shed_total')).toBe(1);
+    expect(metricSample(m, 'session_pager_follow_shed_waited_total')).toBe(0);
     // The page gate: its own size, nothing of the follows'.
-    expect(sample(m, 'session_pager_admission_max_in_flight')).toBe(2);
-    expect(sample(m, 'session_pager_admission_in_flight')).toBe(0);
-    expect(sample(m, 'session_pager_admission_shed_total')).toBe(0);
+    expect(metricSample(m, 'session_pager_admission_max_in_flight')).toBe(2);
+    expect(metricSample(m, 'session_pager_admission_in_flight')).toBe(0);
+    expect(metricSample(m, 'session_pager_admission_shed_total')).toBe(0);
     // The queued one waits out its bound without a slot: shed after waiting.
     const late = await queued;
     await late.ended;
     expect(late.status).toBe(503);
     m = await metrics();
-    expect(sample(m, 'session_pager_follow_admission_queued')).toBe(0);
-    expect(sample(m, 'session_pager_follow_shed_total')).toBe(2);
-    expect(sample(m, 'session_pager_follow_shed_waited_total')).toBe(1);
-    expect(sample(m, 'session_pager_admission_shed_total')).toBe(0);
+    expect(metricSample(m, 'session_pager_follow_admission_queued')).toBe(0);
+    expect(metricSample(m, 'session_pager_follow_shed_total')).toBe(2);
+    expect(metricSample(m, 'session_pager_follow_shed_waited_total')).toBe(1);
+    expect(metricSample(m, 'session_pager_admission_shed_total')).toBe(0);
     // Every overloaded answer is a shed of one gate or the other.
-    expect(sample(m, 'session_pager_errors_total{code="overloaded"}')).toBe(2);
+    expect(metricSample(m, 'session_pager_errors_total{code="overloaded"}')).toBe(2);
     open();
     const f = await first;
     expect(f.status).toBe(200);
     await f.waitFor('the snapshot', (ev) => ev.some((e) => e.event === 'snapshot'));
     await until('the follow slot given back', () => app.pagerState.admission?.follows.running === 0);
-    expect(sample(await metrics(), 'session_pager_follow_admission_in_flight')).toBe(0);
+    expect(metricSample(await metrics(), 'session_pager_follow_admission_in_flight')).toBe(0);
     f.close();
   });
 });

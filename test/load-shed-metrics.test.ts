@@ -16,16 +16,10 @@ import { buildServer } from '../src/main/server/index.js';
 import { ServerMetrics } from '../src/main/server/metrics.js';
 import { LoadMonitor, ShedPacer } from '../src/main/server/overload.js';
 import type { LoopStreak } from '../src/main/server/saturation.js';
-import { seedSession, sleep, tempStore, type TempStore } from './server-helpers.js';
+import { metricSample, seedSession, sleep, tempStore, type TempStore } from './server-helpers.js';
 
 const TOKEN = 'load-shed-token-0123456789';
 const AUTH = { authorization: `Bearer ${TOKEN}` };
-
-/** A sample's value from /metrics text (the series as written, labels included). */
-function sample(metrics: string, series: string): number | undefined {
-  const line = metrics.split('\n').find((l) => l.startsWith(`${series} `));
-  return line === undefined ? undefined : Number(line.slice(series.length + 1));
-}
 
 let ts: TempStore;
 
@@ -45,16 +39,16 @@ describe('load_shed_total', () => {
     await app.ready();
     try {
       const fresh = (await app.inject({ url: '/metrics', headers: AUTH })).body;
-      for (const reason of ['event_loop_lag', 'worker_queue', 'follow_loop_busy', 'follow_streams']) expect(sample(fresh, `session_pager_load_shed_total{reason="${reason}"}`), reason).toBe(0);
+      for (const reason of ['event_loop_lag', 'worker_queue', 'follow_loop_busy', 'follow_streams']) expect(metricSample(fresh, `session_pager_load_shed_total{reason="${reason}"}`), reason).toBe(0);
       const page = await app.inject({ url: '/v1/sessions/l/page?maxMessages=3', headers: AUTH });
       expect(page.statusCode).toBe(503);
       const follow = await app.inject({ url: '/v1/sessions/l/follow?maxMessages=3', headers: AUTH });
       expect(follow.statusCode).toBe(503);
       const m = (await app.inject({ url: '/metrics', headers: AUTH })).body;
-      expect(sample(m, 'session_pager_errors_total{code="overloaded"}')).toBe(2);
-      expect(sample(m, 'session_pager_load_shed_total{reason="worker_queue"}')).toBe(2);
-      expect(sample(m, 'session_pager_admission_shed_total')).toBe(0);
-      expect(sample(m, 'session_pager_follow_shed_total')).toBe(0);
+      expect(metricSample(m, 'session_pager_errors_total{code="overloaded"}')).toBe(2);
+      expect(metricSample(m, 'session_pager_load_shed_total{reason="worker_queue"}')).toBe(2);
+      expect(metricSample(m, 'session_pager_admission_shed_total')).toBe(0);
+      expect(metricSample(m, 'session_pager_follow_shed_total')).toBe(0);
     } finally {
       await app.close();
     }
@@ -67,8 +61,8 @@ describe('load_shed_total', () => {
       const follow = await app.inject({ url: '/v1/sessions/l/follow?maxMessages=3', headers: AUTH });
       expect(follow.statusCode).toBe(503);
       const m = (await app.inject({ url: '/metrics', headers: AUTH })).body;
-      expect(sample(m, 'session_pager_errors_total{code="overloaded"}')).toBe(1);
-      expect(sample(m, 'session_pager_load_shed_total{reason="follow_streams"}')).toBe(1);
+      expect(metricSample(m, 'session_pager_errors_total{code="overloaded"}')).toBe(1);
+      expect(metricSample(m, 'session_pager_load_shed_total{reason="follow_streams"}')).toBe(1);
     } finally {
       await app.close();
     }
@@ -92,8 +86,8 @@ describe('load_shed_total', () => {
       const r = await app.inject({ url: '/v1/sessions', headers: AUTH });
       expect(r.statusCode).toBe(503);
       const m = (await app.inject({ url: '/metrics', headers: AUTH })).body;
-      expect(sample(m, 'session_pager_load_shed_total{reason="event_loop_lag"}')).toBe(1);
-      expect(sample(m, 'session_pager_errors_total{code="overloaded"}')).toBe(1);
+      expect(metricSample(m, 'session_pager_load_shed_total{reason="event_loop_lag"}')).toBe(1);
+      expect(metricSample(m, 'session_pager_errors_total{code="overloaded"}')).toBe(1);
     } finally {
       await app.close();
     }
@@ -116,8 +110,8 @@ describe('load_shed_total', () => {
       // Pages are not shed on the streak.
       expect(await (await fetch(`${base}/v1/sessions/l/page?maxMessages=3`, { headers: AUTH })).text()).toBe('through');
       const m = await metrics.registry.metrics();
-      expect(sample(m, 'session_pager_errors_total{code="overloaded"}')).toBe(1);
-      expect(sample(m, 'session_pager_load_shed_total{reason="follow_loop_busy"}')).toBe(1);
+      expect(metricSample(m, 'session_pager_errors_total{code="overloaded"}')).toBe(1);
+      expect(metricSample(m, 'session_pager_load_shed_total{reason="follow_loop_busy"}')).toBe(1);
       expect(admission.follows.shed).toBe(0);
     } finally {
       await new Promise((r) => server.close(r));

@@ -92,6 +92,12 @@ export function burnCpu(ms: number): void {
   }
 }
 
+/** A sample's value from /metrics text (a series without labels, or with the labels given as written). */
+export function metricSample(metrics: string, series: string): number | undefined {
+  const line = metrics.split('\n').find((l) => l.startsWith(`${series} `));
+  return line === undefined ? undefined : Number(line.slice(series.length + 1));
+}
+
 export function sleep(ms: number): Promise<void> {
   return new Promise((r) => setTimeout(r, ms));
 }
