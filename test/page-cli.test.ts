@@ -63,6 +63,13 @@ describe('session-pager page', () => {
     expect(r.stderr.trimEnd().split('\n')).toHaveLength(1);
   });
 
+  it('a warm-up switch that is not 0 or 1 refuses (exit 2, naming it) instead of reading as on', () => {
+    const r = spawnSync(process.execPath, [bin, 'page', 'talk', '--data', dir], { encoding: 'utf8', env: { ...process.env, SESSION_PAGER_PAGE_WARMUP: 'false' } });
+    expect(r.status).toBe(2);
+    expect(r.stdout).toBe('');
+    expect(r.stderr).toBe('session-pager page: SESSION_PAGER_PAGE_WARMUP must be 0 or 1, got "false"\n');
+  });
+
   it('a data dir that does not exist: says so (not session_not_found), exit 1, and no directory is created', () => {
     const missing = join(dir, 'no-such-dir');
     const r = page('talk', '--data', missing);

@@ -245,6 +245,25 @@ describe('admission gates', () => {
     expect(parseServeArgs([], { SESSION_PAGER_QUEUE_FACTOR: '0.5', SESSION_PAGER_MAX_QUEUE: '0', SESSION_PAGER_SHED_DELAY_MS: '0', SESSION_PAGER_ADMISSION: 'on' }).port).toBe(8080);
   });
 
+  it('refuses a bad value of every other tuning variable, naming it (they were once ignored: the server ran on the defaults)', () => {
+    const bad: [Record<string, string>, RegExp][] = [
+      [{ SESSION_PAGER_REQUEST_TIMEOUT_MS: '30s' }, /^SESSION_PAGER_REQUEST_TIMEOUT_MS must be an integer >= 1, got "30s"$/],
+      [{ SESSION_PAGER_REQUEST_TIMEOUT_MS: '0' }, /^SESSION_PAGER_REQUEST_TIMEOUT_MS must be an integer >= 1, got "0"$/],
+      [{ SESSION_PAGER_INLINE_SLICE_BYTES: '256k' }, /^SESSION_PAGER_INLINE_SLICE_BYTES must be an integer >= 0, got "256k"$/],
+      [{ SESSION_PAGER_INLINE_SLICE_BYTES: '-1' }, /^SESSION_PAGER_INLINE_SLICE_BYTES must be an integer >= 0, got "-1"$/],
+      [{ SESSION_PAGER_READY_DELAY_MS: 'soon' }, /^SESSION_PAGER_READY_DELAY_MS must be a number >= 0 and <= 600000, got "soon"$/],
+      [{ SESSION_PAGER_HEAP_GROWING_PERCENT: '50%' }, /^SESSION_PAGER_HEAP_GROWING_PERCENT must be an integer >= 0 and <= 10000, got "50%"$/],
+      [{ SESSION_PAGER_INCREMENTAL_MARKING: 'true' }, /^SESSION_PAGER_INCREMENTAL_MARKING must be 0 or 1, got "true"$/],
+      [{ SESSION_PAGER_JIT_WARMUP: 'off' }, /^SESSION_PAGER_JIT_WARMUP must be 0 or 1, got "off"$/],
+      [{ SESSION_PAGER_PAGE_WARMUP: 'no' }, /^SESSION_PAGER_PAGE_WARMUP must be 0 or 1, got "no"$/],
+      [{ SESSION_PAGER_BINARY_WARMUP: '2' }, /^SESSION_PAGER_BINARY_WARMUP must be 0 or 1, got "2"$/],
+    ];
+    for (const [env, message] of bad) expect(() => parseServeArgs([], env), JSON.stringify(env)).toThrow(message);
+    // Good values, and unset or empty ones (the defaults), parse.
+    const good = { SESSION_PAGER_REQUEST_TIMEOUT_MS: '1500', SESSION_PAGER_INLINE_SLICE_BYTES: '0', SESSION_PAGER_READY_DELAY_MS: '250', SESSION_PAGER_HEAP_GROWING_PERCENT: '300', SESSION_PAGER_INCREMENTAL_MARKING: '1', SESSION_PAGER_JIT_WARMUP: '0', SESSION_PAGER_PAGE_WARMUP: ' 1 ', SESSION_PAGER_BINARY_WARMUP: '' };
+    expect(parseServeArgs([], good).port).toBe(8080);
+  });
+
   it('a bad gate size, flag or variable, refuses to start: one line naming it on stderr, exit 2 (a usage error), nothing served', async () => {
     const cases: [string[], Record<string, string>, RegExp][] = [
       [['--max-follows-in-flight', '0'], {}, /--max-follows-in-flight must be an integer >= 1/],
@@ -256,6 +275,7 @@ describe('admission gates', () => {
       [[], { SESSION_PAGER_MAX_FOLLOWS_IN_FLIGHT: 'abc' }, /SESSION_PAGER_MAX_FOLLOWS_IN_FLIGHT must be an integer >= 1, got "abc"/],
       [[], { SESSION_PAGER_MAX_IN_FLIGHT: '0' }, /SESSION_PAGER_MAX_IN_FLIGHT must be an integer >= 1/],
       [[], { SESSION_PAGER_QUEUE_FACTOR: 'abc' }, /SESSION_PAGER_QUEUE_FACTOR must be a number > 0, got "abc"/],
+      [[], { SESSION_PAGER_REQUEST_TIMEOUT_MS: '30s' }, /SESSION_PAGER_REQUEST_TIMEOUT_MS must be an integer >= 1, got "30s"/],
     ];
     const runs = cases.map(([args, env]) => serve(['--data', ts.dir, '--port', '0', ...args], env));
     for (const [i, p] of runs.entries()) {

@@ -6,6 +6,7 @@ import { openStore, warmUpFromEnv } from '../store.js';
 import type { PageParams } from '../../core/types.js';
 import { DATA_DIR, defineCommand } from './command.js';
 import { STORE, storageFromFlag } from './store-flag.js';
+import { checkWarmUpSwitches } from './env-values.js';
 
 export const command = defineCommand({
   name: 'page',
@@ -31,7 +32,8 @@ export const command = defineCommand({
     // One page, then exit: the workers' JIT warm-up (~1.2 s) costs more than it saves on one
     // page, even the 5M tail (whole command 1.74 -> 0.50 s, same bytes), and so does starting
     // workers at all (docs/benchmarks.md, "Start-up"): this thread decodes unless --workers is given.
-    const warmUp = warmUpFromEnv(process.env, { jit: false });
+    checkWarmUpSwitches(env);
+    const warmUp = warmUpFromEnv(env, { jit: false });
     const inThread = values.workers === undefined;
     const storage = await storageFromFlag(values.store, values.data, env);
     const store = await openStore({ dataDir: values.data, ...(storage !== null ? { storage, closeStorage: true } : {}), workers: values.workers, inThread, readOnly: true, warmUp });

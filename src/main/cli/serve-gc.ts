@@ -25,10 +25,22 @@
  */
 import { setFlagsFromString } from 'node:v8';
 import { holdYoungGeneration } from '../young-generation.js';
+import { envNumber, envSwitch } from './env-values.js';
 
 /** Whether `serve` runs V8 without incremental marking (1. above): its store's warm-up then ends with a full collection (StoreOptions.warmUp.collect). */
 export function markingOff(env: NodeJS.ProcessEnv): boolean {
-  return env.SESSION_PAGER_INCREMENTAL_MARKING !== '1';
+  return envSwitch(env, 'SESSION_PAGER_INCREMENTAL_MARKING') !== true;
+}
+
+/** SESSION_PAGER_HEAP_GROWING_PERCENT (3. below): an integer, 0 (or unset) for V8's own growth. */
+function heapGrowingPercent(env: NodeJS.ProcessEnv): number {
+  return envNumber(env, 'SESSION_PAGER_HEAP_GROWING_PERCENT', { integer: true, min: 0, max: 10_000 }) ?? 0;
+}
+
+/** The collector's variables checked (`serve`'s parsing: a bad one refuses before anything starts). */
+export function checkGcEnv(env: NodeJS.ProcessEnv): void {
+  markingOff(env);
+  heapGrowingPercent(env);
 }
 
 export function tuneServeGc(env: NodeJS.ProcessEnv): void {
@@ -37,7 +49,7 @@ export function tuneServeGc(env: NodeJS.ProcessEnv): void {
   //    collection left, where V8's own limit is ~1.4x. At 300, full collections under load came
   //    7 → 1 per 5 s and p99 fell, but pages/s moved within the noise and peak RSS rose 15-85 MB,
   //    so V8's own growth is the default (docs/decisions.md, issue 15).
-  const growing = Number(env.SESSION_PAGER_HEAP_GROWING_PERCENT ?? 0);
-  if (Number.isSafeInteger(growing) && growing > 0) setFlagsFromString(`--heap-growing-percent=${growing}`);
+  const growing = heapGrowingPercent(env);
+  if (growing > 0) setFlagsFromString(`--heap-growing-percent=${growing}`);
   if (markingOff(env)) setFlagsFromString('--no-incremental-marking');
 }

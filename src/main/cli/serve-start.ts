@@ -22,7 +22,8 @@ import { resolveOptions, type ServerOptions } from '../server/options.js';
 import { Readiness } from '../server/readiness.js';
 import type { Store } from '../store-types.js';
 import { warmUpFromEnv, type StoreOptions } from '../store/options.js';
-import { markingOff } from './serve-gc.js';
+import { checkGcEnv, markingOff } from './serve-gc.js';
+import { checkWarmUpSwitches, envNumber } from './env-values.js';
 import type { PagePool } from '../page-pool.js';
 import { CliError, Progress } from './common.js';
 import { quoteInput } from '../../core/excerpt.js';
@@ -79,37 +80,6 @@ function tokenLine(token: string | null, source: TokenSource): string {
   return `auth: bearer token from ${source === 'env' ? 'SESSION_PAGER_TOKEN' : '--token'} (not shown)`;
 }
 
-/** What a tuning variable takes: an integer or any number, at least (or above) `min`, at most `max`. */
-interface EnvRule {
-  integer?: boolean;
-  min: number;
-  /** The value must be greater than `min`, not equal to it. */
-  above?: boolean;
-  max?: number;
-}
-
-function ruleText(r: EnvRule): string {
-  const low = `${r.above === true ? '>' : '>='} ${r.min}`;
-  return `${r.integer === true ? 'an integer' : 'a number'} ${low}${r.max === undefined ? '' : ` and <= ${r.max}`}`;
-}
-
-/**
- * SESSION_PAGER_<name> as a number; undefined when unset or empty. A value that is not one, or is
- * out of range, refuses to start (exit 2, as a bad flag value), naming the variable: ignored as it
- * once was, a typo left the server running on the defaults the operator meant to change.
- */
-function envNumber(env: NodeJS.ProcessEnv, name: string, rule: EnvRule): number | undefined {
-  const raw = env[name];
-  if (raw === undefined || raw.trim() === '') return undefined;
-  const text = raw.trim();
-  const n = (rule.integer === true ? /^[0-9]+$/ : /^(?:[0-9]+\.?[0-9]*|\.[0-9]+)$/).test(text) ? Number(text) : NaN;
-  const inRange = rule.above === true ? n > rule.min : n >= rule.min;
-  if (!Number.isFinite(n) || (rule.integer === true && !Number.isSafeInteger(n)) || !inRange || (rule.max !== undefined && n > rule.max)) {
-    throw new CliError(`${name} must be ${ruleText(rule)}, got ${quoteInput(raw)}`);
-  }
-  return n;
-}
-
 /**
  * Admission tuning from the environment, for operators and comparison runs
  * (loadtest/overload.mjs): SESSION_PAGER_ADMISSION=off admits every page (the
@@ -120,8 +90,8 @@ function envNumber(env: NodeJS.ProcessEnv, name: string, rule: EnvRule): number 
  * SESSION_PAGER_MAX_QUEUE_MS=N, SESSION_PAGER_MAX_QUEUE=N (0: no queue),
  * SESSION_PAGER_SHED_DELAY_MS=N and SESSION_PAGER_MAX_SHED_DELAY_MS=N tune it, and
  * SESSION_PAGER_MAX_EVENT_LOOP_LAG_MS=N (0: off) bounds the event-loop lag guard. A bad value
- * refuses to start (envNumber), as a bad flag value does. Exported for `serve`'s parsing, which
- * checks them before anything starts.
+ * refuses to start (envNumber), as a bad flag value does. Exported for the tests; `serve`'s parsing
+ * checks it with the others (checkServeEnv) before anything starts.
  */
 export function admissionFromEnv(env: NodeJS.ProcessEnv): ServerOptions {
   const out: ServerOptions = {};
@@ -176,8 +146,8 @@ function withGateSizes(o: ServerOptions, cfg: ServeConfig): ServerOptions {
 
 /** SESSION_PAGER_INLINE_SLICE_BYTES=N: slices of at most N stored bytes are decoded on the main thread while a lone client's page is the only work (small-slice-pool.ts; default 262144; 0: none). */
 function inlineSliceFromEnv(env: NodeJS.ProcessEnv): { inlineSliceBytes?: number } {
-  const n = Number(env.SESSION_PAGER_INLINE_SLICE_BYTES ?? '');
-  return env.SESSION_PAGER_INLINE_SLICE_BYTES !== undefined && env.SESSION_PAGER_INLINE_SLICE_BYTES !== '' && Number.isSafeInteger(n) && n >= 0 ? { inlineSliceBytes: n } : {};
+  const n = envNumber(env, 'SESSION_PAGER_INLINE_SLICE_BYTES', { integer: true, min: 0 });
+  return n !== undefined ? { inlineSliceBytes: n } : {};
 }
 
 /**
@@ -185,8 +155,26 @@ function inlineSliceFromEnv(env: NodeJS.ProcessEnv): { inlineSliceBytes?: number
  * body) before it is answered 408 request_timeout (default 30 s).
  */
 function limitsFromEnv(env: NodeJS.ProcessEnv): ServerOptions {
-  const t = Number(env.SESSION_PAGER_REQUEST_TIMEOUT_MS ?? '');
-  return env.SESSION_PAGER_REQUEST_TIMEOUT_MS !== undefined && Number.isSafeInteger(t) && t >= 1 ? { requestTimeoutMs: t } : {};
+  const t = envNumber(env, 'SESSION_PAGER_REQUEST_TIMEOUT_MS', { integer: true, min: 1 });
+  return t !== undefined ? { requestTimeoutMs: t } : {};
+}
+
+/** SESSION_PAGER_READY_DELAY_MS: hold /readyz at 503 this much longer after the warm-ups (tests watch the warming state through it; at most 10 minutes). */
+function readyDelayFromEnv(env: NodeJS.ProcessEnv): number {
+  return envNumber(env, 'SESSION_PAGER_READY_DELAY_MS', { min: 0, max: 600_000 }) ?? 0;
+}
+
+/**
+ * Every tuning variable `serve` reads, checked: `serve`'s parsing calls it so a bad value refuses
+ * before anything starts (what startServe reads later is then known good).
+ */
+export function checkServeEnv(env: NodeJS.ProcessEnv): void {
+  admissionFromEnv(env);
+  inlineSliceFromEnv(env);
+  limitsFromEnv(env);
+  readyDelayFromEnv(env);
+  checkWarmUpSwitches(env);
+  checkGcEnv(env);
 }
 
 /** Listen at once, then build the app, then warm up while serving. Used by `run` and by the tests. */
@@ -287,8 +275,8 @@ export async function startServe(cfg: ServeConfig, extra: ServerOptions = {}, ou
       // server sheds no request for its own lag: overload.ts).
       await Promise.all([opened.warmUp(), warmPageRoute(app, opened, token)]);
       // Held a while longer on request (tests watch the warming state through it).
-      const hold = Number(process.env.SESSION_PAGER_READY_DELAY_MS ?? 0);
-      if (Number.isFinite(hold) && hold > 0) await new Promise((r) => setTimeout(r, Math.min(hold, 600_000)).unref());
+      const hold = readyDelayFromEnv(process.env);
+      if (hold > 0) await new Promise((r) => setTimeout(r, hold).unref());
     })(),
   );
   ready.then(

@@ -17,7 +17,7 @@ import { defineCommand, type OptionsDecl, type OptionValues } from './command.js
 import { checkRedisUrl } from '../store/append-bus.js';
 import { CliError } from './common.js';
 import { tuneServeGc } from './serve-gc.js';
-import { admissionFromEnv, startServe, type ServeConfig, type TokenSource } from './serve-start.js';
+import { checkServeEnv, startServe, type ServeConfig, type TokenSource } from './serve-start.js';
 import { FOLLOW_IN_FLIGHT_PER_THREAD, IN_FLIGHT_PER_THREAD } from '../server/options.js';
 import { STORE, isRemoteStore } from './store-flag.js';
 
@@ -134,8 +134,8 @@ function configFrom(values: ServeValues, env: NodeJS.ProcessEnv): ServeConfig {
   const cors = values['cors-origin'];
   const corsOrigin = cors === undefined ? null : checkOrigin(cors, env.SESSION_PAGER_CORS_ORIGIN === cors ? 'SESSION_PAGER_CORS_ORIGIN' : '--cors-origin');
   const redisUrl = values.redis === undefined ? null : redisFrom(values.redis, env.SESSION_PAGER_REDIS_URL === values.redis ? 'SESSION_PAGER_REDIS_URL' : '--redis');
-  // The other admission variables (SESSION_PAGER_QUEUE_FACTOR ...) are read when the server starts; a bad one refuses here, before anything starts.
-  admissionFromEnv(env);
+  // The tuning variables (SESSION_PAGER_QUEUE_FACTOR, _REQUEST_TIMEOUT_MS ...) are read when the server starts; a bad one refuses here, before anything starts.
+  checkServeEnv(env);
   const maxInFlight = values['max-in-flight'];
   const maxFollowsInFlight = values['max-follows-in-flight'];
   return {
