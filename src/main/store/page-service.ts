@@ -510,7 +510,10 @@ export class PageService {
     const level = (p: IndexedPlan) => (coding === undefined ? 0 : levelFor(coding.encoding, p.span?.bytes ?? 0, coding.levels));
     const decodePlan = async (p: IndexedPlan) => {
       const tasks = this.slices(id, p.span, p.fromSeq, p.toSeq);
+      // The log as this request's view stat'ed it: the reader may use a descriptor it kept on that file (log-range.ts).
+      const incarnation = view.incarnation ?? '';
       for (const t of tasks) {
+        t.incarnation = incarnation;
         t.coding = wc;
         t.level = level(p);
       }
