@@ -102,3 +102,12 @@ describe('a lone page\'s records from held projection files', () => {
     expect(sent.transferList).not.toContain(metaFile.buffer);
   });
 });
+
+describe('a lone page\'s records from held files, as the decoder sees them', () => {
+  it('are plain Uint8Arrays, as the copies are (the held bytes are Buffers)', () => {
+    const t = task();
+    expect(heldRecords(t, reader(crcFile, true), reader(metaFile, true), 5, span)).toBe(true);
+    expect(Object.getPrototypeOf(t.crcs)).toBe(Uint8Array.prototype);
+    expect(Object.getPrototypeOf(t.meta)).toBe(Uint8Array.prototype);
+  });
+});

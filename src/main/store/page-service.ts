@@ -666,7 +666,8 @@ export function heldRecords(t: SliceTask, crcFile: PositionalReader, metaFile: P
     if (m.length === n * META_RECORD_BYTES && m.byteOffset % 8 === 0) meta = m;
   }
   projectionReadStats.bytes += crcs.length + (meta?.length ?? 0);
-  t.crcs = crcs;
-  if (meta !== null) t.meta = meta;
+  // Plain Uint8Array views, as the copies are (the held bytes are Buffers): the decode loop sees one class.
+  t.crcs = new Uint8Array(crcs.buffer, crcs.byteOffset, crcs.byteLength);
+  if (meta !== null) t.meta = new Uint8Array(meta.buffer, meta.byteOffset, meta.byteLength);
   return true;
 }
