@@ -138,3 +138,47 @@ describe('frame index walk from a found record', () => {
     }
   });
 });
+
+describe('frame index blocks of a file its reader holds', () => {
+  it('are views of the held bytes (no scratch buffer, no read or copy), and the search and walk answer as from a file read each time', async () => {
+    const es = entries(6_000);
+    const last = es[es.length - 1] as EntryLine;
+    const records = indexRecords(es);
+    const counter = { reads: 0, readIntos: 0, views: 0, taken: 0 };
+    // A reader that holds the whole file (main/store/kept-readers.ts), with a scratch pool beside it.
+    const file = {
+      size: records.length,
+      read: async (pos: number, len: number) => {
+        counter.reads++;
+        return records.subarray(pos, pos + len);
+      },
+      readInto: async (pos: number, dest: Uint8Array) => {
+        counter.readIntos++;
+        const from = records.subarray(pos, pos + dest.length);
+        dest.set(from);
+        return from.length;
+      },
+      heldView: (pos: number, len: number) => {
+        counter.views++;
+        return records.subarray(pos, Math.min(records.length, pos + len));
+      },
+      close: async () => undefined,
+    };
+    const scratch = { take: (bytes: number) => (counter.taken++, new Uint8Array(bytes)), give: () => undefined };
+    const index = (await FrameIndexFile.openIfWhole(file, es.length, last.offset + last.length, last.seq + last.count, scratch)) as FrameIndexFile;
+    expect(index).not.toBeNull();
+    const read = (first: number, k: number) => records.subarray(first * INDEX_RECORD_BYTES, (first + k) * INDEX_RECORD_BYTES);
+    for (const seq of [(es[1] as EntryLine).seq, (es[2_500] as EntryLine).seq + 3, last.seq]) {
+      const from = await index.findBySeq(seq);
+      expect(from).toBe(es.findLastIndex((e, i) => i > 0 && e.seq <= seq));
+      const src = index.backwardFrom(from);
+      const got: EntryLine[] = [];
+      for (let b = await src.prevBlock(); b !== null && got.length < 3_000; b = await src.prevBlock()) for (let k = b.length - 1; k >= 0; k--) got.push(b.entry(k));
+      expect(got).toEqual((await walk(read, from)).entries.slice(0, got.length));
+    }
+    // Every block came from the held bytes: none was read into scratch or copied.
+    expect(counter.views).toBeGreaterThan(0);
+    expect(counter.taken).toBe(0);
+    expect(counter.readIntos).toBe(0);
+  });
+});

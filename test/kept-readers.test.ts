@@ -168,6 +168,8 @@ describe('kept projection readers: small files held whole once used again', () =
     expect(kept.heldBytes).toBe(0);
     // Once they have read as much as it holds, the next page holds it whole: one read.
     const first = await kept.open(KEY, 'A');
+    // Nothing held yet: no view of held bytes (the caller reads).
+    expect(first?.heldView?.(0, 8)).toBeNull();
     expect((await first?.read(0, bytes.length))?.length).toBe(bytes.length);
     await first?.close();
     expect(kept.heldBytes).toBe(0);
@@ -177,6 +179,8 @@ describe('kept projection readers: small files held whole once used again', () =
     expect(kept.heldBytes).toBe(bytes.length);
     for (const [pos, len] of [[0, bytes.length], [5, 17], [bytes.length - 3, 10], [bytes.length, 4], [bytes.length + 9, 4], [7, 0]] as const) {
       expect((await r.read(pos, len)).equals(bytes.subarray(Math.min(pos, bytes.length), Math.min(bytes.length, pos + len)))).toBe(true);
+      // The same bytes as a view of the held ones (heldView: the frame index's blocks).
+      expect(r.heldView?.(pos, len)?.equals(bytes.subarray(Math.min(pos, bytes.length), Math.min(bytes.length, pos + len)))).toBe(true);
     }
     await r.close();
     expect(reads()).toBe(before + 1);

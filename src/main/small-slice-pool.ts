@@ -71,6 +71,7 @@ export class SmallSlicePool implements PagePool {
   private outstanding = 0;
 
   private onPool(task: SliceTask | CompressTask, opts: { transferList?: ArrayBuffer[] }): Promise<SliceResult> {
+    if (!('compress' in task)) opts = ownRecords(task, opts);
     this.outstanding++;
     const done = () => void this.outstanding--;
     const p = this.pool.run(task, opts);
@@ -163,4 +164,31 @@ export class SmallSlicePool implements PagePool {
   close(): Promise<void> {
     return this.pool.close();
   }
+}
+
+/** Whether `r` is the whole of its buffer (what a task may move). */
+function whole(r: Uint8Array): boolean {
+  return r.byteOffset === 0 && r.byteLength === r.buffer.byteLength;
+}
+
+/**
+ * A task whose records are views of a larger buffer (a lone page's, read where the kept readers
+ * hold the files: page-service.ts heldRecords) that goes to a worker after all: its records are
+ * copied into one buffer of their own, moved with it, as page-service.ts withChecksums makes
+ * them (the checksums, then the metadata, 8-byte aligned). Posted as views, each would be cloned
+ * with the whole held file behind it.
+ */
+function ownRecords(task: SliceTask, opts: { transferList?: ArrayBuffer[] }): { transferList?: ArrayBuffer[] } {
+  const { crcs, meta } = task;
+  // Already its own: one whole buffer, or the checksums and the metadata filling one (runSlice moves those).
+  const paired = meta !== undefined && meta.buffer === crcs?.buffer && crcs.byteOffset === 0 && meta.byteOffset === crcs.byteLength && meta.byteOffset + meta.byteLength === meta.buffer.byteLength;
+  if (crcs === undefined || whole(crcs) || paired) return opts;
+  const both = new Uint8Array(crcs.byteLength + (meta?.byteLength ?? 0));
+  both.set(crcs, 0);
+  task.crcs = both.subarray(0, crcs.byteLength);
+  if (meta !== undefined) {
+    both.set(meta, crcs.byteLength);
+    task.meta = both.subarray(crcs.byteLength);
+  }
+  return { ...opts, transferList: [...(opts.transferList ?? []), both.buffer] };
 }

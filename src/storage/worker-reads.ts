@@ -19,8 +19,9 @@ export function sourceString(source: WorkerSource | null): string {
  * Bytes [start, end) of `session`'s log read into `into` (at least end - start long); fewer when
  * the log is shorter. When `into` is exactly the range and all of it was read, the answer is
  * `into` itself, not a view of it: the page worker's sinks know its arena region by identity.
+ * `incarnation`: the log's as the page's view stat'ed it ('' when unknown; local/log-range.ts).
  */
-export function readSlice(source: string, session: string, start: number, end: number, into: Buffer): Buffer {
-  if (source.startsWith('file:')) return readLogRange(source.slice(5), session, start, end, into);
+export function readSlice(source: string, session: string, start: number, end: number, into: Buffer, incarnation = ''): Buffer {
+  if (source.startsWith('file:')) return readLogRange(source.slice(5), session, start, end, into, incarnation);
   throw new Error(`no worker reader for source ${JSON.stringify(source)}`);
 }

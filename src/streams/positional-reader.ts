@@ -14,6 +14,13 @@ export interface PositionalReader {
    * it hands on (a slice task's records, moved to a worker) then makes no buffer of its own.
    */
   readInto?(pos: number, dest: Uint8Array): Promise<number>;
+  /**
+   * Bytes [pos, pos + len) (fewer at the end) as a view of the whole object the reader already
+   * holds in memory, or null when it holds none (then `read` or `readInto`). Optional. Callers
+   * must not write into it. A reader of a block it would otherwise copy into a buffer of its own
+   * (the frame index's 64 KB blocks) takes this first: no read and no copy.
+   */
+  heldView?(pos: number, len: number): Buffer | null;
   close(): Promise<void>;
 }
 

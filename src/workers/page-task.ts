@@ -109,7 +109,7 @@ function dropArena(): void {
 /** The slice's bytes in the arena: read from its source, or copied from the task when it brought them. */
 function sliceBytes(task: SliceTask): Buffer {
   const buf = arenaFor(task.end - task.start);
-  if (task.bytes === undefined) return readSlice(task.source, task.session, task.start, task.end, buf);
+  if (task.bytes === undefined) return readSlice(task.source, task.session, task.start, task.end, buf, task.incarnation);
   buf.set(task.bytes.subarray(0, buf.length));
   return task.bytes.length >= buf.length ? buf : buf.subarray(0, task.bytes.length);
 }

@@ -28,6 +28,12 @@ export interface SliceTask {
   source: string;
   /** The session whose log the slice is of: what to read is `{session, start, end}`, never a file path. */
   session: string;
+  /**
+   * The log's incarnation as the page's view stat'ed it (ObjectStat.incarnation): a worker reading
+   * from `source` may read it through a descriptor it kept open on that very file
+   * (storage/local/log-range.ts); '' when unknown (the log is opened for the read).
+   */
+  incarnation: string;
   /** Byte range of the slice's frames in the log. */
   start: number;
   end: number;
@@ -90,7 +96,7 @@ export const CODING_ZSTD = 2;
  * say) deoptimized it at the start of the first large page.
  */
 export function sliceTask(source: string, session: string, start: number, end: number, firstSeq: number, endSeq: number, fromSeq: number, toSeq: number): SliceTask {
-  return { source, session, start, end, firstSeq, endSeq, fromSeq, toSeq, crcs: undefined, meta: undefined, bytes: undefined, arena: undefined, inPlace: false, digest: NO_CLAIM, coding: CODING_NONE, level: 0, pageHead: '' };
+  return { source, session, incarnation: '', start, end, firstSeq, endSeq, fromSeq, toSeq, crcs: undefined, meta: undefined, bytes: undefined, arena: undefined, inPlace: false, digest: NO_CLAIM, coding: CODING_NONE, level: 0, pageHead: '' };
 }
 
 /**

@@ -183,6 +183,11 @@ export class KeptReaders {
         k.readBytes += Math.max(0, len);
         return k.reader.read(pos, len);
       },
+      // The same bytes as `read` gives from the held ones, or null while none are held.
+      heldView: (pos, len) => {
+        const held = k.held;
+        return held === null ? null : held.subarray(pos, Math.max(pos, Math.min(size, pos + len)));
+      },
       // The same bytes as `read` gives, written into the caller's buffer (copied from the held ones, or read there).
       readInto: async (pos, dest) => {
         const held = k.held;

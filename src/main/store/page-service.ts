@@ -37,7 +37,7 @@ import { codedForm, codedPage, wholeCodedPage, workerCoding } from '../coded-pag
 import { compressBody, levelFor, type CodedForm, type OutputCoding, type PageEncoding } from '../page-coding.js';
 import type { CodedPiece } from '../../streams/gzip-members.js';
 import type { PositionalReader, RangeRead } from '../../streams/positional-reader.js';
-import { readRecordsInto, u32 } from '../../streams/record-file.js';
+import { projectionReadStats, readRecordsInto, u32 } from '../../streams/record-file.js';
 import type { SessionView, SessionViews } from './session-views.js';
 
 /** A plan, and when it came from the binary frame index, the record number of its last frame. */
@@ -339,6 +339,9 @@ export class PageService {
     if (crcFile === null) return false;
     const metaFile = await this.readers.open(metaKey(v.paths), v.version);
     try {
+      // A lone page decoded on this thread (small-slice-pool.ts) reads its records where the kept
+      // readers hold them: nothing is moved, so no buffer of its own and no copy (heldRecords).
+      if (tasks.length === 1 && span.bytes <= (this.pool.inlineBytes?.(this.source) ?? 0) && heldRecords(tasks[0] as SliceTask, crcFile, metaFile, first, span)) return true;
       // Row metadata while every slice's read is whole (a file shorter than the checksums': none from there on).
       let withMeta = metaFile !== null;
       const records: { both: Uint8Array; crcBytes: number; meta: boolean }[] = [];
@@ -510,7 +513,10 @@ export class PageService {
     const level = (p: IndexedPlan) => (coding === undefined ? 0 : levelFor(coding.encoding, p.span?.bytes ?? 0, coding.levels));
     const decodePlan = async (p: IndexedPlan) => {
       const tasks = this.slices(id, p.span, p.fromSeq, p.toSeq);
+      // The log as this request's view stat'ed it: the reader may use a descriptor it kept on that file (log-range.ts).
+      const incarnation = view.incarnation ?? '';
       for (const t of tasks) {
+        t.incarnation = incarnation;
         t.coding = wc;
         t.level = level(p);
       }
@@ -631,4 +637,37 @@ export class PageService {
     }
     return expandRecords((JSON.parse(body.toString('utf8')) as Page).records);
   }
+}
+
+/**
+ * recordsByNumber for a page's only slice from checksum and metadata files the kept readers hold
+ * whole: the task's records are views of the held bytes (checked as the copies are: the slice's
+ * first and last frame), its metadata only when the view is 8-byte aligned (the decoder's float64
+ * view; else none, as for a short file). False (nothing set) when either file is not held or the
+ * records do not check out: the caller reads them into a buffer of their own. A task that goes to
+ * a worker after all gets its records copied then (small-slice-pool.ts ownRecords). Exported for tests.
+ */
+export function heldRecords(t: SliceTask, crcFile: PositionalReader, metaFile: PositionalReader | null, first: number, span: FrameSpan): boolean {
+  const at = framesBefore(span, t.start);
+  if (at !== 0) return false;
+  const seed = first > 0 ? 1 : 0;
+  const r0 = first - seed;
+  const n = span.count + seed;
+  const crcBytes = n * CRC_RECORD_BYTES;
+  const crcs = crcFile.heldView?.(r0 * CRC_RECORD_BYTES, crcBytes) ?? null;
+  if (crcs === null || crcs.length !== crcBytes || crcs.byteOffset % 4 !== 0) return false;
+  const lastAt = (n - 1) * CRC_RECORD_BYTES;
+  if (recordOffset(crcs, seed) !== t.start || recordOffset(crcs, n - 1) + u32(crcs, lastAt + 8) !== t.end) return false;
+  let meta: Buffer | null = null;
+  if (metaFile !== null) {
+    const m = metaFile.heldView?.(r0 * META_RECORD_BYTES, n * META_RECORD_BYTES) ?? null;
+    // Not held: the caller reads both.
+    if (m === null) return false;
+    if (m.length === n * META_RECORD_BYTES && m.byteOffset % 8 === 0) meta = m;
+  }
+  projectionReadStats.bytes += crcs.length + (meta?.length ?? 0);
+  // Plain Uint8Array views, as the copies are (the held bytes are Buffers): the decode loop sees one class.
+  t.crcs = new Uint8Array(crcs.buffer, crcs.byteOffset, crcs.byteLength);
+  if (meta !== null) t.meta = new Uint8Array(meta.buffer, meta.byteOffset, meta.byteLength);
+  return true;
 }
