@@ -11,9 +11,10 @@ import { packBatch } from '../src/core/chunk-codec.js';
 import type { SessionEvent, StorageRecord } from '../src/core/types.js';
 import { sessionBatches } from '../src/main/gen/session-batches.js';
 import { encodeFrame } from '../src/streams/frame-codec.js';
+import { createPagePool } from '../src/main/worker-pool.js';
 import { warmupWork } from '../src/workers/jit-warmup.js';
 import { arenaBytes, prepareFirstArena, runPageTask } from '../src/workers/page-task.js';
-import { sliceTask, type SliceTask } from '../src/workers/slice-protocol.js';
+import { sliceTask, type SliceResult, type SliceTask } from '../src/workers/slice-protocol.js';
 
 /** A generated session's frames (past a megabyte from 60,000 events) and a large task that decodes them whole. */
 function largeSlice(events: number): { bytes: Buffer; task: () => SliceTask } {
@@ -77,4 +78,23 @@ describe('the first large slice arena', () => {
     prepareFirstArena(0);
     expect((runPageTask(w.task()) as ArrayBuffer).byteLength).toBe(arenaBytes(w.bytes.length));
   });
+
+  it("is left by a pool's worker at the end of its JIT warm-up for the size the pool was given, and not without one", async () => {
+    const w = largeSlice(60_000);
+    const readBytes = 2 * w.bytes.length;
+    for (const [firstReadBytes, want] of [
+      [readBytes, arenaBytes(readBytes)],
+      [undefined, arenaBytes(w.bytes.length)],
+    ] as const) {
+      const pool = createPagePool({ threads: 1, jitWarmUp: true, jitBudgetMs: 100, binaryWarmUp: false, ...(firstReadBytes === undefined ? {} : { firstReadBytes }) });
+      try {
+        const t = w.task();
+        const r = (await pool.run(t, { transferList: [t.bytes!.buffer as ArrayBuffer] })) as SliceResult;
+        expect(r).toBeInstanceOf(ArrayBuffer);
+        expect((r as ArrayBuffer).byteLength).toBe(want);
+      } finally {
+        await pool.close();
+      }
+    }
+  }, 60_000);
 });
