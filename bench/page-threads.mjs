@@ -9,7 +9,7 @@
 // concurrent marking; libuv's pool). On two cores, any CPU "other" spends during a page is taken
 // from the two workers: its wall time.
 //
-//   node bench/page-threads.mjs --builds DIR,DIR[,DIR...] [--data DIR] [--runs N] [--workers N]
+//   node bench/page-threads.mjs --builds DIR,DIR[,DIR...] [--data DIR] [--session ID] [--runs N] [--workers N]
 //
 // DIR: a built checkout (dist/). Prints, per build, medians over runs of the cold page (the
 // first) and of the warm one (page-ab's: the median of pages 6-10 of each run): wall ms, CPU ms
@@ -54,12 +54,13 @@ if (process.argv[2] === '--child') {
     const ms = performance.now() - t;
     const b = snap();
     pb.release?.();
-    const p = { ms, main: 0, workers: 0, other: 0, mainWait: 0, workersWait: 0, otherWait: 0, faults: 0, timing: pb.timing ?? {} };
+    const p = { ms, main: 0, workers: 0, other: 0, mainWait: 0, workersWait: 0, otherWait: 0, faults: 0, mainFaults: 0, workersFaults: 0, timing: pb.timing ?? {} };
     for (const [tid, v] of b) {
       const u = a.get(tid) ?? { cpu: 0, wait: 0, flt: 0 };
       p[kind(tid)] += v.cpu - u.cpu;
       p[`${kind(tid)}Wait`] += v.wait - u.wait;
       p.faults += v.flt - u.flt;
+      if (kind(tid) !== 'other') p[`${kind(tid)}Faults`] += v.flt - u.flt;
     }
     pages.push(p);
   }
@@ -72,6 +73,7 @@ const { values } = parseScriptArgs(import.meta.url, {
   options: {
     builds: { type: 'string' },
     data: { type: 'string', default: '/tmp/session-pager-bench' },
+    session: { type: 'string', default: 'bench-5m' },
     runs: { type: 'string', default: '8' },
     workers: { type: 'string', default: '2' },
   },
@@ -86,7 +88,7 @@ for (let i = 0; i < runs; i++) {
   const order = builds.map((_, k) => k);
   if (i % 2 === 1) order.reverse();
   for (const k of order) {
-    const r = spawnSync(process.execPath, [new URL(import.meta.url).pathname, '--child', builds[k], values.data, 'bench-5m', values.workers], { encoding: 'utf8', maxBuffer: 1 << 24 });
+    const r = spawnSync(process.execPath, [new URL(import.meta.url).pathname, '--child', builds[k], values.data, values.session, values.workers], { encoding: 'utf8', maxBuffer: 1 << 24 });
     if (r.status !== 0) throw new Error(`${builds[k]} failed: ${r.stderr}`);
     const pages = JSON.parse(r.stdout.trim().split('\n').pop());
     got[k].cold.push(pages[0]);
@@ -104,6 +106,8 @@ const rows = [
   ['wait ms, main thread', (p) => p.mainWait],
   ['wait ms, workers (sum)', (p) => p.workersWait],
   ['minor faults, all threads', (p) => p.faults, 0],
+  ['minor faults, main thread', (p) => p.mainFaults, 0],
+  ['minor faults, workers (sum)', (p) => p.workersFaults, 0],
   ['timing: plan', (p) => p.timing.plan],
   ['timing: read (slowest slice)', (p) => p.timing.read],
   ['timing: decode (slowest slice)', (p) => p.timing.decode],

@@ -51,6 +51,8 @@ export interface PoolOptions {
    * its JSONL warm-up done, waits for decideBinaryWarmUp (the store answers from its catalog).
    */
   binaryWarmUp?: boolean;
+  /** Bytes of each worker's arena its JIT warm-up touches and keeps for the first large slice (workers/page-task.ts prepareFirstArena; default none). */
+  firstReadBytes?: number;
 }
 
 /** What every worker is started with (piscina's workerData). */
@@ -58,6 +60,7 @@ export interface PageWorkerData {
   jitWarmUp: boolean;
   jitBudgetMs?: number;
   minCodedSection?: number;
+  firstReadBytes?: number;
   /** Shared with the pool: 0 not decided yet, 1 JSONL only, 2 binary too (decideBinaryWarmUp). */
   binaryWarmUp: Int32Array;
   /** The build's copies of the JIT warm-up's logs (workers/warmup-logs.ts), as found; the worker checks them. */
@@ -121,7 +124,7 @@ export function createPagePool(opts: PoolOptions = {}): PagePool {
       concurrentTasksPerWorker: TASKS_PER_WORKER,
       idleTimeout: 24 * 60 * 60 * 1000,
       maxQueue: opts.maxQueue ?? threads * 64,
-      workerData: { jitWarmUp: opts.jitWarmUp ?? true, ...(opts.jitBudgetMs === undefined ? {} : { jitBudgetMs: opts.jitBudgetMs }), ...(opts.minCodedSection === undefined ? {} : { minCodedSection: opts.minCodedSection }), binaryWarmUp: binaryAnswer, ...(opts.jitWarmUp === false ? {} : { warmupLogs: readWarmupLogs() }) } satisfies PageWorkerData,
+      workerData: { jitWarmUp: opts.jitWarmUp ?? true, ...(opts.jitBudgetMs === undefined ? {} : { jitBudgetMs: opts.jitBudgetMs }), ...(opts.minCodedSection === undefined ? {} : { minCodedSection: opts.minCodedSection }), ...(opts.firstReadBytes === undefined ? {} : { firstReadBytes: opts.firstReadBytes }), binaryWarmUp: binaryAnswer, ...(opts.jitWarmUp === false ? {} : { warmupLogs: readWarmupLogs() }) } satisfies PageWorkerData,
       // A small young generation (semi-spaces of 2 MB: V8 takes a third of this each).
       // V8 grew a worker's to its limit during the JIT warm-up and never shrank it:
       // with 32 MB, 16 MB of empty young generation stayed resident in each idle

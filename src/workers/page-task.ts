@@ -75,17 +75,8 @@ const KEEP_BYTES = 8 * 1024 * 1024;
 
 /** Room for a slice of `len` bytes and the sinks that decode it: the slice's region (valid until the next task). */
 export function arenaFor(len: number): Buffer {
-  const body = len + 4096;
-  // A binary row's gaps take two or three bytes each as JSON where they took one: half the slice.
-  const dt = (len >>> 1) + 1024;
-  const members = len + 1024;
-  // The head run (open at the slice's start, settled inside it) is short but for rare
-  // slices; those move it out. Room reserved, even untouched, counts in V8's external
-  // memory, whose growth schedules garbage collections.
-  const headDt = (len >>> 6) + 1024;
-  const headMembers = (len >>> 4) + 4096;
-  const need = len + body + dt + members + headDt + headMembers + ARENA_HEADER_ROOM;
-  if (arena.length < need) arena = Buffer.allocUnsafeSlow(need);
+  const { body, dt, members, headDt, headMembers, need } = arenaLayout(len);
+  if (arena.length < need) arena = takeFirstArena(len, need) ?? Buffer.allocUnsafeSlow(need);
   const slice = arena.subarray(0, len);
   let at = len;
   const place = (sink: ByteSink, room: number) => {
@@ -98,6 +89,57 @@ export function arenaFor(len: number): Buffer {
   place(sinks.headDt, headDt);
   place(sinks.headMembers, headMembers);
   return slice;
+}
+
+/** The bytes of an arena for a slice of `len` bytes (as arenaFor sizes one). */
+export function arenaBytes(len: number): number {
+  return arenaLayout(len).need;
+}
+
+/** The arena's regions for a slice of `len` bytes: the slice's own first, then each sink's room; `need` in all. */
+function arenaLayout(len: number): { body: number; dt: number; members: number; headDt: number; headMembers: number; need: number } {
+  const body = len + 4096;
+  // A binary row's gaps take two or three bytes each as JSON where they took one: half the slice.
+  const dt = (len >>> 1) + 1024;
+  const members = len + 1024;
+  // The head run (open at the slice's start, settled inside it) is short but for rare
+  // slices; those move it out. Room reserved, even untouched, counts in V8's external
+  // memory, whose growth schedules garbage collections.
+  const headDt = (len >>> 6) + 1024;
+  const headMembers = (len >>> 4) + 4096;
+  return { body, dt, members, headDt, headMembers, need: len + body + dt + members + headDt + headMembers + ARENA_HEADER_ROOM };
+}
+
+/**
+ * An arena for a slice of up to `readBytes` bytes whose read region (its first `readBytes`) the
+ * warm-up touched (prepareFirstArena), for the first large slice: reading a slice into fresh
+ * memory cost a page fault per 4 KiB, ~775 a worker on the 5M tail page, on the cold page's
+ * critical path (docs/benchmarks.md, "tail (seventeenth session)"). Null once taken, or when none.
+ */
+let firstArena: typeof arena | null = null;
+
+/**
+ * Allocate and touch the first arena (the JIT warm-up's last step, before ready): only the read
+ * region is touched, so only it is resident; the sinks' room after it is reserved, as in any arena.
+ */
+export function prepareFirstArena(readBytes: number): void {
+  firstArena = null;
+  if (!(readBytes > 0)) return;
+  const a = Buffer.allocUnsafeSlow(arenaBytes(readBytes));
+  a.fill(0, 0, readBytes);
+  firstArena = a;
+}
+
+/**
+ * The first arena, for a slice of `len` bytes that needs `need`, when it is still there, fits, and
+ * the slice is large (one that would go out as its arena: a small page's would take the whole
+ * reserve to the main thread). Given once: it then goes with the result, or stays as the arena.
+ */
+function takeFirstArena(len: number, need: number): typeof arena | null {
+  const a = firstArena;
+  if (a === null || len < COPY_OUT_BYTES || a.length < need) return null;
+  firstArena = null;
+  return a;
 }
 
 /** Let go of the arena (it went out as a result, or is too large to keep): the sinks keep small buffers of their own until the next task. */
@@ -296,7 +338,7 @@ const BINARY_ANSWER_WAIT_MS = 2000;
 // pool says so (StoreOptions.warmUp.jit); never when this module is loaded outside a pool.
 // The warm-up's arena is then let go: idle, it held ~5 MB a worker, and a big first page needs a larger one anyway;
 // and its garbage is collected now, not when the old generation next reaches its limit (full-gc.ts).
-const started = workerData as { jitWarmUp?: boolean; jitBudgetMs?: number; binaryWarmUp?: Int32Array; warmupLogs?: { jsonl?: Uint8Array; binary?: Uint8Array } } | undefined;
+const started = workerData as { jitWarmUp?: boolean; jitBudgetMs?: number; firstReadBytes?: number; binaryWarmUp?: Int32Array; warmupLogs?: { jsonl?: Uint8Array; binary?: Uint8Array } } | undefined;
 if (started?.jitWarmUp === true) {
   // Loaded only here: the warm-up's synthetic logs come from the generator and the writer's
   // encoders, modules a thread that never warms up (the main thread's small slices, the one-shot
@@ -310,6 +352,8 @@ if (started?.jitWarmUp === true) {
   // Its logs from the build's copy, which the pool read, when that checks out (warmup-logs.ts), else made there.
   await warmUpJit(decodeInArena, () => tierOf(decodeSlice), started.jitBudgetMs, tierOf, (wait) => needsBinary(started.binaryWarmUp, wait), (kind) => decodeWarmupLogs(started.warmupLogs?.[kind], LOGS_PLAN), () => optimizeOnNextCall(decodeSlice), optimizeOnNextCall);
   dropArena();
+  // Last, and after the arena above is let go: the first large slice's read region, touched (warm-up options' workerReadBytes).
+  prepareFirstArena(started.firstReadBytes ?? 0);
   collectGarbage();
   heapCollected();
 }

@@ -35,6 +35,14 @@ export interface WarmUpOptions {
    */
   bodyBytes?: number;
   /**
+   * Bytes of each page worker's arena its JIT warm-up touches last and keeps (workers/page-task.ts
+   * prepareFirstArena) for the first large slice, whose bytes are otherwise read into fresh memory a
+   * 4 KiB page at a time (default DEFAULT_WORKER_READ_BYTES; 0: none). The region is where a slice
+   * of up to this many bytes is read; the arena around it is sized for such a slice's sinks (untouched,
+   * no RSS). Kept until a large slice that fits takes it (idle RSS pays for it, in every worker).
+   */
+  workerReadBytes?: number;
+  /**
    * The workers' JIT warm-up also warms the binary path (binary frames, MessagePack to JSON).
    * Unset: when the store's writer writes binary or its catalog holds a binary session at open.
    */
@@ -182,6 +190,14 @@ export const DEFAULT_DECODE_BUDGET_BYTES = 8 * 1024 * 1024;
  * it: +6 MiB of idle RSS (issue 12's <= 120 MB: 103-105 MB without it, 109-111 with it).
  */
 export const DEFAULT_WARM_BODY_BYTES = 6 * 1024 * 1024;
+
+/**
+ * WarmUpOptions.workerReadBytes's default: room for one worker's slice of a long session's tail
+ * page (the 5M bench session's span is 6.35 MB, cut into two slices of ~3.17 MB). Resident from
+ * each worker's warm-up on: +6.5 MB of idle RSS with two workers (issue 12's <= 120 MB: 110-112 MB
+ * without it, 117-118 with it; docs/decisions.md).
+ */
+export const DEFAULT_WORKER_READ_BYTES = 3.25 * 1024 * 1024;
 export const DEFAULT_WRITER_IDLE_MS = 60_000;
 
 /** The environment variables the CLI honours for the warm-ups (README): `SESSION_PAGER_JIT_WARMUP=0`, `SESSION_PAGER_PAGE_WARMUP=0`, `SESSION_PAGER_BINARY_WARMUP=0|1`. */

@@ -10,7 +10,7 @@
  * first costs the main thread nothing it would not load anyway.
  */
 import { createPagePool, type PagePool } from '../worker-pool.js';
-import type { StoreOptions } from './options.js';
+import { DEFAULT_WORKER_READ_BYTES, type StoreOptions } from './options.js';
 
 export function startPagePool(opts: StoreOptions): PagePool {
   return createPagePool({
@@ -21,6 +21,7 @@ export function startPagePool(opts: StoreOptions): PagePool {
     ...(opts.warmUp?.binary !== undefined ? { binaryWarmUp: opts.warmUp.binary } : opts.format === 'binary' ? { binaryWarmUp: true } : {}),
     ...(opts.warmUp?.jitBudgetMs === undefined ? {} : { jitBudgetMs: opts.warmUp.jitBudgetMs }),
     ...(opts.minCodedSection === undefined ? {} : { minCodedSection: opts.minCodedSection }),
+    firstReadBytes: opts.warmUp?.workerReadBytes ?? DEFAULT_WORKER_READ_BYTES,
   });
 }
 
