@@ -138,11 +138,6 @@ export function admissionFromEnv(env: NodeJS.ProcessEnv): ServerOptions {
   if (su !== undefined) out.followShedUtilization = su;
   const sh = envNumber(env, 'SESSION_PAGER_FOLLOW_SHED_HOLD_MS', { min: 0 });
   if (sh !== undefined) out.followShedHoldMs = sh;
-  // SESSION_PAGER_FOLLOW_QUEUE_MS (0: no queue) and _BATCH: new follows queued, a few started each loop iteration (follow-queue.ts).
-  const qw = envNumber(env, 'SESSION_PAGER_FOLLOW_QUEUE_MS', { min: 0 });
-  if (qw !== undefined) out.followQueueMaxWaitMs = qw;
-  const qb = envNumber(env, 'SESSION_PAGER_FOLLOW_QUEUE_BATCH', { integer: true, min: 1 });
-  if (qb !== undefined) out.followQueueBatch = qb;
   // SESSION_PAGER_MAX_EVENT_LOOP_LAG_MS (0: off): the lag guard's bound (overload.ts), the follow sheds' counterpart.
   const lg = envNumber(env, 'SESSION_PAGER_MAX_EVENT_LOOP_LAG_MS', { min: 0 });
   if (lg !== undefined) out.maxEventLoopLagMs = lg;

@@ -24,7 +24,6 @@ import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import type { Admission } from './admission.js';
 import { bodyUnread } from './early-answer.js';
 import type { ServerMetrics } from './metrics.js';
-import type { FollowQueue } from './follow-queue.js';
 import type { ShedPacer } from './overload.js';
 import type { LoopStreak } from './saturation.js';
 import { REQUEST_ID_HEADER, genReqId } from './request-id.js';
@@ -46,26 +45,20 @@ export interface FastShedOptions {
   streak?: LoopStreak;
   /** The hold of a follow shed on the streak, ms (times a random 0.5-1.5). */
   followHoldMs?: number;
-  /** New follows wait here to be started, and are shed if they waited too long (follow-queue.ts); absent: started at once. */
-  followQueue?: FollowQueue;
 }
 
 /** The admitted routes (routes.ts: page and follow), GET only; the id is checked by the route when admitted. */
 const ADMITTED_PATH = /^\/v1\/sessions\/[^/?#]+\/(page|follow)(?:\?|$)/;
 
-/** Answers or takes a request (true), or leaves it to the framework (false); `pass` hands it to the framework later. */
-export type Shedder = (req: IncomingMessage, res: ServerResponse, pass?: () => void) => boolean;
-
-/** A handler that answers a request admission would shed at once, or queues a new follow, and says whether it did. */
-export function fastShedder(o: FastShedOptions): Shedder {
+/** A handler that answers a request admission would shed at once, and says whether it did. */
+export function fastShedder(o: FastShedOptions): (req: IncomingMessage, res: ServerResponse) => boolean {
   const gateBody = Buffer.from(JSON.stringify({ error: { code: 'overloaded', message: 'server is overloaded (no page slot free soon enough); retry shortly' } }));
   const loopBody = Buffer.from(JSON.stringify({ error: { code: 'overloaded', message: 'server is overloaded (new follows wait too long for the event loop); retry shortly' } }));
   const retryAfter = String(o.retryAfterSeconds);
   const gateLength = String(gateBody.length);
   const loopLength = String(loopBody.length);
   const streak = o.streak;
-  const queue = o.followQueue;
-  return (req, res, pass) => {
+  return (req, res) => {
     // Every request looks at the streak: it starts at the first look after the loop last blocked.
     const busy = streak === undefined ? 0 : streak.streak();
     const url = req.url;
@@ -76,36 +69,13 @@ export function fastShedder(o: FastShedOptions): Shedder {
     // The gate first (its count is admission's); else a new follow while the loop is saturated.
     const admission = route === 'follow' ? o.admission.follows : o.admission;
     const gate = admission.shedsAtOnce();
-    const loopShed = !gate && route === 'follow' && streak?.shed(busy) === true;
-    // A follow not shed now waits in the queue (follow-queue.ts): started there, or shed if it waited too long.
-    const queued = !gate && !loopShed && route === 'follow' && queue !== undefined && pass !== undefined;
-    if ((!gate && !loopShed && !queued) || o.closing()) return false;
+    if ((!gate && !(route === 'follow' && streak?.shed(busy) === true)) || o.closing()) return false;
     if (req.httpVersion === '1.1' && req.headers.host === undefined) return false;
     if (!o.authorized(req.headers.authorization)) return false;
-    if (queued) {
-      const socket = req.socket;
-      queue.push(pass, () => shedFollow(req, res, 'follow_queue_wait'), () => res.destroyed || socket.destroyed);
-      return true;
-    }
-    if (gate) {
-      admission.countShed();
-      answerShed(req, res, gateBody, gateLength, o.pacer.shed(req.socket));
-    } else shedFollow(req, res, 'follow_loop_busy');
-    return true;
-  };
-
-  function shedFollow(req: IncomingMessage, res: ServerResponse, reason: 'follow_loop_busy' | 'follow_queue_wait'): void {
-    o.metrics.loadShed.inc({ reason });
-    // Held as the framework's path holds it (overload.ts: holdShed, ShedPacer). A follow shed
-    // on the streak is held a random 0.5-1.5 times its own base (growing as the pacer's on a
-    // connection shed again): the follows shed in one streak, all held alike, came back together
-    // as the next burst (docs/benchmarks.md, rel third round of the thirteenth session); and a
-    // client kept away the page's 500 ms for each follow shed took more snapshots/s away than
-    // the queue was over its bound (rel, fourteenth session).
-    answerShed(req, res, loopBody, loopLength, o.pacer.shed(req.socket, undefined, o.followHoldMs) * (0.5 + Math.random()));
-  }
-
-  function answerShed(req: IncomingMessage, res: ServerResponse, body: Buffer, length: string, delay: number): void {
+    if (gate) admission.countShed();
+    else o.metrics.loadShed.inc({ reason: 'follow_loop_busy' });
+    const body = gate ? gateBody : loopBody;
+    const length = gate ? gateLength : loopLength;
     o.metrics.errors.inc({ code: 'overloaded' });
     const socket = req.socket;
     const id = genReqId(req);
@@ -114,20 +84,25 @@ export function fastShedder(o: FastShedOptions): Shedder {
       res.writeHead(503, { 'content-type': 'application/json; charset=utf-8', 'content-length': length, 'retry-after': retryAfter, [REQUEST_ID_HEADER]: id });
       res.end(body);
     };
+    // Held as the framework's path holds it (overload.ts: holdShed, ShedPacer). A follow shed
+    // on the streak is held a random 0.5-1.5 times its own base (growing as the pacer's on a
+    // connection shed again): the follows shed in one streak, all held alike, came back together
+    // as the next burst (docs/benchmarks.md, rel third round of the thirteenth session); and a
+    // client kept away the page's 500 ms for each follow shed took more snapshots/s away than
+    // the queue was over its bound (rel, fourteenth session).
+    const delay = gate ? o.pacer.shed(socket) : o.pacer.shed(socket, undefined, o.followHoldMs) * (0.5 + Math.random());
     if (delay > 1) setTimeout(answer, delay);
     else answer();
-  }
+    return true;
+  };
 }
 
 /** Put `shed` in front of the server's request listeners (fastify's handler, or the early listener's). */
-export function installFastShed(server: Server, shed: Shedder): void {
+export function installFastShed(server: Server, shed: (req: IncomingMessage, res: ServerResponse) => boolean): void {
   const listeners = server.listeners('request') as Handler[];
   server.removeAllListeners('request');
   server.on('request', (req: IncomingMessage, res: ServerResponse) => {
-    const pass = () => {
-      for (const l of listeners) l.call(server, req, res);
-    };
-    if (shed(req, res, pass)) return;
-    pass();
+    if (shed(req, res)) return;
+    for (const l of listeners) l.call(server, req, res);
   });
 }

@@ -28,7 +28,6 @@ import { registerCors } from './cors.js';
 import { errorsPlugin } from './errors.js';
 import { fastPager } from './fast-page.js';
 import { fastShedder, installFastShed } from './fast-shed.js';
-import { FollowQueue } from './follow-queue.js';
 import { KEEP_ALIVE_DRAIN_BYTES } from './early-answer.js';
 import { clientErrorHandler, frameworkErrors, refuseConnect } from './framework-errors.js';
 import { addRequestDecoding } from './request-decoding.js';
@@ -160,9 +159,7 @@ export function buildServer(store: Store, options: ServerOptions = {}): FastifyI
   // both go through the framework, which adds its headers.
   if (admission !== null && o.corsOrigin === null) {
     const authorized = tokenChecker(o.token);
-    // New follows queued and started a slice of the loop at a time, shed if they waited too long (follow-queue.ts).
-    const followQueue = o.followQueueMaxWaitMs > 0 ? new FollowQueue(o.followQueueBatch, o.followQueueMaxWaitMs) : undefined;
-    const shed = fastShedder({ admission, pacer, authorized, maxUrlLength: o.maxUrlLength, retryAfterSeconds: o.retryAfterSeconds, metrics, closing: () => closing, streak, followHoldMs: o.followShedHoldMs, followQueue });
+    const shed = fastShedder({ admission, pacer, authorized, maxUrlLength: o.maxUrlLength, retryAfterSeconds: o.retryAfterSeconds, metrics, closing: () => closing, streak, followHoldMs: o.followShedHoldMs });
     const page = fastPager({
       pages: { store, metrics, encoder: new PageEncoder(o.compression), compression: o.compression },
       admission,
@@ -178,7 +175,7 @@ export function buildServer(store: Store, options: ServerOptions = {}): FastifyI
       closing: () => closing,
       seen,
     });
-    installFastShed(app.server, (req, res, pass) => shed(req, res, pass) || page(req, res));
+    installFastShed(app.server, (req, res) => shed(req, res) || page(req, res));
   }
 
   app.register(errorsPlugin, { metrics, retryAfterSeconds: o.retryAfterSeconds, routes: routeTable });

@@ -25,7 +25,7 @@ const P = 'session_pager_';
  * worker queue past its bound (overload.ts), a new follow while the loop had not waited for I/O
  * for too long (saturation.ts), the follow streams at their limit (follow.ts).
  */
-export const LOAD_SHED_REASONS = ['event_loop_lag', 'worker_queue', 'follow_loop_busy', 'follow_queue_wait', 'follow_streams'] as const;
+export const LOAD_SHED_REASONS = ['event_loop_lag', 'worker_queue', 'follow_loop_busy', 'follow_streams'] as const;
 export type LoadShedReason = (typeof LOAD_SHED_REASONS)[number];
 const PHASES = ['plan', 'read', 'decode', 'pool', 'assemble', 'total', 'code'] as const;
 type Phase = (typeof PHASES)[number];
@@ -147,7 +147,7 @@ export class ServerMetrics {
     this.notModified = new prom.Counter({ name: `${P}not_modified_total`, help: 'Conditional requests answered 304 (If-None-Match) without building the page', labelNames: ['route'], registers });
     this.loadShed = new prom.Counter({
       name: `${P}load_shed_total`,
-      help: 'Requests answered overloaded by load shedding, not by an admission gate, by reason: event_loop_lag, worker_queue, follow_loop_busy (a new follow while the event loop had not waited for I/O for too long), follow_queue_wait (a new follow that waited too long in the follow queue), follow_streams',
+      help: 'Requests answered overloaded by load shedding, not by an admission gate, by reason: event_loop_lag, worker_queue, follow_loop_busy (a new follow while the event loop had not waited for I/O for too long), follow_streams',
       labelNames: ['reason'],
       registers,
     });

@@ -65,15 +65,6 @@ export interface ServerOptions {
   followShedUtilization?: number;
   /** A follow shed so is answered after this, ms, times a random 0.5-1.5 (default 250). */
   followShedHoldMs?: number;
-  /**
-   * New follows wait in the server's follow queue, at most
-   * `followQueueBatch` started in each loop iteration; one that waited longer than
-   * this is shed, ms (default 10; 0: no queue, each started at once;
-   * follow-queue.ts).
-   */
-  followQueueMaxWaitMs?: number;
-  /** Queued follows started in one loop iteration, at most (default 4). */
-  followQueueBatch?: number;
   /** Retry-After on `overloaded`, seconds (default 1). */
   retryAfterSeconds?: number;
   /**
@@ -139,8 +130,6 @@ export interface ResolvedOptions {
   followShedToMs: number;
   followShedUtilization: number;
   followShedHoldMs: number;
-  followQueueMaxWaitMs: number;
-  followQueueBatch: number;
   retryAfterSeconds: number;
   shedDelayMs: number;
   maxShedDelayMs: number;
@@ -213,8 +202,6 @@ export function resolveOptions(o: ServerOptions = {}): ResolvedOptions {
     followShedToMs: Math.max(o.followShedFromMs ?? 2, o.followShedToMs ?? 6),
     followShedUtilization: o.followShedUtilization ?? 0.8,
     followShedHoldMs: o.followShedHoldMs ?? 250,
-    followQueueMaxWaitMs: o.followQueueMaxWaitMs ?? 10,
-    followQueueBatch: Math.max(1, Math.floor(o.followQueueBatch ?? 4)),
     retryAfterSeconds: o.retryAfterSeconds ?? 1,
     shedDelayMs: o.shedDelayMs ?? 500,
     maxShedDelayMs: o.maxShedDelayMs ?? 4_000,
