@@ -144,6 +144,12 @@ export function sweepLevels(all, { levels, modes, kneeShare = 0.9 }) {
         p99: r2(lat.length === 0 ? null : percentile(lat, 99)),
         p50: r2(lat.length === 0 ? null : percentile(lat, 50)),
         admitted: lat.length,
+        other: ws.reduce((a, w) => a + (w.other ?? 0), 0),
+        errors: ws.reduce((a, w) => a + (w.errors ?? 0), 0),
+        errorCodes: ws.reduce((a, w) => {
+          for (const [c, n] of Object.entries(w.errorCodes ?? {})) a[c] = (a[c] ?? 0) + n;
+          return a;
+        }, {}),
       };
     });
     const best = Math.max(...rows.map((r) => r.goodput ?? 0));

@@ -572,7 +572,7 @@ try {
     const ws = await runScheduleThreaded({ base, headers, path: pathSpec, schedule, startAt, holdMs, holdJitter }, clientThreads);
     const after = await serverSide();
     const windows = ws.map((w, k) => Object.defineProperty(
-      { conns: w.conns, mode: w.mode, ...(schedule[k].lead ? { lead: true } : {}), measuredSeconds: w.seconds - w.settle, ok: w.ok, shed: w.shed, shedBare: w.shedBare, shedNotJson: w.shedNotJson ?? 0, other: w.other, errors: w.errors },
+      { conns: w.conns, mode: w.mode, ...(schedule[k].lead ? { lead: true } : {}), measuredSeconds: w.seconds - w.settle, ok: w.ok, shed: w.shed, shedBare: w.shedBare, shedNotJson: w.shedNotJson ?? 0, other: w.other, errors: w.errors, errorCodes: w.errorCodes ?? {} },
       'lat',
       { value: w.lat, enumerable: false },
     ));
@@ -595,8 +595,8 @@ try {
     for (const mode of modes) {
       const m = summary[mode];
       log(`  ${mode}: capacity (the lowest level with >= 0.9 of the best goodput) ${m.knee} connections, its admitted p99 ${m.kneeP99} ms; best goodput ${m.bestGoodput} 2xx/s`);
-      log('    conns  windows  goodput/s  share of best  503/s  p50 ms  p99 ms  p99 / knee\'s  p99 / lowest level\'s');
-      for (const r of m.rows) log(`    ${String(r.conns).padStart(5)}  ${String(r.windows).padStart(7)}  ${String(r.goodput).padStart(9)}  ${String(r.shareOfBest).padStart(13)}  ${String(r.shedPerSecond).padStart(5)}  ${String(r.p50).padStart(6)}  ${String(r.p99).padStart(6)}  ${String(r.p99OverKnee).padStart(12)}  ${String(r.p99OverLowest).padStart(20)}`);
+      log('    conns  windows  goodput/s  share of best  503/s  p50 ms  p99 ms  p99 / knee\'s  p99 / lowest level\'s  other  errors (by code)');
+      for (const r of m.rows) log(`    ${String(r.conns).padStart(5)}  ${String(r.windows).padStart(7)}  ${String(r.goodput).padStart(9)}  ${String(r.shareOfBest).padStart(13)}  ${String(r.shedPerSecond).padStart(5)}  ${String(r.p50).padStart(6)}  ${String(r.p99).padStart(6)}  ${String(r.p99OverKnee).padStart(12)}  ${String(r.p99OverLowest).padStart(20)}  ${String(r.other).padStart(5)}  ${r.errors} ${JSON.stringify(r.errorCodes)}`);
     }
     log(`  totals: ${JSON.stringify(totals)}; 503s counted by the server ${out.sweep.shedByServer} (not admission's ${out.sweep.shedNotAdmission}); server RSS ${out.sweep.rssMb}/${out.sweep.peakRssMb} MB`);
   }
