@@ -181,11 +181,20 @@ export class EarlyListener {
 /** Events the app handles on its server (besides requests, which every server feeds to onRequest). */
 const FORWARDED_EVENTS = ['clientError', 'connect', 'checkExpectation', 'upgrade'] as const;
 
+/**
+ * The listen socket's accept queue (the kernel caps it at net.core.somaxconn). Node's default, 511,
+ * overflowed at 1024 followers re-attaching every ~100 ms (issue 15, 4x the attach scenario's
+ * capacity): a connection past it has its handshake dropped, and the client's retransmission comes
+ * a second later, which was that level's p99 (docs/benchmarks.md, attach, seventeenth session).
+ * A longer queue holds such a connection until the loop accepts it; the sheds see it then.
+ */
+export const LISTEN_BACKLOG = 4096;
+
 function bind(server: Server, host: string, port: number): Promise<void> {
   return new Promise((resolve, reject) => {
     const onError = (err: Error) => reject(err);
     server.once('error', onError);
-    server.listen({ host, port }, () => {
+    server.listen({ host, port, backlog: LISTEN_BACKLOG }, () => {
       server.off('error', onError);
       resolve();
     });

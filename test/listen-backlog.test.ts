@@ -1,0 +1,50 @@
+/**
+ * The listen socket's accept queue (issue 15, attach past capacity; server/early-listen.ts
+ * LISTEN_BACKLOG). At 1024 followers re-attaching every ~100 ms Node's default queue of 511
+ * overflowed: the kernel dropped the handshakes past it and the clients retried a second later,
+ * which was that level's p99. Here a real `serve` process is stopped (SIGSTOP: it accepts nothing)
+ * while 1,000 connections are opened to it: each completes its handshake into the accept queue
+ * only while the queue has room, so with the default 511 about 512 connect and the rest wait for
+ * a retransmission into a queue still full; with the longer queue all 1,000 connect.
+ */
+import { connect, type Socket } from 'node:net';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startServerProcess, type ServerProcess } from './helpers/server-process.js';
+import { tempStore, until, type TempStore } from './server-helpers.js';
+
+const CONNECTIONS = 1000;
+let ts: TempStore;
+let server: ServerProcess;
+
+beforeAll(async () => {
+  ts = await tempStore(1);
+  server = await startServerProcess({ dataDir: ts.dir, token: 'backlog-token-0123456789' });
+});
+
+afterAll(async () => {
+  server?.child.kill('SIGCONT');
+  await server?.stop();
+  await ts.cleanup();
+});
+
+describe('listen backlog (real server process)', () => {
+  it(`holds ${CONNECTIONS} connections in the accept queue of a server that accepts none for the moment`, async () => {
+    const sockets: Socket[] = [];
+    let connected = 0;
+    server.child.kill('SIGSTOP');
+    try {
+      for (let i = 0; i < CONNECTIONS; i++) {
+        const s = connect(server.port, server.host);
+        s.on('connect', () => connected++);
+        s.on('error', () => undefined);
+        sockets.push(s);
+      }
+      // Handshakes into a queue with room complete at once (the kernel answers them); a dropped one is retried after 1 s.
+      await until(`${CONNECTIONS} connected (${connected} so far)`, () => connected === CONNECTIONS || false, 5_000).catch(() => undefined);
+      expect(connected).toBe(CONNECTIONS);
+    } finally {
+      server.child.kill('SIGCONT');
+      for (const s of sockets) s.destroy();
+    }
+  }, 60_000);
+});
