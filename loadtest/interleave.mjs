@@ -104,3 +104,63 @@ export function interleavedPairs(all, { low, high, modes }) {
   out.lowShed = lows.reduce((a, w) => a + w.shed, 0);
   return out;
 }
+
+/**
+ * A capacity sweep (overload.mjs --interleave with three or more levels): `cycles` times, for each
+ * mode, one window at every level, up the levels and then down them on the next cycle (so a drift
+ * of the machine meets every level alike), after `lead` uncounted windows.
+ */
+export function sweepSchedule({ levels, modes, cycles, seconds, settle, quiet = 0, lead = 0 }) {
+  const out = Array.from({ length: lead }, (_, k) => ({ conns: levels[k % levels.length], mode: modes[0], seconds, settle, quiet, lead: true }));
+  for (let c = 0; c < cycles; c++) {
+    for (const mode of c % 2 === 0 ? modes : [...modes].reverse()) {
+      for (const conns of c % 2 === 0 ? levels : [...levels].reverse()) out.push({ conns, mode, seconds, settle, quiet });
+    }
+  }
+  return out;
+}
+
+/**
+ * The sweep's figures per mode and level: the median window's goodput, its share of the best
+ * level's, the admitted p99 pooled over the level's windows. Capacity (the knee) is the lowest
+ * level whose goodput reaches `kneeShare` of the best level's: past it more connections add no
+ * goodput. Each level's p99 is given against the knee's (issue 15's "p99 at capacity") and against
+ * the lowest level's (the unloaded p99), both, so neither stands in for the other.
+ */
+export function sweepLevels(all, { levels, modes, kneeShare = 0.9 }) {
+  const windows = all.filter((w) => w.lead !== true);
+  const goodput = (w) => w.ok / w.measuredSeconds;
+  const out = {};
+  for (const mode of modes) {
+    const rows = levels.map((conns) => {
+      const ws = windows.filter((w) => w.conns === conns && w.mode === mode);
+      const lat = ws.flatMap((w) => w.lat).sort((a, b) => a - b);
+      const seconds = ws.reduce((a, w) => a + w.measuredSeconds, 0);
+      return {
+        conns,
+        windows: ws.length,
+        goodput: r2(median(ws.map(goodput))),
+        shedPerSecond: r2(seconds > 0 ? ws.reduce((a, w) => a + w.shed, 0) / seconds : null),
+        p99: r2(lat.length === 0 ? null : percentile(lat, 99)),
+        p50: r2(lat.length === 0 ? null : percentile(lat, 50)),
+        admitted: lat.length,
+        other: ws.reduce((a, w) => a + (w.other ?? 0), 0),
+        errors: ws.reduce((a, w) => a + (w.errors ?? 0), 0),
+        errorCodes: ws.reduce((a, w) => {
+          for (const [c, n] of Object.entries(w.errorCodes ?? {})) a[c] = (a[c] ?? 0) + n;
+          return a;
+        }, {}),
+      };
+    });
+    const best = Math.max(...rows.map((r) => r.goodput ?? 0));
+    const knee = rows.find((r) => r.goodput !== null && r.goodput >= kneeShare * best) ?? null;
+    const lowest = rows[0];
+    for (const r of rows) {
+      r.shareOfBest = r3(best > 0 && r.goodput !== null ? r.goodput / best : null);
+      r.p99OverKnee = r2(knee?.p99 && r.p99 !== null ? r.p99 / knee.p99 : null);
+      r.p99OverLowest = r2(lowest.p99 && r.p99 !== null ? r.p99 / lowest.p99 : null);
+    }
+    out[mode] = { knee: knee?.conns ?? null, kneeP99: knee?.p99 ?? null, bestGoodput: r2(best), rows };
+  }
+  return out;
+}

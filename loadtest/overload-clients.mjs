@@ -121,7 +121,8 @@ function attachOnce(base, headers, path, end, holdMs, trace) {
         if (t !== null) [t.connect, t.port] = [mono(), s.localPort];
       }),
     );
-    req.on('error', () => done({ status: 0 }));
+    // The error's code rides along (a client out of ports, EADDRNOTAVAIL, is not the server's error).
+    req.on('error', (e) => done({ status: 0, code: e.code }));
     req.on('timeout', () => req.destroy());
     req.end();
   });
@@ -266,7 +267,7 @@ export async function runSchedule({ base, headers, path, schedule, startAt = Dat
   const t0 = performance.now();
   let at = t0;
   const windows = schedule.map((w) => {
-    const win = { ...w, level: w.level ?? w.conns, start: at, from: at + w.settle * 1000, end: at + w.seconds * 1000, ok: 0, shed: 0, shedBare: 0, shedNotJson: 0, other: 0, errors: 0, checked: 0, lat: [] };
+    const win = { ...w, level: w.level ?? w.conns, start: at, from: at + w.settle * 1000, end: at + w.seconds * 1000, ok: 0, shed: 0, shedBare: 0, shedNotJson: 0, other: 0, errors: 0, errorCodes: {}, checked: 0, lat: [] };
     at = win.end;
     return win;
   });
@@ -353,14 +354,18 @@ export async function runSchedule({ base, headers, path, schedule, startAt = Dat
         const wait = got.mode === 'ignore' ? 0 : Math.min(Math.max(0, Number(r.retryAfter ?? 1)) * 1000, got.end + 2 - performance.now());
         if (wait > 0) await new Promise((res) => setTimeout(res, wait));
       } else if (r.status === 0) {
-        if (measured) got.errors++;
+        if (measured) {
+          got.errors++;
+          const code = r.code ?? 'closed';
+          got.errorCodes[code] = (got.errorCodes[code] ?? 0) + 1;
+        }
       } else if (measured) got.other++;
     }
   };
   await Promise.all([...levels].flatMap(([level, conns]) => Array.from({ length: conns }, (_, j) => loop(level, j))));
   clearTimeout(cut);
   for (const a of agents.values()) a.destroy();
-  return windows.map(({ conns, mode, seconds, settle, ok, shed, shedBare, shedNotJson, other, errors, checked, lat }) => ({ conns, mode, seconds, settle, ok, shed, shedBare, shedNotJson, other, errors, checked, lat }));
+  return windows.map(({ conns, mode, seconds, settle, ok, shed, shedBare, shedNotJson, other, errors, errorCodes, checked, lat }) => ({ conns, mode, seconds, settle, ok, shed, shedBare, shedNotJson, other, errors, errorCodes, checked, lat }));
 }
 
 /** runSchedule over `threads` worker threads (each window's connections split among them), merged per window. */
@@ -384,6 +389,8 @@ export async function runScheduleThreaded(opts, threads) {
     const out = { ...w0, conns: opts.schedule[k].conns, lat: [] };
     for (const key of ['ok', 'shed', 'shedBare', 'shedNotJson', 'other', 'errors', 'checked']) out[key] = parts.reduce((a, p) => a + p[k][key], 0);
     for (const p of parts) out.lat = out.lat.concat(p[k].lat);
+    out.errorCodes = {};
+    for (const p of parts) for (const [c, n] of Object.entries(p[k].errorCodes ?? {})) out.errorCodes[c] = (out.errorCodes[c] ?? 0) + n;
     return out;
   });
 }

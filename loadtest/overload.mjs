@@ -20,7 +20,7 @@
  * load generator on the server's two cores, whose goodput at 16
  * connections, where nothing is shed, differed from the loop's by 10-25%
  * either way, so the two kinds were not compared on their behaviour alone.
- * Bounded: each run lasts --duration seconds (max 30), at most 512
+ * Bounded: each run lasts --duration seconds (max 30), at most 1024
  * connections, and the server is killed at the end whatever happens.
  *
  *   npm run build && node loadtest/overload.mjs [--connections 1,4,16,64,256]
@@ -79,6 +79,10 @@
  * levels and kinds reversed every other round) and judged by its median run,
  * and the level's p99 also over all its rounds' latencies pooled; each run is
  * also given as a share of the best run of its own round.
+ * With --interleave N and three or more --connections (ascending), a capacity sweep instead: N cycles
+ * of one window per level (up the levels, then down), and per level its median window's goodput,
+ * share of the best level's, pooled admitted p99, and that p99 against the knee's (the lowest level
+ * with 0.9 of the best goodput: capacity) and against the lowest level's (loadtest/interleave.mjs).
  * With --interleave N (--connections low,high; attach too, each hold cut at its window's end) there are no rounds: after the
  * warm-up, windows of --window seconds alternate low / high ignoring / low / high honouring / ...
  * (N pairs per client kind) on one set of connections, and each high window's goodput (and 2xx per
@@ -92,7 +96,7 @@
 import autocannon from 'autocannon';
 import { execFileSync, spawn } from 'node:child_process';
 import { pathMaker, runClientsThreaded, runScheduleThreaded } from './overload-clients.mjs';
-import { interleaveSchedule, interleavedPairs } from './interleave.mjs';
+import { interleaveSchedule, interleavedPairs, sweepLevels, sweepSchedule } from './interleave.mjs';
 import { matchAttaches, percentile, summarizePhases } from './attach-phases.mjs';
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { availableParallelism, loadavg, tmpdir } from 'node:os';
@@ -182,7 +186,7 @@ const int = (v, lo, hi, name) => {
   if (!Number.isSafeInteger(n) || n < lo || n > hi) argError(import.meta.url, `--${name} must be an integer in [${lo}, ${hi}]`);
   return n;
 };
-const levels = values.connections.split(',').map((c) => int(c, 1, 512, 'connections'));
+const levels = values.connections.split(',').map((c) => int(c, 1, 1024, 'connections'));
 const modes = values.modes.split(',');
 for (const m of modes) if (m !== 'ignore' && m !== 'honour') argError(import.meta.url, `--modes: ignore and/or honour, got ${m}`);
 const duration = int(values.duration, 1, 30, 'duration');
@@ -214,7 +218,8 @@ if (interleave > 0) {
   if (!(windowSeconds >= 0.5 && windowSeconds <= 30)) argError(import.meta.url, '--window must be a number of seconds in [0.5, 30]');
   if (!(windowSettle >= 0 && windowSettle < windowSeconds)) argError(import.meta.url, '--window-settle must be a number of seconds in [0, --window)');
   if (!(windowQuiet >= 0 && windowQuiet <= windowSettle)) argError(import.meta.url, '--window-quiet must be a number of seconds in [0, --window-settle]');
-  if (levels.length !== 2 || levels[0] >= levels[1]) argError(import.meta.url, '--interleave: --connections names two levels, low,high');
+  // Two levels: low / high pairs; three or more (ascending): a capacity sweep (interleave.mjs sweepSchedule).
+  if (levels.length < 2 || levels.some((l, k) => k > 0 && levels[k - 1] >= l)) argError(import.meta.url, '--interleave: --connections names two levels (low,high) or more, ascending');
   if (values['ignore-client'] !== 'node') argError(import.meta.url, '--interleave: the node:http clients only');
 }
 // A scrape of /metrics costs the server's main thread ~3.7 ms (prom-client's collectors, 12-02
@@ -557,7 +562,45 @@ try {
     await new Promise((res) => setTimeout(res, 1500));
   }
   if (values.phases) await probeRecords(); // the warm-up's connections are not a run's
-  if (interleave > 0) {
+  if (interleave > 0 && levels.length > 2) {
+    // A capacity sweep: every level's window in turn, up and down, on one set of loops; the knee is
+    // where goodput stops rising (loadtest/interleave.mjs sweepLevels).
+    const schedule = sweepSchedule({ levels, modes, cycles: interleave, seconds: windowSeconds, settle: windowSettle, quiet: windowQuiet, lead: windowLead });
+    const startAt = Date.now() + 300;
+    const loadStart = loadavg()[0];
+    const before = await serverSide();
+    const ws = await runScheduleThreaded({ base, headers, path: pathSpec, schedule, startAt, holdMs, holdJitter }, clientThreads);
+    const after = await serverSide();
+    const windows = ws.map((w, k) => Object.defineProperty(
+      { conns: w.conns, mode: w.mode, ...(schedule[k].lead ? { lead: true } : {}), measuredSeconds: w.seconds - w.settle, ok: w.ok, shed: w.shed, shedBare: w.shedBare, shedNotJson: w.shedNotJson ?? 0, other: w.other, errors: w.errors, errorCodes: w.errorCodes ?? {} },
+      'lat',
+      { value: w.lat, enumerable: false },
+    ));
+    const totals = { ok: 0, shed: 0, shedBare: 0, shedNotJson: 0, other: 0, errors: 0 };
+    for (const w of windows) if (!w.lead) for (const k of Object.keys(totals)) totals[k] += w[k];
+    const summary = sweepLevels(windows, { levels, modes });
+    out.sweep = {
+      levels,
+      cycles: interleave,
+      windowSeconds,
+      windowSettle,
+      load: [Math.round(loadStart * 10) / 10, Math.round(loadavg()[0] * 10) / 10],
+      totals,
+      shedByServer: after.shedAll - before.shedAll,
+      shedNotAdmission: after.shedAll - before.shedAll - (after.shedAdmission - before.shedAdmission),
+      ...serverRss(),
+      summary,
+    };
+    log(`sweep: ${schedule.length} windows of ${windowSeconds} s (${windowSettle} s of each not counted; the first ${windowLead} not counted at all), levels ${levels.join(', ')}, ${modes.join(' and ')}, ${interleave} cycles; load ${out.sweep.load.join('-')}`);
+    for (const mode of modes) {
+      const m = summary[mode];
+      log(`  ${mode}: capacity (the lowest level with >= 0.9 of the best goodput) ${m.knee} connections, its admitted p99 ${m.kneeP99} ms; best goodput ${m.bestGoodput} 2xx/s`);
+      log('    conns  windows  goodput/s  share of best  503/s  p50 ms  p99 ms  p99 / knee\'s  p99 / lowest level\'s  other  errors (by code)');
+      for (const r of m.rows) log(`    ${String(r.conns).padStart(5)}  ${String(r.windows).padStart(7)}  ${String(r.goodput).padStart(9)}  ${String(r.shareOfBest).padStart(13)}  ${String(r.shedPerSecond).padStart(5)}  ${String(r.p50).padStart(6)}  ${String(r.p99).padStart(6)}  ${String(r.p99OverKnee).padStart(12)}  ${String(r.p99OverLowest).padStart(20)}  ${String(r.other).padStart(5)}  ${r.errors} ${JSON.stringify(r.errorCodes)}`);
+    }
+    log(`  totals: ${JSON.stringify(totals)}; 503s counted by the server ${out.sweep.shedByServer} (not admission's ${out.sweep.shedNotAdmission}); server RSS ${out.sweep.rssMb}/${out.sweep.peakRssMb} MB`);
+  }
+  if (interleave > 0 && levels.length === 2) {
     // Side by side: low and high windows alternate on one set of loops (loadtest/interleave.mjs);
     // the server's CPU is read at each window's measured start and end.
     const [low, high] = levels;

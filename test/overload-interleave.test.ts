@@ -7,7 +7,7 @@
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { interleavedPairs, interleaveSchedule } from '../loadtest/interleave.mjs';
+import { interleavedPairs, interleaveSchedule, sweepLevels, sweepSchedule } from '../loadtest/interleave.mjs';
 import { runSchedule } from '../loadtest/overload-clients.mjs';
 
 describe('interleaved windows: schedule and ratios', () => {
@@ -42,6 +42,28 @@ describe('interleaved windows: schedule and ratios', () => {
     // Lead windows count nowhere, not even as a neighbour.
     const led = interleavedPairs([{ ...w(16, 'ignore', 10, 1, [99]), lead: true }, { ...w(256, 'ignore', 10, 1, [99]), lead: true }, ...windows], { low: 16, high: 256, modes: ['ignore', 'honour'] });
     expect(led).toEqual(r);
+  });
+});
+
+describe('capacity sweep: schedule and knee', () => {
+  it('runs every level each cycle, up then down, each client kind in turn, after the lead windows', () => {
+    const s = sweepSchedule({ levels: [16, 64, 256], modes: ['ignore', 'honour'], cycles: 2, seconds: 2, settle: 0.5, lead: 2 });
+    expect(s.map((w) => `${w.conns}${w.mode[0]}${w.lead ? ' lead' : ''}`)).toEqual(['16i lead', '64i lead', '16i', '64i', '256i', '16h', '64h', '256h', '256h', '64h', '16h', '256i', '64i', '16i']);
+  });
+
+  it('finds the knee where goodput stops rising and gives each p99 against the knee\'s and the lowest level\'s', () => {
+    const w = (conns: number, ok: number, lat: number[], lead = false) => ({ conns, mode: 'ignore', measuredSeconds: 1, ok, shed: conns === 512 ? 50 : 0, lat, ...(lead ? { lead: true } : {}) });
+    const windows = [w(16, 999, [999], true), w(16, 100, [5]), w(64, 400, [10]), w(256, 950, [20]), w(512, 1000, [50]), w(16, 100, [5]), w(64, 400, [10]), w(256, 950, [20]), w(512, 1000, [50])];
+    const r = sweepLevels(windows, { levels: [16, 64, 256, 512], modes: ['ignore'] }) as Record<string, any>;
+    // 256's 950 is 0.95 of the best (512's 1000): the lowest level at capacity.
+    expect(r.ignore.knee).toBe(256);
+    expect(r.ignore.kneeP99).toBe(20);
+    const by = Object.fromEntries(r.ignore.rows.map((x: any) => [x.conns, x]));
+    expect(by[512].p99OverKnee).toBe(2.5);
+    expect(by[512].p99OverLowest).toBe(10);
+    expect(by[512].shedPerSecond).toBe(50);
+    expect(by[64].shareOfBest).toBe(0.4);
+    expect(by[16].windows).toBe(2);
   });
 });
 

@@ -89,7 +89,8 @@ function tokenLine(token: string | null, source: TokenSource): string {
  * --max-follows-in-flight), SESSION_PAGER_QUEUE_FACTOR=X, SESSION_PAGER_MIN_QUEUE_MS=N,
  * SESSION_PAGER_MAX_QUEUE_MS=N, SESSION_PAGER_MAX_QUEUE=N (0: no queue),
  * SESSION_PAGER_SHED_DELAY_MS=N and SESSION_PAGER_MAX_SHED_DELAY_MS=N tune it, and
- * SESSION_PAGER_MAX_EVENT_LOOP_LAG_MS=N (0: off) bounds the event-loop lag guard. A bad value
+ * SESSION_PAGER_MAX_EVENT_LOOP_LAG_MS=N (0: off) bounds the event-loop lag guard, and
+ * SESSION_PAGER_MAX_CONNECTIONS=N (>= 1, default 1024) the connections served at once. A bad value
  * refuses to start (envNumber), as a bad flag value does. Exported for the tests; `serve`'s parsing
  * checks it with the others (checkServeEnv) before anything starts.
  */
@@ -111,6 +112,9 @@ export function admissionFromEnv(env: NodeJS.ProcessEnv): ServerOptions {
   // SESSION_PAGER_MAX_EVENT_LOOP_LAG_MS (0: off): the lag guard's bound (overload.ts), the follow sheds' counterpart.
   const lg = envNumber(env, 'SESSION_PAGER_MAX_EVENT_LOOP_LAG_MS', { min: 0 });
   if (lg !== undefined) out.maxEventLoopLagMs = lg;
+  // SESSION_PAGER_MAX_CONNECTIONS: connections served at once; past it one is answered 503 (connection-limit.ts).
+  const mc = envNumber(env, 'SESSION_PAGER_MAX_CONNECTIONS', { integer: true, min: 1 });
+  if (mc !== undefined) out.maxConnections = mc;
   const a: { maxInFlight?: number; maxFollowsInFlight?: number; queueFactor?: number; minQueueMs?: number; maxQueueMs?: number; maxQueue?: number } = {};
   const n = envNumber(env, 'SESSION_PAGER_MAX_IN_FLIGHT', { integer: true, min: 1 });
   if (n !== undefined) a.maxInFlight = n;

@@ -16,6 +16,7 @@ import { lookup as dnsLookup, type LookupAddress } from 'node:dns';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { KEEP_ALIVE_DRAIN_BYTES, settleUnreadBody, type EarlyAnswerOptions } from './early-answer.js';
+import { ConnectionLimiter } from './connection-limit.js';
 import { nodeTimeouts } from './options.js';
 
 type Handler = (req: IncomingMessage, res: ServerResponse) => void;
@@ -67,9 +68,12 @@ export class EarlyListener {
   /** ...and used once the app is ready (open()). */
   private handler: Handler | null = null;
   private failure: string | null = null;
+  /** The connection limit of every server listening, together, from the first connection (connection-limit.ts). */
+  readonly limiter: ConnectionLimiter;
 
   constructor(o: EarlyListenOptions) {
     this.options = o;
+    this.limiter = new ConnectionLimiter({ maxConnections: o.maxConnections, retryAfterSeconds: o.retryAfterSeconds ?? 1 });
     this.maxHeld = o.maxHeld ?? 1024;
     this.retryAfter = o.retryAfterSeconds ?? 1;
     this.server = this.makeServer();
@@ -84,7 +88,9 @@ export class EarlyListener {
     server.keepAliveTimeout = o.keepAliveTimeoutMs;
     server.requestTimeout = o.requestTimeoutMs;
     server.setTimeout(0);
-    server.maxConnections = o.maxConnections;
+    // Past the limit a connection is answered 503 overloaded, not reset, from the start (the app
+    // counts the sheds when it is built: index.ts).
+    this.limiter.install(server);
     return server;
   }
 
@@ -153,7 +159,6 @@ export class EarlyListener {
     for (const extra of this.servers.slice(1)) {
       for (const event of FORWARDED_EVENTS) for (const l of this.server.listeners(event)) extra.on(event, l as (...a: unknown[]) => void);
       (extra as { requireHostHeader?: boolean }).requireHostHeader = (this.server as { requireHostHeader?: boolean }).requireHostHeader;
-      extra.maxConnections = this.server.maxConnections;
       extra.keepAliveTimeout = this.server.keepAliveTimeout;
       extra.requestTimeout = this.server.requestTimeout;
       extra.headersTimeout = this.server.headersTimeout;
@@ -181,11 +186,20 @@ export class EarlyListener {
 /** Events the app handles on its server (besides requests, which every server feeds to onRequest). */
 const FORWARDED_EVENTS = ['clientError', 'connect', 'checkExpectation', 'upgrade'] as const;
 
+/**
+ * The listen socket's accept queue (the kernel caps it at net.core.somaxconn). Node's default, 511,
+ * overflowed at 1024 followers re-attaching every ~100 ms (issue 15, 4x the attach scenario's
+ * capacity): a connection past it has its handshake dropped, and the client's retransmission comes
+ * a second later, which was that level's p99 (docs/benchmarks.md, attach, seventeenth session).
+ * A longer queue holds such a connection until the loop accepts it; the sheds see it then.
+ */
+export const LISTEN_BACKLOG = 4096;
+
 function bind(server: Server, host: string, port: number): Promise<void> {
   return new Promise((resolve, reject) => {
     const onError = (err: Error) => reject(err);
     server.once('error', onError);
-    server.listen({ host, port }, () => {
+    server.listen({ host, port, backlog: LISTEN_BACKLOG }, () => {
       server.off('error', onError);
       resolve();
     });

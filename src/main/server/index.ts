@@ -38,7 +38,8 @@ import { SHARED_SCHEMAS } from './schemas.js';
 import { addValidation, AJV_OPTIONS } from './validation.js';
 import { precompiledValidators } from './route-validators.js';
 import { FollowHub } from './follow.js';
-import { ServerMetrics, metricsPlugin, metricsRoute } from './metrics.js';
+import { ServerMetrics, countConnections, metricsPlugin, metricsRoute } from './metrics.js';
+import { ConnectionLimiter, connectionLimiterOf } from './connection-limit.js';
 import { PageEncoder } from './page-encoding.js';
 import { addOpenApi, openapiRoute } from './openapi.js';
 import { FOLLOW_IN_FLIGHT_PER_THREAD, IN_FLIGHT_PER_THREAD, nodeTimeouts, resolveOptions, type ResolvedOptions, type ServerOptions } from './options.js';
@@ -109,7 +110,11 @@ export function buildServer(store: Store, options: ServerOptions = {}): FastifyI
   addValidation(app);
   for (const schema of SHARED_SCHEMAS) app.addSchema(schema);
   addOpenApi(app);
-  app.server.maxConnections = o.maxConnections;
+  // The connection limit, kept by the server: past it a connection is answered 503 overloaded
+  // and closed, not reset (connection-limit.ts). A server made by serve's early listener has
+  // its limiter from the start (early-listen.ts).
+  const connectionLimiter = connectionLimiterOf(app.server) ?? new ConnectionLimiter({ maxConnections: o.maxConnections, retryAfterSeconds: o.retryAfterSeconds });
+  if (connectionLimiterOf(app.server) === undefined) connectionLimiter.install(app.server);
   // Node would answer these itself with an empty body: a missing Host (checked in a hook below),
   // an unknown Expect (ignored: RFC 9110 lets a server proceed), CONNECT (refused).
   (app.server as { requireHostHeader?: boolean }).requireHostHeader = false;
@@ -140,6 +145,7 @@ export function buildServer(store: Store, options: ServerOptions = {}): FastifyI
   const streak = new LoopStreak(o.followShedFromMs, o.followShedToMs, o.followShedUtilization);
   o.readiness.onReady(() => streak.start());
   const metrics = new ServerMetrics(store, monitor, o.readiness, () => admission);
+  countConnections(metrics, connectionLimiter);
   const hub = new FollowHub(store, o.follow, metrics, o.compression);
   const threads = store.stats().pool.threads;
   const admission =

@@ -76,7 +76,7 @@ export function lingerThenDestroy(socket: Duplex, bounds: LingerBounds): void {
  * test/http-oversized-body.test.ts with a declared 40 MiB body. What node's own
  * onSocketResume does.
  */
-function restartReading(socket: Duplex): void {
+export function restartReading(socket: Duplex): void {
   const handle = (socket as Duplex & { _handle?: { reading?: boolean; readStart?: () => number } })._handle;
   if (handle !== undefined && handle !== null && handle.reading !== true && typeof handle.readStart === 'function') {
     handle.reading = true;

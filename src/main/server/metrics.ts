@@ -13,6 +13,7 @@ import type { PageBuffer, Store } from '../store-types.js';
 import type { LoadMonitor } from './overload.js';
 import type { Readiness } from './readiness.js';
 import type { Admission } from './admission.js';
+import type { ConnectionLimitCounts, ConnectionLimiter } from './connection-limit.js';
 import { globalPlugin } from './plugin.js';
 import { isWarmupRequest } from './route-warmup.js';
 import { lastAnswered } from './shape-keepers.js';
@@ -23,9 +24,10 @@ const P = 'session_pager_';
  * Why a request was answered `overloaded` by load shedding rather than by an admission gate (those
  * count their own: admission_shed_total, follow_shed_total): the event loop's sustained lag, the
  * worker queue past its bound (overload.ts), a new follow while the loop had not waited for I/O
- * for too long (saturation.ts), the follow streams at their limit (follow.ts).
+ * for too long (saturation.ts), the follow streams at their limit (follow.ts), a connection past the
+ * server's connection limit (connection-limit.ts: answered before any request is parsed).
  */
-export const LOAD_SHED_REASONS = ['event_loop_lag', 'worker_queue', 'follow_loop_busy', 'follow_streams'] as const;
+export const LOAD_SHED_REASONS = ['event_loop_lag', 'worker_queue', 'follow_loop_busy', 'follow_streams', 'connections'] as const;
 export type LoadShedReason = (typeof LOAD_SHED_REASONS)[number];
 const PHASES = ['plan', 'read', 'decode', 'pool', 'assemble', 'total', 'code'] as const;
 type Phase = (typeof PHASES)[number];
@@ -48,6 +50,8 @@ export class ServerMetrics {
   readonly notModified: Counter<'route'>;
   /** Requests shed by load shedding, not by an admission gate (LOAD_SHED_REASONS). */
   readonly loadShed: Counter<'reason'>;
+  /** The connection limit's counts (connection-limit.ts), once the server's limiter is known. */
+  connectionCounts: ConnectionLimitCounts | null = null;
   /** pageEvents' and pageBytes' one series each, bound once (prom-series.ts). */
   private readonly eventsSeries: SeriesObserver;
   private readonly bytesSeries: SeriesObserver;
@@ -147,7 +151,7 @@ export class ServerMetrics {
     this.notModified = new prom.Counter({ name: `${P}not_modified_total`, help: 'Conditional requests answered 304 (If-None-Match) without building the page', labelNames: ['route'], registers });
     this.loadShed = new prom.Counter({
       name: `${P}load_shed_total`,
-      help: 'Requests answered overloaded by load shedding, not by an admission gate, by reason: event_loop_lag, worker_queue, follow_loop_busy (a new follow while the event loop had not waited for I/O for too long), follow_streams',
+      help: 'Requests answered overloaded by load shedding, not by an admission gate, by reason: event_loop_lag, worker_queue, follow_loop_busy (a new follow while the event loop had not waited for I/O for too long), follow_streams, connections (a connection past the connection limit)',
       labelNames: ['reason'],
       registers,
     });
@@ -207,9 +211,28 @@ export class ServerMetrics {
     // Follow snapshots' own gate (admission.ts: follows), beside the page slots: its sheds are in
     // errors_total{code="overloaded"} but not in admission_shed_total, which counts the page gate's.
     gateSeries('follow_admission', 'follow_shed', 'follow', 'the follow gate', () => admission()?.follows ?? null);
+    const connections = () => this.connectionCounts;
+    new prom.Gauge({ name: `${P}connections_open`, help: 'Connections admitted by the connection limit and still open', registers, collect() { this.set(connections()?.open ?? 0); } });
+    counter('connections_dropped', 'Connections closed unanswered past the connection limit\'s hard bound (more being answered 503 at once than it allows)', () => connections()?.dropped ?? 0);
     new prom.Gauge({ name: `${P}ready`, help: '1 once the warm-up is done (what /readyz says), else 0', registers, collect() { this.set(readiness === undefined || readiness.state === 'ready' ? 1 : 0); } });
     new prom.Gauge({ name: `${P}event_loop_lag_seconds`, help: 'Sustained event-loop lag that the server\'s own work accounts for (drives load shedding)', registers, collect() { this.set(monitor.lagMs / 1000); } });
   }
+}
+
+/**
+ * Count the connection limit's sheds (load_shed_total{reason="connections"} and
+ * errors_total{code="overloaded"}, as every other shed), the ones before the app existed too
+ * (serve's listener limits connections from the start: early-listen.ts), and read its drops and
+ * open connections when scraped.
+ */
+export function countConnections(metrics: ServerMetrics, limiter: ConnectionLimiter): void {
+  metrics.connectionCounts = limiter;
+  const shed = (n: number) => {
+    metrics.loadShed.inc({ reason: 'connections' }, n);
+    metrics.errors.inc({ code: 'overloaded' }, n);
+  };
+  if (limiter.shed > 0) shed(limiter.shed);
+  limiter.onShed = () => shed(1);
 }
 
 declare module 'fastify' {
