@@ -6,7 +6,7 @@
  * connection is closed (cleanly: no reset), and connections under it are served as before. Past
  * a second bound (as many being answered 503 at once as the limit) connections are closed at
  * once, so a flood holds a bounded number of descriptors. Against a real `serve` process with
- * SESSION_PAGER_MAX_CONNECTIONS=4, whose connections come through its early listener.
+ * `--max-connections 4` (SESSION_PAGER_MAX_CONNECTIONS's flag), whose connections come through its early listener.
  */
 import { spawnSync } from 'node:child_process';
 import { connect, type Socket } from 'node:net';
@@ -22,7 +22,7 @@ let server: ServerProcess;
 beforeAll(async () => {
   ts = await tempStore(1);
   await seedSession(ts.store, 'c', 200, 100);
-  server = await startServerProcess({ dataDir: ts.dir, token: TOKEN, env: { SESSION_PAGER_MAX_CONNECTIONS: String(LIMIT) } });
+  server = await startServerProcess({ dataDir: ts.dir, token: TOKEN, args: ['--max-connections', String(LIMIT)] });
 });
 
 afterAll(async () => {

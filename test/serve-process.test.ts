@@ -223,6 +223,12 @@ describe('admission gates', () => {
     expect(parseServeArgs(['--max-in-flight', '12', '--max-follows-in-flight', '6'], {})).toMatchObject({ maxInFlight: 12, maxFollowsInFlight: 6 });
     expect(parseServeArgs([], { SESSION_PAGER_MAX_IN_FLIGHT: '7', SESSION_PAGER_MAX_FOLLOWS_IN_FLIGHT: '2' })).toMatchObject({ maxInFlight: 7, maxFollowsInFlight: 2 });
     expect(parseServeArgs(['--max-in-flight', '3'], { SESSION_PAGER_MAX_IN_FLIGHT: '7' })).toMatchObject({ maxInFlight: 3 });
+    // The connection limit (server/connection-limit.ts): flag or variable, the flag wins.
+    expect(parseServeArgs(['--max-connections', '64'], {})).toMatchObject({ maxConnections: 64 });
+    expect(parseServeArgs([], { SESSION_PAGER_MAX_CONNECTIONS: '32' })).toMatchObject({ maxConnections: 32 });
+    expect(parseServeArgs(['--max-connections', '8'], { SESSION_PAGER_MAX_CONNECTIONS: '32' })).toMatchObject({ maxConnections: 8 });
+    expect(parseServeArgs([], {}).maxConnections).toBeUndefined();
+    expect(() => parseServeArgs(['--max-connections', '0'], {})).toThrow(/^--max-connections must be an integer >= 1/);
     // Unset (or empty): the per-thread defaults, decided once the workers are known.
     const none = parseServeArgs([], { SESSION_PAGER_MAX_IN_FLIGHT: '' });
     expect(none.maxInFlight).toBeUndefined();

@@ -53,6 +53,8 @@ export interface ServeConfig {
   maxInFlight?: number;
   /** Follow snapshots in flight at once, the follow gate (`--max-follows-in-flight`); absent: the environment's, else FOLLOW_IN_FLIGHT_PER_THREAD a worker thread. */
   maxFollowsInFlight?: number;
+  /** Connections open at once (`--max-connections`); absent: the environment's, else 1024 (server/connection-limit.ts). */
+  maxConnections?: number;
   /** The demo corpus to make (tests use a small one); default DEMO_PLAN. */
   demoPlan?: readonly DemoSessionPlan[];
 }
@@ -183,7 +185,13 @@ export function checkServeEnv(env: NodeJS.ProcessEnv): void {
 
 /** Listen at once, then build the app, then warm up while serving. Used by `run` and by the tests. */
 export async function startServe(cfg: ServeConfig, extra: ServerOptions = {}, out: NodeJS.WritableStream = process.stderr): Promise<RunningServer> {
-  const serverOptions: ServerOptions = { ...withGateSizes(admissionFromEnv(process.env), cfg), ...limitsFromEnv(process.env), ...(cfg.corsOrigin !== null ? { corsOrigin: cfg.corsOrigin } : {}), ...extra };
+  const serverOptions: ServerOptions = {
+    ...withGateSizes(admissionFromEnv(process.env), cfg),
+    ...limitsFromEnv(process.env),
+    ...(cfg.maxConnections !== undefined ? { maxConnections: cfg.maxConnections } : {}),
+    ...(cfg.corsOrigin !== null ? { corsOrigin: cfg.corsOrigin } : {}),
+    ...extra,
+  };
   const limits = resolveOptions(serverOptions);
   const early = new EarlyListener({ requestTimeoutMs: limits.requestTimeoutMs, keepAliveTimeoutMs: limits.keepAliveTimeoutMs, maxConnections: limits.maxConnections, retryAfterSeconds: limits.retryAfterSeconds });
   let url: string;

@@ -64,6 +64,13 @@ const OPTIONS = {
     describe: "follow requests whose snapshot is being sent at once (the follow gate, beside the page gate's slots); the next wait or are answered 503 overloaded",
     defaultText: `${FOLLOW_IN_FLIGHT_PER_THREAD} per worker thread`,
   },
+  'max-connections': {
+    type: 'int',
+    min: 1,
+    env: 'SESSION_PAGER_MAX_CONNECTIONS',
+    describe: 'connections open at once; a further one is answered 503 overloaded and closed (past as many again, closed unanswered)',
+    defaultText: '1024',
+  },
   'cors-origin': {
     type: 'string',
     arg: 'ORIGIN',
@@ -138,6 +145,7 @@ function configFrom(values: ServeValues, env: NodeJS.ProcessEnv): ServeConfig {
   checkServeEnv(env);
   const maxInFlight = values['max-in-flight'];
   const maxFollowsInFlight = values['max-follows-in-flight'];
+  const maxConnections = values['max-connections'];
   return {
     dataDir,
     ...(store !== null ? { store } : {}),
@@ -152,6 +160,7 @@ function configFrom(values: ServeValues, env: NodeJS.ProcessEnv): ServeConfig {
     redisUrl,
     ...(maxInFlight !== undefined ? { maxInFlight } : {}),
     ...(maxFollowsInFlight !== undefined ? { maxFollowsInFlight } : {}),
+    ...(maxConnections !== undefined ? { maxConnections } : {}),
   };
 }
 
