@@ -80,8 +80,8 @@ export interface ServerOptions {
   maxShedDelayMs?: number;
   /**
    * Admission of page requests (admission.ts): at most `maxInFlight` at once
-   * (default IN_FLIGHT_PER_THREAD = 4 per worker thread), the others wait at most `queueFactor`
-   * (default QUEUE_FACTOR = 4) times the smoothed in-flight time, within [minQueueMs,
+   * (default IN_FLIGHT_PER_THREAD per worker thread), the others wait at most `queueFactor`
+   * (default QUEUE_FACTOR) times the smoothed in-flight time, within [minQueueMs,
    * maxQueueMs] (default 20 ms, 2 s), `maxQueue` (default 1024) at most;
    * past that `overloaded`. `false` admits every page (the old behaviour,
    * for comparison runs only).
