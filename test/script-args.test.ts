@@ -62,7 +62,7 @@ describe('bench/ and loadtest/ scripts: --help and bad options', () => {
   it('a value the script rejects after parsing is the same one line, exit 2', () => {
     const r = run('loadtest/overload.mjs', '--connections', '0');
     expect(r.status).toBe(2);
-    expect(r.stderr.trimEnd().split('\n')).toEqual(['loadtest/overload.mjs: --connections must be an integer in [1, 512]', 'see: node loadtest/overload.mjs --help']);
+    expect(r.stderr.trimEnd().split('\n')).toEqual(['loadtest/overload.mjs: --connections must be an integer in [1, 1024]', 'see: node loadtest/overload.mjs --help']);
   });
 });
 
