@@ -28,7 +28,13 @@ if (process.argv[2] === '--child') {
   const { openStore } = await import(new URL('main/store.js', pathToFileURL(resolve(build, 'dist') + '/')));
   const { performance } = await import('node:perf_hooks');
   // Per thread: ns on a CPU and ns runnable but waiting (schedstat), minflt (stat field 10, after the comm's ')').
+  // Read after a 0.2 ms sleep (a futex wait): Linux adds a running thread's CPU to its schedstat
+  // only at a scheduler tick or a switch, so this thread's own figure, read while it runs, lags by
+  // up to a tick (4 ms here) and a page's main-thread CPU took in what ran before it (the warm-up,
+  // the previous page's end) and missed what ran after its last wake-up (bench/peer-child.mjs).
+  const sleepCell = new Int32Array(new SharedArrayBuffer(4));
   const snap = () => {
+    Atomics.wait(sleepCell, 0, 0, 0.2);
     const out = new Map();
     for (const tid of readdirSync('/proc/self/task')) {
       try {

@@ -127,12 +127,23 @@ const onCpuNs = () => {
   }
   return m;
 };
-const coldCpu0 = onCpuNs();
+// The main thread's own figure is exact only when read after it has slept: Linux adds a running
+// thread's CPU to its schedstat at a scheduler tick or a switch, so read while it runs the figure
+// lags by up to a tick (4 ms here: a 3 ms spin read 0.00-5.07 ms, 3.08 after a 0.2 ms sleep).
+// Read so, the cold page's main-thread CPU took in whatever ran since the last tick before it
+// (the open and warm-up) and missed what ran after its last wake-up. A 0.2 ms sleep (a futex
+// wait) before each read makes both ends exact; it is outside the timed wall clock.
+const sleepCell = new Int32Array(new SharedArrayBuffer(4));
+const settledOnCpuNs = () => {
+  Atomics.wait(sleepCell, 0, 0, 0.2);
+  return onCpuNs();
+};
+const coldCpu0 = settledOnCpuNs();
 let t = now();
 out.coldBytes = await one(pages[0]);
 out.coldMs = now() - t;
 {
-  const cpu1 = onCpuNs();
+  const cpu1 = settledOnCpuNs();
   let all = 0;
   for (const [tid, ns] of cpu1) all += ns - (coldCpu0.get(tid) ?? 0);
   const main = cpu1.get(String(process.pid)) - coldCpu0.get(String(process.pid));
