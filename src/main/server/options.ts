@@ -55,14 +55,11 @@ export interface ServerOptions {
   lagSampleMs?: number;
   /**
    * New follows are shed once the event loop has not blocked for I/O for this
-   * long, ms, with a probability rising to 1 at `followShedToMs` (default 8;
-   * 0 disables; saturation.ts). Not lower: a shed client that honours
-   * Retry-After stays away its hold and a second, and a loop that sheds at a
-   * queue of 2 ms keeps so many away past 2-3x its capacity of followers that
-   * it runs out of follows between their returns (docs/decisions.md, shed).
+   * long, ms, with a probability rising to 1 at `followShedToMs` (default 2;
+   * 0 disables; saturation.ts).
    */
   followShedFromMs?: number;
-  /** Where every new follow is shed, ms (default 24; at least followShedFromMs). */
+  /** Where every new follow is shed, ms (default 6; at least followShedFromMs). */
   followShedToMs?: number;
   /** And only while the loop was busy at least this share of the last ~200 ms (default 0.8). */
   followShedUtilization?: number;
@@ -201,8 +198,8 @@ export function resolveOptions(o: ServerOptions = {}): ResolvedOptions {
     maxPoolQueue: o.maxPoolQueue,
     maxEventLoopLagMs: o.maxEventLoopLagMs ?? 500,
     lagSampleMs: o.lagSampleMs ?? 100,
-    followShedFromMs: o.followShedFromMs ?? 8,
-    followShedToMs: Math.max(o.followShedFromMs ?? 8, o.followShedToMs ?? 24),
+    followShedFromMs: o.followShedFromMs ?? 2,
+    followShedToMs: Math.max(o.followShedFromMs ?? 2, o.followShedToMs ?? 6),
     followShedUtilization: o.followShedUtilization ?? 0.8,
     followShedHoldMs: o.followShedHoldMs ?? 250,
     retryAfterSeconds: o.retryAfterSeconds ?? 1,
