@@ -6,35 +6,17 @@
  * slice too large for it, and the page is the same bytes either way.
  */
 import { describe, expect, it } from 'vitest';
-import { parseSlice } from '../src/main/page-assembler.js';
-import { packBatch } from '../src/core/chunk-codec.js';
-import type { SessionEvent, StorageRecord } from '../src/core/types.js';
-import { sessionBatches } from '../src/main/gen/session-batches.js';
-import { encodeFrame } from '../src/streams/frame-codec.js';
 import { createPagePool } from '../src/main/worker-pool.js';
 import { warmupWork } from '../src/workers/jit-warmup.js';
 import { arenaBytes, prepareFirstArena, runPageTask } from '../src/workers/page-task.js';
-import { sliceTask, type SliceResult, type SliceTask } from '../src/workers/slice-protocol.js';
+import { type SliceResult, type SliceTask } from '../src/workers/slice-protocol.js';
+import { dropWorkerArena, largeSlice as generatedSlice, sliceView as view } from './helpers/large-slices.js';
 
-/** A generated session's frames (past a megabyte from 60,000 events) and a large task that decodes them whole. */
+/** A generated session's large slice (helpers/large-slices.ts) as a task whose bytes are read in place. */
 function largeSlice(events: number): { bytes: Buffer; task: () => SliceTask } {
-  const gen = sessionBatches({ id: 'large', events, tailEvents: 5_000, seed: 3 });
-  const records: StorageRecord[] = [];
-  for (const batch of gen.batches) records.push(...packBatch(batch as SessionEvent[]));
-  const bytes = Buffer.concat(records.map((r) => encodeFrame(r, 'jsonl')));
-  return { bytes, task: () => ({ ...sliceTask('', 'large', 0, bytes.length, 0, events, 0, events), bytes: Buffer.from(bytes), inPlace: true }) };
+  const s = generatedSlice(events);
+  return { bytes: s.bytes, task: () => ({ ...s.task(), bytes: Buffer.from(s.bytes), inPlace: true }) };
 }
-
-/** The worker holds no arena: a small slice's result is its arena itself, which goes with it. */
-function dropWorkerArena(): void {
-  const w = warmupWork()[0] as { bytes: Buffer; tasks: SliceTask[] };
-  runPageTask({ ...(w.tasks[0] as SliceTask), bytes: Buffer.from(w.bytes), inPlace: true });
-}
-
-const view = (r: ArrayBuffer) => {
-  const { head, whole, body, tail, frames, bytesRead } = parseSlice(r);
-  return JSON.stringify({ head, whole, body: Buffer.from(body).toString('latin1'), tail, frames, bytesRead });
-};
 
 describe('the first large slice arena', () => {
   it('is the first large slice that fits its arena, which goes out as the result with the same page', () => {

@@ -9,34 +9,10 @@
  * Every form pages the same bytes.
  */
 import { describe, expect, it } from 'vitest';
-import { parseSlice } from '../src/main/page-assembler.js';
-import { packBatch } from '../src/core/chunk-codec.js';
-import type { SessionEvent, StorageRecord } from '../src/core/types.js';
-import { sessionBatches } from '../src/main/gen/session-batches.js';
-import { encodeFrame } from '../src/streams/frame-codec.js';
 import { warmupWork } from '../src/workers/jit-warmup.js';
 import { runPageTask } from '../src/workers/page-task.js';
 import { sliceTask, type SliceTask } from '../src/workers/slice-protocol.js';
-
-/** A generated session's frames, past a megabyte (slices from there are copied out), and a task that decodes them whole. */
-function largeSlice(events = 60_000): { bytes: Buffer; task: () => SliceTask } {
-  const gen = sessionBatches({ id: 'large', events, tailEvents: 5_000, seed: 3 });
-  const records: StorageRecord[] = [];
-  for (const batch of gen.batches) records.push(...packBatch(batch as SessionEvent[]));
-  const bytes = Buffer.concat(records.map((r) => encodeFrame(r, 'jsonl')));
-  return { bytes, task: () => sliceTask('', 'large', 0, bytes.length, 0, events, 0, events) };
-}
-
-/** The worker holds no arena: a small slice's result is its arena itself, which goes with it (the second test below). */
-function dropWorkerArena(): void {
-  const w = warmupWork()[0] as { bytes: Buffer; tasks: SliceTask[] };
-  runPageTask({ ...(w.tasks[0] as SliceTask), bytes: Buffer.from(w.bytes), inPlace: true });
-}
-
-const view = (r: ArrayBuffer) => {
-  const { head, whole, body, tail, frames, bytesRead } = parseSlice(r);
-  return JSON.stringify({ head, whole, body: Buffer.from(body).toString('latin1'), tail, frames, bytesRead });
-};
+import { dropWorkerArena, largeSlice, sliceView as view } from './helpers/large-slices.js';
 
 describe('large slice results', () => {
   it('are the new arena on a first large task, then copies sized to their sections in the buffer handed back', () => {
