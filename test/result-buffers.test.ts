@@ -11,7 +11,7 @@
 import { describe, expect, it } from 'vitest';
 import { warmupWork } from '../src/workers/jit-warmup.js';
 import { runPageTask } from '../src/workers/page-task.js';
-import { sliceTask, type SliceTask } from '../src/workers/slice-protocol.js';
+import type { SliceTask } from '../src/workers/slice-protocol.js';
 import { dropWorkerArena, largeSlice, sliceView as view } from './helpers/large-slices.js';
 
 describe('large slice results', () => {
