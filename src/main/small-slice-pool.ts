@@ -26,7 +26,7 @@
  * few slices here run unoptimized: 2-14 ms a page, as the workers' first
  * ones without the page-path warm-up.
  */
-import type { CompressTask, SliceResult, SliceTask } from '../workers/slice-protocol.js';
+import { copyRecordsInto, type CompressTask, type SliceResult, type SliceTask } from '../workers/slice-protocol.js';
 import type { PagePool } from './page-pool.js';
 import type { Tier } from '../workers/optimization-status.js';
 
@@ -183,12 +183,6 @@ function ownRecords(task: SliceTask, opts: { transferList?: ArrayBuffer[] }): { 
   // Already its own: one whole buffer, or the checksums and the metadata filling one (runSlice moves those).
   const paired = meta !== undefined && meta.buffer === crcs?.buffer && crcs.byteOffset === 0 && meta.byteOffset === crcs.byteLength && meta.byteOffset + meta.byteLength === meta.buffer.byteLength;
   if (crcs === undefined || whole(crcs) || paired) return opts;
-  const both = new Uint8Array(crcs.byteLength + (meta?.byteLength ?? 0));
-  both.set(crcs, 0);
-  task.crcs = both.subarray(0, crcs.byteLength);
-  if (meta !== undefined) {
-    both.set(meta, crcs.byteLength);
-    task.meta = both.subarray(crcs.byteLength);
-  }
-  return { ...opts, transferList: [...(opts.transferList ?? []), both.buffer] };
+  const both = copyRecordsInto(task, crcs, meta);
+  return { ...opts, transferList: [...(opts.transferList ?? []), both] };
 }

@@ -100,6 +100,24 @@ export function sliceTask(source: string, session: string, start: number, end: n
 }
 
 /**
+ * Gives `t` its own copy of a slice's checksum and metadata records, in one buffer (returned), to
+ * move to a worker: a view would take its whole backing buffer along, and two copies were two
+ * buffers a slice for the main thread to allocate and detach. The metadata follows the checksums
+ * (16-byte records), so it starts 8-byte aligned as the worker's float64 view of it needs
+ * (frame-crc-file.ts).
+ */
+export function copyRecordsInto(t: SliceTask, crcs: Uint8Array, meta: Uint8Array | null | undefined): ArrayBuffer {
+  const both = new Uint8Array(crcs.byteLength + (meta?.byteLength ?? 0));
+  both.set(crcs, 0);
+  t.crcs = both.subarray(0, crcs.byteLength);
+  if (meta !== null && meta !== undefined) {
+    both.set(meta, crcs.byteLength);
+    t.meta = both.subarray(crcs.byteLength);
+  }
+  return both.buffer;
+}
+
+/**
  * The task as the worker's decode loop takes it: a copy made here, so every
  * task it sees has this one object shape, whatever made the original. A
  * task arrives as a structured clone, whose object shape is not the one

@@ -13,7 +13,7 @@ import { META_RECORD_BYTES, readMetaRecordsAt } from '../../streams/frame-meta-f
 import { FrameIndexFile, INDEX_BLOCK_BYTES } from '../../streams/frame-index-file.js';
 import { ScratchBlocks } from './block-scratch.js';
 import { EntriesFile, EntryFormatError } from '../../streams/entries-file.js';
-import { sliceTask, type SliceResult, type SliceTask } from '../../workers/slice-protocol.js';
+import { copyRecordsInto, sliceTask, type SliceResult, type SliceTask } from '../../workers/slice-protocol.js';
 import { expandRecords } from '../../core/chunk-codec.js';
 import { PagerError } from '../../core/errors.js';
 import { planPage, planRange, type FrameSpan, type PagePlan } from '../../core/page-planner.js';
@@ -305,17 +305,8 @@ export class PageService {
       if (crcs === null) continue;
       const k = (crcs.byteOffset - records.byteOffset) / CRC_RECORD_BYTES;
       const rows = meta === null ? null : meta.subarray(k * META_RECORD_BYTES, (k + crcs.byteLength / CRC_RECORD_BYTES) * META_RECORD_BYTES);
-      // One copy holding both, moved to the worker as one buffer (worker-pool.ts runSlice): a view
-      // would take its whole backing buffer along, and two copies were two buffers a slice for the
-      // main thread to allocate and detach. The metadata follows the checksums (16-byte records),
-      // so it starts 8-byte aligned as the worker's float64 view of it needs (frame-crc-file.ts).
-      const both = new Uint8Array(crcs.byteLength + (rows?.byteLength ?? 0));
-      both.set(crcs, 0);
-      t.crcs = both.subarray(0, crcs.byteLength);
-      if (rows !== null) {
-        both.set(rows, crcs.byteLength);
-        t.meta = both.subarray(crcs.byteLength);
-      }
+      // One copy holding both, moved to the worker as one buffer (worker-pool.ts runSlice).
+      copyRecordsInto(t, crcs, rows);
     }
     return tasks;
   }
