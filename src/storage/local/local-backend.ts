@@ -66,6 +66,17 @@ export function writeAllAt(fd: number, buf: Uint8Array, position: number): void 
   while (done < buf.length) done += writeSync(fd, buf, done, buf.length - done, position + done);
 }
 
+/** A new file holding `data`, synced to disk before it is given a name readers see. */
+async function writeSyncedFile(path: string, data: Uint8Array, flags: 'w' | 'wx'): Promise<void> {
+  const fd = openSync(path, flags);
+  try {
+    writeAllAt(fd, data, 0);
+    await fsyncP(fd);
+  } finally {
+    closeSync(fd);
+  }
+}
+
 /** fsync a folder, so a name created or renamed in it is durable. */
 export async function syncFolder(dir: string): Promise<void> {
   const fd = openSync(dir, 'r');
@@ -387,14 +398,8 @@ export class LocalBackend implements StorageBackend {
     // Temp files of crashed creates of this key: no one else creates it meanwhile (the caller's lease).
     for (const n of readdirSync(dir)) if (isCreateTemp(n, name)) rmSync(join(dir, n), { force: true });
     const tmp = join(dir, `.${name}.${process.pid}.${Date.now()}${CREATE_SUFFIX}`);
-    const fd = openSync(tmp, 'wx');
     try {
-      try {
-        writeAllAt(fd, data, 0);
-        await fsyncP(fd);
-      } finally {
-        closeSync(fd);
-      }
+      await writeSyncedFile(tmp, data, 'wx');
       linkSync(tmp, path);
     } finally {
       rmSync(tmp, { force: true });
@@ -408,14 +413,8 @@ export class LocalBackend implements StorageBackend {
     mkdirSync(dir, { recursive: true });
     this.refuseLinkedFolders(path);
     const tmp = join(dir, `.${basename(path)}.${process.pid}.${Date.now()}.tmp`);
-    const fd = openSync(tmp, 'w');
     try {
-      try {
-        writeAllAt(fd, data, 0);
-        await fsyncP(fd);
-      } finally {
-        closeSync(fd);
-      }
+      await writeSyncedFile(tmp, data, 'w');
       renameSync(tmp, path);
     } catch (err) {
       // A write that failed (a full disk: ENOSPC, EDQUOT, EFBIG) left the temp file with part of
