@@ -3,9 +3,12 @@
  * each worker an arena whose read region it touched, so the first large page's slice is not read
  * into fresh memory a 4 KiB page fault at a time. It is taken by the first large slice that fits
  * (and goes out as that slice's result, as a worker's first arena does), by no small slice and no
- * slice too large for it, and the page is the same bytes either way.
+ * slice too large for it, and the page is the same bytes either way. Its sinks are laid out for
+ * the read bytes it was made for, where the warm-up touched their first parts, also for a shorter
+ * slice.
  */
 import { describe, expect, it } from 'vitest';
+import { parseSlice } from '../src/main/page-assembler.js';
 import { createPagePool } from '../src/main/worker-pool.js';
 import { warmupWork } from '../src/workers/jit-warmup.js';
 import { arenaBytes, prepareFirstArena, runPageTask } from '../src/workers/page-task.js';
@@ -52,6 +55,22 @@ describe('the first large slice arena', () => {
     expect(bigResult.byteLength).toBe(arenaBytes(big.bytes.length));
     dropWorkerArena();
     expect((runPageTask(small.task()) as ArrayBuffer).byteLength).toBe(arenaBytes(readBytes));
+  });
+
+  it("has a shorter slice's sections written where the warm-up touched its sinks, laid out for its read bytes, with the same page", () => {
+    const w = largeSlice(60_000);
+    dropWorkerArena();
+    const fresh = runPageTask(w.task()) as ArrayBuffer;
+    // Any other arena's body sink starts right after the slice.
+    expect(parseSlice(fresh).body.byteOffset).toBe(w.bytes.length);
+    dropWorkerArena();
+    const readBytes = 2 * w.bytes.length;
+    prepareFirstArena(readBytes);
+    const first = runPageTask(w.task()) as ArrayBuffer;
+    expect(first.byteLength).toBe(arenaBytes(readBytes));
+    // The first arena's body sink starts after its whole read region, where prepareFirstArena touched it.
+    expect(parseSlice(first).body.byteOffset).toBe(readBytes);
+    expect(view(first)).toBe(view(fresh));
   });
 
   it('is none for no bytes', () => {

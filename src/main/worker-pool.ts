@@ -34,8 +34,15 @@ export const WORKER_FILE = fileURLToPath(WORKER_FILE_URL);
  */
 export const TASKS_PER_WORKER = 2;
 
-/** A worker's young generation bound, MB (resourceLimits). */
-export const WORKER_YOUNG_GENERATION_MB = 6;
+/**
+ * A worker's young generation bound, MB (resourceLimits): semi-spaces of 1 MB (a third;
+ * startWorkersAtFullSize). Both semi-spaces stay resident once a worker's warm-up has used them,
+ * so each MB of semi-space is 2 MB of a worker's idle memory; a decode's bulk is external memory
+ * (arena, slice bytes), not young objects, and 6 (2 MB semi-spaces) measured no faster on the
+ * warm tail and typical pages (docs/benchmarks.md, "tailcpu (eighteenth session)"). What it gives
+ * back (~4 MB with 2 workers) pays for the first arena's touched sinks (workers/page-task.ts).
+ */
+export const WORKER_YOUNG_GENERATION_MB = 3;
 
 export interface PoolOptions {
   threads?: number;

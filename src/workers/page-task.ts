@@ -75,10 +75,17 @@ const KEEP_BYTES = 8 * 1024 * 1024;
 
 /** Room for a slice of `len` bytes and the sinks that decode it: the slice's region (valid until the next task). */
 export function arenaFor(len: number): Buffer {
-  const { body, dt, members, headDt, headMembers, need } = arenaLayout(len);
+  const need = arenaBytes(len);
   if (arena.length < need) arena = takeFirstArena(len, need) ?? Buffer.allocUnsafeSlow(need);
+  // (An arena replaced since, by a handed-back one or a larger one, is not it.)
+  if (touchedArena !== null && arena !== touchedArena) touchedArena = null;
+  // The first arena's sinks go where its warm-up touched them (prepareFirstArena: laid out for
+  // the read bytes it was made for, which a shorter slice leaves partly unused); any other
+  // arena's right after the slice.
+  const laidOutFor = arena === touchedArena ? Math.max(len, touchedFor) : len;
+  const { body, dt, members, headDt, headMembers } = arenaLayout(laidOutFor);
   const slice = arena.subarray(0, len);
-  let at = len;
+  let at = laidOutFor;
   const place = (sink: ByteSink, room: number) => {
     sink.place(arena, at, room, slice);
     at += room;
@@ -111,23 +118,45 @@ function arenaLayout(len: number): { body: number; dt: number; members: number; 
 }
 
 /**
- * An arena for a slice of up to `readBytes` bytes whose read region (its first `readBytes`) the
- * warm-up touched (prepareFirstArena), for the first large slice: reading a slice into fresh
- * memory cost a page fault per 4 KiB, ~775 a worker on the 5M tail page, on the cold page's
- * critical path (docs/benchmarks.md, "tail (seventeenth session)"). Null once taken, or when none.
+ * An arena for a slice of up to `readBytes` bytes whose read region (its first `readBytes`) and
+ * sinks' first parts the warm-up touched (prepareFirstArena), for the first large slice: reading
+ * a slice into fresh memory cost a page fault per 4 KiB, ~775 a worker on the 5M tail page, on
+ * the cold page's critical path (docs/benchmarks.md, "tail (seventeenth session)"), and writing
+ * its sections ~430-600 more ("tailcpu (eighteenth session)"). Null once taken, or when none.
  */
 let firstArena: typeof arena | null = null;
+/** The first arena once taken, while it is this worker's arena, and the read bytes it was laid out and touched for. */
+let touchedArena: typeof arena | null = null;
+let touchedFor = 0;
 
 /**
- * Allocate and touch the first arena (the JIT warm-up's last step, before ready): only the read
- * region is touched, so only it is resident; the sinks' room after it is reserved, as in any arena.
+ * How much of each sink's region the warm-up touches in the first arena, as a share of its read
+ * bytes: the first pages of what a long session's tail slice writes in each (on the 5M session's
+ * tail page, slices of 2.9-3.4 MB wrote body 0-20% of their bytes, gaps 13-16%, members 42-54%).
+ * Their faults came after the read's (~430-600 a worker, on the cold page's critical path); each
+ * share is resident while idle, so the shares are below what such a slice writes (issue 12's idle
+ * bound), not above: the rest of a sink's writes fault as before.
+ */
+const TOUCHED_SHARE = { body: 0.1, dt: 0.1, members: 0.4 } as const;
+
+/**
+ * Allocate and touch the first arena (the JIT warm-up's last step, before ready): its read region
+ * and the first part of the body, gaps and members sinks' regions (TOUCHED_SHARE) are touched,
+ * so only they are resident; the rest of the sinks' room is reserved, as in any arena.
  */
 export function prepareFirstArena(readBytes: number): void {
-  firstArena = null;
+  firstArena = touchedArena = null;
+  touchedFor = 0;
   if (!(readBytes > 0)) return;
   const a = Buffer.allocUnsafeSlow(arenaBytes(readBytes));
   a.fill(0, 0, readBytes);
+  const { body, dt } = arenaLayout(readBytes);
+  const touch = (at: number, share: number) => a.fill(0, at, at + Math.floor(share * readBytes));
+  touch(readBytes, TOUCHED_SHARE.body);
+  touch(readBytes + body, TOUCHED_SHARE.dt);
+  touch(readBytes + body + dt, TOUCHED_SHARE.members);
   firstArena = a;
+  touchedFor = readBytes;
 }
 
 /**
@@ -139,11 +168,13 @@ function takeFirstArena(len: number, need: number): typeof arena | null {
   const a = firstArena;
   if (a === null || len < COPY_OUT_BYTES || a.length < need) return null;
   firstArena = null;
+  touchedArena = a;
   return a;
 }
 
 /** Let go of the arena (it went out as a result, or is too large to keep): the sinks keep small buffers of their own until the next task. */
 function dropArena(): void {
+  if (arena === touchedArena) touchedArena = null;
   arena = Buffer.allocUnsafe(0);
   for (const s of Object.values(sinks)) s.release();
 }
@@ -352,7 +383,7 @@ if (started?.jitWarmUp === true) {
   // Its logs from the build's copy, which the pool read, when that checks out (warmup-logs.ts), else made there.
   await warmUpJit(decodeInArena, () => tierOf(decodeSlice), started.jitBudgetMs, tierOf, (wait) => needsBinary(started.binaryWarmUp, wait), (kind) => decodeWarmupLogs(started.warmupLogs?.[kind], LOGS_PLAN), () => optimizeOnNextCall(decodeSlice), optimizeOnNextCall);
   dropArena();
-  // Last, and after the arena above is let go: the first large slice's read region, touched (warm-up options' workerReadBytes).
+  // Last, and after the arena above is let go: the first large slice's arena, its read region and its sinks' first parts touched (warm-up options' workerReadBytes).
   prepareFirstArena(started.firstReadBytes ?? 0);
   collectGarbage();
   heapCollected();

@@ -8,13 +8,15 @@ import { fileURLToPath } from 'node:url';
 const [dist, tasksArg] = process.argv.slice(2);
 const TASKS = Number(tasksArg);
 const { warmupWork } = await import(`${dist}/workers/jit-warmup.js`);
+// The pool's own young-generation bound, so the probe's worker collects as the pool's do.
+const { WORKER_YOUNG_GENERATION_MB } = await import(`${dist}/main/worker-pool.js`);
 const work = warmupWork().flatMap((w) => w.tasks.map((t) => ({ ...t, bytes: w.bytes })));
 const pool = new Piscina({
   filename: fileURLToPath(new URL('./heap-bound-task.mjs', import.meta.url)),
   minThreads: 1,
   maxThreads: 1,
   workerData: { dist, jitWarmUp: true },
-  resourceLimits: { maxYoungGenerationSizeMb: 6 },
+  resourceLimits: { maxYoungGenerationSizeMb: WORKER_YOUNG_GENERATION_MB },
 });
 // Once the warm-up's compile of the loop has ended (heap-bound-task.mjs, settle()).
 const start = await pool.run('settle');
