@@ -32,12 +32,17 @@
 // request. --pin runs the server on CPU 1 and the generator on CPU 0 (taskset; both servers alike):
 // an extra figure where the scheduler does not share the cores between them (docs/decisions.md).
 //
+// othersCores: the CPU the rest of the machine used while the lane was measured (its busy time from
+// /proc/stat less the server's threads and the generator's lane), in cores (bench/others-cpu.mjs
+// says why; bench/peer-ab.mjs runs a lane again when it is over --max-others).
+//
 // --incremental-marking runs serve with V8's default GC (SESSION_PAGER_INCREMENTAL_MARKING=1);
 // --perf FILE records the main thread with `perf record -g` while measured (JS frames named).
 import { spawn, spawnSync } from 'node:child_process';
 import { readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { parseScriptArgs } from './args.mjs';
+import { machineBusyMs, othersCores } from './others-cpu.mjs';
 import { linkedDataDir, startPeer, startService, threadCpuSecondsOf } from './servers.mjs';
 
 const { values: a } = parseScriptArgs(import.meta.url, {
@@ -109,14 +114,21 @@ const nameOf = (t) => {
 try {
   load(a['warm-connections'], a.warm, false);
   const t0 = threads();
+  const busy0 = machineBusyMs();
+  const wall0 = performance.now();
   const perf = a.perf === undefined ? null : spawn('perf', ['record', '-F', '1999', '-g', a['perf-all'] ? '-p' : '-t', String(srv.pid), '-o', a.perf, '--', 'sleep', a.seconds], { stdio: 'ignore' });
   const r = load(a.connections, a.seconds, true);
   if (perf !== null) await new Promise((res) => perf.once('exit', res));
   const t1 = threads();
+  const busy1 = machineBusyMs();
+  const wall1 = performance.now();
   let all = 0;
   for (const k of Object.keys(t1)) all += t1[k] - (t0[k] ?? 0);
   const main = t1[srv.pid] - t0[srv.pid];
   const round = (x) => Math.round(x * 1000) / 1000;
+  // The rest of the machine's CPU over the lane (this script's own is in it too: a few ms).
+  const generatorMs = Number.isFinite(r.generatorCpuMsPerRequest) ? r.generatorCpuMsPerRequest * r.requests : 0;
+  const others = othersCores(busy1 - busy0, all + generatorMs, wall1 - wall0);
   if (a['by-thread']) {
     // Threads share one name ('node'): listed by id, busiest first (the main thread's id is the pid).
     const byThread = Object.keys(t1)
@@ -127,7 +139,7 @@ try {
     process.stdout.write(`${JSON.stringify({ cpuMsPerRequestByThread: byName })}\n`);
   }
   process.stdout.write(
-    `${JSON.stringify({ server: a.server + (a['incremental-marking'] ? ' (incremental marking)' : '') + (a.server === 'pager' && a.start === 'node' ? ' (node, no launcher)' : ''), generator: a.generator + (a.pin ? ' (pinned)' : ''), connections: Number(a.connections), acceptEncoding: a['accept-encoding'], okPerSec: round(r.okPerSec), p50: r.p50, p99: r.p99, requests: r.requests, non2xx: r.requests - (r.byStatus[200] ?? 0), mainCpuMsPerRequest: round(main / r.requests), allCpuMsPerRequest: round(all / r.requests), generatorCpuMsPerRequest: r.generatorCpuMsPerRequest, generatorSysMsPerRequest: r.generatorSysMsPerRequest, checked: r.checked ?? 0, generatorLaneMonotonicUs: r.laneMonotonicUs, peakRssMB: Math.round(srv.peakRssMB()) })}\n`,
+    `${JSON.stringify({ server: a.server + (a['incremental-marking'] ? ' (incremental marking)' : '') + (a.server === 'pager' && a.start === 'node' ? ' (node, no launcher)' : ''), generator: a.generator + (a.pin ? ' (pinned)' : ''), connections: Number(a.connections), acceptEncoding: a['accept-encoding'], okPerSec: round(r.okPerSec), p50: r.p50, p99: r.p99, requests: r.requests, non2xx: r.requests - (r.byStatus[200] ?? 0), mainCpuMsPerRequest: round(main / r.requests), allCpuMsPerRequest: round(all / r.requests), generatorCpuMsPerRequest: r.generatorCpuMsPerRequest, generatorSysMsPerRequest: r.generatorSysMsPerRequest, checked: r.checked ?? 0, generatorLaneMonotonicUs: r.laneMonotonicUs, othersCores: round(others), peakRssMB: Math.round(srv.peakRssMB()) })}\n`,
   );
 } finally {
   await srv.stop();
