@@ -4,12 +4,14 @@
 // run, interleaved, each measurement in a fresh process (peer-child.mjs).
 //
 //   node bench/peer-bench.mjs [--full] [--data DIR] [--rounds N] [--seconds S] [--no-plots] [--setup-only]
-//        [--generator lean|autocannon]
+//        [--generator lean|autocannon] [--http-warm S]
 //
 // Over HTTP the load comes from bench/lean-load.mjs (--generator lean, the default: bodies counted, not
 // decoded; identity bodies sampled and checked against the peer reader after each lane) or from
 // autocannon (bench/http-load.mjs, the load harness's client, ~0.6 ms of CPU a page on the same cores;
 // docs/decisions.md).
+//
+// Each HTTP step is measured after --http-warm seconds (default 2) of the same load, unmeasured.
 //
 // Quick mode (default, a few minutes on 2 cores) scales the workloads down;
 // --full runs the issue's sizes. Before anything is timed the peer's page
@@ -21,7 +23,7 @@ import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync, wri
 import { cpus, totalmem } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { parseScriptArgs } from './args.mjs';
+import { argError, parseScriptArgs } from './args.mjs';
 import { barChart, lineChart, runNote } from './svg-plot.mjs';
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), '..');
@@ -34,6 +36,7 @@ const { values } = parseScriptArgs(import.meta.url, {
     'no-plots': { type: 'boolean', default: false },
     'setup-only': { type: 'boolean', default: false },
     generator: { type: 'string', default: 'lean' },
+    'http-warm': { type: 'string', default: '2' },
   },
 });
 if (values.generator !== 'lean' && values.generator !== 'autocannon') throw new Error(`--generator lean|autocannon, not ${values.generator}`);
@@ -41,6 +44,11 @@ const full = values.full;
 const dataDir = values.data ?? (full ? '/tmp/sp-peer-bench-full' : '/tmp/sp-peer-bench');
 const rounds = Number(values.rounds ?? (full ? 5 : 2));
 const seconds = Number(values.seconds ?? (full ? 10 : 4));
+// Each step is measured after an unmeasured warm-up at its own connections and encoding, both servers
+// alike (as bench/peer-ab.mjs does): without it a fresh server's first steps measured its start-up,
+// not its pages (docs/benchmarks.md, the lead's quick run of the eighteenth session).
+const httpWarmSeconds = Number(values['http-warm']);
+if (!(Number.isInteger(httpWarmSeconds) && httpWarmSeconds >= 0 && httpWarmSeconds <= 60)) argError(import.meta.url, '--http-warm must be an integer in [0, 60]');
 const dist = (p) => new URL(`../dist/${p}`, import.meta.url).href;
 const log = (s) => process.stderr.write(`${s}\n`);
 
@@ -197,12 +205,14 @@ function wireBytes(url, path, enc) {
     req.end();
   });
 }
-function httpLoad(server, w, connections, enc, round) {
+function httpLoad(server, w, connections, enc, round, warm = false) {
   const lean = values.generator === 'lean';
-  const args = [join(root, lean ? 'bench/lean-load.mjs' : 'bench/http-load.mjs'), '--url', server.url, '--token', token, '--pages', w.pagesFile, '--connections', String(connections), '--seconds', String(httpSeconds), '--accept-encoding', ENCODINGS[enc], '--seed', String(1 + round)];
+  // A warm-up draws other pages (its own seeds) than the measured lanes, so none of those is in a page cache.
+  const seed = warm ? 1001 + round : 1 + round;
+  const args = [join(root, lean ? 'bench/lean-load.mjs' : 'bench/http-load.mjs'), '--url', server.url, '--token', token, '--pages', w.pagesFile, '--connections', String(connections), '--seconds', String(warm ? httpWarmSeconds : httpSeconds), '--accept-encoding', ENCODINGS[enc], '--seed', String(seed)];
   if (!w.tailOnly) args.push('--random');
   // The lean lane's identity bodies, sampled, against the peer reader's pages after the lane.
-  if (lean && enc === 'identity') args.push('--check-db', w.db);
+  if (lean && enc === 'identity' && !warm) args.push('--check-db', w.db);
   const r = spawnSync(process.execPath, args, { encoding: 'utf8', maxBuffer: 1 << 24 });
   if (r.status !== 0) throw new Error(`http-load ${server.name} ${w.name} failed: ${r.stderr}`);
   return JSON.parse(r.stdout.trim().split('\n').pop());
@@ -241,6 +251,7 @@ for (const w of workloads) {
         const [enc, c] = step.split('-');
         for (const s of r % 2 === 0 ? SERVERS : [...SERVERS].reverse()) {
           log(`http round ${r + 1}/${rounds}: ${w.name} ${s} ${step}`);
+          if (httpWarmSeconds > 0) httpLoad(servers[s], w, Number(c), enc, r, true);
           w.http[s][step].push(httpLoad(servers[s], w, Number(c), enc, r));
         }
       }
@@ -280,7 +291,7 @@ for (const w of workloads) {
 }
 // Over HTTP: 2xx/s and p99 per step, medians over the rounds (fresh random pages for the random workloads).
 const httpStat = (runs) => ({ okPerSec: med(runs.map((x) => x.okPerSec)), p99: med(runs.map((x) => (x.okPerSec > 0 ? x.p99 : NaN)).filter(Number.isFinite)), non2xx: runs.reduce((a, x) => a + Object.entries(x.byStatus).filter(([k]) => k !== '200').reduce((b, [, v]) => b + v, 0) + x.errors + x.timeouts, 0) });
-lines.push('', `Over HTTP (fresh server processes, load from a separate process (${values.generator === 'lean' ? 'bench/lean-load.mjs' : 'autocannon, bench/http-load.mjs'}), ${httpSeconds} s per step, medians of ${rounds} rounds; 2xx pages/s, p99 ms):`, '');
+lines.push('', `Over HTTP (fresh server processes, load from a separate process (${values.generator === 'lean' ? 'bench/lean-load.mjs' : 'autocannon, bench/http-load.mjs'}), ${httpSeconds} s per step after a ${httpWarmSeconds} s warm-up at its own connections, medians of ${rounds} rounds; 2xx pages/s, p99 ms):`, '');
 lines.push('| workload | server | identity 1 conn | identity 16 | browser encoding 1 | browser encoding 16 | server peak RSS MB |', '|---|---|---|---|---|---|---|');
 for (const w of workloads) {
   summary[w.name].httpStats = {};

@@ -64,6 +64,12 @@ describe('bench/ and loadtest/ scripts: --help and bad options', () => {
     expect(r.status).toBe(2);
     expect(r.stderr.trimEnd().split('\n')).toEqual(['loadtest/overload.mjs: --connections must be an integer in [1, 1024]', 'see: node loadtest/overload.mjs --help']);
   });
+
+  it("npm run bench's --http-warm is refused before any workload is built", () => {
+    const r = run('bench/peer-bench.mjs', '--http-warm', '1.5', '--data', '/nonexistent/sp-peer-bench');
+    expect(r.status).toBe(2);
+    expect(r.stderr.trimEnd().split('\n')).toEqual(['bench/peer-bench.mjs: --http-warm must be an integer in [0, 60]', 'see: node bench/peer-bench.mjs --help']);
+  });
 });
 
 describe('bench/args.mjs keyValueList (--server-env K=V,...)', () => {
