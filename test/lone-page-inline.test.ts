@@ -2,7 +2,7 @@
  * Which pages have their small slices decoded on the main thread (store.ts,
  * main/small-slice-pool.ts): a lone page, not one of several in flight, and
  * not while the server in front of the store has more than one client
- * connected (it handles each request to its end before reading the next,
+ * active (a request in flight or one lately; it handles each request to its end before reading the next,
  * so pages in flight alone would not show the clients waiting: at 256
  * connections every page went inline and the server ran on one thread).
  * The pages are the same bytes either way.
@@ -14,6 +14,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { buildServer } from '../src/main/server/index.js';
+import { CLIENT_IDLE_MS } from '../src/main/server/active-clients.js';
 import { openStore, type PagerStore } from '../src/main/store.js';
 import { seedSession } from './server-helpers.js';
 
@@ -91,7 +92,7 @@ describe('small slices decoded on the main thread', () => {
     }
   }, 120_000);
 
-  it('the server tells the store how many clients are connected', async () => {
+  it('the server tells the store how many clients are active: in flight, or idle under CLIENT_IDLE_MS', async () => {
     const app = buildServer(store, { logger: false });
     await app.listen({ port: 0, host: '127.0.0.1' });
     const { port } = app.server.address() as AddressInfo;
@@ -115,11 +116,22 @@ describe('small slices decoded on the main thread', () => {
       expect(await get(agents[0]!)).toBe(200);
       expect(await get(agents[1]!)).toBe(200);
       expect(inline()).toBe(n1);
-      // The second one gone: the lone client's pages go inline again.
+      // The second one idle past CLIENT_IDLE_MS, its connection still open (a pooled keep-alive
+      // connection): it no longer counts, and the lone client's pages go inline again.
+      await new Promise((r) => setTimeout(r, CLIENT_IDLE_MS + 100));
+      expect(Object.values(agents[1]!.freeSockets).flat().length).toBe(1);
+      expect(await get(agents[0]!)).toBe(200);
+      const n2 = inline();
+      expect(n2).toBeGreaterThan(n1);
+      // Active again: it counts again.
+      expect(await get(agents[1]!)).toBe(200);
+      expect(await get(agents[0]!)).toBe(200);
+      expect(inline()).toBe(n2);
+      // Gone: the lone client's pages go inline at once.
       agents[1]!.destroy();
       await new Promise((r) => setTimeout(r, 50));
       expect(await get(agents[0]!)).toBe(200);
-      expect(inline()).toBeGreaterThan(n1);
+      expect(inline()).toBeGreaterThan(n2);
     } finally {
       for (const a of agents) a.destroy();
       await app.close();

@@ -73,7 +73,7 @@ export interface FastPageOptions {
   /** The server is closing. */
   closing: () => boolean;
   /** Counts the request's connection as a client (server/index.ts). */
-  seen: (req: IncomingMessage) => void;
+  seen: (req: IncomingMessage, res: ServerResponse) => void;
 }
 
 /** The page facts of the request log lines (metrics.ts RequestFacts, as the route sets them). */
@@ -154,7 +154,7 @@ export function fastPager(o: FastPageOptions): (req: IncomingMessage, res: Serve
       return false;
     }
     if (admission.shedsAtOnce()) return false;
-    o.seen(req);
+    o.seen(req, res);
     serve(o, req, res, m[1] as string, params);
     return true;
   };

@@ -17,11 +17,13 @@
  * (stop accepting, end follow streams, finish in-flight pages and appends)
  * and then the store (its worker pool and writers).
  */
+import type { IncomingMessage, ServerResponse } from 'node:http';
 import { constants as zc } from 'node:zlib';
 import type { FastifyInstance, FastifyReply, FastifyRequest, FastifyServerOptions } from 'fastify';
 import { requireCjs } from './cjs.js';
 import { PagerError } from '../../core/errors.js';
 import type { Store } from '../store-types.js';
+import { ActiveClients, CLIENT_IDLE_MS } from './active-clients.js';
 import { Admission } from './admission.js';
 import { addAuth, tokenChecker } from './auth.js';
 import { registerCors } from './cors.js';
@@ -120,20 +122,19 @@ export function buildServer(store: Store, options: ServerOptions = {}): FastifyI
   (app.server as { requireHostHeader?: boolean }).requireHostHeader = false;
   app.server.on('checkExpectation', (req, res) => app.server.emit('request', req, res));
   refuseConnect(app.server);
-  // Connections that asked something and are still open, for the store: small slices are decoded on
-  // this thread only for a lone client (small-slice-pool.ts). Counted from their first request, not
-  // from 'connection': serve's server accepts connections before this app is built (early-listen.ts).
-  let connections = 0;
-  const counted = new WeakSet<object>();
-  const seen = (req: import('node:http').IncomingMessage) => {
-    const socket = req.socket;
-    if (counted.has(socket)) return;
-    counted.add(socket);
-    connections++;
-    socket.once('close', () => connections--);
+  // Active clients, for the store: small slices are decoded on this thread only for a lone client
+  // (small-slice-pool.ts). Counted from their requests, not from 'connection': serve's server
+  // accepts connections before this app is built (early-listen.ts); an idle one stops counting.
+  const clients = new ActiveClients(CLIENT_IDLE_MS);
+  function requestClosed(this: ServerResponse): void {
+    clients.ended(this.req.socket);
+  }
+  const seen = (req: IncomingMessage, res: ServerResponse) => {
+    clients.started(req.socket);
+    res.once('close', requestClosed);
   };
   app.server.on('request', seen);
-  store.setClientCount?.(() => connections);
+  store.setClientCount?.(() => clients.count());
   const routeTable = new RouteTable();
   app.addHook('onRoute', (route) => routeTable.add(route.method, route.url ?? route.path));
 
