@@ -25,7 +25,10 @@ export const TURN_AFTER_BYTES = 4 * 1024 * 1024;
 let pending = 0;
 let turns = 0;
 
-/** `bytes` of output just made whose memory only a finalizer on this thread's loop frees. */
+/**
+ * `bytes` of output just made whose memory only a finalizer on this thread's loop frees. (On the
+ * main thread, which codes pieces too, nothing reads the count: its loop turns between requests.)
+ */
 export function freedOnLoop(bytes: number): void {
   pending += bytes;
 }
