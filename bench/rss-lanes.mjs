@@ -4,7 +4,7 @@
 // bench/servers.mjs does), then bench/peer-bench.mjs's HTTP steps in its order (each after an
 // unmeasured warm-up at its own connections and encoding), on one workload of its data. While
 // each step runs, /proc/<pid>/smaps is read every --every ms; after it, the step's peak RSS
-// (VmHWM), the RSS then, the mapping split (bench/smaps.mjs) of the sample with the most RSS, and
+// (VmHWM), the RSS then, the mapping split (bench/smaps.mjs's kinds, malloc arenas apart) of the sample with the most RSS, and
 // the main thread's heap and external memory (/metrics) are printed, one JSON line a step.
 //
 //   node bench/rss-lanes.mjs [--data /tmp/sp-peer-bench] [--workload typical|many] [--checkout DIR]
