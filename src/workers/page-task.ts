@@ -27,6 +27,7 @@ import { ByteSink } from '../core/byte-sink.js';
 import { stringEnd } from '../core/json-bytes.js';
 import { collectGarbage } from './full-gc.js';
 import { collectWhenGrown, heapCollected } from './heap-bound.js';
+import { afterLoopTurn } from './loop-turn.js';
 import { optimizeOnNextCall, tierOf, type Tier } from './optimization-status.js';
 import { CODING_NONE, decodeTask, sliceTask, type BatchResult, type CompressTask, type PageCoder, type SliceBatch, type SliceFault, type SliceResult, type SliceTask } from './slice-protocol.js';
 import { codeBytes, codeSlice, pageCoder } from './slice-compress.js';
@@ -528,9 +529,17 @@ export function runBatch(b: SliceBatch): BatchResult {
   return { results };
 }
 
-/** Piscina's entry: one task or a batch; the worker's old generation is collected here when it has grown (heap-bound.ts). */
-export default function pageTask(task: SliceTask | CompressTask | SliceBatch): SliceResult | BatchResult {
+/**
+ * Piscina's entry: one task or a batch; the worker's old generation is collected here when it has
+ * grown (heap-bound.ts), and its answer waits for a turn of its event loop when the compressed
+ * output's memory waits for one (loop-turn.ts).
+ */
+export default function pageTask(task: SliceTask | CompressTask | SliceBatch): SliceResult | BatchResult | Promise<SliceResult | BatchResult> {
   collectWhenGrown();
+  return afterLoopTurn(answerOf(task));
+}
+
+function answerOf(task: SliceTask | CompressTask | SliceBatch): SliceResult | BatchResult {
   if ('batch' in task) {
     const answer = runBatch(task);
     // Every result buffer moves with the one answer, none copied.

@@ -28,6 +28,7 @@ import type { Encoder as ZstdEncoderClass } from '@toondepauw/node-zstd';
 import { constants as zc, crc32, deflateRawSync } from 'node:zlib';
 import { deflateStored, STORED_PIECE, zstdStored } from '../streams/stored-piece.js';
 import { requireCjs } from './cjs.js';
+import { freedOnLoop } from './loop-turn.js';
 import { CODING_GZIP, CODING_NONE, CODING_ZSTD, RESULT_TRAILER_BYTES, type CodedSectionHeader, type PageCoder, type SliceHeader, type SliceTask } from './slice-protocol.js';
 import { ARENA_HEADER_ROOM } from './slice-encoder.js';
 
@@ -53,7 +54,12 @@ function zstdEncoder(level: number): ZstdEncoder {
 export function codePiece(bytes: Buffer, coding: number, level: number): Buffer {
   // Short pieces (the envelope, commas, short runs) are stored: compressing them cost a context each.
   if (bytes.length < STORED_PIECE) return coding === CODING_ZSTD ? zstdStored(bytes) : coding === CODING_GZIP ? deflateStored(bytes) : unknownCoding(coding);
-  if (coding === CODING_ZSTD) return zstdEncoder(level).encodeSync(bytes);
+  if (coding === CODING_ZSTD) {
+    const coded = zstdEncoder(level).encodeSync(bytes);
+    // The binding's own memory, freed only from this thread's event loop (loop-turn.ts).
+    freedOnLoop(coded.length);
+    return coded;
+  }
   if (coding === CODING_GZIP) return deflateRawSync(bytes, { level, finishFlush: zc.Z_FULL_FLUSH });
   return unknownCoding(coding);
 }
