@@ -104,7 +104,7 @@ describe('LoopStreak', () => {
     expect(after).toEqual([false, false, false, false, false]);
   });
 
-  it('a long queue at low utilization (a wave after a quiet spell) is shed past its 64th request', () => {
+  it('a long queue at low utilization (a wave after a quiet spell) is shed past its 192nd request', () => {
     const l = fakeLoop();
     const s = l.streak(2, 6, 0.8);
     s.start();
@@ -113,16 +113,16 @@ describe('LoopStreak', () => {
       s.streak();
       l.busy(1);
     }
-    // A wave: 100 requests in one streak, 0.3 ms each (30 ms: the loop's busy share stays far under 0.8).
+    // A wave: 250 requests in one streak, 0.12 ms each (30 ms: the loop's busy share stays far under 0.8).
     l.idle(1);
     const looks: boolean[] = [];
-    for (let i = 0; i < 100; i++) {
+    for (let i = 0; i < 250; i++) {
       looks.push(s.shed());
-      l.busy(0.3);
+      l.busy(0.12);
     }
-    // Held back by the utilization guard while the queue is short, however long the streak; shed from the 64th.
-    expect(looks.slice(0, 63).some(Boolean)).toBe(false);
-    expect(looks.slice(63).every(Boolean)).toBe(true);
+    // Held back by the utilization guard while the queue is short, however long the streak; shed from the 192nd.
+    expect(looks.slice(0, 191).some(Boolean)).toBe(false);
+    expect(looks.slice(191).every(Boolean)).toBe(true);
   });
 
   it('fromMs 0 never sheds; nothing is shed before start()', () => {

@@ -9,11 +9,11 @@
  * first ~100-300 ms of every wave: all of it admitted, the last of it after
  * waiting that long in the accept queue (docs/benchmarks.md, attach19).
  * A real `serve` process is stopped (SIGSTOP: its loop counts the time as
- * idle, as a quiet spell) while 120 follows connect and send their
+ * idle, as a quiet spell) while 300 follows connect and send their
  * requests; it is then let go, and accepts them one loop iteration at a time
  * (libuv accepts one connection per iteration) in one busy streak. Before
  * the change every one was admitted (200); now the follows past the first
- * 64 of the streak are shed with 503, Retry-After and the JSON `overloaded`
+ * 192 of the streak are shed with 503, Retry-After and the JSON `overloaded`
  * error ("new follows wait too long for the event loop"), and nothing else.
  */
 import { connect, type Socket } from 'node:net';
@@ -21,7 +21,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startServerProcess, type ServerProcess } from './helpers/server-process.js';
 import { seedSession, tempStore, until, type TempStore } from './server-helpers.js';
 
-const FOLLOWS = 120;
+const FOLLOWS = 300;
 const TOKEN = 'wave-token-0123456789abcdef';
 let ts: TempStore;
 let server: ServerProcess;
