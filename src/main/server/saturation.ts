@@ -56,10 +56,10 @@ const MIN_QUEUE = 4;
 /**
  * Requests seen in a streak past which the utilization guard no longer holds the shed back: a
  * stall at low load has a few requests behind it; this many is a queue whatever the loop's
- * recent share of busy time (a wave of returning clients after a quiet spell). At 64, the burst
- * of a window's 256 clients starting within 100 ms in the attach sweep reached it and the
- * clients shed there, honouring Retry-After, cost the knee 8% of its goodput; a wave at 768
- * followers sees hundreds in a streak.
+ * recent share of busy time (a wave of returning clients after a quiet spell). Not much less: a
+ * burst of about capacity's clients starting together (256 attaching followers within 100 ms)
+ * is not overload, and a client shed there that honours Retry-After stays away a second; a wave
+ * past capacity (768 followers) has hundreds in one streak.
  */
 const LONG_QUEUE = 192;
 
