@@ -5,7 +5,8 @@
  * Unit: LoopStreak's decision on an injected clock (the loop's idle time, the
  * time, the random draw): nothing shed under `fromMs`, everything from `toMs`,
  * nothing before a few requests are seen in the streak or while the loop was
- * mostly idle, and the first requests after the loop blocked are never shed
+ * mostly idle (unless the streak has seen a long queue: a wave after a quiet
+ * spell), and the first requests after the loop blocked are never shed
  * (recovery at once).
  *
  * Real server process (loadtest/overload.mjs, attach, 16/256 windows
@@ -101,6 +102,27 @@ describe('LoopStreak', () => {
     l.busy(30); // a collection
     const after = [s.shed(), s.shed(), s.shed(), s.shed(), s.shed()];
     expect(after).toEqual([false, false, false, false, false]);
+  });
+
+  it('a long queue at low utilization (a wave after a quiet spell) is shed past its 192nd request', () => {
+    const l = fakeLoop();
+    const s = l.streak(2, 6, 0.8);
+    s.start();
+    for (let i = 0; i < 20; i++) {
+      l.idle(9);
+      s.streak();
+      l.busy(1);
+    }
+    // A wave: 250 requests in one streak, 0.12 ms each (30 ms: the loop's busy share stays far under 0.8).
+    l.idle(1);
+    const looks: boolean[] = [];
+    for (let i = 0; i < 250; i++) {
+      looks.push(s.shed());
+      l.busy(0.12);
+    }
+    // Held back by the utilization guard while the queue is short, however long the streak; shed from the 192nd.
+    expect(looks.slice(0, 191).some(Boolean)).toBe(false);
+    expect(looks.slice(191).every(Boolean)).toBe(true);
   });
 
   it('fromMs 0 never sheds; nothing is shed before start()', () => {

@@ -61,7 +61,7 @@ export interface ServerOptions {
   followShedFromMs?: number;
   /** Where every new follow is shed, ms (default 6; at least followShedFromMs). */
   followShedToMs?: number;
-  /** And only while the loop was busy at least this share of the last ~200 ms (default 0.8). */
+  /** And only while the loop was busy at least this share of the last ~200 ms, or the streak saw 192 requests (default 0.8). */
   followShedUtilization?: number;
   /** A follow shed so is answered after this, ms, times a random 0.5-1.5 (default 250). */
   followShedHoldMs?: number;

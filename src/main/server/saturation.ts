@@ -30,7 +30,12 @@
  * stops.
  *
  * A long streak at low load is a stall (a collection), not a queue: so the
- * loop must also have been busy most of the last ~200 ms (`minUtilization`).
+ * loop must also have been busy most of the last ~200 ms (`minUtilization`),
+ * unless the streak has already seen a long queue of requests (LONG_QUEUE).
+ * Clients that honour Retry-After come back in waves after quiet spells; the
+ * guard alone let the first ~100-300 ms of every wave in, the last of it
+ * after waiting that long in the kernel's accept queue (the loop accepts one
+ * connection an iteration), and then shed the rest of the wave in one block.
  *
  * The streak is wall time: a process the machine did not run inside it counts
  * as busy. A follow that waited through such a stall did wait; shedding it
@@ -48,6 +53,15 @@ const UTILIZATION_TAU_MS = 200;
  * one saves nothing (the in-process follow tests' first follows came after such a streak).
  */
 const MIN_QUEUE = 4;
+/**
+ * Requests seen in a streak past which the utilization guard no longer holds the shed back: a
+ * stall at low load has a few requests behind it; this many is a queue whatever the loop's
+ * recent share of busy time (a wave of returning clients after a quiet spell). Not much less: a
+ * burst of about capacity's clients starting together (256 attaching followers within 100 ms)
+ * is not overload, and a client shed there that honours Retry-After stays away a second; a wave
+ * past capacity (768 followers) has hundreds in one streak.
+ */
+const LONG_QUEUE = 192;
 
 export class LoopStreak {
   private lastIdle: number;
@@ -117,7 +131,7 @@ export class LoopStreak {
 
   /** Whether to shed a new follow seen now, in a streak of `s` ms (streak()'s). */
   shed(s: number = this.streak()): boolean {
-    if (!this.enabled || s < this.fromMs || this.seen < MIN_QUEUE || this.busyShare < this.minUtilization) return false;
+    if (!this.enabled || s < this.fromMs || this.seen < MIN_QUEUE || (this.busyShare < this.minUtilization && this.seen < LONG_QUEUE)) return false;
     if (s >= this.toMs) return true;
     return this.random() < (s - this.fromMs) / (this.toMs - this.fromMs);
   }
