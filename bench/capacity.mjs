@@ -47,9 +47,12 @@ const ids = readdirSync(join(values.data, 'sessions'))
 if (ids.length === 0) throw new Error(`no sessions ${values.prefix}* in ${values.data} (run bench/peer-bench.mjs first)`);
 const dir = linkedDataDir(values.data, ids, join(values.data, 'capacity'));
 
-function loadtest(url, scenario, c) {
+// seed: the step's own (both servers alike). The steps run on one server process each: a step that
+// drew an earlier step's random pages found them in the service's prepared-page cache (a page
+// built twice is admitted), hits the peer cannot have.
+function loadtest(url, scenario, c, seed) {
   return new Promise((res, rej) => {
-    const ch = spawn(process.execPath, [bin, 'loadtest', '--url', url, '--scenario', scenario, '--duration', values.duration, '--connections', String(c), '--hold', '2000', '--json'], { env: { ...process.env, SESSION_PAGER_TOKEN: token } });
+    const ch = spawn(process.execPath, [bin, 'loadtest', '--url', url, '--scenario', scenario, '--duration', values.duration, '--connections', String(c), '--hold', '2000', '--seed', String(seed), '--json'], { env: { ...process.env, SESSION_PAGER_TOKEN: token } });
     let out = '';
     let err = '';
     ch.stdout.on('data', (d) => (out += d));
@@ -66,13 +69,13 @@ const results = [];
 try {
   if (wanted.includes('pager')) servers.pager = await startService(dir, token);
   if (wanted.includes('peer')) servers.peer = await startPeer(db, token);
-  for (const s of scenarios) {
+  for (const [si, s] of scenarios.entries()) {
     for (const [k, c] of conns.entries()) {
       // The peer serves pages only: no follow, so no attach.
       const order = Object.keys(servers).filter((n) => s === 'random' || n === 'pager');
       if (k % 2 === 1) order.reverse();
       for (const n of order) {
-        const r = await loadtest(servers[n].url, s, c);
+        const r = await loadtest(servers[n].url, s, c, 1 + si * 100 + k);
         results.push({ server: n, ...r, serverPeakRssMB: servers[n].peakRssMB() });
       }
     }

@@ -191,6 +191,7 @@ for (let r = 0; r < rounds; r++) {
 // Random-page workloads get fresh random pages per request (what a prepared-
 // page cache cannot hold); tail workloads the tail page again and again.
 const { startService, startPeer, linkedDataDir } = await import(new URL('./servers.mjs', import.meta.url).href);
+const { laneSeed } = await import(new URL('./lane-seed.mjs', import.meta.url).href);
 const token = 'bench-token-0123456789';
 const ENCODINGS = { identity: 'identity', gzip: 'gzip', br: 'br', zstd: 'zstd', browser: 'gzip, deflate, br, zstd' };
 const { request } = await import('node:http');
@@ -205,10 +206,10 @@ function wireBytes(url, path, enc) {
     req.end();
   });
 }
-function httpLoad(server, w, connections, enc, round, warm = false) {
+function httpLoad(server, w, connections, enc, round, step, warm = false) {
   const lean = values.generator === 'lean';
-  // A warm-up draws other pages (its own seeds) than the measured lanes, so none of those is in a page cache.
-  const seed = warm ? 1001 + round : 1 + round;
+  // Every lane draws its own pages (a warm-up too), so no lane finds an earlier one's in a page cache.
+  const seed = laneSeed({ round, step, warm });
   const args = [join(root, lean ? 'bench/lean-load.mjs' : 'bench/http-load.mjs'), '--url', server.url, '--token', token, '--pages', w.pagesFile, '--connections', String(connections), '--seconds', String(warm ? httpWarmSeconds : httpSeconds), '--accept-encoding', ENCODINGS[enc], '--seed', String(seed)];
   if (!w.tailOnly) args.push('--random');
   // The lean lane's identity bodies, sampled, against the peer reader's pages after the lane.
@@ -247,12 +248,12 @@ for (const w of workloads) {
     }
     w.http = Object.fromEntries(SERVERS.map((s) => [s, Object.fromEntries(HTTP_STEPS.map((k) => [k, []]))]));
     for (let r = 0; r < rounds; r++) {
-      for (const step of HTTP_STEPS) {
+      for (const [k, step] of HTTP_STEPS.entries()) {
         const [enc, c] = step.split('-');
         for (const s of r % 2 === 0 ? SERVERS : [...SERVERS].reverse()) {
           log(`http round ${r + 1}/${rounds}: ${w.name} ${s} ${step}`);
-          if (httpWarmSeconds > 0) httpLoad(servers[s], w, Number(c), enc, r, true);
-          w.http[s][step].push(httpLoad(servers[s], w, Number(c), enc, r));
+          if (httpWarmSeconds > 0) httpLoad(servers[s], w, Number(c), enc, r, k, true);
+          w.http[s][step].push(httpLoad(servers[s], w, Number(c), enc, r, k));
         }
       }
     }
