@@ -118,6 +118,11 @@ export class ByteSink {
    * directly, with no string (int-digits.ts); anything else through String.
    */
   int(v: number): void {
+    // One digit (most of a row's gaps), as before: one byte.
+    if (v >= 0 && v < 10 && (v | 0) === v) {
+      this.byte(0x30 + v);
+      return;
+    }
     if (!Number.isSafeInteger(v)) {
       this.ascii(String(v));
       return;
