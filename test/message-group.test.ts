@@ -71,6 +71,19 @@ describe('messageGroup', () => {
     );
   });
 
+  it('reads arrays of plain integers of any length and spacing as JSON.parse does (read backwards up to 15 digits, forwards past that)', () => {
+    const digits = fc.oneof(fc.nat({ max: 99 }), fc.nat(), fc.maxSafeNat(), fc.constantFrom(0, 10 ** 14, 10 ** 15 - 1, 10 ** 15, 10 ** 15 + 7, 2 ** 53 - 1, 2 ** 53, 2 ** 53 + 2)).map(String);
+    const bigs = fc.constantFrom('9007199254740993', '90071992547409930', '100000000000000000000', '0');
+    const arr = fc.tuple(fc.array(fc.tuple(fc.oneof({ weight: 5, arbitrary: digits }, { weight: 1, arbitrary: bigs }), ws, ws), { maxLength: 12 }), ws).map(([xs, end]) => `[${xs.map(([d, a, b]) => `${a}${d}${b}`).join(',')}${end}]`);
+    fc.assert(
+      fc.property(fc.constantFrom('user/message', 'assistant/message'), fc.nat({ max: 2 ** 40 }), arr, fc.boolean(), ws, (type, seq, sources, last, sp) => {
+        const tail = last ? `,"surfaceOp":"append","sourceEventSeqs":${sp}${sources}${sp}}` : `,"sourceEventSeqs":${sources},${sp}"surfaceOp":"append"}`;
+        check(`{"type":"${type}","seq":${seq},"time":1,"data":{"x":[1]}${tail}`, seq);
+      }),
+      { numRuns: 3000 },
+    );
+  });
+
   it('reads the writer\'s layout of real messages (keys after the body, hundreds of chunk seqs)', () => {
     const seqs = Array.from({ length: 445 }, (_, k) => 4_564_466 + k);
     const e = { type: 'assistant/message', seq: 4_564_911, time: 1, data: { turn: 1, message: { content: [{ type: 'text', text: 'a "quoted" ] [ text' }] } }, sourceEventSeqs: seqs, surfaceOp: 'append' };

@@ -45,6 +45,30 @@ describe('scanTrustedFrame', () => {
     expect(dsh).toBeGreaterThan(20);
   });
 
+  it("reads each row's tool id and name, whatever ids came before (same lengths, other bytes, long, escaped)", () => {
+    // The reader remembers the last id and name decoded (a tool call's frames repeat them): any
+    // sequence of frames must still give each its own.
+    const ids = ['call_a', 'call_b', 'call_' + 'x'.repeat(90), 'call_' + 'y'.repeat(90), 'c\u00e9"q', 'cé', '', 'call_a1'];
+    const names = ['bash', 'base', 'read_file', 'n'.repeat(70), 'né'];
+    fc.assert(
+      fc.property(fc.array(fc.tuple(fc.nat(ids.length - 1), fc.nat(names.length - 1), fc.boolean()), { minLength: 1, maxLength: 30 }), (picks) => {
+        let seq0 = 10;
+        for (const [i, j, named] of picks) {
+          const data: Record<string, unknown> = { turn: 1, step: 2, index: 0, id: ids[i] };
+          if (named) data.name = names[j];
+          data.dt = [3];
+          data.args = ['{"a":', '1}'];
+          const line = Buffer.from(JSON.stringify({ type: 'tool-call-chunks', seq0, time0: 1000, data }));
+          const r = scanTrustedRow(line);
+          expect(r?.key.id).toBe(ids[i]);
+          expect(r?.key.name).toBe(named ? names[j] : undefined);
+          seq0 += 2;
+        }
+      }),
+      { numRuns: 300 },
+    );
+  });
+
   it('declines other layouts of the same row', () => {
     fc.assert(
       fc.property(rowsArb, (rows) => {

@@ -11,6 +11,8 @@
  * own, so a region's size only decides how fast, never what is written.
  */
 
+import { writeInt } from './int-digits.js';
+
 /** Copies shorter than this are a JS loop: cheaper than creating a view for TypedArray#set. */
 const SHORT_COPY = 48;
 
@@ -111,10 +113,23 @@ export class ByteSink {
     this.length += this.buf.write(s, this.length, 'utf8');
   }
 
-  /** A safe integer in JSON form. */
+  /**
+   * A number as `String(v)` spells it (a safe integer's JSON form): its digits written
+   * directly, with no string (int-digits.ts); anything else through String.
+   */
   int(v: number): void {
-    if (v >= 0 && v < 10) this.byte(0x30 + v);
-    else this.ascii(String(v));
+    // One digit (most of a row's gaps), as before: one byte.
+    if (v >= 0 && v < 10 && (v | 0) === v) {
+      this.byte(0x30 + v);
+      return;
+    }
+    if (!Number.isSafeInteger(v)) {
+      this.ascii(String(v));
+      return;
+    }
+    // A sign and 16 digits at most.
+    this.reserve(17);
+    this.length = writeInt(v, this.buf, this.length);
   }
 
   clear(): void {

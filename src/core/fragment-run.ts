@@ -63,6 +63,36 @@ export function packedRowHead(run: RunKey & { seq0: number; time0: number }): st
   return pre + ',"dt":[';
 }
 
+/**
+ * packedRowHead's bytes written into `body` (the worker's encoder, once per settled row): the
+ * literals and numbers as bytes, only a tool call's id and name through JSON.stringify; building
+ * the head as a string first cost its numbers' conversions, the concatenation and the UTF-8
+ * encode of the whole.
+ */
+export function writePackedRowHead(body: ByteSink, run: RunKey & { seq0: number; time0: number }): void {
+  const kind = run.kind;
+  if (kind === 'text' || kind === 'reasoning' || kind === 'tool') body.ascii(kind === 'text' ? TEXT_ROW_HEAD : kind === 'reasoning' ? REASONING_ROW_HEAD : TOOL_ROW_HEAD);
+  else body.text(`{"chunks":{"type":"${rowTypeOf(kind)}","seq0":`);
+  body.int(run.seq0);
+  body.ascii(',"time0":');
+  body.int(run.time0);
+  body.ascii(',"data":{"turn":');
+  body.int(run.turn);
+  body.ascii(',"step":');
+  body.int(run.step);
+  body.ascii(',"index":');
+  body.int(run.index);
+  if (kind === 'tool') {
+    body.text(`,"id":${JSON.stringify(run.id)}`);
+    if (run.name !== undefined) body.text(`,"name":${JSON.stringify(run.name)}`);
+  }
+  body.ascii(',"dt":[');
+}
+
+const TEXT_ROW_HEAD = `{"chunks":{"type":"${rowTypeOf('text')}","seq0":`;
+const REASONING_ROW_HEAD = `{"chunks":{"type":"${rowTypeOf('reasoning')}","seq0":`;
+const TOOL_ROW_HEAD = `{"chunks":{"type":"${rowTypeOf('tool')}","seq0":`;
+
 /** Between a packed row record's gap list and its member list. */
 export function packedRowMiddle(kind: RunKey['kind']): string {
   return kind === 'tool' ? '],"args":[' : '],"texts":[';
@@ -74,6 +104,7 @@ export const PACKED_ROW_END = ']}}}';
 export type ShortRun = RunKey & { seq0: number; time0: number; n: number };
 
 const COMMA_BYTE = 0x2c;
+const MINUS_BYTE = 0x2d;
 
 /**
  * A settled run of one or two members (fewer than MIN_PACKED_RUN) as event
@@ -96,24 +127,58 @@ export function writeShortRun(body: ByteSink, run: ShortRun, dt: ByteSink, membe
   while (second < len && m[second] !== COMMA_BYTE) second++;
   second++;
   while (second < len && isWs(m[second] as number)) second++;
-  const gap = run.n === 2 ? Number(dt.toString()) : 0;
-  const prefix = shortRunChunkPrefix(run);
+  const gap = run.n === 2 ? gapOf(dt) : 0;
+  // Literals and numbers written as bytes (see writePackedRowHead): a typical page holds dozens of these events.
   for (let k = 0; k < run.n; k++) {
     if (k > 0) body.byte(COMMA_BYTE);
-    body.ascii(`{"event":{"type":"assistant/chunk","seq":${run.seq0 + k},"time":${run.time0 + (k > 0 ? gap : 0)},"data":{"turn":${run.turn},"step":${run.step},"chunk":`);
-    body.text(prefix);
+    body.ascii('{"event":{"type":"assistant/chunk","seq":');
+    body.int(run.seq0 + k);
+    body.ascii(',"time":');
+    body.int(run.time0 + (k > 0 ? gap : 0));
+    body.ascii(',"data":{"turn":');
+    body.int(run.turn);
+    body.ascii(',"step":');
+    body.int(run.step);
+    body.ascii(',"chunk":');
+    writeChunkPrefix(body, run);
     if (k === 0) body.bytes(m, 0, firstEnd);
     else body.bytes(m, second, len);
     body.ascii('}}}}');
   }
 }
 
+/** The one gap a two-member run's `dt` holds, as `Number` reads its JSON: plain digits (the writer's) read here, anything else by Number. */
+function gapOf(dt: ByteSink): number {
+  const b = dt.buf;
+  const n = dt.length;
+  const neg = n > 0 && b[0] === MINUS_BYTE;
+  const from = neg ? 1 : 0;
+  // Up to 15 digits: exact in a double; a leading zero ("05") is left to Number, which reads it too.
+  if (n - from < 1 || n - from > 15 || (b[from] === 0x30 && n - from > 1)) return Number(dt.toString());
+  let v = 0;
+  for (let i = from; i < n; i++) {
+    const c = b[i] as number;
+    if (c < 0x30 || c > 0x39) return Number(dt.toString());
+    v = v * 10 + (c - 0x30);
+  }
+  return neg ? -v : v;
+}
+
 /** A delta chunk object up to its member value: `{"type":"…-delta","index":I,` then the member's key, as chunkEvent lays it out. */
-function shortRunChunkPrefix(run: RunKey): string {
-  if (run.kind !== 'tool') return `{"type":"${run.kind}-delta","index":${run.index},"text":`;
-  let p = `{"type":"tool-call-delta","index":${run.index},"id":${JSON.stringify(run.id)}`;
-  if (run.name !== undefined) p += `,"name":${JSON.stringify(run.name)}`;
-  return `${p},"argumentsDelta":`;
+function writeChunkPrefix(body: ByteSink, run: RunKey): void {
+  const kind = run.kind;
+  if (kind !== 'tool') {
+    if (kind === 'text' || kind === 'reasoning') body.ascii(kind === 'text' ? '{"type":"text-delta","index":' : '{"type":"reasoning-delta","index":');
+    else body.text(`{"type":"${kind}-delta","index":`);
+    body.int(run.index);
+    body.ascii(',"text":');
+    return;
+  }
+  body.ascii('{"type":"tool-call-delta","index":');
+  body.int(run.index);
+  body.text(`,"id":${JSON.stringify(run.id)}`);
+  if (run.name !== undefined) body.text(`,"name":${JSON.stringify(run.name)}`);
+  body.ascii(',"argumentsDelta":');
 }
 
 /** Comma-joined pieces into a sink. */

@@ -101,6 +101,56 @@ function numberArrayEnd(b: Uint8Array, i: number, end: number): number {
   }
 }
 
+/** Longest number digitArrayStart reads (a value below 10^15 is exact, and safe, however its digits are summed). */
+const MAX_BACK_DIGITS = 15;
+
+/**
+ * Start (its `[`) of the array whose `]` is at b[close] when it holds only
+ * integers in plain digits, none longer than MAX_BACK_DIGITS (an assistant
+ * message's chunk seqs), their least into leastOut; -1 for any other array
+ * (numberArrayEnd then reads it forwards, from the nearest `[`). The same
+ * grammar as numberArrayEnd's, read backwards in one pass: finding the `[`
+ * first (a native backward search of hundreds of digits) and then parsing
+ * forwards read every byte twice.
+ */
+function digitArrayStart(b: Uint8Array, close: number, start: number): number {
+  let least = Infinity;
+  let i = close - 1;
+  while (i >= start && isWs(b[i] as number)) i--;
+  if (i < start) return -1;
+  if (b[i] === LBRACK) {
+    leastOut = least;
+    return i;
+  }
+  for (;;) {
+    // A number ending at b[i]: its digits from the last.
+    let c = b[i] as number;
+    if (c < 0x30 || c > 0x39) return -1;
+    let v = 0;
+    let unit = 1;
+    const last = i;
+    do {
+      v += (c - 0x30) * unit;
+      unit *= 10;
+      i--;
+      c = b[i] as number;
+    } while (i >= start && c >= 0x30 && c <= 0x39);
+    if (last - i > MAX_BACK_DIGITS) return -1;
+    if (v < least) least = v;
+    // Before it: a `[`, or a comma and the number before.
+    while (i >= start && isWs(c)) c = b[--i] as number;
+    if (i < start) return -1;
+    if (c === LBRACK) {
+      leastOut = least;
+      return i;
+    }
+    if (c !== COMMA) return -1;
+    i--;
+    while (i >= start && isWs(b[i] as number)) i--;
+    if (i < start) return -1;
+  }
+}
+
 /**
  * The minimum of `g` and the non-negative safe integers of the JSON array
  * at b[i] (page-rule.ts groupStart; other elements are ignored), or UNSURE
@@ -188,13 +238,18 @@ function keysGroup(b: Uint8Array, start: number, end: number, seq: number): numb
     }
     if (surfaceFrom === SETTLED && sourcesFrom === SETTLED) break;
     // The member ending at b[i]: its value, a colon, its key. An array of plain integers is read
-    // once, forwards from the nearest '[' (sound: no quote or bracket can lie between them).
+    // once, backwards to its '[' (digitArrayStart), or forwards from the nearest '[' when its numbers
+    // are longer (sound: no quote or bracket can lie between them).
     const ve = i + 1;
     let vs = -1;
     let least = Infinity;
     if (b[i] === RBRACK) {
-      const open = lastIndexOfByte.call(b, LBRACK, i);
-      if (open >= start && numberArrayEnd(b, open, ve) === ve) {
+      let open = digitArrayStart(b, i, start);
+      if (open < 0) {
+        open = lastIndexOfByte.call(b, LBRACK, i);
+        if (!(open >= start && numberArrayEnd(b, open, ve) === ve)) open = -1;
+      }
+      if (open >= 0) {
         vs = open;
         least = leastOut;
       }

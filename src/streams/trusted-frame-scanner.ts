@@ -52,19 +52,24 @@ const ARGS_AFTER_IDS = lit(',"args":[');
  * was the largest cost of a tool-call row. Comparing the bytes is cheap.
  */
 class TokenCache {
-  private raw = new Uint8Array(0);
+  /** The token's bytes in [0, rawLength): a buffer of its own, reused (a view would keep the whole slice's bytes alive). */
+  private raw = new Uint8Array(64);
+  private rawLength = -1;
   private value = '';
 
   decode(b: Uint8Array, start: number, end: number): string {
     const n = end - start;
-    const raw = this.raw;
-    if (raw.length === n) {
+    let raw = this.raw;
+    if (this.rawLength === n) {
       let k = 0;
       while (k < n && raw[k] === b[start + k]) k++;
       if (k === n) return this.value;
     }
-    // A copy (Buffer#slice would be a view keeping the whole slice's bytes alive).
-    this.raw = Uint8Array.prototype.slice.call(b, start, end);
+    // A new token (each tool call's first frame): copied into the kept buffer by a byte loop,
+    // not sliced off (a new array each time, through the builtin's generic path).
+    if (raw.length < n) this.raw = raw = new Uint8Array(Math.max(n, 2 * raw.length));
+    for (let k = 0; k < n; k++) raw[k] = b[start + k] as number;
+    this.rawLength = n;
     this.value = decodeString(b, start, end);
     return this.value;
   }

@@ -9,7 +9,7 @@
 import { continuesRun, MIN_PACKED_RUN, packableChunk, rowKey, rowMembers, type RunKey } from '../core/chunk-codec.js';
 import { ByteSink } from '../core/byte-sink.js';
 import { keepShape } from '../core/shape-keeper.js';
-import { PACKED_ROW_END, packedRowHead, packedRowMiddle, writeShortRun } from '../core/fragment-run.js';
+import { PACKED_ROW_END, packedRowMiddle, writePackedRowHead, writeShortRun } from '../core/fragment-run.js';
 import type { ChunkRow, SessionEvent } from '../core/types.js';
 import { rowGaps, rowMemberBounds, type RawRow } from '../streams/jsonl-row-scanner.js';
 import { RESULT_TRAILER_BYTES, type FragmentRunHeader, type PageCoder, type SliceHeader } from './slice-protocol.js';
@@ -130,7 +130,7 @@ export class SliceEncoder {
     const body = this.body;
     if (body.length > 0) body.byte(COMMA);
     if (run.n >= MIN_PACKED_RUN) {
-      body.text(packedRowHead(run));
+      writePackedRowHead(body, run);
       body.sink(this.dt);
       body.ascii(packedRowMiddle(run.kind));
       body.sink(this.members);
