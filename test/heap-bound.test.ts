@@ -27,14 +27,16 @@ interface Heap {
 describe("a page worker's heap under sustained load", () => {
   it('stays within tens of MB of its start over thousands of tasks, and its decode loop stays optimized across the collections', () => {
     expect(existsSync(`${dist}/workers/page-task.js`), 'dist/ is built by `npm test` (tsc) before the tests run').toBe(true);
-    // 3,000 of the warm-up's tasks: ~70 MB of old generation without the bound (~23 KB a task with these slices).
+    // 3,000 of the warm-up's tasks at least, on until the bound has collected (heap-bound-probe.mjs): the
+    // page path's garbage a task has shrunk (numbers and record heads written as bytes: one collection
+    // of the bound in 3,000-12,000 tasks, where it was two or three in 3,000), so one collection is asked.
     const out = execFileSync(process.execPath, ['--no-incremental-marking', resolve(here, 'helpers/heap-bound-probe.mjs'), dist, '3000'], { encoding: 'utf8' });
     const r = JSON.parse(out) as { start: Heap; end: Heap; highest: number };
     // Precondition: the warm-up optimized the loop.
     expect(r.start.tier).toBe('optimized');
     // 24 MB of growth starts a collection (checked every 16 tasks); the rest is margin for the young generation.
     expect((r.highest - r.start.oldUsed) / MB).toBeLessThan(32);
-    expect(r.end.collections).toBeGreaterThanOrEqual(2);
+    expect(r.end.collections).toBeGreaterThanOrEqual(1);
     expect(r.end.tiersAfterCollection).toEqual(Array<string>(r.end.collections).fill('optimized'));
     expect(r.end.tier).toBe('optimized');
   }, 180_000);
