@@ -17,8 +17,9 @@
 // --data/--db default to bench/peer-bench.mjs's quick workload (run it once first).
 // Each step also gives the CPU the server used over it (all its threads) and the load generator's
 // (the loadtest process, its whole life: start, load, the pages after it), both in cores over the
-// step and the generator's ms a request: the two share the machine's cores, so a step's goodput
-// moves with what the generator takes (at 64 connections autocannon's GC once took 0.2 of a core
+// step and the generator's ms a request, and the rest of the machine's (others' cores, from
+// /proc/stat): they share the machine's cores, so a step's goodput moves with what the generator
+// and the others take (at 64 connections autocannon's GC once took 0.2 of a core
 // more than at 16; docs/benchmarks.md, cap20). --loadtest-root runs another built checkout's
 // `session-pager loadtest` against this checkout's server (an A/B of the generator alone);
 // --no-write prints the table without writing docs/bench-capacity.*.
@@ -27,6 +28,7 @@ import { readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseScriptArgs } from './args.mjs';
+import { machineBusyMs } from './others-cpu.mjs';
 import { cpuSecondsOf, linkedDataDir, startPeer, startService } from './servers.mjs';
 import { lineChart, runNote } from './svg-plot.mjs';
 
@@ -94,9 +96,12 @@ try {
       for (const n of order) {
         const server0 = cpuSecondsOf(servers[n].pid);
         const gen0 = endedChildrenCpuSeconds();
+        const busy0 = machineBusyMs();
         const r = await loadtest(servers[n].url, s, c, 1 + si * 100 + k);
         // The loadtest has exited and been waited for (its exit event): its CPU is in this process's children's.
         const cpu = { serverS: cpuSecondsOf(servers[n].pid) - server0, loadtestS: endedChildrenCpuSeconds() - gen0 };
+        // The rest of the machine: its busy time less those two (this script's own and the idle other server's are in it).
+        cpu.othersS = Math.max(0, (machineBusyMs() - busy0) / 1000 - cpu.serverS - cpu.loadtestS);
         results.push({ server: n, ...r, serverPeakRssMB: servers[n].peakRssMB(), cpu });
       }
     }
@@ -108,11 +113,11 @@ try {
 
 const f = (x) => (Number.isFinite(x) ? (x >= 100 ? Math.round(x) : x.toFixed(1)) : '–');
 const name = (n) => (n === 'pager' ? 'session-pager' : 'SQLite peer');
-const lines = ['| server | scenario | connections | req/s | 2xx/s | 503 share | other errors | p50 ms | p99 ms (2xx) | p99.9 ms (2xx) | server RSS peak MB (metrics / VmHWM so far) | pages after load ms | server cores | loadtest cores | loadtest ms a request |', '|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|'];
+const lines = ['| server | scenario | connections | req/s | 2xx/s | 503 share | other errors | p50 ms | p99 ms (2xx) | p99.9 ms (2xx) | server RSS peak MB (metrics / VmHWM so far) | pages after load ms | server cores | loadtest cores | others cores | loadtest ms a request |', '|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|'];
 for (const r of results) {
   const shed = r.errorsByCode.overloaded ?? 0;
   const other = Object.entries(r.errorsByCode).filter(([k]) => k !== 'overloaded').map(([k, v]) => `${k} ${v}`).join(', ') || '0';
-  lines.push(`| ${name(r.server)} | ${r.scenario} | ${r.connections} | ${f(r.requestsPerSec)} | ${f(r.goodputPerSec)} | ${((100 * shed) / Math.max(1, r.requests)).toFixed(1)}% | ${other} | ${f(r.latencyMs.p50)} | ${f(r.okLatencyMs.p99)} | ${f(r.okLatencyMs.p999)} | ${r.serverRssMb.peak} / ${f(r.serverPeakRssMB)} | ${r.afterLoad.pagesMs.map(f).join(', ')} | ${(r.cpu.serverS / r.durationS).toFixed(2)} | ${(r.cpu.loadtestS / r.durationS).toFixed(2)} | ${((1000 * r.cpu.loadtestS) / Math.max(1, r.requests)).toFixed(2)} |`);
+  lines.push(`| ${name(r.server)} | ${r.scenario} | ${r.connections} | ${f(r.requestsPerSec)} | ${f(r.goodputPerSec)} | ${((100 * shed) / Math.max(1, r.requests)).toFixed(1)}% | ${other} | ${f(r.latencyMs.p50)} | ${f(r.okLatencyMs.p99)} | ${f(r.okLatencyMs.p999)} | ${r.serverRssMb.peak} / ${f(r.serverPeakRssMB)} | ${r.afterLoad.pagesMs.map(f).join(', ')} | ${(r.cpu.serverS / r.durationS).toFixed(2)} | ${(r.cpu.loadtestS / r.durationS).toFixed(2)} | ${(r.cpu.othersS / r.durationS).toFixed(2)} | ${((1000 * r.cpu.loadtestS) / Math.max(1, r.requests)).toFixed(2)} |`);
 }
 process.stdout.write(lines.join('\n') + '\n');
 if (!values['no-write']) {
