@@ -19,8 +19,7 @@
 // (the loadtest process, its whole life: start, load, the pages after it), both in cores over the
 // step and the generator's ms a request, and the rest of the machine's (others' cores, from
 // /proc/stat): they share the machine's cores, so a step's goodput moves with what the generator
-// and the others take (at 64 connections autocannon's GC once took 0.2 of a core
-// more than at 16; docs/benchmarks.md, cap20). --loadtest-root runs another built checkout's
+// and the others take (docs/decisions.md, cap20). --loadtest-root runs another built checkout's
 // `session-pager loadtest` against this checkout's server (an A/B of the generator alone);
 // --no-write prints the table without writing docs/bench-capacity.*.
 import { spawn } from 'node:child_process';

@@ -177,10 +177,10 @@ interface AnswerQueue {
  * and keep the others' bodies as the Buffers they came in, uncounted by the JS heap.
  *
  * autocannon 9 appends every body chunk to a string (`req.body += chunk`, a UTF-8 decode each)
- * whether anything reads it or not. At 64 connections of ~170 KB pages that kept ~64 half-built
- * strings alive across every scavenge of a 16 MB young generation: the load generator's GC took
- * 35% of its time (7% at 16 connections) and its CPU a request grew 0.31 -> 0.52-0.57 ms, taken
- * from the server it measures on the same cores (docs/benchmarks.md, cap20).
+ * whether anything reads it or not. With many connections of large pages, as many half-built
+ * strings outlive each scavenge of the young generation, so the generator's GC, and its CPU a
+ * request, grew with the connections, taken from the server it measures when both share the
+ * machine's cores: the harness read a loss of goodput that was its own (docs/decisions.md, cap20).
  */
 function decodeOnlyRead(client: { pipelinedRequests?: AnswerQueue }, read: (status: number) => boolean): void {
   const q = client.pipelinedRequests;
