@@ -9,6 +9,8 @@ declare module 'autocannon' {
       headers?: Record<string, string>;
       timeout?: number;
       requests?: Record<string, unknown>[];
+      /** Called with each client as it is made (autocannon's own object). */
+      setupClient?: (client: never) => void;
     }
     interface Instance extends EventEmitter, PromiseLike<unknown> {
       stop(): void;

@@ -156,18 +156,67 @@ export async function writerLoop(c: LoopContext, id: string, batch: number, inte
   }
 }
 
+/** The 2xx answers of the random scenario read and checked by the client library: one in this many. */
+export const CHECK_ONE_IN = 20;
+
+/** What randomPages' text hook reads of autocannon 9's pipelined-requests queue (httpClient.js). */
+interface PendingAnswer {
+  body: string;
+  headers: { statusCode?: number };
+  /** The answer's body as it came, undecoded (this hook's). */
+  chunks?: Buffer[];
+}
+interface AnswerQueue {
+  peek(): PendingAnswer | undefined;
+  addBody(data: Buffer): void;
+  terminateRequest(): PendingAnswer | undefined;
+}
+
+/**
+ * Makes an autocannon client turn into text only the answers `read` asks for (given the status),
+ * and keep the others' bodies as the Buffers they came in, uncounted by the JS heap.
+ *
+ * autocannon 9 appends every body chunk to a string (`req.body += chunk`, a UTF-8 decode each)
+ * whether anything reads it or not. With many connections of large pages, as many half-built
+ * strings outlive each scavenge of the young generation, so the generator's GC, and its CPU a
+ * request, grew with the connections, taken from the server it measures when both share the
+ * machine's cores: the harness read a loss of goodput that was its own (docs/decisions.md, cap20).
+ */
+function decodeOnlyRead(client: { pipelinedRequests?: AnswerQueue }, read: (status: number) => boolean): void {
+  const q = client.pipelinedRequests;
+  if (q === undefined || typeof q.addBody !== 'function' || typeof q.terminateRequest !== 'function') throw new Error('autocannon: no pipelined-requests queue to hook (a version other than 9?)');
+  const terminate = q.terminateRequest;
+  q.addBody = function addBody(this: AnswerQueue, data: Buffer) {
+    const a = this.peek();
+    if (a !== undefined) (a.chunks ??= []).push(data);
+  };
+  q.terminateRequest = function terminateRequest(this: AnswerQueue) {
+    const a = terminate.call(this);
+    if (a?.chunks !== undefined) {
+      if (read(a.headers.statusCode ?? 0)) a.body = Buffer.concat(a.chunks).toString('utf8');
+      a.chunks = undefined;
+    }
+    return a;
+  };
+}
+
 /**
  * Random 50-message pages over many sessions (autocannon): each request a
  * random session and a random `beforeSeq`, pinned at the session's last seq.
+ * Every error answer's body is read (its code); of the 2xx, one in CHECK_ONE_IN is checked.
  */
 export function randomPages(c: LoopContext, o: { url: string; headers: Record<string, string>; connections: number; durationS: number; targets: readonly Target[] }): Promise<unknown> {
   let n = 0;
+  // Whether the answer autocannon hands to onResponse next was decoded (decided as it ends, by its status).
+  let checkNext = false;
+  const read = (status: number) => (checkNext = status >= 300 || n++ % CHECK_ONE_IN === 0);
   const inst = autocannon({
     url: o.url,
     connections: o.connections,
     duration: o.durationS,
     headers: o.headers,
     timeout: 30,
+    setupClient: (client: { pipelinedRequests?: AnswerQueue }) => decodeOnlyRead(client, read),
     requests: [
       {
         setupRequest: (req: Record<string, unknown>, context: Record<string, unknown>) => {
@@ -188,7 +237,7 @@ export function randomPages(c: LoopContext, o: { url: string; headers: Record<st
               // not a SPEC error body: keep the status
             }
             c.rec.error(code);
-          } else if (n++ % 20 === 0) {
+          } else if (checkNext) {
             try {
               checkPage(JSON.parse(body), { sessionId: context.id as string, throughSeq: context.through as number, beforeSeq: context.before as number });
             } catch (err) {
