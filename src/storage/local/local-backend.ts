@@ -265,6 +265,9 @@ function sessionsFolderAt(root: string): string | null {
   }
 }
 
+/** Keys whose paths a backend keeps at most (LocalBackend.path). */
+const PATHS_KEPT = 4096;
+
 export class LocalBackend implements StorageBackend {
   readonly kind = 'local';
   readonly workerSource: WorkerSource | null;
@@ -282,8 +285,25 @@ export class LocalBackend implements StorageBackend {
     this.workerSource = this.root === null ? null : { scheme: 'file', logs: this.path(SESSIONS) };
   }
 
+  /**
+   * Each key's file, made once: a page request stats its session's three files by key, and
+   * `join`'s normalization of the same strings was ~0.5-1% of the main thread's CPU at 16
+   * connections. Bounded (keys name sessions, which come from clients): cleared when full.
+   */
+  private readonly paths = new Map<string, string>();
+
   /** The file behind a key. */
   path(key: string): string {
+    let p = this.paths.get(key);
+    if (p === undefined) {
+      if (this.paths.size >= PATHS_KEPT) this.paths.clear();
+      p = this.pathOf(key);
+      this.paths.set(key, p);
+    }
+    return p;
+  }
+
+  private pathOf(key: string): string {
     if (this.root === null) return key;
     if (this.sessionsRoot !== null && key.startsWith(SESSIONS) && (key.length === SESSIONS.length || key[SESSIONS.length] === '/')) {
       return join(this.sessionsRoot, key.slice(SESSIONS.length));
