@@ -29,7 +29,7 @@ import { assemblePage, assemblePieces, pageHead, parseSlice, type ParsedSlice } 
 import { PageCache } from '../page-cache.js';
 import { DecodeBudget } from './decode-budget.js';
 import { KeptReaders } from './kept-readers.js';
-import type { PageBuffer, PageVersion } from '../store-types.js';
+import type { PageBuffer, PageSignal, PageVersion } from '../store-types.js';
 import { runCompress, runSlice, type PagePool } from '../worker-pool.js';
 import { PieceWriter } from '../../core/fragment-run.js';
 import { BodyPool } from './body-pool.js';
@@ -464,7 +464,7 @@ export class PageService {
   }
 
   /** The page as asked: `coding` adds its body in that coding (`encoded`), from the cache when it holds that form. */
-  async pageBuffer(id: string, params: PageParams = {}, signal?: AbortSignal, coding?: OutputCoding, version?: PageVersion): Promise<PageBuffer> {
+  async pageBuffer(id: string, params: PageParams = {}, signal?: PageSignal, coding?: OutputCoding, version?: PageVersion): Promise<PageBuffer> {
     this.inFlight++;
     try {
       return await this.buildPage(id, params, signal, coding, version);
@@ -473,7 +473,7 @@ export class PageService {
     }
   }
 
-  private async buildPage(id: string, params: PageParams, signal: AbortSignal | undefined, coding: OutputCoding | undefined, version: PageVersion | undefined): Promise<PageBuffer> {
+  private async buildPage(id: string, params: PageParams, signal: PageSignal | undefined, coding: OutputCoding | undefined, version: PageVersion | undefined): Promise<PageBuffer> {
     // A store whose reads are round trips fetches the page's index records ahead, beside the view's reads.
     const hint = this.storage.pageHint?.(id, params).catch(() => null);
     const view = await this.views.pageView(id, params.throughSeq, version);
