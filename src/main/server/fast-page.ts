@@ -176,10 +176,13 @@ export function fastPager(o: FastPageOptions): (req: IncomingMessage, res: Serve
  * long as an object that has them. Between requests none was left, and a full collection freed
  * them and discarded the code that checks for them ("weak objects" in --trace-deopt: answerPage
  * and node's header writing, which check the response; `build`, which hands the response to the
- * page's answer). What stays alive is one finished response and its request. (The request's abort
- * is a RequestAbort, a class of ours: its hidden class lives with this code.)
+ * page's answer, and the page build, which checks the request's abort). What stays alive is one
+ * finished response, its request and the last request's abort (a RequestAbort: its field is added
+ * by its constructor, and the class it passes to is held only by an instance; without one,
+ * buildPage was discarded at full collections, test/optimized-code.test.ts).
  */
 let lastResponse: ServerResponse | null = null;
+let lastAbort: RequestAbort | null = null;
 
 function serve(o: FastPageOptions, req: IncomingMessage, res: ServerResponse, id: string, params: PageParams): void {
   const { metrics, admission } = o;
@@ -193,6 +196,7 @@ function serve(o: FastPageOptions, req: IncomingMessage, res: ServerResponse, id
   // An AbortSignal is made only if something listens or it aborts (request-abort.ts).
   const ac = new RequestAbort();
   lastResponse = res;
+  lastAbort = ac;
   let timer: NodeJS.Timeout | undefined;
   if (o.pageTimeoutMs > 0) {
     timer = setTimeout(() => {
