@@ -10,6 +10,7 @@ import type { EntryLine } from '../src/core/types.js';
 import type { FrameSpan } from '../src/core/page-planner.js';
 import type { PagePool } from '../src/main/page-pool.js';
 import { SmallSlicePool } from '../src/main/small-slice-pool.js';
+import { runSlice } from '../src/main/worker-pool.js';
 import { heldRecords } from '../src/main/store/page-service.js';
 import { CRC_RECORD_BYTES } from '../src/streams/frame-crc-file.js';
 import { META_RECORD_BYTES } from '../src/streams/frame-meta-file.js';
@@ -100,6 +101,60 @@ describe('a lone page\'s records from held projection files', () => {
     expect(sent.transferList).toEqual([crcs?.buffer]);
     expect(sent.transferList).not.toContain(crcFile.buffer);
     expect(sent.transferList).not.toContain(metaFile.buffer);
+  });
+});
+
+/** `bytes` copied into shared memory, as the kept readers hold files (kept-readers.ts). */
+function sharedCopy(bytes: Buffer): Buffer {
+  const b = Buffer.from(new SharedArrayBuffer(bytes.length));
+  bytes.copy(b);
+  return b;
+}
+
+describe('a one-slice page\'s records for a worker, from held projection files', () => {
+  it('are views of held bytes only in shared memory, and go to the worker as they are: not copied, not moved', async () => {
+    // Held in unshared memory: not taken for a worker (posted, a view would take its whole file along).
+    const plain = task();
+    expect(heldRecords(plain, reader(crcFile, true), reader(metaFile, true), 5, span, true)).toBe(false);
+    expect(plain.crcs).toBeUndefined();
+    expect(plain.meta).toBeUndefined();
+    const crcShared = sharedCopy(crcFile);
+    const metaShared = sharedCopy(metaFile);
+    const t = task();
+    expect(heldRecords(t, reader(crcShared, true), reader(metaShared, true), 5, span, true)).toBe(true);
+    expect(t.crcs?.buffer).toBe(crcShared.buffer);
+    expect(t.meta?.buffer).toBe(metaShared.buffer);
+    expect(Buffer.from(t.crcs as Uint8Array).equals(crcFile.subarray(4 * CRC_RECORD_BYTES, 10 * CRC_RECORD_BYTES))).toBe(true);
+    expect(Buffer.from(t.meta as Uint8Array).equals(metaFile.subarray(4 * META_RECORD_BYTES, 10 * META_RECORD_BYTES))).toBe(true);
+    // Checksums held in shared memory but the metadata not: the checksums alone.
+    const half = task();
+    expect(heldRecords(half, reader(crcShared, true), reader(metaFile, true), 5, span, true)).toBe(true);
+    expect(half.meta).toBeUndefined();
+    // Through the pool: the same views, and nothing in the transfer list (shared memory is not moved).
+    const seen: { task: SliceTask; transferList: ArrayBuffer[] }[] = [];
+    const inner: PagePool = {
+      options: { maxThreads: 2, maxQueue: 64 },
+      queueSize: 0,
+      utilization: 0,
+      completed: 0,
+      threads: [],
+      run: async (x, opts) => {
+        seen.push({ task: x as SliceTask, transferList: opts.transferList ?? [] });
+        return new ArrayBuffer(0);
+      },
+      close: async () => undefined,
+    };
+    await new SmallSlicePool(inner, 1 << 20).run(t, {});
+    const sent = seen[0] as { task: SliceTask; transferList: ArrayBuffer[] };
+    expect(sent.task.crcs).toBe(t.crcs);
+    expect(sent.task.meta).toBe(t.meta);
+    expect(sent.transferList).toEqual([]);
+    // runSlice moves no shared memory either, even a view of a whole held file.
+    const whole = task();
+    whole.crcs = new Uint8Array(crcShared.buffer, 0, crcShared.length);
+    seen.length = 0;
+    await runSlice(inner, whole);
+    expect((seen[0] as { transferList: ArrayBuffer[] }).transferList).toEqual([]);
   });
 });
 

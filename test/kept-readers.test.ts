@@ -182,6 +182,8 @@ describe('kept projection readers: small files held whole once used again', () =
       // The same bytes as a view of the held ones (heldView: the frame index's blocks).
       expect(r.heldView?.(pos, len)?.equals(bytes.subarray(Math.min(pos, bytes.length), Math.min(bytes.length, pos + len)))).toBe(true);
     }
+    // In shared memory: a page's records go to its worker as views of it (page-service.ts heldRecords).
+    expect(r.heldView?.(0, 8)?.buffer).toBeInstanceOf(SharedArrayBuffer);
     await r.close();
     expect(reads()).toBe(before + 1);
     kept.closeAll();

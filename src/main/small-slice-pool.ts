@@ -182,7 +182,8 @@ function ownRecords(task: SliceTask, opts: { transferList?: ArrayBuffer[] }): { 
   const { crcs, meta } = task;
   // Already its own: one whole buffer, or the checksums and the metadata filling one (runSlice moves those).
   const paired = meta !== undefined && meta.buffer === crcs?.buffer && crcs.byteOffset === 0 && meta.byteOffset === crcs.byteLength && meta.byteOffset + meta.byteLength === meta.buffer.byteLength;
-  if (crcs === undefined || whole(crcs) || paired) return opts;
+  // Views of shared memory go as they are (page-service.ts heldRecords); the meta view is of the same kind then.
+  if (crcs === undefined || whole(crcs) || paired || (crcs.buffer instanceof SharedArrayBuffer && (meta === undefined || meta.buffer instanceof SharedArrayBuffer))) return opts;
   const both = copyRecordsInto(task, crcs, meta);
   return { ...opts, transferList: [...(opts.transferList ?? []), both] };
 }

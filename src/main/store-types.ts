@@ -105,6 +105,20 @@ export interface PageVersion {
 
 export type FollowListener = (events: readonly SessionEvent[]) => void;
 
+/**
+ * What a page build reads of its caller's abort signal (an AbortSignal is one): whether it has
+ * aborted and why, and a listener while the page waits for room (decode-budget.ts). The HTTP
+ * page path passes a RequestAbort (server/request-abort.ts), which makes an AbortSignal only
+ * when something listens or the request is aborted.
+ */
+export interface PageSignal {
+  readonly aborted: boolean;
+  readonly reason: unknown;
+  throwIfAborted(): void;
+  addEventListener(type: 'abort', listener: () => void, options?: { once?: boolean }): void;
+  removeEventListener(type: 'abort', listener: () => void): void;
+}
+
 export interface Store {
   readonly dataDir: string;
   /** Catalog from metadata sidecars; never fails for one bad session. */
@@ -126,7 +140,7 @@ export interface Store {
    * the session (one look at its objects per request, and the page is the one
    * that version names).
    */
-  pageBuffer(id: string, params?: PageParams, signal?: AbortSignal, coding?: OutputCoding, version?: PageVersion): Promise<PageBuffer>;
+  pageBuffer(id: string, params?: PageParams, signal?: PageSignal, coding?: OutputCoding, version?: PageVersion): Promise<PageBuffer>;
   /**
    * `body` compressed in `coding` as a page is (gzip and zstd on the page
    * workers in parallel, brotli in one piece): for the routes whose bodies no

@@ -18,7 +18,7 @@ import { PagerError } from '../core/errors.js';
 import type { PagePlan } from '../core/page-planner.js';
 import type { Page, PageParams, SessionEvent, SessionHeaderInit } from '../core/types.js';
 import type { AppendResult } from './session-writer.js';
-import type { CatalogEntry, FollowListener, PageBuffer, PageVersion, Store, StoreStats } from './store-types.js';
+import type { CatalogEntry, FollowListener, PageBuffer, PageSignal, PageVersion, Store, StoreStats } from './store-types.js';
 import { DEFAULT_IN_PLACE_BYTES, DEFAULT_INLINE_SLICE_BYTES, DEFAULT_DECODE_BUDGET_BYTES, DEFAULT_WARM_BODY_BYTES, DEFAULT_PAGE_CACHE_BYTES, DEFAULT_SPLIT_COST, DEFAULT_WRITER_IDLE_MS, type StoreOptions } from './store/options.js';
 import { PageService } from './store/page-service.js';
 import { SessionViews, type SessionView } from './store/session-views.js';
@@ -178,7 +178,7 @@ export class PagerStore implements Store {
     return this.pages.plan(id, params);
   }
 
-  async pageBuffer(id: string, params: PageParams = {}, signal?: AbortSignal, coding?: OutputCoding, version?: PageVersion): Promise<PageBuffer> {
+  async pageBuffer(id: string, params: PageParams = {}, signal?: PageSignal, coding?: OutputCoding, version?: PageVersion): Promise<PageBuffer> {
     this.assertOpen();
     return this.pages.pageBuffer(id, params, signal, coding, version);
   }

@@ -188,11 +188,12 @@ export async function runSlice(pool: PagePool, task: SliceTask, wholePage = fals
   // not used again: a retried page builds new tasks).
   const transferList: ArrayBuffer[] = [];
   if (task.arena !== undefined) transferList.push(task.arena);
-  const own = (r: Uint8Array | undefined): r is Uint8Array => r !== undefined && r.byteOffset === 0 && r.byteLength === r.buffer.byteLength;
+  // Views of shared memory (held records: page-service.ts heldRecords) are posted as they are, never moved.
+  const own = (r: Uint8Array | undefined): r is Uint8Array => r !== undefined && r.byteOffset === 0 && r.byteLength === r.buffer.byteLength && !(r.buffer instanceof SharedArrayBuffer);
   const { crcs, meta } = task;
   // The checksum and row-metadata records in one copy of their own (page-service.ts withChecksums):
   // the checksums first, the metadata right after them to the buffer's end. Moved once.
-  const paired = crcs !== undefined && meta !== undefined && meta.buffer === crcs.buffer && crcs.byteOffset === 0 && meta.byteOffset === crcs.byteLength && meta.byteOffset + meta.byteLength === meta.buffer.byteLength;
+  const paired = crcs !== undefined && meta !== undefined && meta.buffer === crcs.buffer && crcs.byteOffset === 0 && meta.byteOffset === crcs.byteLength && meta.byteOffset + meta.byteLength === meta.buffer.byteLength && !(crcs.buffer instanceof SharedArrayBuffer);
   if (paired) transferList.push(crcs.buffer as ArrayBuffer);
   for (const r of paired ? [task.bytes] : [crcs, meta, task.bytes]) if (own(r)) transferList.push(r.buffer as ArrayBuffer);
   try {

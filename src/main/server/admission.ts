@@ -31,6 +31,7 @@
  *   slot given back before any work was done records no in-flight time (a
  *   ~0 ms sample would lower the bound and shed the next burst early).
  */
+import { AdmittedTimes } from './admitted-times.js';
 import { PagerError } from '../../core/errors.js';
 
 export interface AdmissionOptions {
@@ -84,9 +85,8 @@ export class Admission {
   /** Of `shed`, those that waited out the queue's time bound (the rest were shed at once). */
   shedWaited = 0;
 
-  /** When each request in flight was admitted, oldest first (a Map keeps insertion order). */
-  private readonly started = new Map<number, number>();
-  private nextKey = 0;
+  /** When each request in flight was admitted, oldest first. */
+  private readonly started = new AdmittedTimes();
   /** No page timed yet: the smoothed time is a guess, not a measurement. */
   private timed = false;
 
@@ -140,8 +140,8 @@ export class Admission {
    * judged by when it is reached.
    */
   get liveBoundMs(): number {
-    const oldest = this.started.values().next();
-    const age = oldest.done === true ? 0 : performance.now() - oldest.value;
+    const oldest = this.started.oldest();
+    const age = oldest === undefined ? 0 : performance.now() - oldest;
     if (!this.timed && age === 0) return this.o.maxQueueMs;
     return Math.min(this.o.maxQueueMs, Math.max(this.boundMs, this.o.queueFactor * age));
   }
@@ -269,15 +269,14 @@ export class Admission {
     this.inFlight++;
     this.admitted++;
     const t0 = performance.now();
-    const key = this.nextKey++;
-    this.started.set(key, t0);
+    const key = this.started.add(t0);
     let released = false;
     return (unused = false) => {
       if (released) return;
       released = true;
       this.account();
       this.inFlight--;
-      this.started.delete(key);
+      this.started.release(key);
       if (unused) {
         this.next();
         return;

@@ -26,6 +26,7 @@
  * framework as before, which answers it as it always has.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { Socket } from 'node:net';
 import { PagerError } from '../../core/errors.js';
 import { MAX_MAX_MESSAGES } from '../../core/page-rule.js';
 import type { PageParams } from '../../core/types.js';
@@ -36,6 +37,7 @@ import type { ServerMetrics } from './metrics.js';
 import { checkLoop, checkPool, type OverloadPolicy, type ShedPacer } from './overload.js';
 import { answerPage, PAGE_ROUTE, type PageAnswerContext } from './page-answer.js';
 import { IMMUTABLE, REVALIDATE } from './page-caching.js';
+import { RequestAbort } from './request-abort.js';
 import { genReqId, REQUEST_ID_HEADER } from './request-id.js';
 import { SESSION_ID_PATTERN } from './schemas.js';
 
@@ -72,14 +74,23 @@ export interface FastPageOptions {
   ready: () => boolean;
   /** The server is closing. */
   closing: () => boolean;
-  /** Counts the request's connection as a client (server/index.ts). */
-  seen: (req: IncomingMessage, res: ServerResponse) => void;
+  /**
+   * Counts the request's connection as a client while the request is open (server/index.ts's
+   * ActiveClients): `started` as it is taken, `ended` as its response closes.
+   */
+  clients: { started: (socket: Socket) => void; ended: (socket: Socket) => void };
 }
 
-/** The page facts of the request log lines (metrics.ts RequestFacts, as the route sets them). */
+/**
+ * The page facts of the request log lines (metrics.ts RequestFacts, as the route sets them), and
+ * the built body's release, called as the response closes (PageAsk.bodyHolder): the one 'close'
+ * listener of the request does all its closing work (three listeners a response made node's
+ * emitter copy its listener array and call two more wrappers a request).
+ */
 interface LogFacts {
   sessionId: string | undefined;
   page: { fromSeq: number; toSeq: number; events: number; bytes: number; frames: number } | undefined;
+  releaseBody: (() => void) | undefined;
 }
 
 /** The page path; the id as the route's schema takes it (schemas.ts), the query after `?`. */
@@ -154,36 +165,38 @@ export function fastPager(o: FastPageOptions): (req: IncomingMessage, res: Serve
       return false;
     }
     if (admission.shedsAtOnce()) return false;
-    o.seen(req, res);
     serve(o, req, res, m[1] as string, params);
     return true;
   };
 }
 
 /**
- * The last response this route answered (and through it its request) and the last request's
- * AbortController (with its signal), kept alive until the next request: node adds their fields as
- * it goes, and the hidden classes they pass through live only as long as an object that has them.
- * Between requests none was left, and a full collection freed them and discarded the code that
- * checks for them ("weak objects" in --trace-deopt: answerPage and node's header writing, which
- * check the response; `build`, which hands the response and the signal to the page's answer, at
- * fewer collections, though not at none: it checks more that dies between requests). What stays
- * alive is one finished response, its request and a controller.
+ * The last response this route answered (and through it its request), kept alive until the next
+ * request: node adds its fields as it goes, and the hidden classes they pass through live only as
+ * long as an object that has them. Between requests none was left, and a full collection freed
+ * them and discarded the code that checks for them ("weak objects" in --trace-deopt: answerPage
+ * and node's header writing, which check the response; `build`, which hands the response to the
+ * page's answer, and the page build, which checks the request's abort). What stays alive is one
+ * finished response, its request and the last request's abort (a RequestAbort: its field is added
+ * by its constructor, and the class it passes to is held only by an instance; without one,
+ * buildPage was discarded at full collections, test/optimized-code.test.ts).
  */
 let lastResponse: ServerResponse | null = null;
-let lastController: AbortController | null = null;
+let lastAbort: RequestAbort | null = null;
 
 function serve(o: FastPageOptions, req: IncomingMessage, res: ServerResponse, id: string, params: PageParams): void {
   const { metrics, admission } = o;
   const t0 = performance.now();
   const socket = req.socket;
+  o.clients.started(socket);
   const bytes0 = socket?.bytesWritten ?? 0;
   let release: Release | null = null;
   const reqId = genReqId(req);
-  // The request's signal: a client that leaves, or the handler timeout, drops its queued work.
-  const ac = new AbortController();
+  // The request's abort: a client that leaves, or the handler timeout, drops its queued work.
+  // An AbortSignal is made only if something listens or it aborts (request-abort.ts).
+  const ac = new RequestAbort();
   lastResponse = res;
-  lastController = ac;
+  lastAbort = ac;
   let timer: NodeJS.Timeout | undefined;
   if (o.pageTimeoutMs > 0) {
     timer = setTimeout(() => {
@@ -194,28 +207,33 @@ function serve(o: FastPageOptions, req: IncomingMessage, res: ServerResponse, id
     }, o.pageTimeoutMs);
   }
   // What the request log lines say of the page (the route's request.pager facts).
-  const facts: LogFacts = { sessionId: undefined, page: undefined };
+  const facts: LogFacts = { sessionId: undefined, page: undefined, releaseBody: undefined };
   // One listener for both ends: 'close' follows 'finish' (node emits it on the next tick) and also
   // comes when the client leaves first; a second listener a request was a wrapper and an emit more.
   res.once('close', () => {
+    o.clients.ended(socket);
     release?.();
     clearTimeout(timer);
-    if (!res.writableFinished) return left();
-    const ms = performance.now() - t0;
-    metrics.getDuration(PAGE_ROUTE, res.statusCode).observe(ms / 1000);
-    let out = typeof socket?.bytesWritten === 'number' ? socket.bytesWritten - bytes0 : 0;
-    if (out <= 0) out = Number(res.getHeader('content-length') ?? 0) || 0;
-    metrics.bytesOutOf(PAGE_ROUTE).inc(out);
-    // metrics.ts's onResponse line: shed answers (503) at debug, the rest at info.
-    const level = res.statusCode === 503 ? 'debug' : 'info';
-    if (logs(o.log, level)) {
-      // reqId first: what the framework's request child logger writes as its binding, in the same place.
-      o.log[level]({ reqId, method: 'GET', url: req.url, statusCode: res.statusCode, sessionId: facts.sessionId, page: facts.page, durationMs: Math.round(ms * 100) / 100 }, 'request completed');
+    if (!res.writableFinished) left();
+    else {
+      const ms = performance.now() - t0;
+      metrics.getDuration(PAGE_ROUTE, res.statusCode).observe(ms / 1000);
+      let out = typeof socket?.bytesWritten === 'number' ? socket.bytesWritten - bytes0 : 0;
+      if (out <= 0) out = Number(res.getHeader('content-length') ?? 0) || 0;
+      metrics.bytesOutOf(PAGE_ROUTE).inc(out);
+      // metrics.ts's onResponse line: shed answers (503) at debug, the rest at info.
+      const level = res.statusCode === 503 ? 'debug' : 'info';
+      if (logs(o.log, level)) {
+        // reqId first: what the framework's request child logger writes as its binding, in the same place.
+        o.log[level]({ reqId, method: 'GET', url: req.url, statusCode: res.statusCode, sessionId: facts.sessionId, page: facts.page, durationMs: Math.round(ms * 100) / 100 }, 'request completed');
+      }
     }
+    // The body's memory may take a later page now that the socket is done with it (answerPage).
+    facts.releaseBody?.();
   });
   // The client went away before its answer was written (or while it waited for a slot).
   const left = (): void => {
-    if (!ac.signal.aborted) ac.abort();
+    if (!ac.aborted) ac.abort();
     metrics.aborted.inc({ route: PAGE_ROUTE });
     // metrics.ts's onRequest hook logs these too.
     if (logs(o.log, 'info')) {
@@ -250,7 +268,7 @@ function serve(o: FastPageOptions, req: IncomingMessage, res: ServerResponse, id
 }
 
 /** The page, once admitted; `done` stops the handler timeout. */
-function build(o: FastPageOptions, req: IncomingMessage, res: ServerResponse, id: string, params: PageParams, ac: AbortController, reqId: string, facts: LogFacts, done: () => void): void {
+function build(o: FastPageOptions, req: IncomingMessage, res: ServerResponse, id: string, params: PageParams, ac: RequestAbort, reqId: string, facts: LogFacts, done: () => void): void {
   o.pacer.admitted(req.socket);
   // The route's handler names the session first thing (routes.ts sessionId).
   facts.sessionId = id;
@@ -259,10 +277,11 @@ function build(o: FastPageOptions, req: IncomingMessage, res: ServerResponse, id
     params,
     acceptEncoding: req.headers['accept-encoding'],
     ifNoneMatch: req.headers['if-none-match'],
-    signal: ac.signal,
+    signal: ac,
     res,
     answered: () => res.writableEnded,
     counted: true,
+    bodyHolder: facts,
   }).then(
     (a) => {
       done();

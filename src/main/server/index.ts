@@ -180,7 +180,7 @@ export function buildServer(store: Store, options: ServerOptions = {}): FastifyI
       log: app.log,
       ready: () => ready,
       closing: () => closing,
-      seen,
+      clients,
     });
     installFastShed(app.server, (req, res) => shed(req, res) || page(req, res));
   }

@@ -7,7 +7,7 @@
 import type { ServerResponse } from 'node:http';
 import { resolvePageParams } from '../../core/page-rule.js';
 import type { PageParams } from '../../core/types.js';
-import type { PageBuffer, Store } from '../store-types.js';
+import type { PageBuffer, PageSignal, Store } from '../store-types.js';
 import type { ServerMetrics } from './metrics.js';
 import type { ResolvedOptions } from './options.js';
 import { bodyDigest, etagFor, noneMatch, notModifiedTag, pageDigest } from './page-caching.js';
@@ -28,13 +28,18 @@ export interface PageAsk {
   params: PageParams;
   acceptEncoding: string | string[] | undefined;
   ifNoneMatch: string | string[] | undefined;
-  signal: AbortSignal | undefined;
+  signal: PageSignal | undefined;
   /** The response: a built body's memory is handed back once it has closed (PageBuffer.release). */
   res: ServerResponse;
   /** The response was given meanwhile (a timeout answered, the client went away): nothing more to write. */
   answered: () => boolean;
   /** Count 304s (the server's own warm-up requests are not counted). */
   counted: boolean;
+  /**
+   * Where the built body's release goes when the caller calls it itself as the response closes
+   * (fast-page.ts: its one 'close' listener); absent: a 'close' listener of its own calls it.
+   */
+  bodyHolder?: { releaseBody: (() => void) | undefined };
 }
 
 export type PageAnswer =
@@ -68,7 +73,10 @@ export async function answerPage(c: PageAnswerContext, a: PageAsk): Promise<Page
   // response already closed (the client left, a timeout answered) never releases: the body is
   // then the collector's, which is always safe.
   const res = a.res;
-  if (pb.release !== undefined && !res.destroyed && !res.writableFinished) res.once('close', pb.release);
+  if (pb.release !== undefined && !res.destroyed && !res.writableFinished) {
+    if (a.bodyHolder !== undefined) a.bodyHolder.releaseBody = pb.release;
+    else res.once('close', pb.release);
+  }
   if (a.answered()) return null; // timed out or the client went away meanwhile
   metrics.observePage(PAGE_ROUTE, pb);
   // The tag of what was built: an append since the check above moved an unpinned cut.

@@ -19,6 +19,7 @@
  * the head is not starved by small ones behind it); a caller whose signal
  * aborts while it waits leaves the queue at once.
  */
+import type { PageSignal } from '../store-types.js';
 
 interface Waiter {
   bytes: number;
@@ -42,7 +43,7 @@ export class DecodeBudget {
   }
 
   /** Waits for room for a page of `bytes` stored bytes; the function returned gives it back (once). */
-  acquire(bytes: number, signal?: AbortSignal): Promise<() => void> {
+  acquire(bytes: number, signal?: PageSignal): Promise<() => void> {
     if (signal?.aborted === true) return Promise.reject(signal.reason as Error);
     if (this.queue.length === 0 && this.fits(bytes)) return Promise.resolve(this.enter(bytes));
     return new Promise((resolve, reject) => {

@@ -31,8 +31,9 @@
  * so a write in the very tick of the file's last change could pass it; a
  * reader that reads the file each time still saw such a write, held bytes
  * would not. A file last changed more than a tick before it is held cannot
- * be changed again within that tick. Callers must not write into what `read` returns (none
- * does: the records are parsed, or copied before a transfer).
+ * be changed again within that tick. Held bytes are in a SharedArrayBuffer: a page's slice
+ * records go to its worker as views of them (page-service.ts heldRecords). Callers must not
+ * write into what `read` returns (none does: the records are parsed, copied, or read by a worker).
  */
 import type { RandomReader, StorageBackend } from '../../storage/backend.js';
 import type { PositionalReader, RangeRead } from '../../streams/positional-reader.js';
@@ -141,7 +142,11 @@ export class KeptReaders {
     const size = k.reader.size;
     let bytes: Buffer;
     try {
-      bytes = await k.reader.read(0, size);
+      // Shared memory: a page's slice records are then views of these bytes that go to its worker
+      // as they are (no copy: page-service.ts heldRecords); nothing writes into held bytes.
+      const shared = Buffer.from(new SharedArrayBuffer(size));
+      const got = k.reader.readInto !== undefined ? await k.reader.readInto(0, shared) : (await k.reader.read(0, size)).copy(shared);
+      bytes = got === size ? shared : shared.subarray(0, got);
     } catch {
       return;
     }

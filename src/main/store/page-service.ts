@@ -29,7 +29,7 @@ import { assemblePage, assemblePieces, pageHead, parseSlice, type ParsedSlice } 
 import { PageCache } from '../page-cache.js';
 import { DecodeBudget } from './decode-budget.js';
 import { KeptReaders } from './kept-readers.js';
-import type { PageBuffer, PageVersion } from '../store-types.js';
+import type { PageBuffer, PageSignal, PageVersion } from '../store-types.js';
 import { runCompress, runSlice, type PagePool } from '../worker-pool.js';
 import { PieceWriter } from '../../core/fragment-run.js';
 import { BodyPool } from './body-pool.js';
@@ -330,9 +330,13 @@ export class PageService {
     if (crcFile === null) return false;
     const metaFile = await this.readers.open(metaKey(v.paths), v.version);
     try {
-      // A lone page decoded on this thread (small-slice-pool.ts) reads its records where the kept
-      // readers hold them: nothing is moved, so no buffer of its own and no copy (heldRecords).
-      if (tasks.length === 1 && span.bytes <= (this.pool.inlineBytes?.(this.source) ?? 0) && heldRecords(tasks[0] as SliceTask, crcFile, metaFile, first, span)) return true;
+      // A page of one slice reads its records where the kept readers hold them (heldRecords): a
+      // lone page decoded on this thread (small-slice-pool.ts) moves nothing, and a page for a
+      // worker takes views of held bytes only in shared memory (kept-readers.ts), which go to the
+      // worker as they are; else its records are copied into a buffer of their own, below. The
+      // copy and its fresh buffer (~36 KB a typical page) were ~2% of this thread's CPU at 16
+      // connections.
+      if (tasks.length === 1 && heldRecords(tasks[0] as SliceTask, crcFile, metaFile, first, span, span.bytes > (this.pool.inlineBytes?.(this.source) ?? 0))) return true;
       // Row metadata while every slice's read is whole (a file shorter than the checksums': none from there on).
       let withMeta = metaFile !== null;
       const records: { both: Uint8Array; crcBytes: number; meta: boolean }[] = [];
@@ -464,7 +468,7 @@ export class PageService {
   }
 
   /** The page as asked: `coding` adds its body in that coding (`encoded`), from the cache when it holds that form. */
-  async pageBuffer(id: string, params: PageParams = {}, signal?: AbortSignal, coding?: OutputCoding, version?: PageVersion): Promise<PageBuffer> {
+  async pageBuffer(id: string, params: PageParams = {}, signal?: PageSignal, coding?: OutputCoding, version?: PageVersion): Promise<PageBuffer> {
     this.inFlight++;
     try {
       return await this.buildPage(id, params, signal, coding, version);
@@ -473,7 +477,7 @@ export class PageService {
     }
   }
 
-  private async buildPage(id: string, params: PageParams, signal: AbortSignal | undefined, coding: OutputCoding | undefined, version: PageVersion | undefined): Promise<PageBuffer> {
+  private async buildPage(id: string, params: PageParams, signal: PageSignal | undefined, coding: OutputCoding | undefined, version: PageVersion | undefined): Promise<PageBuffer> {
     // A store whose reads are round trips fetches the page's index records ahead, beside the view's reads.
     const hint = this.storage.pageHint?.(id, params).catch(() => null);
     const view = await this.views.pageView(id, params.throughSeq, version);
@@ -634,11 +638,14 @@ export class PageService {
  * recordsByNumber for a page's only slice from checksum and metadata files the kept readers hold
  * whole: the task's records are views of the held bytes (checked as the copies are: the slice's
  * first and last frame), its metadata only when the view is 8-byte aligned (the decoder's float64
- * view; else none, as for a short file). False (nothing set) when either file is not held or the
+ * view; else none, as for a short file). `shared`: the task goes to a worker, so the views must be
+ * of shared memory (a view of an ArrayBuffer would be posted as a copy of the whole held file).
+ * False (nothing set) when either file is not held (or not in shared memory when asked) or the
  * records do not check out: the caller reads them into a buffer of their own. A task that goes to
- * a worker after all gets its records copied then (small-slice-pool.ts ownRecords). Exported for tests.
+ * a worker after all with views of unshared memory gets its records copied then (small-slice-pool.ts
+ * ownRecords). Exported for tests.
  */
-export function heldRecords(t: SliceTask, crcFile: PositionalReader, metaFile: PositionalReader | null, first: number, span: FrameSpan): boolean {
+export function heldRecords(t: SliceTask, crcFile: PositionalReader, metaFile: PositionalReader | null, first: number, span: FrameSpan, shared = false): boolean {
   const at = framesBefore(span, t.start);
   if (at !== 0) return false;
   const seed = first > 0 ? 1 : 0;
@@ -647,6 +654,7 @@ export function heldRecords(t: SliceTask, crcFile: PositionalReader, metaFile: P
   const crcBytes = n * CRC_RECORD_BYTES;
   const crcs = crcFile.heldView?.(r0 * CRC_RECORD_BYTES, crcBytes) ?? null;
   if (crcs === null || crcs.length !== crcBytes || crcs.byteOffset % 4 !== 0) return false;
+  if (shared && !(crcs.buffer instanceof SharedArrayBuffer)) return false;
   const lastAt = (n - 1) * CRC_RECORD_BYTES;
   if (recordOffset(crcs, seed) !== t.start || recordOffset(crcs, n - 1) + u32(crcs, lastAt + 8) !== t.end) return false;
   let meta: Buffer | null = null;
@@ -654,7 +662,7 @@ export function heldRecords(t: SliceTask, crcFile: PositionalReader, metaFile: P
     const m = metaFile.heldView?.(r0 * META_RECORD_BYTES, n * META_RECORD_BYTES) ?? null;
     // Not held: the caller reads both.
     if (m === null) return false;
-    if (m.length === n * META_RECORD_BYTES && m.byteOffset % 8 === 0) meta = m;
+    if (m.length === n * META_RECORD_BYTES && m.byteOffset % 8 === 0 && (!shared || m.buffer instanceof SharedArrayBuffer)) meta = m;
   }
   projectionReadStats.bytes += crcs.length + (meta?.length ?? 0);
   // Plain Uint8Array views, as the copies are (the held bytes are Buffers): the decode loop sees one class.

@@ -47,8 +47,41 @@ async function stamp(storage: StorageBackend, paths: SessionKeys): Promise<Stamp
   const events = await storage.stat(paths.events);
   const entries = await storage.stat(paths.entries);
   const meta = await storage.stat(paths.meta);
-  const stamp = `${events === null ? '-' : events.version}|${entries === null ? '-' : entries.version}|${meta === null ? '-' : meta.version}|`;
-  return { stamp, incarnation: events?.incarnation ?? '', events, entries, meta };
+  return { stamp: stampOf(paths.id, events === null ? '-' : events.version, entries === null ? '-' : entries.version, meta === null ? '-' : meta.version), incarnation: events?.incarnation ?? '', events, entries, meta };
+}
+
+/** A session's last stamp and the three versions it was made of (stampOf). */
+interface StampMade {
+  events: string;
+  entries: string;
+  meta: string;
+  stamp: string;
+}
+/** Sessions whose last stamp is kept at most (stampOf); cleared when full, since ids come from clients. */
+const STAMPS_KEPT = 4096;
+const stampsMade = new Map<string, StampMade>();
+
+/**
+ * The stamp of three versions: the string made for the session's last look when they are the same
+ * (a backend that keeps its version strings, local-backend.ts, hands back the very same strings,
+ * so that comparison is three pointer checks), else a new one. The stamp is compared with the
+ * cached view's and the kept readers' (kept-readers.ts) on every request: one made anew was a
+ * joined string flattened at its first comparison.
+ */
+function stampOf(id: string, events: string, entries: string, meta: string): string {
+  const last = stampsMade.get(id);
+  if (last !== undefined && last.events === events && last.entries === entries && last.meta === meta) return last.stamp;
+  const made = `${events}|${entries}|${meta}|`;
+  if (last !== undefined) {
+    last.events = events;
+    last.entries = entries;
+    last.meta = meta;
+    last.stamp = made;
+  } else {
+    if (stampsMade.size >= STAMPS_KEPT) stampsMade.clear();
+    stampsMade.set(id, { events, entries, meta, stamp: made });
+  }
+  return made;
 }
 
 /**

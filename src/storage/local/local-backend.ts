@@ -265,6 +265,19 @@ function sessionsFolderAt(root: string): string | null {
   }
 }
 
+/** Keys whose paths and last stats a backend keeps at most (LocalBackend.path, LocalBackend.stat). */
+const PATHS_KEPT = 4096;
+
+/** A key's last stat: the numbers objectStat's strings are made of, and those strings. */
+interface StatSeen {
+  size: number;
+  mtimeMs: number;
+  ino: number;
+  birthtimeMs: number;
+  version: string;
+  incarnation: string;
+}
+
 export class LocalBackend implements StorageBackend {
   readonly kind = 'local';
   readonly workerSource: WorkerSource | null;
@@ -282,8 +295,25 @@ export class LocalBackend implements StorageBackend {
     this.workerSource = this.root === null ? null : { scheme: 'file', logs: this.path(SESSIONS) };
   }
 
+  /**
+   * Each key's file, made once: a page request stats its session's three files by key, and
+   * `join`'s normalization of the same strings was ~0.5-1% of the main thread's CPU at 16
+   * connections. Bounded (keys name sessions, which come from clients): cleared when full.
+   */
+  private readonly paths = new Map<string, string>();
+
   /** The file behind a key. */
   path(key: string): string {
+    let p = this.paths.get(key);
+    if (p === undefined) {
+      if (this.paths.size >= PATHS_KEPT) this.paths.clear();
+      p = this.pathOf(key);
+      this.paths.set(key, p);
+    }
+    return p;
+  }
+
+  private pathOf(key: string): string {
     if (this.root === null) return key;
     if (this.sessionsRoot !== null && key.startsWith(SESSIONS) && (key.length === SESSIONS.length || key[SESSIONS.length] === '/')) {
       return join(this.sessionsRoot, key.slice(SESSIONS.length));
@@ -291,9 +321,28 @@ export class LocalBackend implements StorageBackend {
     return join(this.root, key);
   }
 
+  /**
+   * Each key's last stat as numbers and the strings made of them. A page request stats its
+   * session's three files, and their version and incarnation strings (five numbers each, two of
+   * them fractional, to text and joined) were made anew every time: while a file's numbers are
+   * the same its strings are the ones made before (the same string objects, so the session's
+   * stamp of them is too: session-views.ts). The stat itself is taken on every call. Bounded as
+   * `paths`.
+   */
+  private readonly statsSeen = new Map<string, StatSeen>();
+
   async stat(key: string): Promise<ObjectStat | null> {
     const s = statSync(this.path(key), { throwIfNoEntry: false });
-    return s === undefined ? null : objectStat(kept(s));
+    if (s === undefined) return null;
+    kept(s);
+    const seen = this.statsSeen.get(key);
+    if (seen !== undefined && seen.size === s.size && seen.mtimeMs === s.mtimeMs && seen.ino === s.ino && seen.birthtimeMs === s.birthtimeMs) {
+      return { size: s.size, mtimeMs: s.mtimeMs, version: seen.version, incarnation: seen.incarnation };
+    }
+    const o = objectStat(s);
+    if (this.statsSeen.size >= PATHS_KEPT) this.statsSeen.clear();
+    this.statsSeen.set(key, { size: s.size, mtimeMs: s.mtimeMs, ino: s.ino, birthtimeMs: s.birthtimeMs, version: o.version, incarnation: o.incarnation });
+    return o;
   }
 
   async openReader(key: string, size?: number): Promise<RandomReader> {
