@@ -150,6 +150,34 @@ export class ByteSink {
   }
 
   /**
+   * `JSON.stringify(s)`'s bytes (a tool call's id or name): a string of printable ASCII with
+   * no quote or backslash, which JSON.stringify writes as it is between quotes, byte by byte;
+   * any other (and anything not a string) through JSON.stringify, whose call and UTF-8 encode
+   * cost several times the copy.
+   */
+  json(s: string | undefined): void {
+    if (typeof s === 'string') {
+      const n = s.length;
+      this.reserve(n + 2);
+      const b = this.buf;
+      let at = this.length;
+      b[at++] = 0x22;
+      let k = 0;
+      for (; k < n; k++) {
+        const c = s.charCodeAt(k);
+        if (c < 0x20 || c > 0x7e || c === 0x22 || c === 0x5c) break;
+        b[at++] = c;
+      }
+      if (k === n) {
+        b[at++] = 0x22;
+        this.length = at;
+        return;
+      }
+    }
+    this.text(`${JSON.stringify(s)}`);
+  }
+
+  /**
    * A number as `String(v)` spells it (a safe integer's JSON form): its digits written
    * directly, with no string (int-digits.ts); anything else through String.
    */
