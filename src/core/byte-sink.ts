@@ -82,37 +82,6 @@ export class ByteSink {
     this.length += n;
   }
 
-  /**
-   * `prefix`, then src[start, end), then the byte `last`, after a comma when the sink is not
-   * empty: one record of a comma-joined list wrapped around copied bytes (a raw event's
-   * `{"event":…}`), with one check for room where writing its parts one by one took four.
-   */
-  wrapped(prefix: Uint8Array, src: Uint8Array, start: number, end: number, last: number): void {
-    const n = end - start;
-    if (n <= 0) {
-      if (this.length > 0) this.byte(0x2c);
-      for (let k = 0; k < prefix.length; k++) this.byte(prefix[k] as number);
-      this.byte(last);
-      return;
-    }
-    this.reserve(n + prefix.length + 2);
-    const b = this.buf;
-    let at = this.length;
-    if (at > 0) b[at++] = 0x2c;
-    for (let k = 0; k < prefix.length; k++) b[at++] = prefix[k] as number;
-    if (src === this.source && this.arena !== null && n >= SHORT_ARENA_COPY) {
-      this.arena.copyWithin(this.base + at, start, end);
-      at += n;
-    } else if (n < SHORT_COPY) {
-      for (let i = start; i < end; i++) b[at++] = src[i] as number;
-    } else {
-      b.set(new Uint8Array(src.buffer, src.byteOffset + start, n), at);
-      at += n;
-    }
-    b[at++] = last;
-    this.length = at;
-  }
-
   /** Where its bytes start in `arena`, when it still writes into a region of it; else -1. */
   offsetIn(arena: Buffer): number {
     return this.arena === arena ? this.base : -1;

@@ -15,8 +15,6 @@ import { rowGaps, rowMemberBounds, type RawRow } from '../streams/jsonl-row-scan
 import { RESULT_TRAILER_BYTES, type FragmentRunHeader, type PageCoder, type SliceHeader } from './slice-protocol.js';
 
 const COMMA = 0x2c;
-/** A raw event's record opens with this, then the event's bytes, then `}`. */
-const EVENT_OPEN = new Uint8Array(Buffer.from('{"event":'));
 /** The end of a page's JSON (after its records array). */
 const PAGE_END = new Uint8Array([0x5d, 0x7d]);
 
@@ -211,9 +209,10 @@ export class SliceEncoder {
 
   /** A non-packable event whose JSON line was validated by the scanner: its bytes are copied as they are. */
   rawEvent(src: Uint8Array, start: number, end: number): void {
-    this.settle();
-    this.started = true;
-    this.body.wrapped(EVENT_OPEN, src, start, end, 0x7d);
+    const body = this.record();
+    body.ascii('{"event":');
+    body.bytes(src, start, end);
+    body.byte(0x7d);
   }
 
   /** Members [from, to) of a row scanned from a JSONL frame: member tokens are copied as bytes. */
