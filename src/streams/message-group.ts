@@ -199,44 +199,10 @@ const SETTLED = -1;
 /** A key whose first occurrence in the frame is not looked up yet. */
 const UNLOOKED = -2;
 
-/**
- * A key's token for firstAt: searched for by its `tail`, from the first capital letter
- * (`EventSeqs"`, `Op"`), then the `lead` before it compared. Node's search starts each
- * candidate with a scan for the needle's first byte: a quote, as the whole token opens with,
- * is every few bytes of JSON and sent it to its slower table-driven search (a user message's
- * scan took ~640 ns for `"sourceEventSeqs"`, ~230 ns for its tail).
- */
-interface KeyToken {
-  readonly tail: Buffer;
-  readonly lead: Buffer;
-}
-
-function keyToken(token: string, tailAt: number): KeyToken {
-  const bytes = Buffer.from(token);
-  return { tail: bytes.subarray(tailAt), lead: bytes.subarray(0, tailAt) };
-}
-
-const SURFACE_OP_SEARCH = keyToken('"surfaceOp"', '"surface'.length);
-const SOURCES_SEARCH = keyToken('"sourceEventSeqs"', '"source'.length);
-
-/**
- * Where `token` first occurs in b[start, end) (absolute), or SETTLED when nowhere: the first
- * occurrence of its tail whose lead precedes it (every occurrence of the token holds one of its
- * tail, so the first tail so led is the token's first).
- */
-function firstAt(b: Uint8Array, start: number, end: number, token: KeyToken): number {
-  const frame = Buffer.from(b.buffer, b.byteOffset + start, end - start);
-  const lead = token.lead;
-  const n = lead.length;
-  let from = n;
-  for (;;) {
-    const at = frame.indexOf(token.tail, from);
-    if (at < 0) return SETTLED;
-    let k = 0;
-    while (k < n && frame[at - n + k] === lead[k]) k++;
-    if (k === n) return start + at - n;
-    from = at + 1;
-  }
+/** Where `token` first occurs in b[start, end) (absolute), or SETTLED when nowhere. */
+function firstAt(b: Uint8Array, start: number, end: number, token: Buffer): number {
+  const at = Buffer.from(b.buffer, b.byteOffset + start, end - start).indexOf(token);
+  return at < 0 ? SETTLED : start + at;
 }
 
 /**
@@ -265,8 +231,8 @@ function keysGroup(b: Uint8Array, start: number, end: number, seq: number): numb
     // A value neither key would have read from the end (sourceEventSeqs an array, surfaceOp a
     // string, as writers write them): before skipping it, see whether either key can remain.
     if (b[i] !== RBRACK && b[i] !== QUOTE) {
-      if (surfaceFrom === UNLOOKED) surfaceFrom = firstAt(b, start, end, SURFACE_OP_SEARCH);
-      if (sourcesFrom === UNLOOKED) sourcesFrom = firstAt(b, start, end, SOURCES_SEARCH);
+      if (surfaceFrom === UNLOOKED) surfaceFrom = firstAt(b, start, end, SURFACE_OP);
+      if (sourcesFrom === UNLOOKED) sourcesFrom = firstAt(b, start, end, SOURCES);
       if (surfaceFrom > i) surfaceFrom = SETTLED;
       if (sourcesFrom > i) sourcesFrom = SETTLED;
     }
