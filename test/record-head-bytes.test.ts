@@ -55,6 +55,24 @@ describe('integers written without strings', () => {
       }),
     );
   });
+
+  it("ByteSink#json writes JSON.stringify's bytes, for any string (quotes, backslashes, controls, DEL, non-ASCII, lone surrogates) and for undefined", () => {
+    const anyString = fc.oneof(
+      fc.string({ unit: 'binary', maxLength: 40 }),
+      fc.string({ unit: fc.constantFrom('a', 'Z', '0', '_', ':', '"', '\\', '\n', '\u0000', '\u001f', ' ', '~', '\u007f', 'é', '\ud800', '😀'), maxLength: 40 }),
+      fc.string({ unit: fc.integer({ min: 0x20, max: 0x7e }).map((c) => String.fromCharCode(c)), maxLength: 60 }),
+    );
+    fc.assert(
+      fc.property(fc.option(anyString, { nil: undefined }), fc.integer({ min: 1, max: 40 }), (v, cap) => {
+        const sink = new ByteSink(cap);
+        sink.ascii('x');
+        sink.json(v);
+        sink.ascii('y');
+        expect(Buffer.from(sink.view())).toEqual(Buffer.from(`x${JSON.stringify(v)}y`, 'utf8'));
+      }),
+      { numRuns: 3000 },
+    );
+  });
 });
 
 describe('a packed row head written as bytes', () => {

@@ -65,7 +65,7 @@ export function packedRowHead(run: RunKey & { seq0: number; time0: number }): st
 
 /**
  * packedRowHead's bytes written into `body` (the worker's encoder, once per settled row): the
- * literals and numbers as bytes, only a tool call's id and name through JSON.stringify; building
+ * literals and numbers as bytes, a tool call's id and name as JSON.stringify spells them (ByteSink#json); building
  * the head as a string first cost its numbers' conversions, the concatenation and the UTF-8
  * encode of the whole.
  */
@@ -83,8 +83,12 @@ export function writePackedRowHead(body: ByteSink, run: RunKey & { seq0: number;
   body.ascii(',"index":');
   body.int(run.index);
   if (kind === 'tool') {
-    body.text(`,"id":${JSON.stringify(run.id)}`);
-    if (run.name !== undefined) body.text(`,"name":${JSON.stringify(run.name)}`);
+    body.ascii(',"id":');
+    body.json(run.id);
+    if (run.name !== undefined) {
+      body.ascii(',"name":');
+      body.json(run.name);
+    }
   }
   body.ascii(',"dt":[');
 }
@@ -176,8 +180,12 @@ function writeChunkPrefix(body: ByteSink, run: RunKey): void {
   }
   body.ascii('{"type":"tool-call-delta","index":');
   body.int(run.index);
-  body.text(`,"id":${JSON.stringify(run.id)}`);
-  if (run.name !== undefined) body.text(`,"name":${JSON.stringify(run.name)}`);
+  body.ascii(',"id":');
+  body.json(run.id);
+  if (run.name !== undefined) {
+    body.ascii(',"name":');
+    body.json(run.name);
+  }
   body.ascii(',"argumentsDelta":');
 }
 

@@ -28,7 +28,7 @@
  */
 import type { RunKey } from '../core/chunk-codec.js';
 import { partialSumsSafe, type RawRow } from './jsonl-row-scanner.js';
-import { COMMA, decodeString, has, lastInt, literal as lit, MINUS, plainStringClose, RBRACE, RBRACK, scanInt, stringEnd, type Literal } from '../core/json-bytes.js';
+import { COMMA, decodeString, has, lastInt, literal as lit, MINUS, plainStringClose, QUOTE, RBRACE, RBRACK, scanInt, stringEnd, type Literal } from '../core/json-bytes.js';
 
 // The writer's literals (json-bytes.ts compares them four bytes per load).
 const TEXT = lit('{"type":"text-chunks","seq0":');
@@ -134,7 +134,10 @@ const ARGS_KEY = lit(',"argumentsDelta":');
  * right after the member.
  */
 function scanTrustedDelta(b: Uint8Array, i: number, seq: number, end: number): boolean {
-  if (b[end - 1] !== RBRACE || b[end - 2] !== RBRACE || b[end - 3] !== RBRACE) return false;
+  // The member string closes right before the three braces (its end is checked below): a
+  // chunk ending otherwise (a block's end, usage, finish: an object closes there) is no delta,
+  // told before its time, turn and step are read.
+  if (b[end - 1] !== RBRACE || b[end - 2] !== RBRACE || b[end - 3] !== RBRACE || b[end - 4] !== QUOTE) return false;
   if (!has(b, i, TIME) || (i = scanInt(b, i + TIME.length, end)) < 0) return false;
   const time = lastInt();
   if (!has(b, i, TURN) || (i = scanInt(b, i + TURN.length, end)) < 0) return false;
