@@ -142,10 +142,20 @@ export class Follower implements AsyncIterable<FollowItem> {
         let delay: number | undefined;
         try {
           // The server's `retry:` applies unless the caller chose a delay.
-          for await (const item of this.connection((ms) => (retryMs = o.retryMs ?? ms))) {
+          const items = this.connection((ms) => (retryMs = o.retryMs ?? ms));
+          // Not `for await (const item of ...)`: V8 keeps a suspended generator's dead locals, so
+          // `item` (a snapshot: its page and every expanded event) stayed reachable for as long
+          // as the stream then stayed quiet, and each follower's snapshot lived on into the old
+          // generation instead of dying young (docs/decisions.md, attach20).
+          for (;;) {
+            let step: IteratorResult<FollowItem> | undefined = await items.next();
+            if (step.done === true) break;
             progressed = true;
             failures = 0;
+            let item: FollowItem | undefined = step.value;
+            step = undefined;
             yield item;
+            item = undefined;
           }
           throw new Reconnect('the stream ended');
         } catch (err) {
@@ -228,9 +238,11 @@ export class Follower implements AsyncIterable<FollowItem> {
             if (idle !== undefined) clearTimeout(idle);
           }
           if (chunk.done) break;
-          const frames = parser.push(decoder.decode(chunk.value, { stream: true }));
+          let frames: SseFrame[] | undefined = parser.push(decoder.decode(chunk.value, { stream: true }));
           if (parser.retryMs !== undefined) setRetry(parser.retryMs);
-          for (const f of frames) yield* this.frame(f);
+          for (let i = 0; i < frames.length; i++) yield* this.frame(frames[i] as SseFrame);
+          // Dropped before the next read waits (a snapshot frame's data is the whole page's text).
+          frames = undefined;
         }
       } finally {
         reader.cancel().catch(() => undefined);

@@ -10,7 +10,7 @@
  * load stays what the connections make, as at the edge of capacity).
  */
 import autocannon from 'autocannon';
-import { ClientError, SessionPagerClient, checkJoin, checkPage, type SessionEvent } from '../client/index.js';
+import { ClientError, SessionPagerClient, checkJoin, checkPage, type FollowItem, type SessionEvent } from '../client/index.js';
 import type { Recorder } from './recorder.js';
 
 export interface Target {
@@ -100,16 +100,26 @@ export async function attachLoop(c: LoopContext, targets: readonly Target[], hol
     let snap = false;
     let timer: ReturnType<typeof setTimeout> | undefined;
     try {
-      for await (const item of f) {
+      // Each item is recorded by `record`, not held in a `for await` binding: V8 keeps a suspended
+      // async function's dead locals, and the snapshot (its page, every event) stayed reachable
+      // for the whole hold, 64 to 256 of them promoted to the old generation (docs/decisions.md, attach20).
+      const items = f[Symbol.asyncIterator]();
+      const record = (item: FollowItem): void => {
         if (item.kind === 'snapshot') {
           snap = true;
           c.rec.request(now() - t0, 200);
           c.rec.snapshots++;
           timer = setTimeout(() => f.close(), holdFor(holdMs, c.rand));
-          continue;
+          return;
         }
         if (!item.repaired) c.rec.delay(Date.now() - item.event.time);
         else c.rec.followEvents++;
+      };
+      for (;;) {
+        let step: IteratorResult<FollowItem> | undefined = await items.next();
+        if (step.done === true) break;
+        record(step.value);
+        step = undefined;
       }
     } catch (err) {
       if (c.stop.aborted) break;
