@@ -147,15 +147,21 @@ export class Follower implements AsyncIterable<FollowItem> {
           // `item` (a snapshot: its page and every expanded event) stayed reachable for as long
           // as the stream then stayed quiet, and each follower's snapshot lived on into the old
           // generation instead of dying young (docs/decisions.md, attach20).
-          for (;;) {
-            let step: IteratorResult<FollowItem> | undefined = await items.next();
-            if (step.done === true) break;
-            progressed = true;
-            failures = 0;
-            let item: FollowItem | undefined = step.value;
-            step = undefined;
-            yield item;
-            item = undefined;
+          try {
+            for (;;) {
+              let step: IteratorResult<FollowItem> | undefined = await items.next();
+              if (step.done === true) break;
+              progressed = true;
+              failures = 0;
+              let item: FollowItem | undefined = step.value;
+              step = undefined;
+              yield item;
+              item = undefined;
+            }
+          } finally {
+            // As `for await` does when its loop is left early (the caller closed the follower while
+            // it held an item): the connection's own finally runs (its reader cancelled).
+            await items.return(undefined);
           }
           throw new Reconnect('the stream ended');
         } catch (err) {
