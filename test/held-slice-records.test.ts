@@ -42,6 +42,25 @@ function reader(bytes: Buffer, held: boolean): PositionalReader {
   };
 }
 
+
+/** A pool that runs nothing: it records each task it is given and its transfer list. */
+function recordingPool(): { seen: { task: SliceTask; transferList: ArrayBuffer[] }[]; inner: PagePool } {
+  const seen: { task: SliceTask; transferList: ArrayBuffer[] }[] = [];
+  const inner: PagePool = {
+    options: { maxThreads: 2, maxQueue: 64 },
+    queueSize: 0,
+    utilization: 0,
+    completed: 0,
+    threads: [],
+    run: async (t, opts) => {
+      seen.push({ task: t as SliceTask, transferList: opts.transferList ?? [] });
+      return new ArrayBuffer(0);
+    },
+    close: async () => undefined,
+  };
+  return { seen, inner };
+}
+
 describe('a lone page\'s records from held projection files', () => {
   it('are views of the held bytes: the slice\'s records and the one before them', () => {
     const t = task();
@@ -71,19 +90,7 @@ describe('a lone page\'s records from held projection files', () => {
   });
 
   it('go to a worker as one buffer of their own, moved, when the slice is not decoded here after all', async () => {
-    const seen: { task: SliceTask; transferList: ArrayBuffer[] }[] = [];
-    const inner: PagePool = {
-      options: { maxThreads: 2, maxQueue: 64 },
-      queueSize: 0,
-      utilization: 0,
-      completed: 0,
-      threads: [],
-      run: async (t, opts) => {
-        seen.push({ task: t as SliceTask, transferList: opts.transferList ?? [] });
-        return new ArrayBuffer(0);
-      },
-      close: async () => undefined,
-    };
+    const { seen, inner } = recordingPool();
     // No decoder loaded here: every slice goes to the workers.
     const pool = new SmallSlicePool(inner, 1 << 20);
     const t = task();
@@ -131,19 +138,7 @@ describe('a one-slice page\'s records for a worker, from held projection files',
     expect(heldRecords(half, reader(crcShared, true), reader(metaFile, true), 5, span, true)).toBe(true);
     expect(half.meta).toBeUndefined();
     // Through the pool: the same views, and nothing in the transfer list (shared memory is not moved).
-    const seen: { task: SliceTask; transferList: ArrayBuffer[] }[] = [];
-    const inner: PagePool = {
-      options: { maxThreads: 2, maxQueue: 64 },
-      queueSize: 0,
-      utilization: 0,
-      completed: 0,
-      threads: [],
-      run: async (x, opts) => {
-        seen.push({ task: x as SliceTask, transferList: opts.transferList ?? [] });
-        return new ArrayBuffer(0);
-      },
-      close: async () => undefined,
-    };
+    const { seen, inner } = recordingPool();
     await new SmallSlicePool(inner, 1 << 20).run(t, {});
     const sent = seen[0] as { task: SliceTask; transferList: ArrayBuffer[] };
     expect(sent.task.crcs).toBe(t.crcs);
