@@ -82,15 +82,18 @@ export function writePackedRowHead(body: ByteSink, run: RunKey & { seq0: number;
   body.int(run.step);
   body.ascii(',"index":');
   body.int(run.index);
-  if (kind === 'tool') {
-    body.ascii(',"id":');
-    body.json(run.id);
-    if (run.name !== undefined) {
-      body.ascii(',"name":');
-      body.json(run.name);
-    }
-  }
+  if (kind === 'tool') writeToolIdName(body, run);
   body.ascii(',"dt":[');
+}
+
+/** A tool call's `,"id":…` and, when it has one, `,"name":…` (a row's head and a member's chunk alike). */
+function writeToolIdName(body: ByteSink, run: RunKey): void {
+  body.ascii(',"id":');
+  body.json(run.id);
+  if (run.name !== undefined) {
+    body.ascii(',"name":');
+    body.json(run.name);
+  }
 }
 
 const TEXT_ROW_HEAD = `{"chunks":{"type":"${rowTypeOf('text')}","seq0":`;
@@ -180,12 +183,7 @@ function writeChunkPrefix(body: ByteSink, run: RunKey): void {
   }
   body.ascii('{"type":"tool-call-delta","index":');
   body.int(run.index);
-  body.ascii(',"id":');
-  body.json(run.id);
-  if (run.name !== undefined) {
-    body.ascii(',"name":');
-    body.json(run.name);
-  }
+  writeToolIdName(body, run);
   body.ascii(',"argumentsDelta":');
 }
 
