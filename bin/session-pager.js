@@ -18,7 +18,8 @@ case "$1" in
   serve)
     case ":$GLIBC_TUNABLES:" in
       *:glibc.malloc.mmap_threshold=*) ;;
-      *) GLIBC_TUNABLES="${GLIBC_TUNABLES:+$GLIBC_TUNABLES:}glibc.malloc.mmap_threshold=262144"; export GLIBC_TUNABLES ;;
+      *) GLIBC_TUNABLES="${GLIBC_TUNABLES:+$GLIBC_TUNABLES:}glibc.malloc.mmap_threshold=262144"; export GLIBC_TUNABLES
+         SESSION_PAGER_LAUNCHER_MMAP_THRESHOLD=262144; export SESSION_PAGER_LAUNCHER_MMAP_THRESHOLD ;;
     esac
     case " $NODE_OPTIONS " in
       *" --v8-pool-size"*) ;;

@@ -1,11 +1,14 @@
 /**
  * bin/session-pager.js as a command (npm's bin link runs it by its shebang):
  * sh reads its first lines and hands over to node with `exec`, and for
- * `serve` only it sets glibc's mmap threshold (fixed at 64 KiB, so freed
- * large buffers go back to the OS instead of staying in an idle server's
- * heaps), after any tunables the user set and never over a threshold the
- * user chose, and V8's helper threads to the CPU count when that is below
- * Node's 4 (docs/decisions.md). Read by node itself, the same file runs the CLI.
+ * `serve` only it sets glibc's mmap threshold (fixed at 256 KiB for the
+ * start, so the warm-up's freed large buffers go back to the OS instead of
+ * staying in an idle server's heaps; it says so in
+ * SESSION_PAGER_LAUNCHER_MMAP_THRESHOLD, and the server raises the threshold
+ * once ready: src/main/heap-release.ts), after any tunables the user set and
+ * never over a threshold the user chose, and V8's helper threads to the CPU
+ * count when that is below Node's 4 (docs/decisions.md). Read by node itself,
+ * the same file runs the CLI.
  */
 import { spawn, spawnSync } from 'node:child_process';
 import { chmodSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -24,7 +27,16 @@ writeFileSync(join(fake, 'node'), '#!/bin/sh\nprintf "%s\\n" "GLIBC_TUNABLES=${G
 writeFileSync(join(fake, 'nproc'), '#!/bin/sh\n[ -n "$FAKE_NPROC" ] || exit 1\necho "$FAKE_NPROC"\n');
 chmodSync(join(fake, 'nproc'), 0o755);
 chmodSync(join(fake, 'node'), 0o755);
-afterAll(() => rmSync(fake, { recursive: true, force: true }));
+/** A `node` that prints only whether the launcher marked the threshold as its own. */
+const markFake = mkdtempSync(join(tmpdir(), 'sp-launcher-mark-'));
+writeFileSync(join(markFake, 'node'), '#!/bin/sh\nprintf "%s\\n" "MARK=${SESSION_PAGER_LAUNCHER_MMAP_THRESHOLD-<unset>}"\n');
+writeFileSync(join(markFake, 'nproc'), '#!/bin/sh\necho "$FAKE_NPROC"\n');
+chmodSync(join(markFake, 'node'), 0o755);
+chmodSync(join(markFake, 'nproc'), 0o755);
+afterAll(() => {
+  rmSync(fake, { recursive: true, force: true });
+  rmSync(markFake, { recursive: true, force: true });
+});
 
 function launch(args: string[], tunables?: string, more: NodeJS.ProcessEnv = {}): string[] {
   const env: NodeJS.ProcessEnv = { ...process.env, PATH: `${fake}:${process.env.PATH ?? ''}`, FAKE_NPROC: '8', ...more };
@@ -53,6 +65,22 @@ describe('bin/session-pager.js, the launcher', () => {
     expect(launch(['page', 'x'], undefined, { FAKE_NPROC: '2' })[1]).toBe(`arg=${bin}`);
   });
 
+  it('serve: the launcher says it set the threshold (SESSION_PAGER_LAUNCHER_MMAP_THRESHOLD), and only when it did', () => {
+    const marked = (args: string[], tunables?: string): string => {
+      const env: NodeJS.ProcessEnv = { ...process.env, PATH: `${markFake}:${process.env.PATH ?? ''}`, FAKE_NPROC: '8' };
+      delete env.GLIBC_TUNABLES;
+      delete env.SESSION_PAGER_LAUNCHER_MMAP_THRESHOLD;
+      if (tunables !== undefined) env.GLIBC_TUNABLES = tunables;
+      const r = spawnSync(bin, args, { encoding: 'utf8', env });
+      expect(r.status).toBe(0);
+      return r.stdout.trim();
+    };
+    expect(marked(['serve'])).toBe('MARK=262144');
+    expect(marked(['serve'], 'glibc.malloc.arena_max=2')).toBe('MARK=262144');
+    expect(marked(['serve'], 'glibc.malloc.mmap_threshold=65536')).toBe('MARK=<unset>');
+    expect(marked(['page', 'x'])).toBe('MARK=<unset>');
+  });
+
   it("serve: a threshold the user chose is not overridden", () => {
     expect(launch(['serve'], 'glibc.malloc.trim_threshold=1:glibc.malloc.mmap_threshold=65536')[0]).toBe('GLIBC_TUNABLES=glibc.malloc.trim_threshold=1:glibc.malloc.mmap_threshold=65536');
   });
@@ -75,6 +103,7 @@ describe('bin/session-pager.js, the launcher', () => {
     const data = mkdtempSync(join(tmpdir(), 'sp-launcher-data-'));
     const env: NodeJS.ProcessEnv = { ...process.env, SESSION_PAGER_JIT_WARMUP: '0', SESSION_PAGER_PAGE_WARMUP: '0' };
     delete env.GLIBC_TUNABLES;
+    delete env.SESSION_PAGER_LAUNCHER_MMAP_THRESHOLD;
     const child = spawn(bin, ['serve', '--data', data, '--port', '0', '--workers', '2', '--log-level', 'warn'], { env, stdio: ['ignore', 'ignore', 'pipe'] });
     let err = '';
     child.stderr.setEncoding('utf8').on('data', (d: string) => (err += d));
@@ -92,6 +121,7 @@ describe('bin/session-pager.js, the launcher', () => {
       // exec, not a child: the server is the process spawned.
       const environ = readFileSync(`/proc/${child.pid}/environ`, 'utf8').split('\0');
       expect(environ).toContain('GLIBC_TUNABLES=glibc.malloc.mmap_threshold=262144');
+      expect(environ).toContain('SESSION_PAGER_LAUNCHER_MMAP_THRESHOLD=262144');
       const argv = readFileSync(`/proc/${child.pid}/cmdline`, 'utf8').split('\0');
       // The CPU count as the launcher reads it (nproc: the CPUs this process may run on).
       const n = Number(spawnSync('nproc', { encoding: 'utf8' }).stdout.trim());

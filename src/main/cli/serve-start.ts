@@ -23,6 +23,7 @@ import { Readiness } from '../server/readiness.js';
 import type { Store } from '../store-types.js';
 import { warmUpFromEnv, type StoreOptions } from '../store/options.js';
 import { checkGcEnv, markingOff } from './serve-gc.js';
+import { heapReleaseFromEnv } from './serve-heap.js';
 import { checkWarmUpSwitches, envNumber } from './env-values.js';
 import type { PagePool } from '../page-pool.js';
 import { CliError, Progress } from './common.js';
@@ -181,6 +182,7 @@ export function checkServeEnv(env: NodeJS.ProcessEnv): void {
   readyDelayFromEnv(env);
   checkWarmUpSwitches(env);
   checkGcEnv(env);
+  heapReleaseFromEnv(env);
 }
 
 /** Listen at once, then build the app, then warm up while serving. Used by `run` and by the tests. */

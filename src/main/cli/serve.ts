@@ -17,6 +17,7 @@ import { defineCommand, type OptionsDecl, type OptionValues } from './command.js
 import { checkRedisUrl } from '../store/append-bus.js';
 import { CliError } from './common.js';
 import { tuneServeGc } from './serve-gc.js';
+import { heapReleaseFromEnv, startHeapRelease } from './serve-heap.js';
 import { checkServeEnv, startServe, type ServeConfig, type TokenSource } from './serve-start.js';
 import { FOLLOW_IN_FLIGHT_PER_THREAD, IN_FLIGHT_PER_THREAD } from '../server/options.js';
 import { STORE, isRemoteStore } from './store-flag.js';
@@ -175,6 +176,8 @@ function redisFrom(url: string, from: string): string {
 async function serve(cfg: ServeConfig): Promise<number> {
   tuneServeGc(process.env);
   const server = await startServe(cfg);
+  // The process's malloc heaps: given back after the warm-up and after quiet spells (serve-heap.ts).
+  const stopHeapRelease = startHeapRelease(heapReleaseFromEnv(process.env), server.app.server, server.ready, server.app.log);
   return new Promise<number>((resolve) => {
     let signals = 0;
     const onSignal = (sig: NodeJS.Signals) => {
@@ -184,6 +187,7 @@ async function serve(cfg: ServeConfig): Promise<number> {
         process.exit(130);
       }
       server.app.log.info({ signal: sig }, 'shutting down: finishing in-flight requests');
+      stopHeapRelease();
       server.close().then(
         () => resolve(0),
         (err: unknown) => {

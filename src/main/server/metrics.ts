@@ -15,6 +15,7 @@ import type { Readiness } from './readiness.js';
 import type { Admission } from './admission.js';
 import type { ConnectionLimitCounts, ConnectionLimiter } from './connection-limit.js';
 import { globalPlugin } from './plugin.js';
+import { heapStats } from '../heap-release.js';
 import { isWarmupRequest } from './route-warmup.js';
 import { lastAnswered } from './shape-keepers.js';
 import { counterSeries, histogramSeries, type CounterSeries, type SeriesObserver } from './prom-series.js';
@@ -193,6 +194,9 @@ export class ServerMetrics {
     counter('cache_misses', 'Session view cache misses', () => stats().cache.misses);
     counter('page_cache_hits', 'Pages served from the prepared-page cache', () => stats().cache.pageHits);
     counter('store_pages_served', 'Pages answered by the store (built or from its cache)', () => stats().pagesServed);
+    // The process's malloc heaps (heap-release.ts): zero in a process that is not `serve`'s.
+    counter('heap_trims', 'Times the process gave its freed malloc memory back to the system (after the warm-up, after quiet spells)', () => heapStats.trims);
+    new prom.Gauge({ name: `${P}heap_mmap_threshold_bytes`, help: "glibc's mmap threshold as set once ready (0: not set by the server)", registers, collect() { this.set(heapStats.mmapThreshold); } });
     new prom.Gauge({ name: `${P}page_cache_bytes`, help: 'Bytes of prepared pages held for repeated requests', registers, collect() { this.set(stats().cache.pageBytes); } });
     /** One admission gate's series (admission.ts): occupancy, size, queue bound and sheds. */
     const gateSeries = (series: string, shed: string, what: 'page' | 'follow', gateName: string, gate: () => Admission | null): void => {
