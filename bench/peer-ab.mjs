@@ -13,6 +13,7 @@
 //        [--a-env K=V,K=V] [--b-env K=V]     (env of that build's processes, e.g. SESSION_PAGER_INCREMENTAL_MARKING=1)
 //        [--http-lanes lean,autocannon,lean-pinned] [--http-warm-connections level|N] [--http-start launcher|node]
 //        [--http-log-level warn|info]       (serve's --log-level in the HTTP lanes; warn by default)
+//        [--http-accept-encoding identity|'gzip, deflate, br, zstd'] (every HTTP request's; identity by default)
 //        [--max-others 0.3] [--lane-retries 2] (HTTP lanes: run again when the rest of the machine took more)
 //
 // An HTTP lane during which the rest of the machine used more than --max-others cores (http-cpu.mjs
@@ -64,6 +65,9 @@ const { values: a } = parseScriptArgs(import.meta.url, {
     'http-start': { type: 'string', default: 'launcher' },
     // serve's --log-level in the HTTP lanes (http-cpu.mjs --log-level): warn, or info (serve's default).
     'http-log-level': { type: 'string', default: 'warn' },
+    // The Accept-Encoding every HTTP request sends (http-cpu.mjs --accept-encoding): identity, or a
+    // browser's 'gzip, deflate, br, zstd' (both servers answer it in zstd, the peer with this service's coder).
+    'http-accept-encoding': { type: 'string', default: 'identity' },
     'max-others': { type: 'string', default: '0.3' },
     'lane-retries': { type: 'string', default: '2' },
   },
@@ -102,7 +106,7 @@ for (let r = 0; r < Number(a.rounds); r++) {
         for (const level of [1, 16]) {
           for (const who of order) {
             // This checkout's script, serving from the build's checkout (--checkout).
-            const measure = () => run(peerDir, ['bench/http-cpu.mjs', '--server', who === 'peer' ? 'peer' : 'pager', ...(who === 'peer' ? [] : ['--checkout', builds[who].dir, '--start', a['http-start'], '--log-level', a['http-log-level']]), '--workload', w, '--data', a.data, '--connections', String(level), '--seconds', a['http-seconds'], '--warm', '2', '--warm-connections', a['http-warm-connections'] === 'level' ? String(level) : a['http-warm-connections'], '--generator', generator, ...(pinned === 'pinned' ? ['--pin'] : [])], who === 'peer' ? {} : builds[who].env);
+            const measure = () => run(peerDir, ['bench/http-cpu.mjs', '--server', who === 'peer' ? 'peer' : 'pager', ...(who === 'peer' ? [] : ['--checkout', builds[who].dir, '--start', a['http-start'], '--log-level', a['http-log-level']]), '--workload', w, '--data', a.data, '--connections', String(level), '--seconds', a['http-seconds'], '--warm', '2', '--warm-connections', a['http-warm-connections'] === 'level' ? String(level) : a['http-warm-connections'], '--generator', generator, '--accept-encoding', a['http-accept-encoding'], ...(pinned === 'pinned' ? ['--pin'] : [])], who === 'peer' ? {} : builds[who].env);
             const x = untilQuiet(measure, Number(a['max-others']), Number(a['lane-retries']), (d, retry) => log(JSON.stringify({ round: r + 1, workload: w, level, who, retry, othersCores: d.othersCores, okPerSec: d.okPerSec })));
             rows.push({ where: `HTTP ${lane}`, workload: w, level, who, okPerSec: x.okPerSec, p99: x.p99, main: x.mainCpuMsPerRequest, all: x.allCpuMsPerRequest, gen: x.generatorCpuMsPerRequest, others: x.othersCores, non2xx: x.non2xx });
             log(JSON.stringify({ round: r + 1, workload: w, level, who, ...x }));

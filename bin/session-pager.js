@@ -13,7 +13,9 @@
 # V8 runs no more helper threads than there are CPUs (Node's default is 4: each has a malloc
 # arena that keeps what its compiles freed). Together ~10 MB less resident while idle, pages no
 # slower (docs/benchmarks.md, "Issue 12: glibc's threshold and V8's helper threads set by the
-# launcher"; docs/decisions.md). A threshold or pool size the user set is kept.
+# launcher"; docs/decisions.md). A threshold or pool size the user set is kept. The threshold is
+# the start's: SESSION_PAGER_LAUNCHER_MMAP_THRESHOLD tells the server it was set here, and once
+# warm the server gives the warm-up's memory back and raises it for serving (src/main/heap-release.ts).
 case "$1" in
   serve)
     case ":$GLIBC_TUNABLES:" in
