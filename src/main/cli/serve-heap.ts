@@ -7,7 +7,6 @@
  * the warm-up is done, off the path to ready; where glibc cannot be reached
  * the server logs why, once, and serves as before.
  */
-import type { Server } from 'node:http';
 import { openGlibcHeap, type HeapOpen } from '../glibc-heap.js';
 import { HeapRelease, QUIET_MS } from '../heap-release.js';
 import { envNumber, envSwitch } from './env-values.js';
@@ -30,6 +29,12 @@ export function heapReleaseFromEnv(env: NodeJS.ProcessEnv): HeapReleaseConfig {
   };
 }
 
+/** What requests are counted from: the HTTP server's 'request' event (anything that emits one). */
+export interface RequestSource {
+  on(event: 'request', listener: () => void): unknown;
+  off(event: 'request', listener: () => void): unknown;
+}
+
 export interface HeapLog {
   warn(obj: object, msg: string): void;
 }
@@ -39,7 +44,7 @@ export interface HeapLog {
  * another) and released as heap-release.ts says. Returns the stop (the tick's timer never holds the
  * process open).
  */
-export function startHeapRelease(cfg: HeapReleaseConfig, server: Server, ready: Promise<unknown>, log: HeapLog, open: () => HeapOpen = openGlibcHeap): () => void {
+export function startHeapRelease(cfg: HeapReleaseConfig, server: RequestSource, ready: Promise<unknown>, log: HeapLog, open: () => HeapOpen = openGlibcHeap): () => void {
   if (!cfg.on) return () => undefined;
   const release = new HeapRelease({ raiseThresholds: cfg.raiseThresholds, onRefused: (what) => log.warn({ heapRelease: what }, 'heap release: a glibc setting was refused') });
   const seen = (): void => release.request();
