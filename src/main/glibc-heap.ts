@@ -48,7 +48,23 @@ export interface HeapFinding {
   libc: string;
 }
 
-const FINDING: HeapFinding = { platform: process.platform, loadFfi: () => createRequire(import.meta.url)('ffi-rs') as FfiRs, libc: 'libc.so.6' };
+const FINDING: HeapFinding = { platform: process.platform, loadFfi: loadFfiRs, libc: 'libc.so.6' };
+
+/**
+ * ffi-rs tells glibc from musl by `process.report.getReport()` as it loads; a report lists the
+ * network interfaces, whose lookups can stall a host with slow name resolution, on the serving
+ * thread. They are left out of that one report (the setting put back after).
+ */
+function loadFfiRs(): FfiRs {
+  const report = process.report as { excludeNetwork?: boolean } | undefined;
+  const before = report?.excludeNetwork;
+  if (report !== undefined) report.excludeNetwork = true;
+  try {
+    return createRequire(import.meta.url)('ffi-rs') as FfiRs;
+  } finally {
+    if (report !== undefined && before !== undefined) report.excludeNetwork = before;
+  }
+}
 
 /** A fresh look for the heap (openGlibcHeap keeps the first). */
 export function openHeap(f: HeapFinding = FINDING): HeapOpen {
